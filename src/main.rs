@@ -1,0 +1,128 @@
+//! fugue: a terminal multiplexer for AI agents, speaking MCP over stdio.
+//!
+//! This file is the command line: it parses arguments by hand and hands each command to one
+//! function. `serve` wires the pieces together — the registry of panes (`mux`), the protocol
+//! (`mcp`), the line loop (`rpc`) — and waits for a reason to stop: end of input, a signal, or a
+//! broken stdout. Stopping ends every process fugue started.
+
+mod args;
+mod call;
+mod config;
+mod error;
+mod layout;
+mod log;
+mod mcp;
+mod mux;
+mod pane;
+mod rpc;
+
+use call::{Cancel, Progress};
+use mcp::Mcp;
+use mux::Mux;
+use rpc::{Server, Stop, Writer};
+use serde_json::{Map, Value};
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+const USAGE: &str = "\
+fugue — a terminal multiplexer for AI agents, speaking MCP over stdio
+
+Usage:
+  fugue [serve]            run the MCP server on stdin/stdout (logs go to stderr)
+  fugue call TOOL [JSON]   run one tool in-process and print its JSON result
+  fugue tools              list the tools, one line each
+  fugue --help | --version
+
+Environment: FUGUE_SHELL, FUGUE_STATE_DIR, FUGUE_LOG, FUGUE_SCROLLBACK_BYTES, FUGUE_MAX_PANES,
+FUGUE_MAX_SESSIONS, FUGUE_MAX_CALLS, FUGUE_MAX_LINE_BYTES, FUGUE_MAX_OUTPUT_BYTES (see fugue(1)).
+";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let words: Vec<&str> = args.iter().map(String::as_str).collect();
+    match words.as_slice() {
+        [] | ["serve"] => serve(),
+        ["-h" | "--help" | "help"] => print_out(USAGE),
+        ["-V" | "--version"] => print_out(&format!("fugue {}\n", env!("CARGO_PKG_VERSION"))),
+        ["tools"] => list_tools(),
+        ["call", tool] => call(tool, "{}"),
+        ["call", tool, json] => call(tool, json),
+        ["call", ..] => usage_error("call takes a tool name and at most one JSON argument object"),
+        [other, ..] => usage_error(&format!("unknown command {other:?}")),
+    }
+}
+
+fn serve() -> ExitCode {
+    let (stop_tx, stop_rx) = crossbeam_channel::bounded::<Stop>(8);
+    let on_signal = stop_tx.clone();
+    if let Err(e) = ctrlc::set_handler(move || {
+        let _ = on_signal.try_send(Stop::Signal);
+    }) {
+        log::warn(&format!("cannot install the signal handler: {e}"));
+    }
+    let mux = Arc::new(Mux::default());
+    let writer = Arc::new(Writer::new(Box::new(std::io::stdout()), stop_tx.clone()));
+    let server = Server::new(Arc::new(Mcp::new(mux.clone())), writer);
+    let reader = server.clone();
+    let started = std::thread::Builder::new()
+        .name("stdin".into())
+        .spawn(move || reader.read_loop(std::io::stdin().lock(), stop_tx));
+    if let Err(e) = started {
+        log::error(&format!("cannot start the stdin reader: {e}"));
+        return ExitCode::FAILURE;
+    }
+    let why = stop_rx.recv().unwrap_or(Stop::Eof);
+    log::info(&format!("stopping: {why:?}"));
+    server.cancel_all();
+    mux.shutdown();
+    // The stdin thread may be blocked in read(); the process exit ends it.
+    std::process::exit(0)
+}
+
+fn call(name: &str, json: &str) -> ExitCode {
+    let Some(tool) = mcp::tools::find(name) else {
+        return usage_error(&format!("unknown tool {name:?}; `fugue tools` lists them"));
+    };
+    let arguments: Map<String, Value> = match serde_json::from_str(json) {
+        Ok(Value::Object(map)) => map,
+        Ok(_) => return usage_error("the arguments must be a JSON object"),
+        Err(e) => return usage_error(&format!("the arguments are not valid JSON: {e}")),
+    };
+    let mux = Arc::new(Mux::default());
+    let cancel = Arc::new(Cancel::default());
+    let on_signal = cancel.clone();
+    let _ = ctrlc::set_handler(move || on_signal.cancel());
+    let progress = Progress::none();
+    let ctx = mcp::tools::Ctx { mux: &mux, cancel: &cancel, progress: &progress };
+    let result = mcp::tools::call(tool, &ctx, &arguments);
+    mux.shutdown();
+    let failed = result["isError"] == Value::Bool(true);
+    let body = serde_json::to_string_pretty(&result["structuredContent"]).unwrap_or_default();
+    print_out(&format!("{body}\n"));
+    if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+}
+
+fn list_tools() -> ExitCode {
+    let mut text = String::new();
+    for tool in mcp::tools::all() {
+        let first = tool.description.split(". ").next().unwrap_or("").trim_end_matches('.');
+        text.push_str(&format!("{:<32} {first}\n", tool.name));
+    }
+    print_out(&text)
+}
+
+/// Command output (not the protocol) for `--help`, `tools` and `call`.
+fn print_out(text: &str) -> ExitCode {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(_) => ExitCode::FAILURE,
+    }
+}
+
+fn usage_error(message: &str) -> ExitCode {
+    let _ = writeln!(std::io::stderr(), "fugue: {message}\n\n{USAGE}");
+    ExitCode::from(2)
+}

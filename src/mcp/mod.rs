@@ -1,0 +1,245 @@
+//! MCP on top of JSON-RPC: the two protocol eras and the methods a tools-only server answers.
+//!
+//! A request arrives here decoded, with its method and params; the answer leaves as a result value
+//! or an `RpcError`. The era is decided per request: a `_meta` envelope with a protocol version is
+//! the 2026-07-28 era (checked on every request, results decorated with `resultType` and server
+//! info); `initialize` opens the legacy era for the process. Both share the tool registry.
+
+pub(crate) mod tools;
+
+use crate::call::{Cancel, Progress};
+use crate::mux::Mux;
+use parking_lot::Mutex;
+use serde_json::{Map, Value, json};
+use std::sync::Arc;
+
+pub(crate) const MODERN: &str = "2026-07-28";
+pub(crate) const LEGACY: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+const VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
+const CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
+const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
+const SUBSCRIPTION_KEY: &str = "io.modelcontextprotocol/subscriptionId";
+/// How long a client may cache `tools/list` and `server/discover`: the list is fixed per binary.
+const TTL_MS: u64 = 300_000;
+
+const INSTRUCTIONS: &str = "fugue runs terminal panes for you. Prefer one call over polling: \
+fugue_run_parallel / fugue_run_pipeline run commands and return exact exit codes; fugue_expect \
+waits for a regex in a pane's output. fugue_send_input returns an offset: pass it as `since` to \
+fugue_get_output or fugue_expect to see only what your input caused.";
+
+/// A JSON-RPC error answer.
+#[derive(Debug)]
+pub(crate) struct RpcError {
+    pub(crate) code: i64,
+    pub(crate) message: String,
+    pub(crate) data: Option<Value>,
+}
+
+impl RpcError {
+    pub(crate) fn new(code: i64, message: impl Into<String>) -> RpcError {
+        RpcError { code, message: message.into(), data: None }
+    }
+
+    pub(crate) fn to_json(&self) -> Value {
+        let mut error = json!({"code": self.code, "message": self.message});
+        if let Some(data) = &self.data {
+            error["data"] = data.clone();
+        }
+        error
+    }
+}
+
+pub(crate) const PARSE_ERROR: i64 = -32700;
+pub(crate) const INVALID_REQUEST: i64 = -32600;
+pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
+pub(crate) const INVALID_PARAMS: i64 = -32602;
+pub(crate) const INTERNAL_ERROR: i64 = -32603;
+pub(crate) const UNSUPPORTED_VERSION: i64 = -32022;
+
+/// Where a request runs: cheap methods on the reader thread, tool calls on a worker.
+#[derive(PartialEq, Eq)]
+pub(crate) enum Route {
+    Inline,
+    Worker,
+}
+
+/// What one request can use while it runs.
+pub(crate) struct Request<'a> {
+    pub(crate) id: &'a Value,
+    pub(crate) method: &'a str,
+    pub(crate) params: &'a Map<String, Value>,
+    pub(crate) cancel: &'a Cancel,
+    pub(crate) progress: &'a Progress,
+    /// Sends a notification tied to this request (nothing once it is cancelled).
+    pub(crate) notify: &'a dyn Fn(Value),
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Era {
+    Legacy,
+    Modern,
+}
+
+pub(crate) struct Mcp {
+    pub(crate) mux: Arc<Mux>,
+    /// The version agreed by `initialize`, once a legacy client has said hello.
+    legacy: Mutex<Option<String>>,
+}
+
+impl Mcp {
+    pub(crate) fn new(mux: Arc<Mux>) -> Mcp {
+        Mcp { mux, legacy: Mutex::new(None) }
+    }
+
+    pub(crate) fn route(method: &str) -> Route {
+        match method {
+            "tools/call" | "subscriptions/listen" => Route::Worker,
+            _ => Route::Inline,
+        }
+    }
+
+    pub(crate) fn handle(&self, req: &Request<'_>) -> Result<Value, RpcError> {
+        let era = self.era(req.method, req.params)?;
+        let (result, cacheable) = match req.method {
+            "initialize" => (self.initialize(req.params), false),
+            "ping" if era == Era::Legacy => (json!({}), false),
+            "server/discover" => (discover(), true),
+            "tools/list" => (list_tools(req.params)?, true),
+            "tools/call" => (self.call_tool(req)?, false),
+            "subscriptions/listen" if era == Era::Modern => (listen(req), false),
+            other => {
+                return Err(RpcError::new(METHOD_NOT_FOUND, format!("Method not found: {other}")));
+            }
+        };
+        Ok(match era {
+            Era::Modern => decorate(result, cacheable),
+            Era::Legacy => result,
+        })
+    }
+
+    /// Decides the era of one request, and checks the modern envelope when there is one.
+    fn era(&self, method: &str, params: &Map<String, Value>) -> Result<Era, RpcError> {
+        let meta = params.get("_meta").and_then(Value::as_object);
+        if let Some(version) = meta.and_then(|m| m.get(VERSION_KEY)) {
+            if method == "initialize" {
+                return Ok(Era::Legacy);
+            }
+            return check_modern(version, meta);
+        }
+        if method == "initialize" || method == "ping" || self.legacy.lock().is_some() {
+            return Ok(Era::Legacy);
+        }
+        Err(RpcError::new(
+            INVALID_PARAMS,
+            format!(
+                "_meta is missing required {VERSION_KEY}: send initialize first (MCP up to \
+                 2025-11-25), or give the 2026-07-28 envelope in params._meta on every request"
+            ),
+        ))
+    }
+
+    fn initialize(&self, params: &Map<String, Value>) -> Value {
+        let asked = params.get("protocolVersion").and_then(Value::as_str).unwrap_or("");
+        let version = if LEGACY.contains(&asked) { asked } else { LEGACY[0] };
+        *self.legacy.lock() = Some(version.to_string());
+        json!({
+            "protocolVersion": version,
+            "capabilities": {"tools": {"listChanged": false}},
+            "serverInfo": server_info(),
+            "instructions": INSTRUCTIONS,
+        })
+    }
+
+    fn call_tool(&self, req: &Request<'_>) -> Result<Value, RpcError> {
+        let name = req.params.get("name").and_then(Value::as_str).ok_or_else(|| {
+            RpcError::new(
+                INVALID_PARAMS,
+                "tools/call needs params.name, the tool's name (a string)",
+            )
+        })?;
+        let empty = Map::new();
+        let arguments = match req.params.get("arguments") {
+            None | Some(Value::Null) => &empty,
+            Some(Value::Object(map)) => map,
+            Some(_) => {
+                return Err(RpcError::new(
+                    INVALID_PARAMS,
+                    "tools/call params.arguments must be an object",
+                ));
+            }
+        };
+        let tool = tools::find(name).ok_or_else(|| {
+            RpcError::new(
+                INVALID_PARAMS,
+                format!("Unknown tool: {name}; tools/list shows the tools"),
+            )
+        })?;
+        let ctx = tools::Ctx { mux: &self.mux, cancel: req.cancel, progress: req.progress };
+        Ok(tools::call(tool, &ctx, arguments))
+    }
+}
+
+fn check_modern(version: &Value, meta: Option<&Map<String, Value>>) -> Result<Era, RpcError> {
+    if version.as_str() != Some(MODERN) {
+        let mut err = RpcError::new(UNSUPPORTED_VERSION, "Unsupported protocol version");
+        err.data = Some(json!({"supported": supported_versions(), "requested": version}));
+        return Err(err);
+    }
+    if !meta.and_then(|m| m.get(CAPABILITIES_KEY)).is_some_and(Value::is_object) {
+        return Err(RpcError::new(
+            INVALID_PARAMS,
+            format!("_meta is missing required {CAPABILITIES_KEY} (an object, possibly empty)"),
+        ));
+    }
+    Ok(Era::Modern)
+}
+
+fn supported_versions() -> Vec<&'static str> {
+    std::iter::once(MODERN).chain(LEGACY).collect()
+}
+
+pub(crate) fn server_info() -> Value {
+    json!({"name": "fugue", "title": "fugue terminal multiplexer", "version": env!("CARGO_PKG_VERSION")})
+}
+
+fn discover() -> Value {
+    json!({
+        "supportedVersions": supported_versions(),
+        "capabilities": {"tools": {"listChanged": false}},
+        "serverInfo": server_info(),
+        "instructions": INSTRUCTIONS,
+    })
+}
+
+fn list_tools(params: &Map<String, Value>) -> Result<Value, RpcError> {
+    // Every tool fits in one page, so no cursor is ever handed out, and any cursor is bogus.
+    if params.get("cursor").is_some_and(|c| !c.is_null()) {
+        return Err(RpcError::new(INVALID_PARAMS, "Invalid cursor"));
+    }
+    Ok(json!({"tools": tools::list()}))
+}
+
+/// `subscriptions/listen`: nothing here ever changes, so the acknowledgement honours no
+/// notification types, and the request stays open until the client cancels it.
+fn listen(req: &Request<'_>) -> Value {
+    (req.notify)(json!({
+        "jsonrpc": "2.0",
+        "method": "notifications/subscriptions/acknowledged",
+        "params": {"_meta": {SUBSCRIPTION_KEY: req.id}, "notifications": {}},
+    }));
+    let _ = req.cancel.receiver().recv();
+    json!({"_meta": {SUBSCRIPTION_KEY: req.id}})
+}
+
+fn decorate(mut result: Value, cacheable: bool) -> Value {
+    result["resultType"] = json!("complete");
+    if !result["_meta"].is_object() {
+        result["_meta"] = json!({});
+    }
+    result["_meta"][SERVER_INFO_KEY] = server_info();
+    if cacheable {
+        result["ttlMs"] = json!(TTL_MS);
+        result["cacheScope"] = json!("public");
+    }
+    result
+}

@@ -1,0 +1,445 @@
+//! The registry of sessions, windows and panes.
+//!
+//! Sessions hold windows, windows hold panes, and every pane is also indexed by id. Ids are UUID v4;
+//! every lookup also accepts the object's unique name. Panes are spawned outside the registry lock
+//! (a spawn forks and execs), with a reservation so that limits and names hold under concurrency.
+//! When fugue exits, `shutdown` ends every pane at once.
+
+use crate::config::config;
+use crate::error::{Error, ErrorKind, Result};
+use crate::layout;
+use crate::pane::output::Exit;
+use crate::pane::{Pane, Spec};
+use parking_lot::Mutex;
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+/// The session that `fugue_run_parallel` and `fugue_run_pipeline` put their panes in by default.
+pub(crate) const ORCHESTRATION_SESSION: &str = "__orchestration__";
+
+/// What a new pane runs, where, and under what name.
+#[derive(Default, Clone)]
+pub(crate) struct PaneArgs {
+    pub(crate) name: Option<String>,
+    pub(crate) command: Option<String>,
+    pub(crate) cwd: Option<PathBuf>,
+    pub(crate) env: Vec<(String, String)>,
+}
+
+pub(crate) struct Session {
+    pub(crate) id: String,
+    pub(crate) name: String,
+    pub(crate) created_at: SystemTime,
+    pub(crate) windows: Vec<Window>,
+    next_window: u64,
+}
+
+pub(crate) struct Window {
+    pub(crate) id: String,
+    pub(crate) name: String,
+    pub(crate) rows: u16,
+    pub(crate) cols: u16,
+    pub(crate) panes: Vec<String>,
+}
+
+#[derive(Default)]
+struct Inner {
+    sessions: Vec<Session>,
+    panes: HashMap<String, Arc<Pane>>,
+    /// Pane names and slots held by spawns in progress.
+    reserved_names: HashSet<String>,
+    reserved_panes: usize,
+    next_session: u64,
+}
+
+#[derive(Default)]
+pub(crate) struct Mux {
+    inner: Mutex<Inner>,
+}
+
+/// Where a new pane goes.
+enum Place<'a> {
+    NewWindow { session: &'a str, name: Option<String> },
+    Window { session: &'a str, window: &'a str },
+}
+
+impl Mux {
+    pub(crate) fn create_session(
+        &self,
+        name: Option<String>,
+        pane: PaneArgs,
+    ) -> Result<(String, String, Arc<Pane>)> {
+        let session_id = self.add_session(name)?;
+        let place = Place::NewWindow { session: &session_id, name: None };
+        match self.add_pane(place, pane) {
+            Ok(pane) => Ok((session_id, pane.window_id.clone(), pane)),
+            Err(e) => {
+                self.inner.lock().sessions.retain(|s| s.id != session_id);
+                Err(e)
+            }
+        }
+    }
+
+    pub(crate) fn create_window(
+        &self,
+        session: &str,
+        name: Option<String>,
+        pane: PaneArgs,
+    ) -> Result<Arc<Pane>> {
+        self.add_pane(Place::NewWindow { session, name }, pane)
+    }
+
+    pub(crate) fn create_pane(
+        &self,
+        session: &str,
+        window: &str,
+        pane: PaneArgs,
+    ) -> Result<Arc<Pane>> {
+        self.add_pane(Place::Window { session, window }, pane)
+    }
+
+    /// The id of the session named `name`, created empty if it does not exist yet.
+    pub(crate) fn ensure_session(&self, name: &str) -> Result<String> {
+        if let Some(s) = self.inner.lock().sessions.iter().find(|s| s.name == name) {
+            return Ok(s.id.clone());
+        }
+        self.add_session(Some(name.to_string())).or_else(|e| {
+            // Another call may have created it between the look and the add.
+            let inner = self.inner.lock();
+            inner.sessions.iter().find(|s| s.name == name).map(|s| s.id.clone()).ok_or(e)
+        })
+    }
+
+    pub(crate) fn pane(&self, key: &str) -> Result<Arc<Pane>> {
+        let inner = self.inner.lock();
+        inner.find_pane(key).cloned().ok_or_else(|| pane_not_found(key))
+    }
+
+    /// Removes the pane from the registry, then ends its processes. Lookups fail from the moment the
+    /// call begins, so no new input reaches a pane that is going away.
+    pub(crate) fn close_pane(&self, key: &str) -> Result<(Arc<Pane>, Option<Exit>)> {
+        let pane = self.inner.lock().detach_pane(key)?;
+        let exit = pane.close();
+        Ok((pane, exit))
+    }
+
+    /// Closes every pane of a session at once and removes it; returns each pane with its exit.
+    pub(crate) fn close_session(&self, key: &str) -> Result<Vec<(Arc<Pane>, Option<Exit>)>> {
+        let panes = {
+            let mut inner = self.inner.lock();
+            let index = inner.session_index(key).ok_or_else(|| session_not_found(key))?;
+            let session = inner.sessions.remove(index);
+            let ids: Vec<String> = session.windows.iter().flat_map(|w| w.panes.clone()).collect();
+            ids.iter().filter_map(|id| inner.panes.remove(id)).collect::<Vec<_>>()
+        };
+        Ok(close_all(panes))
+    }
+
+    /// Ends every pane; used when fugue exits.
+    pub(crate) fn shutdown(&self) {
+        let panes: Vec<Arc<Pane>> = {
+            let mut inner = self.inner.lock();
+            inner.sessions.clear();
+            inner.panes.drain().map(|(_, p)| p).collect()
+        };
+        close_all(panes);
+    }
+
+    pub(crate) fn pane_count(&self) -> usize {
+        self.inner.lock().panes.len()
+    }
+
+    /// Runs `f` over the sessions in creation order, under the registry lock.
+    pub(crate) fn with_sessions<T>(
+        &self,
+        f: impl FnOnce(&[Session], &dyn Fn(&str) -> Option<Arc<Pane>>) -> T,
+    ) -> T {
+        let inner = self.inner.lock();
+        let lookup = |id: &str| inner.panes.get(id).cloned();
+        f(&inner.sessions, &lookup)
+    }
+
+    fn add_session(&self, name: Option<String>) -> Result<String> {
+        let mut inner = self.inner.lock();
+        if inner.sessions.len() >= config().max_sessions {
+            return Err(Error::new(
+                ErrorKind::LimitReached,
+                format!(
+                    "fugue already has {} sessions (FUGUE_MAX_SESSIONS); close one with \
+                     fugue_close_session",
+                    inner.sessions.len()
+                ),
+            ));
+        }
+        let name = match name {
+            Some(name) => {
+                if inner.sessions.iter().any(|s| s.name == name || s.id == name) {
+                    return Err(name_taken("session", &name));
+                }
+                name
+            }
+            None => inner.free_session_name(),
+        };
+        let id = new_id();
+        inner.sessions.push(Session {
+            id: id.clone(),
+            name,
+            created_at: SystemTime::now(),
+            windows: Vec::new(),
+            next_window: 0,
+        });
+        Ok(id)
+    }
+
+    fn add_pane(&self, place: Place<'_>, args: PaneArgs) -> Result<Arc<Pane>> {
+        let spec = self.inner.lock().reserve(&place, &args)?;
+        let name = spec.name.clone();
+        let spawned = Pane::spawn(spec);
+        let mut inner = self.inner.lock();
+        inner.reserved_panes -= 1;
+        if let Some(name) = &name {
+            inner.reserved_names.remove(name);
+        }
+        let pane = match spawned {
+            Ok(pane) => pane,
+            Err(e) => {
+                inner.drop_empty_window(&place);
+                return Err(e);
+            }
+        };
+        if let Err(e) = inner.attach(&pane) {
+            drop(inner);
+            pane.close();
+            return Err(e);
+        }
+        Ok(pane)
+    }
+}
+
+impl Inner {
+    fn find_pane(&self, key: &str) -> Option<&Arc<Pane>> {
+        self.panes.get(key).or_else(|| self.panes.values().find(|p| p.name.as_deref() == Some(key)))
+    }
+
+    fn session_index(&self, key: &str) -> Option<usize> {
+        self.sessions
+            .iter()
+            .position(|s| s.id == key)
+            .or_else(|| self.sessions.iter().position(|s| s.name == key))
+    }
+
+    fn free_session_name(&mut self) -> String {
+        loop {
+            let name = self.next_session.to_string();
+            self.next_session += 1;
+            if !self.sessions.iter().any(|s| s.name == name) {
+                return name;
+            }
+        }
+    }
+
+    /// Checks limits and names, creates the window if asked, and holds a slot for the pane.
+    fn reserve(&mut self, place: &Place<'_>, args: &PaneArgs) -> Result<Spec> {
+        let cfg = config();
+        if self.panes.len() + self.reserved_panes >= cfg.max_panes {
+            return Err(Error::new(
+                ErrorKind::LimitReached,
+                format!(
+                    "fugue already has {} panes (FUGUE_MAX_PANES); close some with fugue_close_pane",
+                    self.panes.len() + self.reserved_panes
+                ),
+            ));
+        }
+        if let Some(name) = &args.name {
+            if self.find_pane(name).is_some() || self.reserved_names.contains(name) {
+                return Err(name_taken("pane", name));
+            }
+        }
+        let (session_id, window_id, rows, cols) = match place {
+            Place::NewWindow { session, name } => self.new_window(session, name.clone())?,
+            Place::Window { session, window } => {
+                let s = self.session_index(session).ok_or_else(|| session_not_found(session))?;
+                let session = &self.sessions[s];
+                let w = window_index(session, window).ok_or_else(|| window_not_found(window))?;
+                let window = &session.windows[w];
+                let rect = layout::tile(window.panes.len() + 1, window.rows, window.cols);
+                let last = rect.last().copied().unwrap_or(layout::Rect {
+                    row: 0,
+                    col: 0,
+                    rows: 24,
+                    cols: 80,
+                });
+                (session.id.clone(), window.id.clone(), last.rows, last.cols)
+            }
+        };
+        self.reserved_panes += 1;
+        if let Some(name) = &args.name {
+            self.reserved_names.insert(name.clone());
+        }
+        Ok(Spec {
+            id: new_id(),
+            session_id,
+            window_id,
+            name: args.name.clone(),
+            command: args.command.clone(),
+            cwd: args.cwd.clone(),
+            env: args.env.clone(),
+            rows,
+            cols,
+        })
+    }
+
+    fn new_window(
+        &mut self,
+        session: &str,
+        name: Option<String>,
+    ) -> Result<(String, String, u16, u16)> {
+        let s = self.session_index(session).ok_or_else(|| session_not_found(session))?;
+        let session = &mut self.sessions[s];
+        let name = match name {
+            Some(name) => {
+                if window_index(session, &name).is_some() {
+                    return Err(name_taken("window", &name));
+                }
+                name
+            }
+            None => loop {
+                let name = session.next_window.to_string();
+                session.next_window += 1;
+                if window_index(session, &name).is_none() {
+                    break name;
+                }
+            },
+        };
+        let (rows, cols) = (config().rows, config().cols);
+        let id = new_id();
+        session.windows.push(Window { id: id.clone(), name, rows, cols, panes: Vec::new() });
+        Ok((session.id.clone(), id, rows, cols))
+    }
+
+    /// Puts a spawned pane into its window and re-tiles the window's panes.
+    fn attach(&mut self, pane: &Arc<Pane>) -> Result<()> {
+        let window = self
+            .sessions
+            .iter_mut()
+            .find(|s| s.id == pane.session_id)
+            .and_then(|s| s.windows.iter_mut().find(|w| w.id == pane.window_id))
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::WindowNotFound,
+                    "the window was closed while the pane started",
+                )
+            })?;
+        window.panes.push(pane.id.clone());
+        let ids = window.panes.clone();
+        let (rows, cols) = (window.rows, window.cols);
+        self.panes.insert(pane.id.clone(), pane.clone());
+        self.retile(&ids, rows, cols);
+        Ok(())
+    }
+
+    fn retile(&self, ids: &[String], rows: u16, cols: u16) {
+        for (id, rect) in ids.iter().zip(layout::tile(ids.len(), rows, cols)) {
+            if let Some(pane) = self.panes.get(id)
+                && pane.size() != (rect.rows, rect.cols)
+                && pane.is_running()
+            {
+                let _ = pane.resize(rect.rows, rect.cols);
+            }
+        }
+    }
+
+    /// A window created for a pane that failed to start has no reason to exist.
+    fn drop_empty_window(&mut self, place: &Place<'_>) {
+        if let Place::NewWindow { session, .. } = place
+            && let Some(s) = self.session_index(session)
+        {
+            self.sessions[s].windows.retain(|w| !w.panes.is_empty());
+        }
+    }
+
+    /// Takes a pane out of the registry; an emptied window goes, and so does an emptied session.
+    fn detach_pane(&mut self, key: &str) -> Result<Arc<Pane>> {
+        let pane = self.find_pane(key).cloned().ok_or_else(|| pane_not_found(key))?;
+        self.panes.remove(&pane.id);
+        let mut retile = None;
+        if let Some(session) = self.sessions.iter_mut().find(|s| s.id == pane.session_id) {
+            if let Some(window) = session.windows.iter_mut().find(|w| w.id == pane.window_id) {
+                window.panes.retain(|id| *id != pane.id);
+                retile = Some((window.panes.clone(), window.rows, window.cols));
+            }
+            session.windows.retain(|w| !w.panes.is_empty());
+        }
+        self.sessions.retain(|s| !s.windows.is_empty() || s.name == ORCHESTRATION_SESSION);
+        if let Some((ids, rows, cols)) = retile {
+            self.retile(&ids, rows, cols);
+        }
+        Ok(pane)
+    }
+}
+
+fn window_index(session: &Session, key: &str) -> Option<usize> {
+    session
+        .windows
+        .iter()
+        .position(|w| w.id == key)
+        .or_else(|| session.windows.iter().position(|w| w.name == key))
+}
+
+/// Closes panes concurrently: one hang-up to all, then each escalates on its own thread, so that
+/// ending fifty panes takes as long as ending one.
+fn close_all(panes: Vec<Arc<Pane>>) -> Vec<(Arc<Pane>, Option<Exit>)> {
+    for pane in &panes {
+        pane.hang_up();
+    }
+    let deadline = Instant::now() + std::time::Duration::from_millis(300);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> =
+            panes.iter().map(|pane| scope.spawn(move || pane.finish_close(deadline))).collect();
+        handles.into_iter().map(|h| h.join().unwrap_or(None)).collect::<Vec<_>>()
+    })
+    .into_iter()
+    .zip(panes.iter().cloned())
+    .map(|(exit, pane)| (pane, exit))
+    .collect()
+}
+
+pub(crate) fn new_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+pub(crate) fn unix_ms(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+pub(crate) fn pane_not_found(key: &str) -> Error {
+    Error::new(
+        ErrorKind::PaneNotFound,
+        format!("no pane with id or name {key:?}; fugue_list_sessions shows the panes"),
+    )
+}
+
+fn session_not_found(key: &str) -> Error {
+    Error::new(
+        ErrorKind::SessionNotFound,
+        format!("no session with id or name {key:?}; fugue_list_sessions shows the sessions"),
+    )
+}
+
+fn window_not_found(key: &str) -> Error {
+    Error::new(
+        ErrorKind::WindowNotFound,
+        format!(
+            "no window with id or name {key:?} in that session; fugue_list_sessions shows them"
+        ),
+    )
+}
+
+fn name_taken(what: &str, name: &str) -> Error {
+    Error::new(
+        ErrorKind::NameTaken,
+        format!("a {what} named {name:?} already exists; pick another name"),
+    )
+}

@@ -1,0 +1,316 @@
+//! A pane: one PTY, the process running in it, and what it printed.
+//!
+//! `Pane::spawn` opens a PTY, starts the command in its own session, and starts two threads: the
+//! reader drains the PTY into the pane's `Output` at full speed (nothing else happens on that path),
+//! and the waiter reaps the child and records its exact exit code or signal. Callers write input,
+//! resize, read views and close; closing ends every process of the pane's session and waits for it.
+
+pub(crate) mod keys;
+pub(crate) mod output;
+pub(crate) mod process;
+pub(crate) mod ring;
+pub(crate) mod screen;
+pub(crate) mod text;
+pub(crate) mod tools;
+
+use crate::error::{Error, ErrorKind, Result};
+use crossbeam_channel::{Receiver, Sender};
+use output::{Exit, Output};
+use parking_lot::Mutex;
+use portable_pty::{CommandBuilder, MasterPty, PtySize};
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+/// How long the waiter lets the reader drain after the child exits before it announces the exit.
+/// The reader normally hits end of file within microseconds; only a background process that keeps
+/// the terminal open makes the waiter use it up.
+const DRAIN_GRACE: Duration = Duration::from_millis(200);
+
+/// The grace each signal gets when a pane is closed: hang-up, then terminate, then kill.
+const CLOSE_GRACE: Duration = Duration::from_millis(300);
+
+/// Stack size of the reader and waiter threads: they hold one buffer on the heap and little else.
+const THREAD_STACK: usize = 128 << 10;
+
+/// Everything needed to start a pane.
+pub(crate) struct Spec {
+    pub(crate) id: String,
+    pub(crate) session_id: String,
+    pub(crate) window_id: String,
+    pub(crate) name: Option<String>,
+    pub(crate) command: Option<String>,
+    pub(crate) cwd: Option<PathBuf>,
+    pub(crate) env: Vec<(String, String)>,
+    pub(crate) rows: u16,
+    pub(crate) cols: u16,
+}
+
+pub(crate) struct Pane {
+    pub(crate) id: String,
+    pub(crate) session_id: String,
+    pub(crate) window_id: String,
+    pub(crate) name: Option<String>,
+    pub(crate) command: Option<String>,
+    pub(crate) cwd: PathBuf,
+    pub(crate) pid: u32,
+    pub(crate) created_at: SystemTime,
+    pub(crate) started: Instant,
+    output: Arc<Output>,
+    writer: Arc<Mutex<Box<dyn Write + Send>>>,
+    /// `None` once the pane is closed: dropping the master hangs up the terminal.
+    master: Mutex<Option<Box<dyn MasterPty + Send>>>,
+    size: Mutex<(u16, u16)>,
+}
+
+impl Pane {
+    pub(crate) fn spawn(spec: Spec) -> Result<Arc<Pane>> {
+        let cfg = crate::config::config();
+        let cwd = resolve_cwd(spec.cwd.clone())?;
+        let size = PtySize { rows: spec.rows, cols: spec.cols, pixel_width: 0, pixel_height: 0 };
+        let pair = portable_pty::native_pty_system()
+            .openpty(size)
+            .map_err(|e| Error::new(ErrorKind::SpawnFailed, format!("cannot open a pty: {e}")))?;
+        let cmd = command_builder(&cfg.shell, &spec, &cwd);
+        let child = pair.slave.spawn_command(cmd).map_err(|e| {
+            Error::new(ErrorKind::SpawnFailed, format!("cannot start {}: {e}", cfg.shell))
+        })?;
+        // Our copy of the slave must go, or the reader never sees end of file.
+        drop(pair.slave);
+        let pid = child.process_id().ok_or_else(|| Error::internal("the child has no pid"))?;
+        let reader = pair.master.try_clone_reader().map_err(spawn_err)?;
+        let writer = Arc::new(Mutex::new(pair.master.take_writer().map_err(spawn_err)?));
+        let output = Arc::new(Output::new(cfg.scrollback_bytes, spec.rows, spec.cols));
+        let (eof_tx, eof_rx) = crossbeam_channel::bounded::<()>(0);
+        start_reader(&spec.id, reader, output.clone(), writer.clone(), eof_tx)?;
+        start_waiter(&spec.id, pid, child, output.clone(), eof_rx)?;
+        Ok(Arc::new(Pane {
+            id: spec.id,
+            session_id: spec.session_id,
+            window_id: spec.window_id,
+            name: spec.name,
+            command: spec.command,
+            cwd,
+            pid,
+            created_at: SystemTime::now(),
+            started: Instant::now(),
+            output,
+            writer,
+            master: Mutex::new(Some(pair.master)),
+            size: Mutex::new((spec.rows, spec.cols)),
+        }))
+    }
+
+    pub(crate) fn output(&self) -> &Arc<Output> {
+        &self.output
+    }
+
+    pub(crate) fn size(&self) -> (u16, u16) {
+        *self.size.lock()
+    }
+
+    pub(crate) fn is_running(&self) -> bool {
+        self.output.exit().is_none()
+    }
+
+    /// Writes input and returns the output offset at the moment of the write, so that a later read
+    /// or expect `since` that offset sees only what the input caused.
+    pub(crate) fn write(&self, bytes: &[u8]) -> Result<u64> {
+        let offset = self.output.end();
+        if self.output.with(|s| s.closed) {
+            return Err(Error::new(ErrorKind::PaneClosed, format!("pane {} is closed", self.id)));
+        }
+        if self.output.exit().is_some() && self.output.with(|s| s.eof) {
+            return Err(Error::new(
+                ErrorKind::PaneExited,
+                format!(
+                    "pane {} has exited; its output can still be read until it is closed",
+                    self.id
+                ),
+            ));
+        }
+        let mut writer = self.writer.lock();
+        writer.write_all(bytes).and_then(|_| writer.flush()).map_err(|e| {
+            Error::new(ErrorKind::PaneExited, format!("cannot write to pane {}: {e}", self.id))
+        })?;
+        Ok(offset)
+    }
+
+    /// Whether the program asked for application cursor keys (it changes what arrow keys send).
+    pub(crate) fn application_cursor(&self) -> bool {
+        self.output.application_cursor()
+    }
+
+    pub(crate) fn resize(&self, rows: u16, cols: u16) -> Result<()> {
+        let master = self.master.lock();
+        let master = master.as_ref().ok_or_else(|| {
+            Error::new(ErrorKind::PaneClosed, format!("pane {} is closed", self.id))
+        })?;
+        master.resize(PtySize { rows, cols, pixel_width: 0, pixel_height: 0 }).map_err(|e| {
+            Error::new(ErrorKind::Io, format!("cannot resize pane {}: {e}", self.id))
+        })?;
+        *self.size.lock() = (rows, cols);
+        self.output.resize(rows, cols);
+        Ok(())
+    }
+
+    /// Starts ending the pane: a hang-up to every process of its session. `finish_close` completes it.
+    pub(crate) fn hang_up(&self) {
+        process::signal_session(self.pid, libc::SIGHUP);
+        process::signal_session(self.pid, libc::SIGCONT);
+    }
+
+    /// Ends the pane: hang-up, terminate, kill, each with a short grace, until the child is reaped
+    /// and no process of its session is left. Returns how the child ended.
+    pub(crate) fn close(&self) -> Option<Exit> {
+        self.hang_up();
+        self.finish_close(Instant::now() + CLOSE_GRACE)
+    }
+
+    /// The rest of `close`, after the hang-up was sent; waits for the child until `deadline` before
+    /// escalating.
+    pub(crate) fn finish_close(&self, deadline: Instant) -> Option<Exit> {
+        let mut exit = self.wait_exit(deadline);
+        if exit.is_none() || !process::session_members(self.pid).is_empty() {
+            process::signal_session(self.pid, libc::SIGTERM);
+            exit = self.wait_exit(Instant::now() + CLOSE_GRACE);
+        }
+        for _ in 0..10 {
+            if process::signal_session(self.pid, libc::SIGKILL) == 0 {
+                break;
+            }
+        }
+        let exit = exit.or_else(|| self.wait_exit(Instant::now() + Duration::from_secs(2)));
+        self.master.lock().take();
+        self.output.set_closed();
+        exit
+    }
+
+    /// Waits for the child's exit until `deadline`.
+    pub(crate) fn wait_exit(&self, deadline: Instant) -> Option<Exit> {
+        let events = self.output.subscribe();
+        loop {
+            if let Some(exit) = self.output.exit() {
+                return Some(exit);
+            }
+            if events.recv_deadline(deadline).is_err() {
+                return self.output.exit();
+            }
+        }
+    }
+}
+
+fn spawn_err(e: impl std::fmt::Display) -> Error {
+    Error::new(ErrorKind::SpawnFailed, format!("cannot set up the pty: {e}"))
+}
+
+fn resolve_cwd(cwd: Option<PathBuf>) -> Result<PathBuf> {
+    let cwd = match cwd {
+        Some(dir) => dir,
+        None => return Ok(std::env::current_dir()?),
+    };
+    match std::fs::metadata(&cwd) {
+        Ok(meta) if meta.is_dir() => Ok(cwd),
+        Ok(_) => {
+            Err(Error::new(ErrorKind::BadCwd, format!("cwd {} is not a directory", cwd.display())))
+        }
+        Err(e) => Err(Error::new(ErrorKind::BadCwd, format!("cwd {}: {e}", cwd.display()))),
+    }
+}
+
+fn command_builder(shell: &str, spec: &Spec, cwd: &std::path::Path) -> CommandBuilder {
+    let mut cmd = CommandBuilder::new(shell);
+    if let Some(command) = &spec.command {
+        cmd.arg("-c");
+        cmd.arg(command);
+    }
+    cmd.cwd(cwd);
+    for (key, value) in [
+        ("TERM", "xterm-256color"),
+        ("PAGER", "cat"),
+        ("GIT_PAGER", "cat"),
+        ("GIT_TERMINAL_PROMPT", "0"),
+        ("FUGUE_PANE_ID", spec.id.as_str()),
+        ("FUGUE_SESSION_ID", spec.session_id.as_str()),
+        ("FUGUE_WINDOW_ID", spec.window_id.as_str()),
+    ] {
+        cmd.env(key, value);
+    }
+    // An inherited size would lie about the pane's size.
+    cmd.env_remove("COLUMNS");
+    cmd.env_remove("LINES");
+    for (key, value) in &spec.env {
+        cmd.env(key, value);
+    }
+    cmd
+}
+
+/// The reader: drain the PTY into the output, answer cursor-position queries, and drop `eof` at the
+/// end so the waiter knows all output is in.
+fn start_reader(
+    id: &str,
+    mut reader: Box<dyn Read + Send>,
+    output: Arc<Output>,
+    writer: Arc<Mutex<Box<dyn Write + Send>>>,
+    eof: Sender<()>,
+) -> Result<()> {
+    let run = move || {
+        let mut buf = vec![0u8; 64 << 10];
+        loop {
+            match reader.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    output.append(&buf[..n]);
+                    answer_queries(&buf[..n], &output, &writer);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => break, // EIO: every process holding the terminal is gone
+            }
+        }
+        output.set_eof();
+        drop(eof);
+    };
+    spawn_thread(format!("pane-reader-{}", short(id)), run)
+}
+
+/// Programs such as Codex wait for the answer to "where is the cursor?" (`ESC [ 6 n`) before they
+/// draw; a real terminal answers it, so we do too. Only the rare chunk that holds the query pays.
+fn answer_queries(chunk: &[u8], output: &Output, writer: &Mutex<Box<dyn Write + Send>>) {
+    const QUERY: &[u8] = b"\x1b[6n";
+    if chunk.windows(QUERY.len()).any(|w| w == QUERY) {
+        let (row, col) = output.grid().cursor;
+        let mut writer = writer.lock();
+        let _ = write!(writer, "\x1b[{};{}R", row + 1, col + 1).and_then(|_| writer.flush());
+    }
+}
+
+/// The waiter: reap the child, give the reader a moment to drain, then announce the exit.
+fn start_waiter(
+    id: &str,
+    pid: u32,
+    child: Box<dyn portable_pty::Child + Send + Sync>,
+    output: Arc<Output>,
+    eof: Receiver<()>,
+) -> Result<()> {
+    let run = move || {
+        let exit = process::wait(pid);
+        let _ = eof.recv_timeout(DRAIN_GRACE);
+        drop(child);
+        output.set_exit(exit);
+    };
+    spawn_thread(format!("pane-waiter-{}", short(id)), run)
+}
+
+fn spawn_thread(name: String, run: impl FnOnce() + Send + 'static) -> Result<()> {
+    std::thread::Builder::new()
+        .name(name)
+        .stack_size(THREAD_STACK)
+        .spawn(run)
+        .map(|_| ())
+        .map_err(|e| Error::new(ErrorKind::SpawnFailed, format!("cannot start a thread: {e}")))
+}
+
+fn short(id: &str) -> &str {
+    &id[..id.len().min(8)]
+}

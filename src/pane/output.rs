@@ -1,0 +1,364 @@
+//! What one pane has printed and how it ended, shared between its reader thread and everyone else.
+//!
+//! The reader and waiter threads are the only writers: they append bytes, mark end of file and
+//! record the exit status, then announce the change on the `Watch`. Tool calls read views (text,
+//! raw, screen) out of it and block on a subscription until something they wait for arrives, with a
+//! deadline. Nothing here polls.
+
+use super::ring::Ring;
+use super::screen::{Grid, Screen};
+use super::text;
+use crate::error::{Error, Result};
+use crossbeam_channel::{Receiver, Sender, TrySendError};
+use parking_lot::Mutex;
+use std::time::Instant;
+
+/// How far back a tail read looks for line starts: a bound on the work of one read.
+const TAIL_SCAN_LIMIT: usize = 4 << 20;
+
+/// How a pane's process ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Exit {
+    /// The exit code when the process exited normally.
+    pub(crate) code: Option<i32>,
+    /// The signal number when a signal killed it.
+    pub(crate) signal: Option<i32>,
+}
+
+impl Exit {
+    pub(crate) fn success(&self) -> bool {
+        self.code == Some(0)
+    }
+}
+
+pub(crate) struct State {
+    pub(crate) ring: Ring,
+    pub(crate) exit: Option<Exit>,
+    pub(crate) exited_at: Option<Instant>,
+    /// The PTY reached end of file: every process holding it is gone.
+    pub(crate) eof: bool,
+    /// fugue closed the pane; waiters should stop.
+    pub(crate) closed: bool,
+}
+
+pub(crate) struct Output {
+    state: Mutex<State>,
+    screen: Mutex<Screen>,
+    watch: Watch,
+}
+
+/// The output views of `fugue_get_output`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Format {
+    Text,
+    Raw,
+    Screen,
+}
+
+pub(crate) struct ReadRequest {
+    pub(crate) format: Format,
+    pub(crate) lines: usize,
+    pub(crate) since: Option<u64>,
+    pub(crate) max_bytes: usize,
+}
+
+pub(crate) struct Read {
+    pub(crate) output: String,
+    /// Where the next `since` read should begin.
+    pub(crate) offset: u64,
+    pub(crate) truncated: bool,
+    /// The cursor, for the screen view.
+    pub(crate) cursor: Option<(u16, u16)>,
+    /// True when a `since` offset pointed at output already dropped from the scrollback.
+    pub(crate) dropped: bool,
+}
+
+impl Output {
+    pub(crate) fn new(scrollback: usize, rows: u16, cols: u16) -> Output {
+        Output {
+            state: Mutex::new(State {
+                ring: Ring::new(scrollback),
+                exit: None,
+                exited_at: None,
+                eof: false,
+                closed: false,
+            }),
+            screen: Mutex::new(Screen::new(rows, cols)),
+            watch: Watch::default(),
+        }
+    }
+
+    /// Appends what the PTY printed; the reader thread's whole job per read.
+    pub(crate) fn append(&self, data: &[u8]) {
+        self.state.lock().ring.push(data);
+        self.watch.notify();
+    }
+
+    pub(crate) fn set_eof(&self) {
+        self.state.lock().eof = true;
+        self.watch.notify();
+    }
+
+    pub(crate) fn set_exit(&self, exit: Exit) {
+        {
+            let mut state = self.state.lock();
+            state.exit = Some(exit);
+            state.exited_at = Some(Instant::now());
+        }
+        self.watch.notify();
+    }
+
+    pub(crate) fn set_closed(&self) {
+        self.state.lock().closed = true;
+        self.watch.notify();
+    }
+
+    /// Runs `f` on the current state under the lock; keep `f` short.
+    pub(crate) fn with<T>(&self, f: impl FnOnce(&State) -> T) -> T {
+        f(&self.state.lock())
+    }
+
+    /// A channel that receives a token after every change. Subscribe before looking at the state,
+    /// so that no change can slip between the look and the wait.
+    pub(crate) fn subscribe(&self) -> Receiver<()> {
+        self.watch.subscribe()
+    }
+
+    pub(crate) fn end(&self) -> u64 {
+        self.state.lock().ring.end()
+    }
+
+    pub(crate) fn exit(&self) -> Option<Exit> {
+        self.state.lock().exit
+    }
+
+    pub(crate) fn resize(&self, rows: u16, cols: u16) {
+        self.screen.lock().resize(rows, cols);
+    }
+
+    /// The grid as it is now, after feeding the emulator everything printed so far.
+    pub(crate) fn grid(&self) -> Grid {
+        let mut screen = self.screen.lock();
+        let (bytes, from) = {
+            let state = self.state.lock();
+            let (from, to) = screen.pending(&state.ring);
+            state.ring.copy(from, to)
+        };
+        screen.feed(&bytes, from);
+        screen.grid()
+    }
+
+    pub(crate) fn application_cursor(&self) -> bool {
+        self.grid().application_cursor
+    }
+
+    pub(crate) fn read(&self, req: &ReadRequest) -> Result<Read> {
+        match req.format {
+            Format::Screen => Ok(self.read_screen(req.max_bytes)),
+            Format::Text | Format::Raw => match req.since {
+                Some(since) => self.read_since(req, since),
+                None => Ok(self.read_tail(req)),
+            },
+        }
+    }
+
+    /// The last `lines` lines, cut from the front to `max_bytes`.
+    fn read_tail(&self, req: &ReadRequest) -> Read {
+        let (bytes, from, held_from) = {
+            let state = self.state.lock();
+            let start = state.ring.tail_start(req.lines, TAIL_SCAN_LIMIT);
+            let (bytes, from) = state.ring.copy(start, u64::MAX);
+            (bytes, from, state.ring.start())
+        };
+        let keep = text::complete_len(&bytes);
+        let offset = from + keep as u64;
+        let (output, cut) = match req.format {
+            Format::Raw => tail_bytes(&String::from_utf8_lossy(&bytes[..keep]), req.max_bytes),
+            _ => {
+                let lines = text::render(&bytes[..keep]);
+                let skip = lines.len().saturating_sub(req.lines);
+                tail_bytes(&lines[skip..].join("\n"), req.max_bytes)
+            }
+        };
+        Read { output, offset, truncated: cut || from > held_from, cursor: None, dropped: false }
+    }
+
+    /// Everything after `since`, cut at the back to `lines` lines and `max_bytes`, so that the
+    /// returned offset resumes exactly where this read stopped.
+    fn read_since(&self, req: &ReadRequest, since: u64) -> Result<Read> {
+        let (bytes, from) = {
+            let state = self.state.lock();
+            if since > state.ring.end() {
+                return Err(Error::invalid(format!(
+                    "since={since} is past the end of the pane's output ({}); use an offset \
+                     returned by fugue_send_input or fugue_get_output",
+                    state.ring.end()
+                )));
+            }
+            state.ring.copy(since, u64::MAX)
+        };
+        let cut = cut_point(&bytes, req.lines, req.max_bytes);
+        let keep = text::complete_len(&bytes[..cut]);
+        let chunk = &bytes[..keep];
+        let output = match req.format {
+            Format::Raw => String::from_utf8_lossy(chunk).into_owned(),
+            _ => text::render(chunk).join("\n"),
+        };
+        Ok(Read {
+            output,
+            offset: from + keep as u64,
+            truncated: cut < bytes.len(),
+            cursor: None,
+            dropped: from > since,
+        })
+    }
+
+    fn read_screen(&self, max_bytes: usize) -> Read {
+        let grid = self.grid();
+        let end = self.end();
+        let mut rows = grid.rows;
+        while rows.last().is_some_and(|r| r.is_empty()) {
+            rows.pop();
+        }
+        let (output, truncated) = tail_bytes(&rows.join("\n"), max_bytes);
+        Read { output, offset: end, truncated, cursor: Some(grid.cursor), dropped: false }
+    }
+}
+
+/// Where to stop a forward read: after `lines` newlines or `max_bytes` bytes, whichever comes
+/// first, preferring a line end when the byte cap cuts a line.
+fn cut_point(bytes: &[u8], lines: usize, max_bytes: usize) -> usize {
+    let mut cut = bytes.len().min(max_bytes);
+    if let Some(pos) =
+        bytes[..cut].iter().enumerate().filter(|(_, b)| **b == b'\n').nth(lines.saturating_sub(1))
+    {
+        cut = pos.0 + 1;
+    } else if cut < bytes.len()
+        && let Some(pos) = bytes[..cut].iter().rposition(|b| *b == b'\n')
+    {
+        cut = pos + 1;
+    }
+    cut
+}
+
+/// Keeps at most `max` bytes from the end of `text`, starting at a line start when one is in reach.
+fn tail_bytes(text: &str, max: usize) -> (String, bool) {
+    if text.len() <= max {
+        return (text.to_string(), false);
+    }
+    let mut start = text.len() - max;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    if let Some(nl) = text[start..].find('\n') {
+        start += nl + 1;
+    }
+    (text[start..].to_string(), true)
+}
+
+/// Wakes subscribers when a pane's state changes. Each subscriber has a one-slot channel, so a
+/// burst of output costs a subscriber one wake-up, not one per read.
+#[derive(Default)]
+pub(crate) struct Watch {
+    subscribers: Mutex<Vec<Sender<()>>>,
+}
+
+impl Watch {
+    pub(crate) fn subscribe(&self) -> Receiver<()> {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        self.subscribers.lock().push(tx);
+        rx
+    }
+
+    pub(crate) fn notify(&self) {
+        let mut subscribers = self.subscribers.lock();
+        if !subscribers.is_empty() {
+            subscribers.retain(|tx| !matches!(tx.try_send(()), Err(TrySendError::Disconnected(_))));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn output_with(bytes: &[u8]) -> Output {
+        let out = Output::new(1 << 20, 24, 80);
+        out.append(bytes);
+        out
+    }
+
+    fn req(format: Format, lines: usize, since: Option<u64>, max_bytes: usize) -> ReadRequest {
+        ReadRequest { format, lines, since, max_bytes }
+    }
+
+    #[test]
+    fn tail_keeps_the_last_lines() {
+        let out = output_with(b"a\r\nb\r\nc\r\nd\r\n");
+        let read = out.read(&req(Format::Text, 2, None, 1000)).unwrap();
+        assert_eq!(read.output, "c\nd");
+        assert!(read.truncated);
+        assert_eq!(read.offset, 12);
+        let all = out.read(&req(Format::Text, 10, None, 1000)).unwrap();
+        assert_eq!(all.output, "a\nb\nc\nd");
+        assert!(!all.truncated);
+    }
+
+    #[test]
+    fn since_pages_forward_without_losing_a_byte() {
+        let out = output_with(b"l1\nl2\nl3\nl4\nl5\n");
+        let first = out.read(&req(Format::Text, 2, Some(0), 1000)).unwrap();
+        assert_eq!((first.output.as_str(), first.truncated), ("l1\nl2", true));
+        let second = out.read(&req(Format::Text, 2, Some(first.offset), 1000)).unwrap();
+        assert_eq!(second.output, "l3\nl4");
+        let third = out.read(&req(Format::Text, 2, Some(second.offset), 1000)).unwrap();
+        assert_eq!((third.output.as_str(), third.truncated), ("l5", false));
+        assert_eq!(third.offset, 15);
+    }
+
+    #[test]
+    fn since_holds_back_a_split_character() {
+        let out = Output::new(1 << 20, 24, 80);
+        let check = "ok ✓\n".as_bytes();
+        out.append(&check[..4]);
+        let first = out.read(&req(Format::Raw, 100, Some(0), 1000)).unwrap();
+        assert_eq!((first.output.as_str(), first.offset), ("ok ", 3));
+        out.append(&check[4..]);
+        let second = out.read(&req(Format::Raw, 100, Some(first.offset), 1000)).unwrap();
+        assert_eq!(second.output, "✓\n");
+    }
+
+    #[test]
+    fn since_in_the_future_is_an_error() {
+        let out = output_with(b"abc");
+        let err = out.read(&req(Format::Text, 10, Some(99), 1000)).err().unwrap();
+        assert_eq!(err.code(), "invalid_argument");
+    }
+
+    #[test]
+    fn max_bytes_cuts_the_tail_at_a_line_start() {
+        let out = output_with(b"first line\nsecond line\nthird\n");
+        let read = out.read(&req(Format::Text, 100, None, 12)).unwrap();
+        assert_eq!(read.output, "third");
+        assert!(read.truncated);
+    }
+
+    #[test]
+    fn screen_view_shows_the_grid() {
+        let out = output_with(b"one\r\ntwo\x1b[1;1HX");
+        let read = out.read(&req(Format::Screen, 100, None, 1000)).unwrap();
+        assert_eq!(read.output, "Xne\ntwo");
+        assert_eq!(read.cursor, Some((0, 1)));
+    }
+
+    #[test]
+    fn watch_coalesces_and_forgets_dropped_subscribers() {
+        let watch = Watch::default();
+        let rx = watch.subscribe();
+        drop(watch.subscribe());
+        watch.notify();
+        watch.notify();
+        assert_eq!(rx.try_iter().count(), 1);
+        assert_eq!(watch.subscribers.lock().len(), 1);
+    }
+}

@@ -1,0 +1,261 @@
+//! Turns raw terminal bytes into the text a person would read.
+//!
+//! This is a line-oriented interpreter, not a screen: it resolves what changes a line in place (`\r`
+//! overwriting, backspace, tabs, erase-in-line, horizontal cursor moves) and drops what only styles
+//! it (colours, OSC titles, mode switches). Vertical cursor moves cannot be resolved in a line log;
+//! the `screen` view answers those. It runs on demand over a copy of the ring, never on the reader's
+//! hot path, and it decodes UTF-8 over the whole range, so a character split across PTY reads comes
+//! out whole.
+
+/// Renders `bytes` into lines, without line terminators and without trailing blanks. A final line
+/// without a newline (a prompt) is included when it holds text.
+pub(crate) fn render(bytes: &[u8]) -> Vec<String> {
+    let mut term = LineTerm::default();
+    let text = String::from_utf8_lossy(skip_continuation(bytes));
+    for ch in text.chars() {
+        term.feed(ch);
+    }
+    term.finish()
+}
+
+/// The length of `bytes` without a trailing, incomplete UTF-8 sequence: the place where a reader
+/// should stop so that the next read begins with the whole character.
+pub(crate) fn complete_len(bytes: &[u8]) -> usize {
+    let n = bytes.len();
+    for back in 1..=n.min(3) {
+        let b = bytes[n - back];
+        if b & 0xC0 == 0x80 {
+            continue; // a continuation byte: keep looking for the lead byte
+        }
+        let need = match b {
+            0xC0..=0xDF => 2,
+            0xE0..=0xEF => 3,
+            0xF0..=0xF7 => 4,
+            _ => return n,
+        };
+        return if need > back { n - back } else { n };
+    }
+    n
+}
+
+/// Skips continuation bytes at the start: a read that begins inside a character has no use for its
+/// tail, and showing a replacement character there would be noise.
+fn skip_continuation(bytes: &[u8]) -> &[u8] {
+    let skip = bytes.iter().take(3).take_while(|b| **b & 0xC0 == 0x80).count();
+    &bytes[skip..]
+}
+
+#[derive(Default, PartialEq)]
+enum State {
+    #[default]
+    Ground,
+    Escape,
+    /// After ESC and an intermediate byte (`ESC ( B`): one more byte ends it.
+    EscapeIntermediate,
+    Csi,
+    /// OSC, DCS, SOS, PM, APC: a string that ends with BEL or ST.
+    Str,
+    StrEscape,
+}
+
+#[derive(Default)]
+struct LineTerm {
+    state: State,
+    params: String,
+    line: Vec<char>,
+    col: usize,
+    lines: Vec<String>,
+}
+
+impl LineTerm {
+    fn feed(&mut self, ch: char) {
+        match self.state {
+            State::Ground => self.ground(ch),
+            State::Escape => self.escape(ch),
+            State::EscapeIntermediate => self.state = State::Ground,
+            State::Csi => self.csi(ch),
+            State::Str => match ch {
+                '\x07' => self.state = State::Ground,
+                '\x1b' => self.state = State::StrEscape,
+                _ => {}
+            },
+            State::StrEscape => {
+                self.state = if ch == '\\' { State::Ground } else { State::Str };
+            }
+        }
+    }
+
+    fn ground(&mut self, ch: char) {
+        match ch {
+            '\n' => self.newline(),
+            '\r' => self.col = 0,
+            '\x08' => self.col = self.col.saturating_sub(1),
+            '\t' => self.col = (self.col / 8 + 1) * 8,
+            '\x1b' => self.state = State::Escape,
+            c if (c as u32) < 0x20 || c == '\x7f' => {}
+            c => self.put(c),
+        }
+    }
+
+    fn escape(&mut self, ch: char) {
+        self.state = match ch {
+            '[' => {
+                self.params.clear();
+                State::Csi
+            }
+            ']' | 'P' | 'X' | '^' | '_' => State::Str,
+            ' '..='/' => State::EscapeIntermediate,
+            _ => State::Ground,
+        };
+    }
+
+    fn csi(&mut self, ch: char) {
+        if ('\x40'..='\x7e').contains(&ch) {
+            self.state = State::Ground;
+            self.csi_final(ch);
+        } else if self.params.len() < 64 {
+            self.params.push(ch);
+        }
+    }
+
+    fn csi_final(&mut self, ch: char) {
+        if self.params.starts_with(['?', '>', '<', '=']) {
+            return; // private modes (alternate screen, cursor keys): nothing to show
+        }
+        let n = self.param(0);
+        let count = n.max(1) as usize;
+        match ch {
+            'K' => self.erase_in_line(n),
+            'C' | 'a' => self.col += count,
+            'D' => self.col = self.col.saturating_sub(count),
+            'G' | '`' => self.col = count - 1,
+            'H' | 'f' => self.col = (self.param(1).max(1) - 1) as usize,
+            'X' => self.blank(self.col, self.col + count),
+            'P' => {
+                let end = (self.col + count).min(self.line.len());
+                if self.col < end {
+                    self.line.drain(self.col..end);
+                }
+            }
+            '@' => {
+                if self.col < self.line.len() {
+                    self.line.splice(self.col..self.col, std::iter::repeat_n(' ', count));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn param(&self, index: usize) -> u32 {
+        self.params.split(';').nth(index).and_then(|p| p.parse().ok()).unwrap_or(0).min(10_000)
+    }
+
+    fn erase_in_line(&mut self, mode: u32) {
+        match mode {
+            0 => self.line.truncate(self.col),
+            1 => self.blank(0, self.col + 1),
+            _ => self.line.clear(),
+        }
+    }
+
+    fn blank(&mut self, from: usize, to: usize) {
+        let to = to.min(self.line.len());
+        for cell in self.line.iter_mut().take(to).skip(from) {
+            *cell = ' ';
+        }
+    }
+
+    fn put(&mut self, ch: char) {
+        // A runaway column (a cursor move far right) must not allocate without bound.
+        if self.col >= 1 << 20 {
+            return;
+        }
+        if self.col < self.line.len() {
+            self.line[self.col] = ch;
+        } else {
+            self.line.resize(self.col, ' ');
+            self.line.push(ch);
+        }
+        self.col += 1;
+    }
+
+    fn newline(&mut self) {
+        let text: String = self.line.drain(..).collect();
+        self.lines.push(text.trim_end().to_string());
+        self.col = 0;
+    }
+
+    fn finish(mut self) -> Vec<String> {
+        if self.line.iter().any(|c| *c != ' ') {
+            self.newline();
+        }
+        self.lines
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(bytes: &[u8]) -> String {
+        render(bytes).join("\n")
+    }
+
+    #[test]
+    fn carriage_return_overwrites() {
+        assert_eq!(text(b"progress 10%\rprogress 100%\r\ndone\r\n"), "progress 100%\ndone");
+        assert_eq!(text(b"abcdef\rXY\r\n"), "XYcdef");
+    }
+
+    #[test]
+    fn colours_and_titles_are_dropped() {
+        assert_eq!(text(b"\x1b[1;31mred\x1b[0m \x1b]0;title\x07plain\r\n"), "red plain");
+        assert_eq!(text(b"\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\\n"), "link");
+        assert_eq!(text(b"\x1b(Bok\x1b[?1049h\n"), "ok");
+    }
+
+    #[test]
+    fn erase_and_cursor_moves_resolve() {
+        assert_eq!(text(b"hello world\r\x1b[Kbye\n"), "bye");
+        assert_eq!(text(b"abc\x08\x08X\n"), "aXc");
+        assert_eq!(text(b"abc\x1b[2DZ\n"), "aZc");
+        assert_eq!(text(b"a\tb\n"), "a       b");
+        assert_eq!(text(b"12345\x1b[3G\x1b[P\n"), "1245");
+    }
+
+    #[test]
+    fn utf8_split_anywhere_is_whole_when_rendered_together() {
+        let word = "héllo wörld ✓ 🎉\n".as_bytes();
+        for cut in 0..word.len() {
+            let mut joined = word[..cut].to_vec();
+            joined.extend_from_slice(&word[cut..]);
+            assert_eq!(text(&joined), "héllo wörld ✓ 🎉");
+        }
+    }
+
+    #[test]
+    fn complete_len_holds_back_a_partial_character() {
+        let check = "a✓".as_bytes(); // 'a' then three bytes
+        assert_eq!(complete_len(&check[..1]), 1);
+        assert_eq!(complete_len(&check[..2]), 1);
+        assert_eq!(complete_len(&check[..3]), 1);
+        assert_eq!(complete_len(check), 4);
+        assert_eq!(complete_len(b"\xff"), 1);
+    }
+
+    #[test]
+    fn prompt_without_newline_is_a_line() {
+        assert_eq!(render(b"out\r\n$ "), vec!["out", "$"]);
+        assert_eq!(render(b"out\r\n"), vec!["out"]);
+    }
+
+    #[test]
+    fn leading_continuation_bytes_are_skipped() {
+        assert_eq!(text(&"✓ok\n".as_bytes()[1..]), "ok");
+    }
+
+    #[test]
+    fn runaway_cursor_moves_are_bounded() {
+        assert_eq!(text(b"\x1b[99999999Cx\n").len(), 10_001);
+    }
+}

@@ -1,0 +1,434 @@
+//! The ten pane tools: sessions, windows and panes, input, output, status, resize and close.
+//!
+//! Each tool is one `Tool` value with its schemas and handler side by side. Handlers parse their
+//! arguments, call the registry or the pane, and shape a compact result; they never block longer
+//! than a close takes.
+
+use super::Pane;
+use super::output::{Format, ReadRequest};
+use super::process::signal_name;
+use crate::args::Args;
+use crate::config::config;
+use crate::error::{Error, Result};
+use crate::mcp::tools::{Ctx, ENDS, READS, SETS, STARTS, Tool, schema::*};
+use crate::mux::{PaneArgs, Session, unix_ms};
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// The largest `input` one `fugue_send_input` writes.
+const MAX_INPUT_BYTES: usize = 1 << 20;
+
+pub(crate) static TOOLS: [Tool; 10] = [
+    Tool {
+        name: "fugue_list_sessions",
+        title: "List sessions",
+        description: "List sessions -> windows -> panes. Each pane: id, name, command, cwd, pid, \
+                      status (running/exited), exit_code, signal, rows, cols.",
+        hints: READS,
+        input: || object(&[], &[]),
+        output: || result(&[("sessions", t("array"))]),
+        call: list_sessions,
+    },
+    Tool {
+        name: "fugue_create_session",
+        title: "Create session",
+        description: "Create a session with one window and one pane. Without command the pane runs \
+                      an interactive shell; with command it runs `$SHELL -c command` and the pane \
+                      keeps its output and exit code after it ends.",
+        hints: STARTS,
+        input: || {
+            object(
+                &[
+                    ("name", string("Unique session name (default: a number)")),
+                    ("command", string("Command for the first pane (default: interactive shell)")),
+                    ("cwd", string("Working directory (default: fugue's)")),
+                    ("env", env()),
+                ],
+                &[],
+            )
+        },
+        output: || {
+            result(&[
+                ("session_id", t("string")),
+                ("window_id", t("string")),
+                ("pane_id", t("string")),
+                ("pid", t("integer")),
+            ])
+        },
+        call: create_session,
+    },
+    Tool {
+        name: "fugue_create_window",
+        title: "Create window",
+        description: "Create a window with one pane in a session (id or name).",
+        hints: STARTS,
+        input: || {
+            object(
+                &[
+                    ("session_id", string("Session id or name")),
+                    ("name", string("Window name, unique in the session")),
+                    ("command", string("Command (default: interactive shell)")),
+                    ("cwd", string("Working directory")),
+                    ("env", env()),
+                ],
+                &["session_id"],
+            )
+        },
+        output: || {
+            result(&[("window_id", t("string")), ("pane_id", t("string")), ("pid", t("integer"))])
+        },
+        call: create_window,
+    },
+    Tool {
+        name: "fugue_create_pane",
+        title: "Create pane",
+        description: "Add a pane to a window; the window's panes are re-tiled to share its size.",
+        hints: STARTS,
+        input: || {
+            object(
+                &[
+                    ("session_id", string("Session id or name")),
+                    ("window_id", string("Window id or name")),
+                    ("command", string("Command (default: interactive shell)")),
+                    ("cwd", string("Working directory")),
+                    ("env", env()),
+                    ("name", string("Unique pane name, usable as pane_id")),
+                ],
+                &["session_id", "window_id"],
+            )
+        },
+        output: || result(&[("pane_id", t("string")), ("pid", t("integer"))]),
+        call: create_pane,
+    },
+    Tool {
+        name: "fugue_send_input",
+        title: "Send input",
+        description: "Type into a pane: `input` text as-is, then named `keys` (Enter, Tab, Escape, \
+                      Backspace, Up/Down/Left/Right, Home, End, PageUp, PageDown, F1-F12, C-a..C-z, \
+                      C-\\), then Enter if `submit`. Returns the output offset before the write: \
+                      pass it as `since` to read or expect only what the input caused.",
+        hints: STARTS,
+        input: || {
+            object(
+                &[
+                    ("pane_id", string("Pane id or name")),
+                    ("input", string("Text to type")),
+                    (
+                        "keys",
+                        json!({"type": "array", "items": {"type": "string"},
+                                    "description": "Named keys pressed after input"}),
+                    ),
+                    ("submit", boolean("Press Enter at the end (default false)")),
+                ],
+                &["pane_id"],
+            )
+        },
+        output: || result(&[("bytes", t("integer")), ("offset", t("integer"))]),
+        call: send_input,
+    },
+    Tool {
+        name: "fugue_get_output",
+        title: "Get output",
+        description: "Read a pane. format: text (default; what a person sees: \\r and cursor moves \
+                      resolved, colours dropped), raw (bytes as printed), screen (visible grid + \
+                      cursor). Without since: the last `lines` lines (default 100). With since (an \
+                      offset from send_input or an earlier read): output after it, at most `lines` \
+                      lines; continue from the returned offset. max_bytes caps it (default 65536).",
+        hints: READS,
+        input: || {
+            object(
+                &[
+                    ("pane_id", string("Pane id or name")),
+                    ("lines", integer("Lines to return (default 100)")),
+                    ("format", json!({"type": "string", "enum": ["text", "raw", "screen"]})),
+                    ("since", integer("Return only output after this offset")),
+                    ("max_bytes", integer("Byte cap (default 65536, max 1 MiB)")),
+                ],
+                &["pane_id"],
+            )
+        },
+        output: || {
+            result(&[
+                ("output", t("string")),
+                ("offset", t("integer")),
+                ("truncated", t("boolean")),
+                ("status", t("string")),
+                ("exit_code", nullable("integer")),
+                ("signal", nullable("string")),
+            ])
+        },
+        call: get_output,
+    },
+    Tool {
+        name: "fugue_get_status",
+        title: "Get pane status",
+        description: "A pane's status (running/exited), exit_code, signal, pid, command, cwd, size, \
+                      output offset and timings.",
+        hints: READS,
+        input: || object(&[("pane_id", string("Pane id or name"))], &["pane_id"]),
+        output: || {
+            result(&[
+                ("pane_id", t("string")),
+                ("status", t("string")),
+                ("exit_code", nullable("integer")),
+                ("signal", nullable("string")),
+                ("pid", t("integer")),
+                ("offset", t("integer")),
+                ("rows", t("integer")),
+                ("cols", t("integer")),
+                ("runtime_ms", t("integer")),
+            ])
+        },
+        call: get_status,
+    },
+    Tool {
+        name: "fugue_resize_pane",
+        title: "Resize pane",
+        description: "Set a pane's terminal size; the program gets SIGWINCH.",
+        hints: SETS,
+        input: || {
+            object(
+                &[
+                    ("pane_id", string("Pane id or name")),
+                    ("rows", integer("Rows, 2-1000")),
+                    ("cols", integer("Columns, 10-1000")),
+                ],
+                &["pane_id", "rows", "cols"],
+            )
+        },
+        output: || {
+            result(&[("pane_id", t("string")), ("rows", t("integer")), ("cols", t("integer"))])
+        },
+        call: resize_pane,
+    },
+    Tool {
+        name: "fugue_close_pane",
+        title: "Close pane",
+        description: "Close a pane: hang-up, then SIGTERM, then SIGKILL to every process it started; \
+                      its output is discarded. Returns how it ended.",
+        hints: ENDS,
+        input: || object(&[("pane_id", string("Pane id or name"))], &["pane_id"]),
+        output: || {
+            result(&[
+                ("closed", t("boolean")),
+                ("pane_id", t("string")),
+                ("exit_code", nullable("integer")),
+                ("signal", nullable("string")),
+            ])
+        },
+        call: close_pane,
+    },
+    Tool {
+        name: "fugue_close_session",
+        title: "Close session",
+        description: "Close every pane of a session at once and remove it.",
+        hints: ENDS,
+        input: || object(&[("session_id", string("Session id or name"))], &["session_id"]),
+        output: || result(&[("closed", t("integer")), ("pane_ids", t("array"))]),
+        call: close_session,
+    },
+];
+
+fn list_sessions(ctx: &Ctx<'_>, _: &Args<'_>) -> Result<Value> {
+    let sessions = ctx.mux.with_sessions(|sessions, pane| {
+        sessions.iter().map(|s| session_json(s, pane)).collect::<Vec<_>>()
+    });
+    Ok(json!({ "sessions": sessions }))
+}
+
+fn session_json(session: &Session, pane: &dyn Fn(&str) -> Option<Arc<Pane>>) -> Value {
+    let windows: Vec<Value> = session
+        .windows
+        .iter()
+        .map(|w| {
+            let panes: Vec<Value> =
+                w.panes.iter().filter_map(|id| pane(id)).map(|p| pane_json(&p)).collect();
+            json!({"id": w.id, "name": w.name, "rows": w.rows, "cols": w.cols, "panes": panes})
+        })
+        .collect();
+    json!({"id": session.id, "name": session.name, "created_at": unix_ms(session.created_at),
+           "windows": windows})
+}
+
+fn pane_json(pane: &Pane) -> Value {
+    let (rows, cols) = pane.size();
+    let mut value = json!({
+        "id": pane.id,
+        "name": pane.name,
+        "command": pane.command,
+        "cwd": pane.cwd,
+        "pid": pane.pid,
+        "rows": rows,
+        "cols": cols,
+    });
+    add_exit(&mut value, pane);
+    value
+}
+
+/// Adds `status`, `exit_code` and `signal` to a result object.
+pub(crate) fn add_exit(value: &mut Value, pane: &Pane) {
+    let exit = pane.output().exit();
+    value["status"] = json!(if exit.is_some() { "exited" } else { "running" });
+    value["exit_code"] = json!(exit.and_then(|e| e.code));
+    value["signal"] = json!(exit.and_then(|e| e.signal).map(signal_name));
+}
+
+/// The pane arguments shared by the create tools.
+fn pane_args(args: &Args<'_>, name_key: Option<&str>) -> Result<PaneArgs> {
+    let command = args.str("command")?.map(str::to_string);
+    if command.as_deref().is_some_and(|c| c.trim().is_empty()) {
+        return Err(Error::invalid(
+            "argument 'command' is empty; omit it for an interactive shell",
+        ));
+    }
+    Ok(PaneArgs {
+        name: match name_key {
+            Some(key) => args.name(key)?,
+            None => None,
+        },
+        command,
+        cwd: args.path("cwd")?,
+        env: args.env("env")?,
+    })
+}
+
+fn create_session(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
+    let name = args.name("name")?;
+    let (session_id, window_id, pane) = ctx.mux.create_session(name, pane_args(args, None)?)?;
+    Ok(
+        json!({"session_id": session_id, "window_id": window_id, "pane_id": pane.id, "pid": pane.pid}),
+    )
+}
+
+fn create_window(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
+    let session = args.required_str("session_id")?;
+    let name = args.name("name")?;
+    let pane = ctx.mux.create_window(session, name, pane_args(args, None)?)?;
+    Ok(json!({"window_id": pane.window_id, "pane_id": pane.id, "pid": pane.pid}))
+}
+
+fn create_pane(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
+    let session = args.required_str("session_id")?;
+    let window = args.required_str("window_id")?;
+    let pane = ctx.mux.create_pane(session, window, pane_args(args, Some("name"))?)?;
+    Ok(json!({"pane_id": pane.id, "pid": pane.pid}))
+}
+
+fn send_input(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
+    let pane = ctx.mux.pane(args.required_str("pane_id")?)?;
+    let input = args.str("input")?.unwrap_or("");
+    let keys = args.strings("keys")?;
+    let submit = args.bool("submit")?.unwrap_or(false);
+    if input.is_empty() && keys.is_empty() && !submit {
+        return Err(Error::invalid("nothing to send: give input, keys, or submit: true"));
+    }
+    if input.len() > MAX_INPUT_BYTES {
+        return Err(Error::invalid(format!(
+            "input is {} bytes; the limit is {MAX_INPUT_BYTES} per call",
+            input.len()
+        )));
+    }
+    let application_cursor = !keys.is_empty() && pane.application_cursor();
+    let mut key_bytes = Vec::new();
+    for key in &keys {
+        key_bytes.extend(super::keys::bytes(key, application_cursor)?);
+    }
+    let mut written = 0;
+    let offset = pane.output().end();
+    if !input.is_empty() {
+        pane.write(input.as_bytes())?;
+        written += input.len();
+    }
+    // Keys and Enter go in writes of their own, so a program that reads the typed text in one
+    // read sees Enter as a key press and not as part of a paste.
+    if !key_bytes.is_empty() {
+        pane.write(&key_bytes)?;
+        written += key_bytes.len();
+    }
+    if submit {
+        pane.write(b"\r")?;
+        written += 1;
+    }
+    Ok(json!({"bytes": written, "offset": offset}))
+}
+
+fn get_output(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
+    let pane = ctx.mux.pane(args.required_str("pane_id")?)?;
+    let format = match args.str("format")?.unwrap_or("text") {
+        "text" => Format::Text,
+        "raw" => Format::Raw,
+        "screen" => Format::Screen,
+        other => {
+            return Err(Error::invalid(format!(
+                "format {other:?} is not one of text, raw, screen"
+            )));
+        }
+    };
+    let max_output = config().max_output_bytes as u64;
+    let req = ReadRequest {
+        format,
+        lines: args.u64("lines", 1, 1_000_000)?.unwrap_or(100) as usize,
+        since: args.u64("since", 0, u64::MAX)?,
+        max_bytes: args.u64("max_bytes", 1, max_output)?.unwrap_or(65536.min(max_output)) as usize,
+    };
+    let read = pane.output().read(&req)?;
+    let mut value =
+        json!({"output": read.output, "offset": read.offset, "truncated": read.truncated});
+    if let Some((row, col)) = read.cursor {
+        value["cursor"] = json!({"row": row, "col": col});
+    }
+    if read.dropped {
+        value["dropped"] = json!(true);
+    }
+    add_exit(&mut value, &pane);
+    Ok(value)
+}
+
+fn get_status(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
+    let pane = ctx.mux.pane(args.required_str("pane_id")?)?;
+    let (rows, cols) = pane.size();
+    let (offset, exited_at) = pane.output().with(|s| (s.ring.end(), s.exited_at));
+    let runtime = exited_at.unwrap_or_else(std::time::Instant::now) - pane.started;
+    let mut value = json!({
+        "pane_id": pane.id,
+        "name": pane.name,
+        "session_id": pane.session_id,
+        "window_id": pane.window_id,
+        "pid": pane.pid,
+        "command": pane.command,
+        "cwd": pane.cwd,
+        "rows": rows,
+        "cols": cols,
+        "offset": offset,
+        "started_at": unix_ms(pane.created_at),
+        "runtime_ms": runtime.as_millis() as u64,
+    });
+    add_exit(&mut value, &pane);
+    Ok(value)
+}
+
+fn resize_pane(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
+    let pane = ctx.mux.pane(args.required_str("pane_id")?)?;
+    let rows =
+        args.u64("rows", 2, 1000)?.ok_or_else(|| Error::invalid("argument 'rows' is required"))?;
+    let cols =
+        args.u64("cols", 10, 1000)?.ok_or_else(|| Error::invalid("argument 'cols' is required"))?;
+    pane.resize(rows as u16, cols as u16)?;
+    Ok(json!({"pane_id": pane.id, "rows": rows, "cols": cols}))
+}
+
+fn close_pane(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
+    let (pane, exit) = ctx.mux.close_pane(args.required_str("pane_id")?)?;
+    Ok(json!({
+        "closed": true,
+        "pane_id": pane.id,
+        "exit_code": exit.and_then(|e| e.code),
+        "signal": exit.and_then(|e| e.signal).map(signal_name),
+    }))
+}
+
+fn close_session(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
+    let closed = ctx.mux.close_session(args.required_str("session_id")?)?;
+    let ids: Vec<&str> = closed.iter().map(|(p, _)| p.id.as_str()).collect();
+    Ok(json!({"closed": ids.len(), "pane_ids": ids}))
+}

@@ -1,0 +1,477 @@
+//! The JSON-RPC line loop: stdin in, stdout out.
+//!
+//! One reader thread reads lines (capped in size), decodes them and answers protocol faults itself.
+//! Cheap methods are answered on the spot; tool calls go to a bounded pool of workers, each
+//! registered as a `Flight` so `notifications/cancelled` can stop it. One `Writer` puts each message
+//! on stdout as a whole line. A flight's `closed` flag is taken under its lock before anything is
+//! written for it, so after a cancel nothing more — no progress, no response — goes out for that id.
+
+use crate::call::{Cancel, Progress};
+use crate::config::config;
+use crate::mcp::{self, Mcp, Request, Route, RpcError};
+use crossbeam_channel::{Receiver, Sender};
+use parking_lot::Mutex;
+use serde_json::{Map, Value, json};
+use std::collections::HashMap;
+use std::io::{BufRead, Write};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Why the server stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stop {
+    /// stdin reached end of file: the client is done.
+    Eof,
+    /// SIGINT, SIGTERM or SIGHUP.
+    Signal,
+    /// stdout is gone: nobody can hear us any more.
+    BrokenPipe,
+}
+
+/// Writes whole lines to stdout under one lock.
+pub(crate) struct Writer {
+    out: Mutex<Box<dyn Write + Send>>,
+    stop: Sender<Stop>,
+}
+
+impl Writer {
+    pub(crate) fn new(out: Box<dyn Write + Send>, stop: Sender<Stop>) -> Writer {
+        Writer { out: Mutex::new(out), stop }
+    }
+
+    pub(crate) fn send(&self, message: &Value) {
+        let mut line = serde_json::to_vec(message).unwrap_or_default();
+        line.push(b'\n');
+        let mut out = self.out.lock();
+        if out.write_all(&line).and_then(|_| out.flush()).is_err() {
+            let _ = self.stop.try_send(Stop::BrokenPipe);
+        }
+    }
+}
+
+/// One tool call in progress.
+struct Flight {
+    cancel: Cancel,
+    /// Set once the call is answered or cancelled; checked under this lock before every write.
+    closed: Mutex<bool>,
+}
+
+pub(crate) struct Server {
+    mcp: Arc<Mcp>,
+    writer: Arc<Writer>,
+    flights: Mutex<HashMap<String, Arc<Flight>>>,
+    pool: Pool,
+}
+
+impl Server {
+    pub(crate) fn new(mcp: Arc<Mcp>, writer: Arc<Writer>) -> Arc<Server> {
+        Arc::new(Server { mcp, writer, flights: Mutex::new(HashMap::new()), pool: Pool::default() })
+    }
+
+    /// Reads requests until end of file, then reports `Stop::Eof`.
+    pub(crate) fn read_loop(self: &Arc<Server>, input: impl BufRead, stop: Sender<Stop>) {
+        let mut input = input;
+        let mut line = Vec::new();
+        loop {
+            match read_line(&mut input, &mut line, config().max_line_bytes) {
+                Ok(Line::Eof) | Err(_) => break,
+                Ok(Line::TooLong(n)) => self.reply_error(
+                    &Value::Null,
+                    RpcError::new(
+                        mcp::INVALID_REQUEST,
+                        format!(
+                            "message of {n} bytes or more is over the {} byte limit \
+                             (FUGUE_MAX_LINE_BYTES)",
+                            config().max_line_bytes
+                        ),
+                    ),
+                ),
+                Ok(Line::Text) => self.dispatch_line(&line),
+            }
+        }
+        let _ = stop.try_send(Stop::Eof);
+    }
+
+    /// Ends every call in flight: nothing more is written for any of them.
+    pub(crate) fn cancel_all(&self) {
+        let flights: Vec<_> = self.flights.lock().drain().map(|(_, f)| f).collect();
+        for flight in flights {
+            *flight.closed.lock() = true;
+            flight.cancel.cancel();
+        }
+    }
+
+    fn dispatch_line(self: &Arc<Server>, line: &[u8]) {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return;
+        }
+        match serde_json::from_slice::<Value>(line) {
+            Ok(Value::Object(message)) => self.dispatch(message),
+            Ok(Value::Array(_)) => self.reply_error(
+                &Value::Null,
+                RpcError::new(mcp::INVALID_REQUEST, "Invalid Request: batches are not supported"),
+            ),
+            Ok(_) => self.reply_error(
+                &Value::Null,
+                RpcError::new(mcp::INVALID_REQUEST, "Invalid Request: a message is a JSON object"),
+            ),
+            Err(e) => self.reply_error(
+                &Value::Null,
+                RpcError::new(mcp::PARSE_ERROR, format!("Parse error: {e}")),
+            ),
+        }
+    }
+
+    fn dispatch(self: &Arc<Server>, mut message: Map<String, Value>) {
+        let id = message.remove("id");
+        let method = match message.get("method") {
+            Some(Value::String(m)) => m.clone(),
+            // A response to a request we never sent, or junk without a method.
+            None if id.is_some()
+                && (message.contains_key("result") || message.contains_key("error")) =>
+            {
+                return;
+            }
+            _ => {
+                if let Some(id) = id.clone().filter(is_valid_id) {
+                    self.reply_error(
+                        &id,
+                        RpcError::new(mcp::INVALID_REQUEST, "Invalid Request: no method"),
+                    );
+                } else if id.is_some() {
+                    self.reply_error(
+                        &Value::Null,
+                        RpcError::new(mcp::INVALID_REQUEST, "Invalid Request"),
+                    );
+                }
+                return;
+            }
+        };
+        let params = match message.remove("params") {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(p)) => p,
+            Some(_) => {
+                if let Some(id) = id.clone().filter(is_valid_id) {
+                    self.reply_error(
+                        &id,
+                        RpcError::new(mcp::INVALID_PARAMS, "params must be an object"),
+                    );
+                }
+                return;
+            }
+        };
+        let Some(id) = id else {
+            self.notification(&method, &params);
+            return;
+        };
+        if !is_valid_id(&id) {
+            let err = RpcError::new(
+                mcp::INVALID_REQUEST,
+                "Invalid Request: id must be a string or a number",
+            );
+            self.reply_error(&Value::Null, err);
+            return;
+        }
+        if message.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+            self.reply_error(
+                &id,
+                RpcError::new(mcp::INVALID_REQUEST, "Invalid Request: jsonrpc must be \"2.0\""),
+            );
+            return;
+        }
+        match Mcp::route(&method) {
+            Route::Inline => self.run_inline(&id, &method, &params),
+            Route::Worker => self.start_flight(id, method, params),
+        }
+    }
+
+    fn notification(&self, method: &str, params: &Map<String, Value>) {
+        if method != "notifications/cancelled" {
+            return; // initialized, progress from a client, and unknown ones: nothing to do
+        }
+        let Some(id) = params.get("requestId") else { return };
+        let flight = self.flights.lock().remove(&key(id));
+        if let Some(flight) = flight {
+            let mut closed = flight.closed.lock();
+            if !*closed {
+                *closed = true;
+                flight.cancel.cancel();
+            }
+        }
+    }
+
+    fn run_inline(&self, id: &Value, method: &str, params: &Map<String, Value>) {
+        let cancel = Cancel::default();
+        let progress = Progress::none();
+        let notify = |message: Value| self.writer.send(&message);
+        let req =
+            Request { id, method, params, cancel: &cancel, progress: &progress, notify: &notify };
+        self.reply(id, self.mcp.handle(&req));
+    }
+
+    fn start_flight(self: &Arc<Server>, id: Value, method: String, params: Map<String, Value>) {
+        let flight = Arc::new(Flight { cancel: Cancel::default(), closed: Mutex::new(false) });
+        {
+            let mut flights = self.flights.lock();
+            if flights.contains_key(&key(&id)) {
+                drop(flights);
+                let err = RpcError::new(
+                    mcp::INVALID_REQUEST,
+                    "Invalid Request: this id is already in use by a request in flight",
+                );
+                self.reply_error(&id, err);
+                return;
+            }
+            if flights.len() >= config().max_calls {
+                drop(flights);
+                self.reply_error(&id, busy());
+                return;
+            }
+            flights.insert(key(&id), flight.clone());
+        }
+        let server = self.clone();
+        self.pool.submit(Box::new(move || server.run_flight(&flight, &id, &method, &params)));
+    }
+
+    fn run_flight(
+        &self,
+        flight: &Arc<Flight>,
+        id: &Value,
+        method: &str,
+        params: &Map<String, Value>,
+    ) {
+        let notify = |message: Value| {
+            let closed = flight.closed.lock();
+            if !*closed {
+                self.writer.send(&message);
+            }
+        };
+        let progress = match params.get("_meta").and_then(|m| m.get("progressToken")) {
+            Some(token) if !token.is_null() => {
+                let token = token.clone();
+                let writer = self.writer.clone();
+                let flight = flight.clone();
+                Progress::new(Box::new(move |progress, total, message| {
+                    let closed = flight.closed.lock();
+                    if !*closed {
+                        writer.send(&progress_notification(&token, progress, total, message));
+                    }
+                }))
+            }
+            _ => Progress::none(),
+        };
+        let req = Request {
+            id,
+            method,
+            params,
+            cancel: &flight.cancel,
+            progress: &progress,
+            notify: &notify,
+        };
+        let outcome =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.mcp.handle(&req)))
+                .unwrap_or_else(|_| {
+                    Err(RpcError::new(mcp::INTERNAL_ERROR, "internal error: the handler panicked"))
+                });
+        let mut closed = flight.closed.lock();
+        if !*closed {
+            *closed = true;
+            {
+                let mut flights = self.flights.lock();
+                if flights.get(&key(id)).is_some_and(|f| Arc::ptr_eq(f, flight)) {
+                    flights.remove(&key(id));
+                }
+            }
+            self.reply(id, outcome);
+        }
+    }
+
+    fn reply(&self, id: &Value, outcome: Result<Value, RpcError>) {
+        match outcome {
+            Ok(result) => self.writer.send(&json!({"jsonrpc": "2.0", "id": id, "result": result})),
+            Err(err) => self.reply_error(id, err),
+        }
+    }
+
+    fn reply_error(&self, id: &Value, err: RpcError) {
+        self.writer.send(&json!({"jsonrpc": "2.0", "id": id, "error": err.to_json()}));
+    }
+}
+
+fn busy() -> RpcError {
+    RpcError::new(
+        mcp::INTERNAL_ERROR,
+        format!(
+            "server busy: {} calls are already running (FUGUE_MAX_CALLS); retry when one ends",
+            config().max_calls
+        ),
+    )
+}
+
+fn progress_notification(token: &Value, progress: f64, total: Option<f64>, message: &str) -> Value {
+    let mut params = json!({"progressToken": token, "progress": progress});
+    if let Some(total) = total {
+        params["total"] = json!(total);
+    }
+    if !message.is_empty() {
+        params["message"] = json!(message);
+    }
+    json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
+}
+
+/// Ids are strings or numbers; the JSON text is the key, so `1` and `"1"` stay apart.
+fn key(id: &Value) -> String {
+    id.to_string()
+}
+
+fn is_valid_id(id: &Value) -> bool {
+    id.is_string() || id.is_number()
+}
+
+enum Line {
+    Text,
+    TooLong(usize),
+    Eof,
+}
+
+/// Reads one line into `buf` (without the newline). A line longer than `max` is consumed and
+/// dropped without being stored, so a huge line costs no memory.
+fn read_line(input: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> std::io::Result<Line> {
+    buf.clear();
+    let mut seen = 0usize;
+    loop {
+        let available = match input.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if available.is_empty() {
+            return Ok(if seen == 0 {
+                Line::Eof
+            } else if seen > max {
+                Line::TooLong(seen)
+            } else {
+                Line::Text
+            });
+        }
+        let (chunk, done) = match available.iter().position(|b| *b == b'\n') {
+            Some(i) => (&available[..i], Some(i + 1)),
+            None => (available, None),
+        };
+        seen += chunk.len();
+        if seen <= max {
+            buf.extend_from_slice(chunk);
+        } else {
+            buf.clear();
+        }
+        let used = done.unwrap_or(chunk.len());
+        input.consume(used);
+        if done.is_some() {
+            return Ok(if seen > max { Line::TooLong(seen) } else { Line::Text });
+        }
+    }
+}
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// Worker threads for tool calls, grown on demand and retired when idle. Each submit either claims
+/// an idle worker or starts one, so a queued call never waits behind a slow one; the number of
+/// threads is bounded because calls in flight are (`FUGUE_MAX_CALLS`).
+struct Pool {
+    tx: Sender<Job>,
+    rx: Receiver<Job>,
+    /// (threads, idle and unclaimed)
+    counts: Arc<Mutex<(usize, usize)>>,
+}
+
+impl Default for Pool {
+    fn default() -> Pool {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        Pool { tx, rx, counts: Arc::new(Mutex::new((0, 0))) }
+    }
+}
+
+const IDLE_RETIRE: Duration = Duration::from_secs(30);
+
+impl Pool {
+    fn submit(&self, job: Job) {
+        let spawn = {
+            let mut counts = self.counts.lock();
+            if counts.1 > 0 {
+                counts.1 -= 1;
+                false
+            } else {
+                counts.0 += 1;
+                true
+            }
+        };
+        if spawn {
+            let rx = self.rx.clone();
+            let counts = self.counts.clone();
+            let started = std::thread::Builder::new()
+                .name("fugue-worker".into())
+                .spawn(move || worker(rx, counts));
+            if started.is_err() {
+                self.counts.lock().0 -= 1;
+                crate::log::error("cannot start a worker thread; running the call on the reader");
+                job();
+                return;
+            }
+        }
+        let _ = self.tx.send(job);
+    }
+}
+
+fn worker(rx: Receiver<Job>, counts: Arc<Mutex<(usize, usize)>>) {
+    loop {
+        match rx.recv_timeout(IDLE_RETIRE) {
+            Ok(job) => {
+                job();
+                counts.lock().1 += 1;
+            }
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                let mut counts = counts.lock();
+                if counts.1 > 0 {
+                    counts.0 -= 1;
+                    counts.1 -= 1;
+                    return;
+                }
+            }
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(input: &[u8], max: usize) -> Vec<String> {
+        let mut reader = std::io::BufReader::with_capacity(4, input);
+        let mut buf = Vec::new();
+        let mut out = Vec::new();
+        loop {
+            match read_line(&mut reader, &mut buf, max).unwrap() {
+                Line::Eof => return out,
+                Line::TooLong(n) => out.push(format!("too long {n}")),
+                Line::Text => out.push(String::from_utf8(buf.clone()).unwrap()),
+            }
+        }
+    }
+
+    #[test]
+    fn lines_are_split_and_capped() {
+        assert_eq!(lines(b"ab\ncdefgh\nij", 5), vec!["ab", "too long 6", "ij"]);
+        assert_eq!(lines(b"\n\n", 5), vec!["", ""]);
+        assert_eq!(lines(b"abcdefghijk", 5), vec!["too long 11"]);
+    }
+
+    #[test]
+    fn ids_keep_their_type() {
+        assert_ne!(key(&json!(1)), key(&json!("1")));
+        assert!(is_valid_id(&json!(0)));
+        assert!(!is_valid_id(&Value::Null));
+        assert!(!is_valid_id(&json!({"a": 1})));
+    }
+}
