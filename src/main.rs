@@ -13,6 +13,7 @@ mod layout;
 mod log;
 mod mcp;
 mod mux;
+mod orchestrate;
 mod pane;
 mod rpc;
 

@@ -55,7 +55,9 @@ pub(crate) struct Tool {
 /// Every tool, in the order `tools/list` gives them.
 pub(crate) fn all() -> &'static [&'static Tool] {
     static ALL: OnceLock<Vec<&'static Tool>> = OnceLock::new();
-    ALL.get_or_init(|| crate::pane::tools::TOOLS.iter().collect())
+    ALL.get_or_init(|| {
+        crate::pane::tools::TOOLS.iter().chain(crate::orchestrate::TOOLS.iter().copied()).collect()
+    })
 }
 
 pub(crate) fn find(name: &str) -> Option<&'static Tool> {

@@ -1,0 +1,293 @@
+//! `fugue_expect`: wait until a pane prints something matching a regex.
+//!
+//! The call subscribes to the pane's output events, then scans: the text view of everything from its
+//! start point on, rendered line by line, so colours and `\r` redraws cannot hide a match. It sleeps
+//! in `select!` until the reader announces new output, the process exits, the deadline passes or
+//! the client cancels. Each wake scans only from the first line not yet complete, so a long wait
+//! over a chatty pane does linear work.
+
+use crate::args::Args;
+use crate::config::config;
+use crate::error::{Error, ErrorKind, Result};
+use crate::mcp::tools::{Ctx, RUNS, Tool, schema::*};
+use crate::pane::Pane;
+use crate::pane::output::{Format, ReadRequest};
+use crate::pane::text;
+use crate::pane::tools::add_exit;
+use crossbeam_channel::{after, never, select, tick};
+use regex::{Regex, RegexBuilder};
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+/// How often a waiting call reports progress when the client asked for it.
+const HEARTBEAT: Duration = Duration::from_secs(1);
+/// The longest wait one call accepts: one hour.
+const MAX_TIMEOUT_MS: u64 = 3_600_000;
+
+pub(crate) static TOOL: Tool = Tool {
+    name: "fugue_expect",
+    title: "Expect pattern",
+    description: "Wait until a pane's output (text view) matches a regex; event-driven, returns the \
+                  moment it appears. `^`/`$` match at line ends, so anchor patterns (`^READY$`) to \
+                  avoid matching the echoed command line. Without since: searches the last `lines` \
+                  lines already there plus new output; with since: only output after that offset. \
+                  status: matched (match, line, groups, offset after the match's line), timeout, or \
+                  exited (the process ended first). action: notify (default), close_pane, \
+                  return_output (adds the last `lines` lines).",
+    hints: RUNS,
+    input: || {
+        object(
+            &[
+                ("pane_id", string("Pane id or name")),
+                ("pattern", string("Regex (Rust syntax), multi-line mode")),
+                ("timeout_ms", integer("Give up after this long (default 60000)")),
+                (
+                    "action",
+                    json!({"type": "string", "enum": ["notify", "close_pane", "return_output"]}),
+                ),
+                ("poll_interval_ms", integer("Accepted for compatibility; unused (event-driven)")),
+                (
+                    "lines",
+                    integer("Lines of existing output to search, and to return (default 100)"),
+                ),
+                ("since", integer("Search only output after this offset")),
+            ],
+            &["pane_id", "pattern"],
+        )
+    },
+    output: || {
+        result(&[
+            ("status", t("string")),
+            ("pattern", t("string")),
+            ("duration_ms", t("integer")),
+            ("offset", t("integer")),
+        ])
+    },
+    call: expect,
+};
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Action {
+    Notify,
+    ClosePane,
+    ReturnOutput,
+}
+
+/// One search in progress: where the unsearched text begins.
+struct Scan {
+    regex: Regex,
+    /// Raw offset of the first line not yet fully searched.
+    from: u64,
+}
+
+struct Found {
+    matched: String,
+    line: String,
+    groups: Vec<Value>,
+    /// Raw offset just past the line where the match ends.
+    offset: u64,
+}
+
+fn expect(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
+    let started = Instant::now();
+    let pane = ctx.mux.pane(args.required_str("pane_id")?)?;
+    let pattern = args.required_str("pattern")?;
+    let regex = compile(pattern)?;
+    let timeout =
+        Duration::from_millis(args.u64("timeout_ms", 0, MAX_TIMEOUT_MS)?.unwrap_or(60_000));
+    let action = match args.str("action")?.unwrap_or("notify") {
+        "notify" => Action::Notify,
+        "close_pane" => Action::ClosePane,
+        "return_output" => Action::ReturnOutput,
+        other => {
+            return Err(Error::invalid(format!(
+                "action {other:?} is not one of notify, close_pane, return_output"
+            )));
+        }
+    };
+    args.u64("poll_interval_ms", 0, MAX_TIMEOUT_MS)?;
+    let lines = args.u64("lines", 1, 100_000)?.unwrap_or(100) as usize;
+    let since = args.u64("since", 0, u64::MAX)?;
+
+    // Subscribe before the first look, so nothing printed in between is missed.
+    let events = pane.output().subscribe();
+    let from = pane.output().with(|s| match since {
+        Some(since) if since > s.ring.end() => Err(Error::invalid(format!(
+            "since={since} is past the end of the pane's output ({})",
+            s.ring.end()
+        ))),
+        Some(since) => Ok(since),
+        None => Ok(s.ring.tail_start(lines, 4 << 20)),
+    })?;
+    let mut scan = Scan { regex, from };
+    let deadline = started + timeout;
+    let heartbeat = if ctx.progress.is_wanted() { tick(HEARTBEAT) } else { never() };
+    loop {
+        let (found, exited, closed, end) = scan.step(&pane);
+        if let Some(found) = found {
+            return Ok(finish_match(&pane, pattern, found, action, lines, started));
+        }
+        if closed {
+            return Err(Error::new(
+                ErrorKind::PaneClosed,
+                format!("pane {} was closed while waiting", pane.id),
+            ));
+        }
+        if exited {
+            return Ok(outcome(&pane, "exited", pattern, end, action, lines, started));
+        }
+        select! {
+            recv(events) -> _ => {}
+            recv(ctx.cancel.receiver()) -> _ => return Err(Error::cancelled()),
+            recv(after(deadline.saturating_duration_since(Instant::now()))) -> _ => {
+                // One last look: output may have arrived with the deadline.
+                if let (Some(found), ..) = scan.step(&pane) {
+                    return Ok(finish_match(&pane, pattern, found, action, lines, started));
+                }
+                return Ok(outcome(&pane, "timeout", pattern, pane.output().end(), action, lines, started));
+            }
+            recv(heartbeat) -> _ => {
+                let secs = started.elapsed().as_secs_f64();
+                ctx.progress.report(secs, Some(timeout.as_secs_f64()), &format!("waiting for /{pattern}/"));
+            }
+        }
+    }
+}
+
+fn compile(pattern: &str) -> Result<Regex> {
+    RegexBuilder::new(pattern)
+        .multi_line(true)
+        .size_limit(config().max_regex_bytes)
+        .dfa_size_limit(config().max_regex_bytes)
+        .build()
+        .map_err(|e| {
+            Error::new(ErrorKind::InvalidRegex, format!("invalid pattern {pattern:?}: {e}"))
+        })
+}
+
+impl Scan {
+    /// Searches what arrived since the last step. Returns the match if any, and the pane's state
+    /// as of the bytes searched: exited, closed, and the end offset.
+    fn step(&mut self, pane: &Pane) -> (Option<Found>, bool, bool, u64) {
+        let (bytes, start, exited, closed) = pane.output().with(|s| {
+            let (bytes, start) = s.ring.copy(self.from, u64::MAX);
+            (bytes, start, s.exit.is_some(), s.closed)
+        });
+        let keep = text::complete_len(&bytes);
+        let end = start + keep as u64;
+        let found = self.search(&bytes[..keep], start);
+        if found.is_none() {
+            // Complete lines are done; the last, unfinished line is searched again next time.
+            if let Some(nl) = bytes[..keep].iter().rposition(|b| *b == b'\n') {
+                self.from = start + nl as u64 + 1;
+            } else {
+                self.from = start;
+            }
+        }
+        (found, exited, closed, end)
+    }
+
+    fn search(&self, raw: &[u8], start: u64) -> Option<Found> {
+        let lines = text::render(raw);
+        let joined = lines.join("\n");
+        let caps = self.regex.captures(&joined)?;
+        let whole = caps.get(0)?;
+        let first_line = joined[..whole.start()].matches('\n').count();
+        let last_line = first_line + whole.as_str().matches('\n').count();
+        let line = lines.get(first_line).cloned().unwrap_or_default();
+        let offset =
+            raw_line_end(raw, last_line).map_or(start + raw.len() as u64, |e| start + e as u64);
+        let groups =
+            caps.iter().skip(1).map(|g| g.map_or(Value::Null, |m| json!(m.as_str()))).collect();
+        Some(Found { matched: whole.as_str().to_string(), line, groups, offset })
+    }
+}
+
+/// The raw offset just past the newline that ends text line `n`, if that line is complete.
+fn raw_line_end(raw: &[u8], n: usize) -> Option<usize> {
+    raw.iter().enumerate().filter(|(_, b)| **b == b'\n').nth(n).map(|(i, _)| i + 1)
+}
+
+fn finish_match(
+    pane: &Pane,
+    pattern: &str,
+    found: Found,
+    action: Action,
+    lines: usize,
+    started: Instant,
+) -> Value {
+    let mut value = json!({
+        "status": "matched",
+        "pattern": pattern,
+        "match": found.matched,
+        "line": found.line,
+        "groups": found.groups,
+        "duration_ms": started.elapsed().as_millis() as u64,
+        "offset": found.offset,
+    });
+    if action == Action::ReturnOutput {
+        value["output"] = json!(tail_text(pane, lines));
+    }
+    if action == Action::ClosePane {
+        pane.close();
+        value["closed"] = json!(true);
+    }
+    value
+}
+
+fn outcome(
+    pane: &Pane,
+    status: &str,
+    pattern: &str,
+    offset: u64,
+    action: Action,
+    lines: usize,
+    started: Instant,
+) -> Value {
+    let mut value = json!({
+        "status": status,
+        "pattern": pattern,
+        "duration_ms": started.elapsed().as_millis() as u64,
+        "offset": offset,
+    });
+    if status == "exited" {
+        add_exit(&mut value, pane);
+    }
+    if action == Action::ReturnOutput {
+        value["output"] = json!(tail_text(pane, lines));
+    }
+    value
+}
+
+fn tail_text(pane: &Pane, lines: usize) -> String {
+    let req = ReadRequest {
+        format: Format::Text,
+        lines,
+        since: None,
+        max_bytes: config().max_output_bytes,
+    };
+    pane.output().read(&req).map(|r| r.output).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_are_multi_line_and_bounded() {
+        let re = compile("^READY$").unwrap();
+        assert!(re.is_match("$ echo READY\nREADY"));
+        assert!(!re.is_match("$ echo READY"));
+        assert_eq!(compile("(").unwrap_err().code(), "invalid_regex");
+        assert_eq!(compile(&"a{1000}{1000}".repeat(3)).unwrap_err().code(), "invalid_regex");
+    }
+
+    #[test]
+    fn a_match_maps_back_to_its_raw_line() {
+        let scan = Scan { regex: compile(r"b(\d)").unwrap(), from: 0 };
+        let found = scan.search(b"a\r\n\x1b[1mb7\x1b[0m\r\nc\r\n", 100).unwrap();
+        assert_eq!((found.matched.as_str(), found.line.as_str()), ("b7", "b7"));
+        assert_eq!(found.groups, vec![json!("7")]);
+        assert_eq!(found.offset, 100 + 17);
+    }
+}

@@ -1,0 +1,4 @@
+//! cli tests.
+
+use crate::util::*;
+use serde_json::json;

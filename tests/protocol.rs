@@ -1,0 +1,4 @@
+//! protocol tests.
+
+use crate::util::*;
+use serde_json::json;

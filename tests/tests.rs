@@ -1,0 +1,11 @@
+//! Integration tests: each drives the real `fugue` binary over stdio through `util::Fugue`.
+
+// The stdio harness: start fugue, send requests, wait for answers.
+mod util;
+
+// JSON-RPC framing, both MCP eras, errors, cancellation and concurrency.
+mod protocol;
+// The ten pane tools against real shells.
+mod panes;
+// The command line: call, tools, help, version.
+mod cli;
