@@ -288,6 +288,6 @@ mod tests {
         let found = scan.search(b"a\r\n\x1b[1mb7\x1b[0m\r\nc\r\n", 100).unwrap();
         assert_eq!((found.matched.as_str(), found.line.as_str()), ("b7", "b7"));
         assert_eq!(found.groups, vec![json!("7")]);
-        assert_eq!(found.offset, 100 + 17);
+        assert_eq!(found.offset, 100 + 15);
     }
 }
