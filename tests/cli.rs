@@ -1,4 +1,75 @@
-//! cli tests.
+//! The command line: `fugue call`, `fugue tools`, `--help`, `--version` and usage errors.
 
 use crate::util::*;
-use serde_json::json;
+use serde_json::Value;
+use std::process::Command;
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(BIN).args(args).env("SHELL", "/bin/sh").output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn version_and_help() {
+    let (code, out, _) = run(&["--version"]);
+    assert_eq!(code, 0);
+    assert_eq!(out, format!("fugue {}\n", env!("CARGO_PKG_VERSION")));
+    let (code, out, _) = run(&["--help"]);
+    assert_eq!(code, 0);
+    for word in ["fugue call TOOL", "fugue tools", "serve"] {
+        assert!(out.contains(word), "{word} missing from help");
+    }
+}
+
+#[test]
+fn tools_lists_every_tool_once() {
+    let (code, out, _) = run(&["tools"]);
+    assert_eq!(code, 0);
+    let names: Vec<&str> = out.lines().map(|l| l.split_whitespace().next().unwrap()).collect();
+    assert!(names.contains(&"fugue_list_sessions") && names.contains(&"fugue_expect"), "{out}");
+    let mut sorted = names.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(sorted.len(), names.len());
+}
+
+#[test]
+fn call_runs_a_tool_and_prints_its_json() {
+    let (code, out, _) = run(&["call", "fugue_list_sessions"]);
+    assert_eq!(code, 0);
+    let value: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(value, serde_json::json!({"sessions": []}));
+    let (code, out, _) = run(&["call", "fugue_create_session", r#"{"command":"echo hi"}"#]);
+    assert_eq!(code, 0);
+    let value: Value = serde_json::from_str(&out).unwrap();
+    assert!(value["pane_id"].is_string());
+}
+
+#[test]
+fn call_exits_1_on_a_tool_error_with_the_error_json() {
+    let (code, out, _) = run(&["call", "fugue_get_status", r#"{"pane_id":"nope"}"#]);
+    assert_eq!(code, 1);
+    let value: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(value["error"]["code"], "pane_not_found");
+}
+
+#[test]
+fn usage_errors_exit_2_with_a_message() {
+    for args in [
+        &["bogus"][..],
+        &["call"][..],
+        &["call", "no_such_tool"][..],
+        &["call", "fugue_list_sessions", "not json"][..],
+        &["call", "fugue_list_sessions", "[1]"][..],
+        &["call", "fugue_list_sessions", "{}", "extra"][..],
+    ] {
+        let (code, out, err) = run(args);
+        assert_eq!(code, 2, "{args:?}");
+        assert!(out.is_empty(), "{args:?} wrote to stdout: {out}");
+        assert!(err.starts_with("fugue: "), "{args:?}: {err}");
+    }
+}

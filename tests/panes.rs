@@ -1,7 +1,12 @@
-//! panes tests.
+//! Pane tests: the ten pane tools against real shells in real PTYs.
 
 use crate::util::*;
-use serde_json::json;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+fn pid_of(f: &mut Fugue, pane: &str) -> u32 {
+    f.call("fugue_get_status", json!({"pane_id": pane}))["pid"].as_u64().unwrap() as u32
+}
 
 #[test]
 fn a_command_pane_keeps_its_output_and_exit_code() {
@@ -9,5 +14,371 @@ fn a_command_pane_keeps_its_output_and_exit_code() {
     let pane = f.pane("printf 'héllo\\nworld'; exit 3");
     let status = f.wait_exit(&pane);
     assert_eq!(status["exit_code"], 3);
+    assert_eq!(status["signal"], Value::Null);
     assert_eq!(f.text(&pane), "héllo\nworld");
+    let out = f.call("fugue_get_output", json!({"pane_id": pane}));
+    assert_eq!((out["status"].as_str(), out["exit_code"].as_i64()), (Some("exited"), Some(3)));
+    // Input to an exited pane is refused clearly.
+    let e = f.call_err("fugue_send_input", json!({"pane_id": pane, "input": "x"}));
+    assert_eq!(e["code"], "pane_exited");
+}
+
+#[test]
+fn a_signal_death_is_reported_as_the_signal() {
+    let mut f = Fugue::start();
+    let pane = f.pane("kill -9 $$");
+    let status = f.wait_exit(&pane);
+    assert_eq!(status["exit_code"], Value::Null);
+    assert_eq!(status["signal"], "SIGKILL");
+}
+
+#[test]
+fn an_interactive_shell_takes_input_and_submit() {
+    let mut f = Fugue::start();
+    let pane = f.shell();
+    let sent = f.call(
+        "fugue_send_input",
+        json!({"pane_id": pane, "input": "echo $((6*7))", "submit": true}),
+    );
+    assert_eq!(sent["bytes"], 14);
+    let found = f
+        .call("fugue_expect", json!({"pane_id": pane, "pattern": "^42$", "since": sent["offset"]}));
+    assert_eq!(found["status"], "matched");
+    assert_eq!(found["line"], "42");
+    // Output since the input holds the echo and the answer, nothing before.
+    let out = f.call("fugue_get_output", json!({"pane_id": pane, "since": sent["offset"]}));
+    let text = out["output"].as_str().unwrap();
+    assert!(text.contains("echo $((6*7))") && text.contains("\n42"), "{text:?}");
+}
+
+#[test]
+fn named_keys_reach_the_program() {
+    let mut f = Fugue::start();
+    let pane = f.shell();
+    // Ctrl-C interrupts a running command; the shell survives and answers again.
+    f.call("fugue_send_input", json!({"pane_id": pane, "input": "sleep 1000", "keys": ["Enter"]}));
+    let sleep_pid = wait_for_child(&mut f, &pane, "sleep");
+    f.call("fugue_send_input", json!({"pane_id": pane, "keys": ["C-c"]}));
+    assert!(gone_within(sleep_pid, PATIENCE), "C-c did not interrupt sleep");
+    let sent = f.call(
+        "fugue_send_input",
+        json!({"pane_id": pane, "input": "echo still-$((1+1))", "keys": ["Enter"]}),
+    );
+    f.call(
+        "fugue_expect",
+        json!({"pane_id": pane, "pattern": "^still-2$", "since": sent["offset"]}),
+    );
+    // Tab and Backspace are real keys too: "ecx<BS>ho" runs echo.
+    let sent =
+        f.call("fugue_send_input", json!({"pane_id": pane, "input": "ecx", "keys": ["Backspace"]}));
+    f.call("fugue_send_input", json!({"pane_id": pane, "input": "ho typed-ok", "submit": true}));
+    f.call(
+        "fugue_expect",
+        json!({"pane_id": pane, "pattern": "^typed-ok$", "since": sent["offset"]}),
+    );
+    let e = f.call_err("fugue_send_input", json!({"pane_id": pane, "keys": ["Hyper"]}));
+    assert_eq!(e["code"], "invalid_argument");
+    let e = f.call_err("fugue_send_input", json!({"pane_id": pane}));
+    assert_eq!(e["code"], "invalid_argument");
+}
+
+/// Finds the pid of a child named `name` under the pane's shell, waiting on /proc (the child is
+/// started by the shell asynchronously, after our input).
+fn wait_for_child(f: &mut Fugue, pane: &str, name: &str) -> u32 {
+    let shell = pid_of(f, pane);
+    let deadline = std::time::Instant::now() + PATIENCE;
+    loop {
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+            let comm = stat.split('(').nth(1).and_then(|s| s.split(')').next()).unwrap_or("");
+            let ppid: u32 = stat
+                .rsplit(')')
+                .next()
+                .unwrap()
+                .split_whitespace()
+                .nth(1)
+                .unwrap()
+                .parse()
+                .unwrap();
+            if ppid == shell && comm == name {
+                return pid;
+            }
+        }
+        assert!(std::time::Instant::now() < deadline, "no {name} child appeared");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn text_view_resolves_redraws_and_raw_keeps_bytes() {
+    let mut f = Fugue::start();
+    let pane = f.pane("printf 'progress 10%%\\rprogress 100%%\\n\\033[1;32mgreen\\033[0m\\n'");
+    f.wait_exit(&pane);
+    assert_eq!(f.text(&pane), "progress 100%\ngreen");
+    let raw = f.call("fugue_get_output", json!({"pane_id": pane, "format": "raw"}));
+    let raw = raw["output"].as_str().unwrap();
+    assert!(raw.contains("\r") && raw.contains("\u{1b}[1;32m"), "{raw:?}");
+}
+
+#[test]
+fn screen_view_shows_the_grid_and_cursor() {
+    let mut f = Fugue::start();
+    let pane = f.pane("printf 'top\\nsecond\\033[1;1HT'; sleep 30");
+    f.expect(&pane, "econd");
+    let screen = f.call("fugue_get_output", json!({"pane_id": pane, "format": "screen"}));
+    assert_eq!(screen["output"], "Top\nsecond");
+    assert_eq!(screen["cursor"], json!({"row": 0, "col": 1}));
+}
+
+#[test]
+fn lines_max_bytes_and_since_bound_the_output() {
+    let mut f = Fugue::start();
+    let pane = f.pane("seq 1 1000");
+    f.wait_exit(&pane);
+    let tail = f.call("fugue_get_output", json!({"pane_id": pane, "lines": 3}));
+    assert_eq!(tail["output"], "998\n999\n1000");
+    assert_eq!(tail["truncated"], true);
+    let small =
+        f.call("fugue_get_output", json!({"pane_id": pane, "lines": 1000, "max_bytes": 10}));
+    assert_eq!(small["output"], "999\n1000");
+    assert_eq!(small["truncated"], true);
+    // Paging forward with since loses nothing.
+    let mut since = 0;
+    let mut seen = Vec::new();
+    loop {
+        let page =
+            f.call("fugue_get_output", json!({"pane_id": pane, "since": since, "lines": 300}));
+        seen.extend(page["output"].as_str().unwrap().lines().map(str::to_string));
+        since = page["offset"].as_u64().unwrap();
+        if page["truncated"] == false {
+            break;
+        }
+    }
+    let expected: Vec<String> = (1..=1000).map(|n| n.to_string()).collect();
+    assert_eq!(seen, expected);
+    let e = f.call_err("fugue_get_output", json!({"pane_id": pane, "since": 99_999_999}));
+    assert_eq!(e["code"], "invalid_argument");
+    let e = f.call_err("fugue_get_output", json!({"pane_id": pane, "format": "html"}));
+    assert_eq!(e["code"], "invalid_argument");
+    let e = f.call_err("fugue_get_output", json!({"pane_id": pane, "lines": 0}));
+    assert_eq!(e["code"], "invalid_argument");
+    let e = f.call_err("fugue_get_output", json!({"pane_id": pane, "max_bytes": 100_000_000}));
+    assert_eq!(e["code"], "invalid_argument");
+}
+
+#[test]
+fn utf8_split_across_reads_comes_out_whole() {
+    let mut f = Fugue::start();
+    // Each byte of the multi-byte characters is printed by a separate write.
+    let pane = f.pane(r"for b in '\303' '\251' '\342' '\234' '\223' '\360' '\237' '\216' '\211'; do printf $b; sleep 0.01; done; echo");
+    f.wait_exit(&pane);
+    assert_eq!(f.text(&pane), "é✓🎉");
+}
+
+#[test]
+fn scrollback_is_bounded_and_offsets_stay_valid() {
+    let mut f = Fugue::start_with(&[("FUGUE_SCROLLBACK_BYTES", "65536")]);
+    let pane = f.pane("seq 1 100000");
+    f.wait_exit(&pane);
+    let tail = f.call("fugue_get_output", json!({"pane_id": pane, "lines": 2}));
+    assert_eq!(tail["output"], "99999\n100000");
+    let end = tail["offset"].as_u64().unwrap();
+    assert_eq!(end, (1..=100000u64).map(|n| n.to_string().len() as u64 + 2).sum::<u64>());
+    let old = f.call("fugue_get_output", json!({"pane_id": pane, "since": 0, "lines": 1}));
+    assert_eq!(old["dropped"], true);
+}
+
+#[test]
+fn pane_environment_defaults_and_overrides() {
+    let mut f = Fugue::start();
+    let created = f.call("fugue_create_session", json!({
+        "command": "echo \"$TERM|$PAGER|$GIT_PAGER|$GIT_TERMINAL_PROMPT|$FUGUE_PANE_ID|$FUGUE_SESSION_ID|$MINE\"",
+        "env": {"MINE": "x y", "PAGER": "less"},
+    }));
+    let pane = created["pane_id"].as_str().unwrap();
+    f.wait_exit(pane);
+    let expected =
+        format!("xterm-256color|less|cat|0|{pane}|{}|x y", created["session_id"].as_str().unwrap());
+    assert_eq!(f.text(pane), expected);
+    let e =
+        f.call_err("fugue_create_session", json!({"command": "true", "env": {"BAD-NAME": "x"}}));
+    assert_eq!(e["code"], "invalid_argument");
+    let e = f.call_err("fugue_create_session", json!({"command": "true", "env": {"A": 1}}));
+    assert_eq!(e["code"], "invalid_argument");
+}
+
+#[test]
+fn cwd_is_used_and_a_bad_one_is_refused() {
+    let mut f = Fugue::start();
+    let dir = Dir::new("cwd");
+    let created = f.call("fugue_create_session", json!({"command": "pwd", "cwd": dir.path_str()}));
+    let pane = created["pane_id"].as_str().unwrap();
+    f.wait_exit(pane);
+    assert_eq!(f.text(pane), dir.path_str());
+    let e = f.call_err("fugue_create_session", json!({"command": "pwd", "cwd": "/no/such/dir"}));
+    assert_eq!(e["code"], "bad_cwd");
+    let file = dir.write("file", "x");
+    let e = f.call_err("fugue_create_session", json!({"command": "pwd", "cwd": path_str(&file)}));
+    assert_eq!(e["code"], "bad_cwd");
+    // Nothing was left behind by the failures.
+    let list = f.call("fugue_list_sessions", json!({}));
+    assert_eq!(list["sessions"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn a_missing_program_exits_127_with_the_shells_message() {
+    let mut f = Fugue::start();
+    let pane = f.pane("no-such-program-xyz");
+    let status = f.wait_exit(&pane);
+    assert_eq!(status["exit_code"], 127);
+    assert!(f.text(&pane).contains("no-such-program-xyz"));
+}
+
+#[test]
+fn sessions_windows_and_panes_nest_and_names_work_as_ids() {
+    let mut f = Fugue::start();
+    let s = f.call("fugue_create_session", json!({"name": "work"}));
+    let w = f.call("fugue_create_window", json!({"session_id": "work", "name": "build"}));
+    let p = f.call("fugue_create_pane", json!({"session_id": "work", "window_id": "build", "name": "tests", "command": "sleep 100"}));
+    let e = f.call_err("fugue_create_session", json!({"name": "work"}));
+    assert_eq!(e["code"], "name_taken");
+    let e = f.call_err(
+        "fugue_create_pane",
+        json!({"session_id": "work", "window_id": "build", "name": "tests"}),
+    );
+    assert_eq!(e["code"], "name_taken");
+    let e = f.call_err("fugue_create_window", json!({"session_id": "nope"}));
+    assert_eq!(e["code"], "session_not_found");
+    let e = f.call_err("fugue_create_pane", json!({"session_id": "work", "window_id": "nope"}));
+    assert_eq!(e["code"], "window_not_found");
+
+    let list = f.call("fugue_list_sessions", json!({}));
+    let session = &list["sessions"][0];
+    assert_eq!(session["id"], s["session_id"]);
+    assert_eq!(session["name"], "work");
+    let windows = session["windows"].as_array().unwrap();
+    assert_eq!(windows.len(), 2);
+    assert_eq!(windows[1]["id"], w["window_id"]);
+    let panes = windows[1]["panes"].as_array().unwrap();
+    assert_eq!(panes.len(), 2);
+    assert_eq!(panes[1]["id"], p["pane_id"]);
+    assert_eq!(panes[1]["name"], "tests");
+    assert_eq!(panes[1]["status"], "running");
+    // Two panes share the window side by side.
+    let (c0, c1) = (panes[0]["cols"].as_u64().unwrap(), panes[1]["cols"].as_u64().unwrap());
+    assert!(c0 + c1 < 80 && panes[0]["rows"] == 24, "{panes:?}");
+    // The pane name works wherever a pane id does.
+    let status = f.call("fugue_get_status", json!({"pane_id": "tests"}));
+    assert_eq!(status["pane_id"], p["pane_id"]);
+    assert_eq!(status["window_id"], w["window_id"]);
+    assert_eq!(status["command"], "sleep 100");
+}
+
+#[test]
+fn resize_reaches_the_program() {
+    let mut f = Fugue::start();
+    let pane = f.shell();
+    let r = f.call("fugue_resize_pane", json!({"pane_id": pane, "rows": 33, "cols": 111}));
+    assert_eq!((r["rows"].as_u64(), r["cols"].as_u64()), (Some(33), Some(111)));
+    let sent =
+        f.call("fugue_send_input", json!({"pane_id": pane, "input": "stty size", "submit": true}));
+    f.call(
+        "fugue_expect",
+        json!({"pane_id": pane, "pattern": "^33 111$", "since": sent["offset"]}),
+    );
+    let status = f.call("fugue_get_status", json!({"pane_id": pane}));
+    assert_eq!((status["rows"].as_u64(), status["cols"].as_u64()), (Some(33), Some(111)));
+    for bad in
+        [json!({"rows": 1, "cols": 80}), json!({"rows": 24, "cols": 5000}), json!({"rows": 24})]
+    {
+        let mut args = bad.clone();
+        args["pane_id"] = json!(pane);
+        assert_eq!(f.call_err("fugue_resize_pane", args)["code"], "invalid_argument", "{bad}");
+    }
+}
+
+#[test]
+fn closing_a_pane_ends_its_whole_session_of_processes() {
+    let mut f = Fugue::start();
+    let dir = Dir::new("close");
+    let pidfile = dir.join("bg.pid");
+    // A background job in its own process group that ignores hang-up and terminate.
+    let pane = f.shell();
+    let cmd = format!(
+        "set -m; (trap '' HUP TERM; exec sleep 1000) & echo $! > {}; echo started",
+        path_str(&pidfile)
+    );
+    let sent = f.call("fugue_send_input", json!({"pane_id": pane, "input": cmd, "submit": true}));
+    f.call(
+        "fugue_expect",
+        json!({"pane_id": pane, "pattern": "^started$", "since": sent["offset"]}),
+    );
+    let bg: u32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
+    let shell = pid_of(&mut f, &pane);
+    assert!(alive(bg));
+    let closed = f.call("fugue_close_pane", json!({"pane_id": pane}));
+    assert_eq!(closed["closed"], true);
+    assert!(gone_within(shell, Duration::from_secs(3)));
+    assert!(gone_within(bg, Duration::from_secs(3)), "the background job survived the close");
+    let e = f.call_err("fugue_get_status", json!({"pane_id": pane}));
+    assert_eq!(e["code"], "pane_not_found");
+    // The emptied session is gone too.
+    assert_eq!(f.call("fugue_list_sessions", json!({}))["sessions"], json!([]));
+}
+
+#[test]
+fn close_session_closes_every_pane() {
+    let mut f = Fugue::start();
+    f.call("fugue_create_session", json!({"name": "s", "command": "sleep 1000"}));
+    f.call("fugue_create_window", json!({"session_id": "s", "command": "sleep 1000"}));
+    f.call("fugue_create_window", json!({"session_id": "s"}));
+    let list = f.call("fugue_list_sessions", json!({}));
+    let pids: Vec<u32> = list["sessions"][0]["windows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|w| {
+            w["panes"].as_array().unwrap().iter().map(|p| p["pid"].as_u64().unwrap() as u32)
+        })
+        .collect();
+    assert_eq!(pids.len(), 3);
+    let closed = f.call("fugue_close_session", json!({"session_id": "s"}));
+    assert_eq!(closed["closed"], 3);
+    for pid in pids {
+        assert!(gone_within(pid, Duration::from_secs(3)), "pid {pid} survived");
+    }
+    assert_eq!(
+        f.call_err("fugue_close_session", json!({"session_id": "s"}))["code"],
+        "session_not_found"
+    );
+}
+
+#[test]
+fn exited_panes_leave_no_zombies() {
+    let mut f = Fugue::start();
+    let panes: Vec<String> = (0..5).map(|i| f.pane(&format!("exit {i}"))).collect();
+    for (i, pane) in panes.iter().enumerate() {
+        assert_eq!(f.wait_exit(pane)["exit_code"], i as u64);
+    }
+    let fugue = f.pid();
+    let zombies: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
+        .filter(|stat| {
+            let rest: Vec<&str> = stat.rsplit(')').next().unwrap().split_whitespace().collect();
+            rest[0] == "Z" && rest[1] == fugue.to_string()
+        })
+        .collect();
+    assert!(zombies.is_empty(), "{zombies:?}");
+}
+
+#[test]
+fn a_program_asking_for_the_cursor_position_gets_an_answer() {
+    let mut f = Fugue::start();
+    // Ask the terminal where the cursor is, and print what came back.
+    let pane = f.pane(r#"stty raw -echo; printf 'ab\033[6n'; reply=$(dd bs=1 count=6 2>/dev/null | od -c | head -1); stty sane; echo; echo "got:$reply""#);
+    let found = f.expect(&pane, "got:");
+    assert!(found["line"].as_str().unwrap().contains("[   1   ;   3   R"), "{found}");
 }

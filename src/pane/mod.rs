@@ -157,6 +157,8 @@ impl Pane {
 
     /// Starts ending the pane: a hang-up to every process of its session. `finish_close` completes it.
     pub(crate) fn hang_up(&self) {
+        // Waiters learn that the pane is going away before its process dies of the hang-up.
+        self.output.set_closed();
         process::signal_session(self.pid, libc::SIGHUP);
         process::signal_session(self.pid, libc::SIGCONT);
     }
@@ -183,7 +185,6 @@ impl Pane {
         }
         let exit = exit.or_else(|| self.wait_exit(Instant::now() + Duration::from_secs(2)));
         self.master.lock().take();
-        self.output.set_closed();
         exit
     }
 
@@ -280,8 +281,10 @@ fn answer_queries(chunk: &[u8], output: &Output, writer: &Mutex<Box<dyn Write + 
     const QUERY: &[u8] = b"\x1b[6n";
     if chunk.windows(QUERY.len()).any(|w| w == QUERY) {
         let (row, col) = output.grid().cursor;
+        // One write: a program reading the reply with one read must get all of it.
+        let reply = format!("\x1b[{};{}R", row + 1, col + 1);
         let mut writer = writer.lock();
-        let _ = write!(writer, "\x1b[{};{}R", row + 1, col + 1).and_then(|_| writer.flush());
+        let _ = writer.write_all(reply.as_bytes()).and_then(|_| writer.flush());
     }
 }
 

@@ -37,7 +37,7 @@ pub(crate) struct State {
     pub(crate) exited_at: Option<Instant>,
     /// The PTY reached end of file: every process holding it is gone.
     pub(crate) eof: bool,
-    /// fugue closed the pane; waiters should stop.
+    /// fugue is closing or has closed the pane; waiters should stop.
     pub(crate) closed: bool,
 }
 
