@@ -1,0 +1,45 @@
+# fugue — the two commands a newcomer needs are `make demo` and `make check`.
+CARGO ?= cargo
+BIN := target/release/fugue
+STATIC_TARGET := x86_64-unknown-linux-gnu
+STATIC_BIN := target/$(STATIC_TARGET)/release/fugue
+
+.PHONY: all build demo check test interop static man clean
+
+all: build
+
+build:
+	$(CARGO) build --release
+
+# Build fugue and run its main job for real: commands fanned out in parallel and a pipeline in one
+# shell, each in one tool call with exact exit codes.
+demo: build
+	@echo '== fugue_run_parallel: three commands at once'
+	$(BIN) call fugue_run_parallel '{"commands":[{"name":"kernel","command":"uname -sr"},{"name":"count","command":"seq 1 3 | wc -l"},{"name":"fails","command":"echo oops >&2; exit 4"}]}'
+	@echo '== fugue_run_pipeline: cd and export carry over; the failing step is named'
+	-$(BIN) call fugue_run_pipeline '{"commands":[{"name":"enter","command":"cd /tmp && export GREETING=hello"},{"name":"show","command":"echo $$GREETING from $$(pwd)"},{"name":"fail","command":"false"},{"name":"never","command":"echo not reached"}]}'
+
+# The test suite: formatting, unit tests and integration tests against the real binary.
+check:
+	$(CARGO) fmt --check
+	$(CARGO) build --all-targets
+	$(CARGO) test
+
+test: check
+
+# Real MCP clients (Python SDK, TypeScript SDK, MCP Inspector) and the official conformance suite.
+interop: build
+	interop/install.sh
+	interop/run.sh $(CURDIR)/$(BIN)
+
+# A fully static binary (glibc with crt-static); prints what `file` says and the size.
+static:
+	RUSTFLAGS='-C target-feature=+crt-static -C relocation-model=static' $(CARGO) build --release --target $(STATIC_TARGET)
+	@file $(STATIC_BIN)
+	@ls -l $(STATIC_BIN) | awk '{printf "size: %d bytes (%.2f MB)\n", $$5, $$5/1048576}'
+
+man:
+	man ./man/fugue.1
+
+clean:
+	$(CARGO) clean
