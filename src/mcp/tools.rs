@@ -78,7 +78,6 @@ fn describe(tool: &Tool) -> Value {
         "inputSchema": (tool.input)(),
         "outputSchema": (tool.output)(),
         "annotations": {
-            "title": tool.title,
             "readOnlyHint": tool.hints.read_only,
             "destructiveHint": tool.hints.destructive,
             "idempotentHint": tool.hints.idempotent,
@@ -135,22 +134,23 @@ pub(crate) mod schema {
         for (name, schema) in props {
             properties.insert(name.to_string(), schema.clone());
         }
-        json!({
-            "type": "object",
-            "properties": properties,
-            "required": required,
-            "additionalProperties": false,
-        })
+        let mut schema =
+            json!({"type": "object", "properties": properties, "additionalProperties": false});
+        if !required.is_empty() {
+            schema["required"] = json!(required);
+        }
+        schema
     }
 
-    /// A result object: the listed keys are always present.
+    /// A result object with the types of its main keys. Keys are not marked required: a result
+    /// may leave out what does not apply (an exit code while running), and `tools/list` is paid
+    /// for in every agent's context.
     pub(crate) fn result(props: &[(&str, Value)]) -> Value {
         let mut properties = Map::new();
         for (name, schema) in props {
             properties.insert(name.to_string(), schema.clone());
         }
-        let required: Vec<&str> = props.iter().map(|(n, _)| *n).collect();
-        json!({"type": "object", "properties": properties, "required": required})
+        json!({"type": "object", "properties": properties})
     }
 
     pub(crate) fn string(description: &str) -> Value {
