@@ -72,13 +72,15 @@ summary() {
   echo "interop matrix took $((SECONDS - t_start))s (server: ${server[*]})"
   echo "$passed passed, $failed failed"
 }
-on_signal() {
+on_signal() {  # stop the running step (runstep.py cleans up its processes), then report
   [[ -n "$step_pid" ]] && { kill -TERM "$step_pid" 2>/dev/null; wait "$step_pid" 2>/dev/null; }
   echo "interrupted"
   summary
-  exit 130
+  exit "$1"
 }
-trap on_signal INT TERM HUP
+trap 'on_signal 130' INT
+trap 'on_signal 143' TERM
+trap 'on_signal 129' HUP
 
 show_failure() {  # the useful part of a failed step's output
   local log="$1"
@@ -102,6 +104,10 @@ step() {
   step_pid=$!
   wait "$step_pid"; rc=$?
   step_pid=""
+  # runstep.py exits 128+N when it got signal N (e.g. a Ctrl-C that this shell inherited
+  # as ignored): stop the whole run, not just the step
+  case $rc in 129|130|143) echo "FAIL $name (interrupted)"; failed=$((failed + 1)); failed_names+=("$name")
+                           on_signal "$rc" ;; esac
   dt="$(awk -v a="$t0" -v b="${EPOCHREALTIME/,/.}" 'BEGIN { printf "%.1fs", b - a }')"
   if [[ $rc -eq 0 ]]; then
     passed=$((passed + 1))

@@ -198,10 +198,13 @@ for key, what in expect.items():
             problems.append(f"id {key}: marked cancelled, but SCRIPT never cancels it")
             continue
         t_c = cancel_at[key]
-        if r is not None:
-            when = f"{t_r - t_c:+.3f}s after" if t_r >= t_c else f"{t_c - t_r:.3f}s before"
-            problems.append(f"id {key}: cancelled call was answered ({when} the cancel; "
-                            f"a response before it means the slow tool was too fast): {json.dumps(r)[:120]}")
+        if r is not None and t_r < t_c:
+            what_ = "failed" if "error" in r else "finished (too fast for a cancel test)"
+            problems.append(f"id {key}: the slow call {what_} {t_c - t_r:.3f}s before its cancel: "
+                            f"{json.dumps(r)[:160]}")
+        elif r is not None:
+            problems.append(f"id {key}: answered {t_r - t_c:.3f}s after its cancel (the server must not "
+                            f"answer a cancelled request): {json.dumps(r)[:120]}")
         late = [t for t in progress_at.get(tokens.get(key), []) if t > t_c + 0.3]
         if late:
             problems.append(f"id {key}: {len(late)} progress notification(s) more than 0.3 s after the cancel")
