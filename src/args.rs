@@ -21,6 +21,11 @@ impl<'a> Args<'a> {
         self.map.get(key).filter(|v| !v.is_null())
     }
 
+    /// The raw value of an argument (not null), for nested objects.
+    pub(crate) fn value(&self, key: &str) -> Option<&'a Value> {
+        self.get(key)
+    }
+
     pub(crate) fn has(&self, key: &str) -> bool {
         self.get(key).is_some()
     }

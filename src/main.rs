@@ -5,6 +5,7 @@
 //! (`mcp`), the line loop (`rpc`) — and waits for a reason to stop: end of input, a signal, or a
 //! broken stdout. Stopping ends every process fugue started.
 
+mod agent;
 mod args;
 mod call;
 mod config;
@@ -33,6 +34,8 @@ Usage:
   fugue [serve]            run the MCP server on stdin/stdout (logs go to stderr)
   fugue call TOOL [JSON]   run one tool in-process and print its JSON result
   fugue tools              list the tools, one line each
+  fugue verdict complete|followup|failed --reason TEXT [--prompt TEXT] [--cost USD]
+                           write an agent-pipeline verdict to $FUGUE_VERDICT_FILE
   fugue --help | --version
 
 Environment: FUGUE_SHELL, FUGUE_STATE_DIR, FUGUE_LOG, FUGUE_SCROLLBACK_BYTES, FUGUE_MAX_PANES,
@@ -47,6 +50,7 @@ fn main() -> ExitCode {
         ["-h" | "--help" | "help"] => print_out(USAGE),
         ["-V" | "--version"] => print_out(&format!("fugue {}\n", env!("CARGO_PKG_VERSION"))),
         ["tools"] => list_tools(),
+        ["verdict", ..] => agent::verdict::cli(&args[1..]),
         ["call", tool] => call(tool, "{}"),
         ["call", tool, json] => call(tool, json),
         ["call", ..] => usage_error("call takes a tool name and at most one JSON argument object"),
@@ -63,6 +67,7 @@ fn serve() -> ExitCode {
         log::warn(&format!("cannot install the signal handler: {e}"));
     }
     let mux = Arc::new(Mux::default());
+    agent::start(mux.clone(), true);
     let writer = Arc::new(Writer::new(Box::new(std::io::stdout()), stop_tx.clone()));
     let server = Server::new(Arc::new(Mcp::new(mux.clone())), writer);
     let reader = server.clone();
@@ -76,6 +81,8 @@ fn serve() -> ExitCode {
     let why = stop_rx.recv().unwrap_or(Stop::Eof);
     log::info(&format!("stopping: {why:?}"));
     server.cancel_all();
+    // Runners stop first, so the panes ending below are not taken for failed attempts.
+    agent::shutdown();
     mux.shutdown();
     // The stdin thread may be blocked in read(); the process exit ends it.
     std::process::exit(0)
@@ -91,6 +98,7 @@ fn call(name: &str, json: &str) -> ExitCode {
         Err(e) => return usage_error(&format!("the arguments are not valid JSON: {e}")),
     };
     let mux = Arc::new(Mux::default());
+    agent::start(mux.clone(), false);
     let cancel = Arc::new(Cancel::default());
     let on_signal = cancel.clone();
     let _ = ctrlc::set_handler(move || on_signal.cancel());

@@ -56,7 +56,11 @@ pub(crate) struct Tool {
 pub(crate) fn all() -> &'static [&'static Tool] {
     static ALL: OnceLock<Vec<&'static Tool>> = OnceLock::new();
     ALL.get_or_init(|| {
-        crate::pane::tools::TOOLS.iter().chain(crate::orchestrate::TOOLS.iter().copied()).collect()
+        crate::pane::tools::TOOLS
+            .iter()
+            .chain(crate::orchestrate::TOOLS.iter().copied())
+            .chain(crate::agent::TOOLS.iter())
+            .collect()
     })
 }
 

@@ -1,0 +1,372 @@
+//! The git side of a pipeline: its worktree and branch, the commit after the implementer, and the
+//! built-in merger.
+//!
+//! Every call runs `git` through `std::process::Command` with its arguments as data — no shell, no
+//! quoting — and refs are passed in full (`refs/heads/...`) after `--end-of-options` where a name
+//! could look like an option. The merger never forces, never touches a checkout with changes,
+//! never deletes unmerged work: it computes the merge commit without a working tree
+//! (`merge-tree --write-tree`), then moves the base branch by compare-and-swap (`update-ref NEW
+//! OLD`), or by `merge --ff-only` in the clean worktree where the base is checked out — all under
+//! a per-repository lock, so two pipelines never merge at once. A conflict changes nothing and
+//! names the files. The pipeline's worktree is removed only after its branch is in the base.
+
+use crate::error::{Error, ErrorKind, Result};
+use std::fs::{File, OpenOptions};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// The result of one git command.
+struct Run {
+    ok: bool,
+    stdout: String,
+    stderr: String,
+}
+
+fn run(dir: &Path, args: &[&str]) -> Result<Run> {
+    let output = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("GIT_EDITOR", "true")
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .env_remove("GIT_INDEX_FILE")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| Error::new(ErrorKind::Git, format!("cannot run git: {e}")))?;
+    Ok(Run {
+        ok: output.status.success(),
+        stdout: String::from_utf8_lossy(&output.stdout).trim_end().to_string(),
+        stderr: String::from_utf8_lossy(&output.stderr).trim().to_string(),
+    })
+}
+
+/// Runs git and returns its output; a failure is an error quoting git.
+fn git(dir: &Path, args: &[&str]) -> Result<String> {
+    let r = run(dir, args)?;
+    if r.ok {
+        Ok(r.stdout)
+    } else {
+        Err(Error::new(ErrorKind::Git, format!("git {} failed: {}", args.join(" "), r.stderr)))
+    }
+}
+
+/// The repository's main working tree (the directory holding `.git`), from any path inside it or
+/// inside one of its worktrees.
+pub(crate) fn main_worktree(repo: &Path) -> Result<PathBuf> {
+    if !repo.is_dir() {
+        return Err(Error::invalid(format!("repo {} is not a directory", repo.display())));
+    }
+    let common = run(repo, &["rev-parse", "--path-format=absolute", "--git-common-dir"])?;
+    if !common.ok {
+        return Err(Error::invalid(format!(
+            "repo {} is not in a git repository: {}",
+            repo.display(),
+            common.stderr
+        )));
+    }
+    let common = PathBuf::from(common.stdout);
+    if git(repo, &["rev-parse", "--is-bare-repository"])? == "true" {
+        return Err(Error::invalid(format!(
+            "repo {} is a bare repository; give a repository with a working tree",
+            repo.display()
+        )));
+    }
+    match (common.file_name().and_then(|n| n.to_str()), common.parent()) {
+        (Some(".git"), Some(parent)) => Ok(parent.to_path_buf()),
+        _ => Ok(PathBuf::from(git(repo, &["rev-parse", "--show-toplevel"])?)),
+    }
+}
+
+/// The branch checked out in `repo`.
+pub(crate) fn current_branch(repo: &Path) -> Result<String> {
+    let r = run(repo, &["symbolic-ref", "--quiet", "--short", "HEAD"])?;
+    if r.ok && !r.stdout.is_empty() {
+        return Ok(r.stdout);
+    }
+    Err(Error::invalid(format!("{} has a detached HEAD; give base_branch", repo.display())))
+}
+
+/// Checks that `name` is a valid branch name that cannot be taken for an option.
+pub(crate) fn check_branch_name(repo: &Path, name: &str) -> Result<()> {
+    let ok = !name.starts_with('-')
+        && run(repo, &["check-ref-format", "--branch", name]).is_ok_and(|r| r.ok);
+    if ok { Ok(()) } else { Err(Error::invalid(format!("{name:?} is not a valid branch name"))) }
+}
+
+/// The commit a branch points at.
+pub(crate) fn branch_commit(repo: &Path, branch: &str) -> Result<String> {
+    let reference = format!("refs/heads/{branch}^{{commit}}");
+    let r = run(repo, &["rev-parse", "--verify", "--quiet", "--end-of-options", &reference])?;
+    if r.ok {
+        Ok(r.stdout)
+    } else {
+        Err(Error::invalid(format!("branch {branch:?} does not exist in {}", repo.display())))
+    }
+}
+
+fn branch_exists(repo: &Path, branch: &str) -> Result<bool> {
+    let reference = format!("refs/heads/{branch}");
+    Ok(run(repo, &["show-ref", "--verify", "--quiet", &reference])?.ok)
+}
+
+/// Creates the pipeline's branch at `commit` and checks it out at `path`.
+pub(crate) fn add_worktree(repo: &Path, path: &Path, branch: &str, commit: &str) -> Result<()> {
+    // Forget worktrees whose directories are gone, so a stale entry cannot block this one.
+    git(repo, &["worktree", "prune"])?;
+    if path.exists() {
+        return Err(Error::new(
+            ErrorKind::Git,
+            format!("{} already exists; it is not fugue's to reuse", path.display()),
+        ));
+    }
+    if branch_exists(repo, branch)? {
+        return Err(Error::new(ErrorKind::Git, format!("branch {branch} already exists")));
+    }
+    let path_str = path_arg(path)?;
+    git(repo, &["worktree", "add", "--quiet", "-b", branch, path_str, commit]).map(|_| ())
+}
+
+/// Undoes `add_worktree` for a pipeline that never started: nothing was done on the branch.
+pub(crate) fn discard_worktree(repo: &Path, path: &Path, branch: &str, commit: &str) {
+    if let Ok(path_str) = path_arg(path) {
+        let _ = git(repo, &["worktree", "remove", path_str]);
+    }
+    let reference = format!("refs/heads/{branch}");
+    let _ = git(repo, &["update-ref", "-d", &reference, commit]);
+}
+
+fn path_arg(path: &Path) -> Result<&str> {
+    path.to_str().ok_or_else(|| Error::invalid(format!("{} is not UTF-8", path.display())))
+}
+
+/// `-c` options giving git an identity when the repository has none configured.
+fn identity(dir: &Path) -> Result<Vec<&'static str>> {
+    let configured = run(dir, &["config", "user.email"])?.ok;
+    Ok(if configured {
+        Vec::new()
+    } else {
+        vec!["-c", "user.name=fugue", "-c", "user.email=fugue@localhost"]
+    })
+}
+
+/// Commits whatever the agent left uncommitted in the worktree. Returns whether it committed.
+pub(crate) fn commit_all(worktree: &Path, message: &str) -> Result<bool> {
+    git(worktree, &["add", "--all"])?;
+    if run(worktree, &["diff", "--cached", "--quiet"])?.ok {
+        return Ok(false);
+    }
+    let mut args = identity(worktree)?;
+    args.extend(["commit", "--quiet", "--no-verify", "-m", message]);
+    git(worktree, &args)?;
+    Ok(true)
+}
+
+/// Commits on the worktree's HEAD that `base` lacks.
+pub(crate) fn commits_ahead(worktree: &Path, base: &str) -> Result<u64> {
+    let range = format!("{base}..HEAD");
+    let count = git(worktree, &["rev-list", "--count", &range])?;
+    count.parse().map_err(|_| Error::new(ErrorKind::Git, format!("rev-list said {count:?}")))
+}
+
+/// How a merge ended.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Merge {
+    /// The base branch now holds the work, at `commit`.
+    Landed { commit: String, how: &'static str },
+    /// Nothing changed; the reason says what is in the way and what to do.
+    Blocked(String),
+}
+
+/// What the built-in merger works on.
+pub(crate) struct MergeJob<'a> {
+    pub(crate) repo: &'a Path,
+    pub(crate) base_branch: &'a str,
+    pub(crate) branch: &'a str,
+    pub(crate) message: &'a str,
+}
+
+/// Lands the pipeline's branch on the base branch, under the repository's merge lock.
+pub(crate) fn merge(job: &MergeJob<'_>) -> Result<Merge> {
+    let _lock = MergeLock::take(job.repo)?;
+    // The base can move between the look and the update; the compare-and-swap notices, and a
+    // second look merges onto the new base.
+    for _ in 0..3 {
+        match merge_once(job)? {
+            Some(done) => return Ok(done),
+            None => continue,
+        }
+    }
+    Ok(Merge::Blocked(format!("{} kept moving while merging; retry", job.base_branch)))
+}
+
+/// One try; `None` when the base branch moved underneath it.
+fn merge_once(job: &MergeJob<'_>) -> Result<Option<Merge>> {
+    let repo = job.repo;
+    let head = branch_commit(repo, job.branch)?;
+    let base = branch_commit(repo, job.base_branch)?;
+    if is_ancestor(repo, &head, &base)? {
+        return Ok(Some(Merge::Landed { commit: base, how: "already merged" }));
+    }
+    let (commit, how) = if is_ancestor(repo, &base, &head)? {
+        (head.clone(), "fast-forward")
+    } else {
+        match merge_commit(job, &base, &head)? {
+            Ok(commit) => (commit, "merge commit"),
+            Err(blocked) => return Ok(Some(blocked)),
+        }
+    };
+    Ok(match advance(job, &base, &commit)? {
+        Advance::Done => Some(Merge::Landed { commit, how }),
+        Advance::Moved => None,
+        Advance::Blocked(reason) => Some(Merge::Blocked(reason)),
+    })
+}
+
+fn is_ancestor(repo: &Path, a: &str, b: &str) -> Result<bool> {
+    let r = run(repo, &["merge-base", "--is-ancestor", a, b])?;
+    Ok(r.ok)
+}
+
+/// A merge commit of `head` into `base`, built without a working tree; a conflict is `Err`.
+fn merge_commit(job: &MergeJob<'_>, base: &str, head: &str) -> Result<Result<String, Merge>> {
+    let r =
+        run(job.repo, &["merge-tree", "--write-tree", "--name-only", "--no-messages", base, head])?;
+    if !r.ok {
+        let mut lines = r.stdout.lines();
+        let tree = lines.next().unwrap_or("");
+        let files: Vec<&str> = lines.filter(|l| !l.is_empty()).collect();
+        if tree.len() < 40 || files.is_empty() {
+            return Err(Error::new(ErrorKind::Git, format!("git merge-tree failed: {}", r.stderr)));
+        }
+        return Ok(Err(Merge::Blocked(format!(
+            "merge conflict: {} moved since the pipeline started and both changed {}. Resolve it \
+             in the pipeline's worktree (e.g. merge {} there and commit), then retry; or send a \
+             followup asking the implementer to do it",
+            job.base_branch,
+            files.join(", "),
+            job.base_branch
+        ))));
+    }
+    let tree = r.stdout.lines().next().unwrap_or("").to_string();
+    let mut args = identity(job.repo)?;
+    args.extend(["commit-tree", &tree, "-p", base, "-p", head, "-m", job.message]);
+    Ok(Ok(git(job.repo, &args)?))
+}
+
+enum Advance {
+    Done,
+    /// The base branch is no longer at the commit merged onto.
+    Moved,
+    Blocked(String),
+}
+
+/// Moves the base branch from `old` to `new`: a compare-and-swap of the ref when it is not checked
+/// out, else a fast-forward in its clean checkout.
+fn advance(job: &MergeJob<'_>, old: &str, new: &str) -> Result<Advance> {
+    let reference = format!("refs/heads/{}", job.base_branch);
+    let Some(dir) = checkout_of(job.repo, &reference)? else {
+        let msg = "fugue: merge pipeline branch";
+        let r = run(job.repo, &["update-ref", "-m", msg, &reference, new, old])?;
+        return Ok(if r.ok { Advance::Done } else { Advance::Moved });
+    };
+    let dirty = git(&dir, &["status", "--porcelain", "--untracked-files=no"])?;
+    if !dirty.is_empty() {
+        return Ok(Advance::Blocked(format!(
+            "{} is checked out in {} with uncommitted changes; fugue does not touch a dirty \
+             checkout. Commit or stash them, then retry",
+            job.base_branch,
+            dir.display()
+        )));
+    }
+    if git(&dir, &["rev-parse", "HEAD"])? != old {
+        return Ok(Advance::Moved);
+    }
+    let r = run(&dir, &["merge", "--ff-only", "--quiet", new])?;
+    Ok(if r.ok {
+        Advance::Done
+    } else {
+        Advance::Blocked(format!(
+            "cannot fast-forward {} in {}: {}",
+            job.base_branch,
+            dir.display(),
+            r.stderr
+        ))
+    })
+}
+
+/// The working tree where `reference` is checked out, if any.
+fn checkout_of(repo: &Path, reference: &str) -> Result<Option<PathBuf>> {
+    let list = git(repo, &["worktree", "list", "--porcelain"])?;
+    let mut path = None;
+    for line in list.lines() {
+        if let Some(p) = line.strip_prefix("worktree ") {
+            path = Some(PathBuf::from(p));
+        } else if line.strip_prefix("branch ") == Some(reference) {
+            return Ok(path);
+        }
+    }
+    Ok(None)
+}
+
+/// After a merge: removes the worktree (only if clean) and then the branch (only if the base holds
+/// it). Returns what was done, in words.
+pub(crate) fn clean_up(repo: &Path, worktree: &Path, base_branch: &str, branch: &str) -> String {
+    let Ok(path) = path_arg(worktree) else { return "worktree kept: path is not UTF-8".into() };
+    let removed = run(repo, &["worktree", "remove", path]);
+    match removed {
+        Ok(r) if r.ok => {}
+        Ok(r) => return format!("worktree kept at {path}: {}", r.stderr),
+        Err(e) => return format!("worktree kept at {path}: {e}"),
+    }
+    let (Ok(head), Ok(base)) = (branch_commit(repo, branch), branch_commit(repo, base_branch))
+    else {
+        return "worktree removed; branch kept (cannot read it)".into();
+    };
+    if !is_ancestor(repo, &head, &base).unwrap_or(false) {
+        return format!("worktree removed; branch {branch} kept: {base_branch} does not hold it");
+    }
+    let reference = format!("refs/heads/{branch}");
+    match run(repo, &["update-ref", "-d", &reference, &head]) {
+        Ok(r) if r.ok => format!("worktree removed; branch {branch} deleted (merged)"),
+        _ => format!("worktree removed; branch {branch} kept"),
+    }
+}
+
+/// An exclusive lock on the repository's merges, held while it lives. It is a file in the git
+/// directory, so every fugue process (and every thread: each opens its own descriptor) agrees.
+struct MergeLock {
+    _file: File,
+}
+
+impl MergeLock {
+    fn take(repo: &Path) -> Result<MergeLock> {
+        let common = git(repo, &["rev-parse", "--path-format=absolute", "--git-common-dir"])?;
+        let path = PathBuf::from(common).join("fugue-merge.lock");
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|e| {
+                Error::new(ErrorKind::Io, format!("cannot open {}: {e}", path.display()))
+            })?;
+        loop {
+            // SAFETY: flock on a descriptor we own.
+            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
+                return Ok(MergeLock { _file: file });
+            }
+            let err = std::io::Error::last_os_error();
+            if err.raw_os_error() != Some(libc::EINTR) {
+                return Err(Error::new(
+                    ErrorKind::Io,
+                    format!("cannot lock {}: {err}", path.display()),
+                ));
+            }
+        }
+    }
+}

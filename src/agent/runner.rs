@@ -1,0 +1,444 @@
+//! The thread that drives one pipeline: run the step, turn what happened into an event, apply the
+//! transition, save, publish, repeat.
+//!
+//! A stage's agent runs in a pane of the session `pipeline-<id>` (so `fugue_list_sessions` shows it
+//! and `fugue_get_output` reads it), in the pipeline's worktree, with the prompt, task and verdict
+//! paths in its environment. Each attempt gets its own fresh directory, so a verdict file can only
+//! come from the attempt being judged. The runner sleeps in `select!` on the pane's output events,
+//! control actions, the duration deadline and fugue's shutdown; nothing polls. It is the only
+//! writer of its pipeline's state: tools hand it control actions and wait for the answer. State is
+//! saved before every spawn (so a restart knows a stage was running) and published to readers once
+//! the pane exists (so a status that says "running" can name the pane).
+
+use super::git;
+use super::machine::{
+    Control, Event, EventKind, Limits, Outcome, Pipeline, PipelineStatus, StageType, Step,
+    Transition, next, quote, short_commit,
+};
+use super::manager::{Handle, Manager, now};
+use super::store::write_atomic;
+use super::verdict;
+use crate::error::{Error, ErrorKind, Result};
+use crate::mux::PaneArgs;
+use crate::pane::Pane;
+use crate::pane::output::{Exit, Format, ReadRequest};
+use crate::pane::process::signal_name;
+use crossbeam_channel::{Receiver, Sender, after, select};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Lines of a stage's output kept for the next stage (`FUGUE_PREVIOUS_OUTPUT`).
+const OUTPUT_LINES: usize = 200;
+/// Lines of QA's output that become the implementer's prompt.
+const FEEDBACK_LINES: usize = 60;
+
+/// A control action on its way to the runner, with the channel for the answer.
+pub(crate) struct Command {
+    pub(crate) action: Control,
+    pub(crate) limits: Option<Limits>,
+    pub(crate) reply: Sender<Result<()>>,
+}
+
+struct Runner {
+    manager: Arc<Manager>,
+    handle: Arc<Handle>,
+    pipeline: Pipeline,
+    control: Receiver<Command>,
+    /// The answer owed to a control action, sent when its result is published.
+    reply: Option<Sender<Result<()>>>,
+    /// The latest pane of each stage; an older one is closed when the next attempt starts.
+    panes: HashMap<StageType, String>,
+}
+
+/// Why the runner woke up.
+enum Wake {
+    Next(Transition, Option<Sender<Result<()>>>),
+    Stop,
+}
+
+/// How waiting for a pane ended.
+enum Waited {
+    Exit(Exit),
+    Wake(Wake),
+}
+
+/// The files of one attempt.
+struct Files {
+    dir: PathBuf,
+    verdict: PathBuf,
+}
+
+/// Runs the pipeline from `step` until it ends or fugue stops.
+pub(crate) fn drive(
+    manager: Arc<Manager>,
+    handle: Arc<Handle>,
+    pipeline: Pipeline,
+    control: Receiver<Command>,
+    step: Step,
+) {
+    let mut runner =
+        Runner { manager, handle, pipeline, control, reply: None, panes: HashMap::new() };
+    if !matches!(step, Step::Run { .. }) {
+        runner.publish();
+    }
+    let mut step = step;
+    loop {
+        let wake = match &step {
+            Step::Run { stage, attempt, prompt } => runner.run(*stage, *attempt, prompt),
+            Step::Wait => runner.park(),
+            Step::Done => return runner.finish(),
+            Step::Refuse(why) => {
+                // Only this thread changes the pipeline, so its own results are never stale.
+                crate::log::error(&format!("pipeline {}: {why}", runner.pipeline.id));
+                runner.park()
+            }
+        };
+        match wake {
+            Wake::Next(transition, reply) => step = runner.commit(transition, reply),
+            Wake::Stop => return,
+        }
+    }
+}
+
+impl Runner {
+    fn id8(&self) -> &str {
+        &self.pipeline.id[..self.pipeline.id.len().min(8)]
+    }
+
+    fn session_name(&self) -> String {
+        format!("pipeline-{}", self.id8())
+    }
+
+    /// Saves the transition's state and publishes it when blocked. A spawn publishes once its
+    /// pane exists, and the end once the clean-up is done, so readers never see half a step.
+    fn commit(&mut self, transition: Transition, reply: Option<Sender<Result<()>>>) -> Step {
+        self.pipeline = transition.pipeline;
+        if reply.is_some() {
+            self.reply = reply;
+        }
+        self.save();
+        if transition.step == Step::Wait {
+            self.publish();
+        }
+        transition.step
+    }
+
+    fn save(&self) {
+        if let Err(e) = self.handle.store.save(&self.pipeline) {
+            crate::log::error(&format!(
+                "pipeline {}: cannot save its state: {e}",
+                self.pipeline.id
+            ));
+        }
+    }
+
+    fn publish(&mut self) {
+        self.handle.publish(&self.pipeline, &self.manager);
+        if let Some(reply) = self.reply.take() {
+            let _ = reply.send(Ok(()));
+        }
+    }
+
+    /// Notes something that is not a transition (a commit, a clean-up) in the event log.
+    fn note(&mut self, event_type: &str, stage: Option<StageType>, description: String) {
+        self.pipeline.record(now(), event_type, stage, description);
+    }
+
+    /// One attempt of `stage`: run it, judge it, and return the transition that follows.
+    fn run(&mut self, stage: StageType, attempt: u32, prompt: &str) -> Wake {
+        let command = self.pipeline.stage(stage).command.clone();
+        let (outcome, cost) = match command {
+            None => {
+                self.publish();
+                (self.git_merge(), None)
+            }
+            Some(command) => match self.spawn(stage, attempt, prompt, &command) {
+                Err(e) => {
+                    (Outcome::Failed(format!("cannot start the agent: {}", e.message())), None)
+                }
+                Ok((pane, files)) => {
+                    self.pipeline.stage_mut(stage).run_id = Some(pane.id.clone());
+                    self.save();
+                    self.publish();
+                    match self.wait(&pane) {
+                        Waited::Exit(exit) => {
+                            self.judge(stage, attempt, &command, &pane, exit, &files)
+                        }
+                        Waited::Wake(wake) => return wake,
+                    }
+                }
+            },
+        };
+        let event = EventKind::Finished { stage, outcome, cost_usd: cost };
+        Wake::Next(next(&self.pipeline, Event { at: now(), kind: event }), None)
+    }
+
+    /// Starts the agent's pane, with its prompt and environment.
+    fn spawn(
+        &mut self,
+        stage: StageType,
+        attempt: u32,
+        prompt: &str,
+        command: &str,
+    ) -> Result<(Arc<Pane>, Files)> {
+        let store = self.handle.store.clone();
+        let dir = store.run_dir(&self.pipeline.id, &format!("{stage}-{attempt}"))?;
+        let task_file = dir.join("task.md");
+        let prompt_file = dir.join("prompt.md");
+        let files = Files { verdict: dir.join("verdict.json"), dir };
+        write_atomic(&task_file, self.pipeline.job.task.as_bytes())?;
+        write_atomic(&prompt_file, prompt.as_bytes())?;
+        let job = &self.pipeline.job;
+        let mut env = job.env.clone();
+        let path = |p: &Path| p.display().to_string();
+        env.extend([
+            ("FUGUE_PIPELINE_ID".to_string(), self.pipeline.id.clone()),
+            ("FUGUE_STAGE".to_string(), stage.name().to_string()),
+            ("FUGUE_ATTEMPT".to_string(), attempt.to_string()),
+            ("FUGUE_WORKTREE".to_string(), job.worktree.clone()),
+            ("FUGUE_BRANCH".to_string(), job.branch.clone()),
+            ("FUGUE_BASE_BRANCH".to_string(), job.base_branch.clone()),
+            ("FUGUE_BASE_COMMIT".to_string(), job.base_commit.clone()),
+            ("FUGUE_PROMPT_FILE".to_string(), path(&prompt_file)),
+            ("FUGUE_TASK_FILE".to_string(), path(&task_file)),
+            ("FUGUE_VERDICT_FILE".to_string(), path(&files.verdict)),
+            (
+                "FUGUE_PREVIOUS_OUTPUT".to_string(),
+                self.pipeline.last_output.clone().unwrap_or_default(),
+            ),
+        ]);
+        if let Some(old) = self.panes.remove(&stage) {
+            let _ = self.manager.mux.close_pane(&old);
+        }
+        let args = PaneArgs {
+            name: Some(format!("{}-{stage}-{attempt}", self.id8())),
+            command: Some(command.to_string()),
+            cwd: Some(PathBuf::from(&job.worktree)),
+            env,
+        };
+        let pane = self.open_pane(&format!("{stage}-{attempt}"), args)?;
+        self.panes.insert(stage, pane.id.clone());
+        Ok((pane, files))
+    }
+
+    /// Opens a window in the pipeline's session. The session is created empty first, and another
+    /// pane closing elsewhere can sweep an empty session away, so a vanished session is made again.
+    fn open_pane(&self, window: &str, args: PaneArgs) -> Result<Arc<Pane>> {
+        let mux = &self.manager.mux;
+        let mut tries = 0;
+        loop {
+            let session = mux.ensure_session(&self.session_name())?;
+            match mux.create_window(&session, Some(window.to_string()), args.clone()) {
+                Err(e) if e.kind() == ErrorKind::SessionNotFound && tries < 2 => tries += 1,
+                other => return other,
+            }
+        }
+    }
+
+    /// Waits for the pane's process to end, while answering control actions.
+    fn wait(&mut self, pane: &Arc<Pane>) -> Waited {
+        let events = pane.output().subscribe();
+        let left = self
+            .pipeline
+            .limits
+            .max_duration_s
+            .saturating_mul(1000)
+            .saturating_sub(self.pipeline.elapsed_ms(now()));
+        let deadline = after(Duration::from_millis(left));
+        loop {
+            if let Some(exit) = pane.output().exit() {
+                return Waited::Exit(exit);
+            }
+            select! {
+                recv(events) -> _ => {}
+                recv(self.control) -> command => {
+                    if let Ok(command) = command
+                        && let Some(transition) = self.consider(command)
+                    {
+                        pane.close();
+                        return Waited::Wake(transition);
+                    }
+                }
+                recv(self.manager.stopping.receiver()) -> _ => return Waited::Wake(Wake::Stop),
+                recv(deadline) -> _ => {
+                    pane.close();
+                    let event = Event { at: now(), kind: EventKind::TimeUp };
+                    return Waited::Wake(Wake::Next(next(&self.pipeline, event), None));
+                }
+            }
+        }
+    }
+
+    /// Blocked: waits for a control action that applies.
+    fn park(&mut self) -> Wake {
+        loop {
+            select! {
+                recv(self.control) -> command => match command {
+                    Ok(command) => {
+                        if let Some(wake) = self.consider(command) {
+                            return wake;
+                        }
+                    }
+                    Err(_) => return Wake::Stop,
+                },
+                recv(self.manager.stopping.receiver()) -> _ => return Wake::Stop,
+            }
+        }
+    }
+
+    /// A control action: refused at once with the reason, or the transition it causes.
+    fn consider(&mut self, command: Command) -> Option<Wake> {
+        let event = EventKind::Control { action: command.action, limits: command.limits };
+        let transition = next(&self.pipeline, Event { at: now(), kind: event });
+        if let Step::Refuse(why) = &transition.step {
+            let _ = command.reply.send(Err(Error::new(ErrorKind::InvalidState, why.clone())));
+            return None;
+        }
+        Some(Wake::Next(transition, Some(command.reply)))
+    }
+
+    /// Turns the end of an agent's run into an outcome, with the cost it reported.
+    fn judge(
+        &mut self,
+        stage: StageType,
+        attempt: u32,
+        command: &str,
+        pane: &Pane,
+        exit: Exit,
+        files: &Files,
+    ) -> (Outcome, Option<f64>) {
+        let output = tail(pane, OUTPUT_LINES);
+        let output_file = files.dir.join("output.txt");
+        if write_atomic(&output_file, output.as_bytes()).is_ok() {
+            self.pipeline.last_output = Some(output_file.display().to_string());
+        }
+        if stage == StageType::Analyzer {
+            if !exit.success() {
+                return (Outcome::Failed(format!("the analyzer {}", describe(exit))), None);
+            }
+            return match verdict::read(&files.verdict) {
+                Ok(v) => (
+                    Outcome::Verdict {
+                        verdict: v.verdict,
+                        reason: v.reason,
+                        followup_prompt: v.followup_prompt,
+                    },
+                    v.cost_usd,
+                ),
+                Err(why) => (Outcome::Failed(why), None),
+            };
+        }
+        let (cost, problem) = verdict::read_cost(&files.verdict);
+        if let Some(problem) = problem {
+            self.note("report_ignored", Some(stage), format!("cost report ignored: {problem}"));
+        }
+        let outcome = match stage {
+            StageType::Implementer if exit.success() => self.check_work(attempt),
+            StageType::Implementer => {
+                Outcome::Failed(format!("the implementer {}", describe(exit)))
+            }
+            StageType::Qa if exit.success() => Outcome::Success("tests passed".into()),
+            StageType::Qa => {
+                Outcome::QaFailed(feedback(command, exit, &tail(pane, FEEDBACK_LINES)))
+            }
+            _ if exit.success() => {
+                Outcome::Success(format!("the merger command succeeded (pane {})", pane.id))
+            }
+            _ => Outcome::Conflict(format!(
+                "the merger command {} (pane {})",
+                describe(exit),
+                pane.id
+            )),
+        };
+        (outcome, cost)
+    }
+
+    /// After the implementer exits 0: commit what it left, and insist the branch has work on it.
+    fn check_work(&mut self, attempt: u32) -> Outcome {
+        let worktree = PathBuf::from(&self.pipeline.job.worktree);
+        let message = format!("fugue pipeline {}: implementer attempt {attempt}", self.id8());
+        match git::commit_all(&worktree, &message) {
+            Ok(true) => self.note(
+                "committed",
+                Some(StageType::Implementer),
+                "committed the changes the implementer left uncommitted".into(),
+            ),
+            Ok(false) => {}
+            Err(e) => return Outcome::Failed(e.message().to_string()),
+        }
+        match git::commits_ahead(&worktree, &self.pipeline.job.base_commit) {
+            Ok(0) => Outcome::Failed(
+                "the implementer exited 0 but the branch has no commits ahead of the base: \
+                 nothing changed"
+                    .into(),
+            ),
+            Ok(n) => Outcome::Success(format!("exit 0; {n} commit(s) ahead of the base")),
+            Err(e) => Outcome::Failed(e.message().to_string()),
+        }
+    }
+
+    /// The built-in merger.
+    fn git_merge(&mut self) -> Outcome {
+        let job = &self.pipeline.job;
+        let message =
+            format!("Merge {} (fugue pipeline {})\n\n{}", job.branch, self.id8(), quote(&job.task));
+        let merge = git::MergeJob {
+            repo: Path::new(&job.repo),
+            base_branch: &job.base_branch,
+            branch: &job.branch,
+            message: &message,
+        };
+        match git::merge(&merge) {
+            Ok(git::Merge::Landed { commit, how }) => {
+                let summary = format!("{how}: {} is at {}", job.base_branch, short_commit(&commit));
+                self.pipeline.merged_commit = Some(commit);
+                Outcome::Success(summary)
+            }
+            Ok(git::Merge::Blocked(reason)) => Outcome::Conflict(reason),
+            Err(e) => Outcome::Failed(format!("the merge failed: {}", e.message())),
+        }
+    }
+
+    /// The pipeline ended: clean up after a merge, close its panes, and publish the last word.
+    fn finish(mut self) {
+        if self.pipeline.status == PipelineStatus::Complete {
+            let job = self.pipeline.job.clone();
+            let done = git::clean_up(
+                Path::new(&job.repo),
+                Path::new(&job.worktree),
+                &job.base_branch,
+                &job.branch,
+            );
+            self.note("cleanup", None, done);
+            self.handle.store.remove_runs(&self.pipeline.id);
+            self.pipeline.last_output = None;
+            self.save();
+        }
+        let _ = self.manager.mux.close_session(&self.session_name());
+        self.publish();
+    }
+}
+
+/// The last `lines` lines of a pane, as text.
+fn tail(pane: &Pane, lines: usize) -> String {
+    let request = ReadRequest { format: Format::Text, lines, since: None, max_bytes: 256 << 10 };
+    pane.output().read(&request).map(|r| r.output).unwrap_or_default()
+}
+
+fn describe(exit: Exit) -> String {
+    match (exit.code, exit.signal) {
+        (Some(code), _) => format!("exited with code {code}"),
+        (None, Some(signal)) => format!("was killed by {}", signal_name(signal)),
+        (None, None) => "ended with an unknown status".into(),
+    }
+}
+
+/// The implementer's prompt after a QA failure.
+fn feedback(command: &str, exit: Exit, output: &str) -> String {
+    format!(
+        "QA failed: `{command}` {}. Make it pass.\n\nThe last lines of its output:\n\n{output}\n",
+        describe(exit)
+    )
+}

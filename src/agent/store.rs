@@ -1,0 +1,428 @@
+//! Pipeline state on disk: one JSON file per pipeline, written so that a crash never tears it.
+//!
+//! A state root (`FUGUE_STATE_DIR`, or `.state` in the repository's main working tree) holds
+//! `pipelines/<id>.json` (the state), `pipelines/<id>.lock` (held with `flock` by the fugue process
+//! that drives the pipeline, released by the kernel when that process dies), `runs/<id>/` (prompt,
+//! verdict and output files of each attempt) and `worktrees/<id>` (the git worktree). Every write is
+//! a temp file in the same directory, fsync, rename over the old file, fsync of the directory: a
+//! reader sees the old state or the new one, never half of one. Directories are 0700 and files
+//! 0600. Ids are checked before they become paths, so no file name can leave the directory. A file
+//! that does not parse is renamed aside (`<id>.json.corrupt-<ms>`) and reported, never fatal.
+
+use super::machine::{Pipeline, SCHEMA_VERSION};
+use crate::error::{Error, ErrorKind, Result};
+use std::fs::{self, DirBuilder, File, OpenOptions};
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A state file larger than this is not ours.
+const MAX_STATE_BYTES: u64 = 16 << 20;
+
+/// One state root.
+#[derive(Debug)]
+pub(crate) struct Store {
+    root: PathBuf,
+}
+
+/// A state file that could not be used, and what became of it.
+#[derive(Clone, Debug)]
+pub(crate) struct Problem {
+    pub(crate) file: PathBuf,
+    /// Where the file was moved, when it was set aside.
+    pub(crate) moved_to: Option<PathBuf>,
+    pub(crate) error: String,
+}
+
+/// What a state directory held.
+#[derive(Default)]
+pub(crate) struct Loaded {
+    pub(crate) pipelines: Vec<Pipeline>,
+    pub(crate) problems: Vec<Problem>,
+}
+
+/// The lock that marks the process driving a pipeline; dropping it releases the pipeline.
+#[derive(Debug)]
+pub(crate) struct Lock {
+    _file: File,
+}
+
+impl Store {
+    /// Opens (creating if needed) the state root and its directories. When the root sits inside a
+    /// repository, a `.gitignore` of `*` keeps git from ever seeing it.
+    pub(crate) fn open(root: &Path) -> Result<Store> {
+        let store = Store { root: root.to_path_buf() };
+        private_dir(root).map_err(|e| io_error("create the state directory", root, e))?;
+        let ignore = root.join(".gitignore");
+        if !ignore.exists() {
+            write_atomic(&ignore, b"# fugue's pipeline state; never committed\n*\n")
+                .map_err(|e| io_error("write", &ignore, e))?;
+        }
+        for dir in [store.pipelines_dir(), store.root.join("runs"), store.root.join("worktrees")] {
+            private_dir(&dir).map_err(|e| io_error("create", &dir, e))?;
+        }
+        Ok(store)
+    }
+
+    fn pipelines_dir(&self) -> PathBuf {
+        self.root.join("pipelines")
+    }
+
+    pub(crate) fn state_file(&self, id: &str) -> PathBuf {
+        self.pipelines_dir().join(format!("{id}.json"))
+    }
+
+    pub(crate) fn worktree_path(&self, id: &str) -> PathBuf {
+        self.root.join("worktrees").join(id)
+    }
+
+    /// The private directory for one attempt's files, emptied so nothing of an earlier run is read.
+    pub(crate) fn run_dir(&self, id: &str, name: &str) -> Result<PathBuf> {
+        let pipeline = self.root.join("runs").join(id);
+        private_dir(&pipeline).map_err(|e| io_error("create", &pipeline, e))?;
+        let dir = pipeline.join(name);
+        if dir.exists() {
+            fs::remove_dir_all(&dir).map_err(|e| io_error("empty", &dir, e))?;
+        }
+        private_dir(&dir).map_err(|e| io_error("create", &dir, e))?;
+        Ok(dir)
+    }
+
+    /// Removes a finished pipeline's run files.
+    pub(crate) fn remove_runs(&self, id: &str) {
+        if valid_id(id) {
+            let _ = fs::remove_dir_all(self.root.join("runs").join(id));
+        }
+    }
+
+    /// Writes the pipeline's state atomically and durably.
+    pub(crate) fn save(&self, pipeline: &Pipeline) -> Result<()> {
+        check_id(&pipeline.id)?;
+        let text = serde_json::to_vec_pretty(pipeline)
+            .map_err(|e| Error::internal(format!("cannot encode the pipeline state: {e}")))?;
+        let path = self.state_file(&pipeline.id);
+        write_atomic(&path, &text).map_err(|e| io_error("write", &path, e))
+    }
+
+    /// Reads one pipeline's state.
+    pub(crate) fn load(&self, id: &str) -> Result<Pipeline> {
+        check_id(id)?;
+        let path = self.state_file(id);
+        read_state(&path, id)
+            .map_err(|e| Error::new(ErrorKind::Io, format!("{}: {e}", path.display())))
+    }
+
+    /// Reads every state file. Broken ones are set aside and reported; leftovers of an
+    /// interrupted write are removed.
+    pub(crate) fn load_all(&self) -> Loaded {
+        let mut loaded = Loaded::default();
+        let dir = self.pipelines_dir();
+        let entries = match fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) => {
+                loaded.problems.push(Problem { file: dir, moved_to: None, error: e.to_string() });
+                return loaded;
+            }
+        };
+        let mut names: Vec<String> =
+            entries.filter_map(|e| e.ok()?.file_name().into_string().ok()).collect();
+        names.sort();
+        for name in names {
+            let path = dir.join(&name);
+            if name.starts_with('.') && name.contains(".tmp-") {
+                let _ = fs::remove_file(&path);
+                continue;
+            }
+            let Some(id) = name.strip_suffix(".json") else { continue };
+            match read_state(&path, id) {
+                Ok(pipeline) => loaded.pipelines.push(pipeline),
+                Err(Unusable::Newer(error)) => {
+                    loaded.problems.push(Problem { file: path, moved_to: None, error })
+                }
+                Err(Unusable::Corrupt(error)) => loaded.problems.push(set_aside(&path, error)),
+            }
+        }
+        loaded.pipelines.sort_by_key(|p| p.created_at);
+        loaded
+    }
+
+    /// Takes the pipeline's lock; `None` when another process holds it.
+    pub(crate) fn lock(&self, id: &str) -> Result<Option<Lock>> {
+        check_id(id)?;
+        let path = self.pipelines_dir().join(format!("{id}.lock"));
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|e| io_error("open", &path, e))?;
+        // SAFETY: flock on a descriptor we own; it does not touch memory.
+        let r = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if r == 0 {
+            return Ok(Some(Lock { _file: file }));
+        }
+        let err = std::io::Error::last_os_error();
+        if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
+            return Ok(None);
+        }
+        Err(io_error("lock", &path, err))
+    }
+}
+
+enum Unusable {
+    /// Written by a newer fugue: left alone.
+    Newer(String),
+    /// Not a pipeline state: set aside.
+    Corrupt(String),
+}
+
+impl std::fmt::Display for Unusable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unusable::Newer(e) | Unusable::Corrupt(e) => f.write_str(e),
+        }
+    }
+}
+
+fn read_state(path: &Path, id: &str) -> std::result::Result<Pipeline, Unusable> {
+    if !valid_id(id) {
+        return Err(Unusable::Corrupt(format!("{id:?} is not a pipeline id")));
+    }
+    let size = fs::metadata(path).map_err(|e| Unusable::Corrupt(e.to_string()))?.len();
+    if size > MAX_STATE_BYTES {
+        return Err(Unusable::Corrupt(format!("{size} bytes is too large for a state file")));
+    }
+    let text = fs::read(path).map_err(|e| Unusable::Corrupt(e.to_string()))?;
+    let value: serde_json::Value = serde_json::from_slice(&text)
+        .map_err(|e| Unusable::Corrupt(format!("not valid JSON: {e}")))?;
+    let version = value.get("schema_version").and_then(serde_json::Value::as_u64).unwrap_or(0);
+    if version > u64::from(SCHEMA_VERSION) {
+        return Err(Unusable::Newer(format!(
+            "schema_version {version} is newer than this fugue understands ({SCHEMA_VERSION}); \
+             left as is"
+        )));
+    }
+    let pipeline: Pipeline = serde_json::from_value(value)
+        .map_err(|e| Unusable::Corrupt(format!("not a pipeline state: {e}")))?;
+    if pipeline.id != id || pipeline.stages.len() != 4 {
+        return Err(Unusable::Corrupt("the file's content does not match its name".into()));
+    }
+    Ok(pipeline)
+}
+
+fn set_aside(path: &Path, error: String) -> Problem {
+    let ms = crate::mux::unix_ms(std::time::SystemTime::now());
+    let mut aside = path.as_os_str().to_owned();
+    aside.push(format!(".corrupt-{ms}"));
+    let aside = PathBuf::from(aside);
+    match fs::rename(path, &aside) {
+        Ok(()) => {
+            crate::log::warn(&format!(
+                "pipeline state {} is unusable ({error}); moved to {}",
+                path.display(),
+                aside.display()
+            ));
+            Problem { file: path.to_path_buf(), moved_to: Some(aside), error }
+        }
+        Err(e) => Problem {
+            file: path.to_path_buf(),
+            moved_to: None,
+            error: format!("{error}; could not move it aside: {e}"),
+        },
+    }
+}
+
+/// A pipeline id: a UUID-like word of letters, digits and dashes. Nothing else becomes a path.
+pub(crate) fn valid_id(id: &str) -> bool {
+    (1..=64).contains(&id.len())
+        && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        && !id.starts_with('-')
+}
+
+fn check_id(id: &str) -> Result<()> {
+    if valid_id(id) { Ok(()) } else { Err(Error::invalid(format!("{id:?} is not a pipeline id"))) }
+}
+
+/// Replaces `path` with `bytes` atomically: temp file beside it, fsync, rename, fsync the directory.
+/// The file is private (0600).
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("state");
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let temp = dir.join(format!(".{name}.tmp-{}-{n}", std::process::id()));
+    let written = (|| {
+        let mut file = OpenOptions::new().write(true).create_new(true).mode(0o600).open(&temp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        drop(file);
+        fs::rename(&temp, path)
+    })();
+    if let Err(e) = written {
+        let _ = fs::remove_file(&temp);
+        return Err(e);
+    }
+    File::open(dir)?.sync_all()
+}
+
+/// Creates `dir` (and its parents) as 0700, and makes an existing one 0700.
+fn private_dir(dir: &Path) -> std::io::Result<()> {
+    DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
+}
+
+fn io_error(what: &str, path: &Path, e: std::io::Error) -> Error {
+    Error::new(ErrorKind::Io, format!("cannot {what} {}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::machine::{Agents, Job, Limits};
+
+    struct Temp(PathBuf);
+
+    impl Temp {
+        fn new(name: &str) -> Temp {
+            let path =
+                std::env::temp_dir().join(format!("fugue-store-{}-{name}", std::process::id()));
+            let _ = fs::remove_dir_all(&path);
+            Temp(path)
+        }
+    }
+
+    impl Drop for Temp {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn pipeline(id: &str) -> Pipeline {
+        let job = Job {
+            repo: "/r".into(),
+            base_branch: "main".into(),
+            base_commit: "abc".into(),
+            branch: "fugue/x".into(),
+            worktree: "/w".into(),
+            task: "t".into(),
+            env: Vec::new(),
+        };
+        let agents = Agents { implementer: "true".into(), ..Agents::default() };
+        Pipeline::new(id.into(), None, None, job, agents, Limits::default(), 1)
+    }
+
+    fn mode(path: &Path) -> u32 {
+        fs::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn saves_privately_and_atomically() {
+        let temp = Temp::new("save");
+        let store = Store::open(&temp.0).unwrap();
+        let mut p = pipeline("aaaa-1");
+        store.save(&p).unwrap();
+        p.prompt = "second".into();
+        store.save(&p).unwrap();
+        assert_eq!(store.load("aaaa-1").unwrap(), p);
+        assert_eq!(mode(&store.state_file("aaaa-1")), 0o600);
+        assert_eq!(mode(&store.pipelines_dir()), 0o700);
+        assert_eq!(mode(&temp.0.join("runs")), 0o700);
+        let names: Vec<_> =
+            fs::read_dir(store.pipelines_dir()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, ["aaaa-1.json"], "no temp file is left behind");
+        assert!(fs::read_to_string(temp.0.join(".gitignore")).unwrap().contains('*'));
+    }
+
+    #[test]
+    fn a_failed_write_leaves_the_old_state_whole() {
+        let temp = Temp::new("fail");
+        let store = Store::open(&temp.0).unwrap();
+        let p = pipeline("bbbb");
+        store.save(&p).unwrap();
+        // The rename target is a non-empty directory now: the rename fails after the temp write.
+        let path = store.state_file("bbbb");
+        fs::rename(&path, temp.0.join("saved.json")).unwrap();
+        fs::create_dir(&path).unwrap();
+        fs::write(path.join("x"), "x").unwrap();
+        let mut changed = p.clone();
+        changed.prompt = "new".into();
+        assert!(store.save(&changed).is_err());
+        let leftovers = fs::read_dir(store.pipelines_dir())
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().contains(".tmp-"))
+            .count();
+        assert_eq!(leftovers, 0);
+        fs::remove_dir_all(&path).unwrap();
+        fs::rename(temp.0.join("saved.json"), &path).unwrap();
+        assert_eq!(store.load("bbbb").unwrap(), p);
+    }
+
+    #[test]
+    fn corrupt_files_are_set_aside_and_temp_files_removed() {
+        let temp = Temp::new("corrupt");
+        let store = Store::open(&temp.0).unwrap();
+        store.save(&pipeline("good")).unwrap();
+        let dir = store.pipelines_dir();
+        fs::write(dir.join("torn.json"), "{\"schema_version\": 1, \"id\": \"to").unwrap();
+        fs::write(dir.join("other.json"), serde_json::to_vec(&pipeline("mismatch")).unwrap())
+            .unwrap();
+        fs::write(dir.join(".good.json.tmp-1-1"), "partial").unwrap();
+        let mut newer = serde_json::to_value(pipeline("newer")).unwrap();
+        newer["schema_version"] = 99.into();
+        fs::write(dir.join("newer.json"), newer.to_string()).unwrap();
+        let loaded = store.load_all();
+        assert_eq!(loaded.pipelines.len(), 1);
+        assert_eq!(loaded.pipelines[0].id, "good");
+        assert_eq!(loaded.problems.len(), 3, "{:?}", loaded.problems);
+        let aside = loaded.problems.iter().filter(|p| p.moved_to.is_some()).count();
+        assert_eq!(aside, 2);
+        assert!(dir.join("newer.json").exists(), "a newer file is left alone");
+        assert!(!dir.join("torn.json").exists());
+        assert!(!dir.join(".good.json.tmp-1-1").exists());
+        assert!(
+            fs::read_dir(&dir).unwrap().any(|e| e
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with("torn.json.corrupt-"))
+        );
+        // A second load finds nothing new to complain about except the newer file.
+        assert_eq!(store.load_all().problems.len(), 1);
+    }
+
+    #[test]
+    fn ids_cannot_escape_the_directory() {
+        for bad in ["", "../x", "a/b", "-rf", ".", "a.json", &"a".repeat(65)] {
+            assert!(!valid_id(bad), "{bad:?}");
+        }
+        let temp = Temp::new("ids");
+        let store = Store::open(&temp.0).unwrap();
+        assert!(store.load("../../etc/passwd").is_err());
+        assert!(store.lock("../x").is_err());
+        assert!(valid_id(&crate::mux::new_id()));
+    }
+
+    #[test]
+    fn a_lock_is_exclusive_until_dropped() {
+        let temp = Temp::new("lock");
+        let store = Store::open(&temp.0).unwrap();
+        let held = store.lock("cccc").unwrap().expect("free");
+        assert!(store.lock("cccc").unwrap().is_none());
+        drop(held);
+        assert!(store.lock("cccc").unwrap().is_some());
+    }
+
+    #[test]
+    fn run_dirs_start_empty() {
+        let temp = Temp::new("runs");
+        let store = Store::open(&temp.0).unwrap();
+        let dir = store.run_dir("dddd", "analyzer-1").unwrap();
+        fs::write(dir.join("verdict.json"), "{}").unwrap();
+        let again = store.run_dir("dddd", "analyzer-1").unwrap();
+        assert!(!again.join("verdict.json").exists());
+        assert_eq!(mode(&again), 0o700);
+    }
+}
