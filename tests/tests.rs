@@ -9,3 +9,5 @@ mod protocol;
 mod panes;
 // The command line: call, tools, help, version.
 mod cli;
+// The agent pipeline with fake agents in real git repositories.
+mod agent;

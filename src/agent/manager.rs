@@ -41,6 +41,8 @@ pub(crate) struct Handle {
     state: Mutex<Pipeline>,
     watch: Watch,
     driver: Option<Driver>,
+    /// Unfinished, yet no process holds its lock (seen from `fugue call`).
+    orphaned: bool,
 }
 
 /// Present when this process drives the pipeline.
@@ -53,16 +55,26 @@ impl Handle {
     /// The pipeline's latest state: published by our runner, or read from disk when another
     /// process drives it.
     pub(crate) fn snapshot(&self) -> Pipeline {
-        if self.driver.is_none() && !self.state.lock().status.is_terminal() {
-            if let Ok(fresh) = self.store.load(&self.id) {
-                *self.state.lock() = fresh;
-            }
+        if self.driver.is_none()
+            && !self.state.lock().status.is_terminal()
+            && let Ok(fresh) = self.store.load(&self.id)
+        {
+            *self.state.lock() = fresh;
         }
         self.state.lock().clone()
     }
 
     pub(crate) fn is_driven_here(&self) -> bool {
         self.driver.is_some()
+    }
+
+    /// Who drives an unfinished pipeline this process does not drive, in words.
+    pub(crate) fn driven_by(&self) -> &'static str {
+        if self.orphaned {
+            "no fugue server: the next one started with this state resumes it"
+        } else {
+            "another fugue process (status read from its state file)"
+        }
     }
 
     /// A channel woken on every change of this pipeline; subscribe before looking.
@@ -180,7 +192,9 @@ impl Manager {
         if self.inner.lock().handles.iter().any(|h| h.id == pipeline.id) {
             return;
         }
-        let lock = if self.drive && !pipeline.status.is_terminal() {
+        let lock = if pipeline.status.is_terminal() {
+            None
+        } else {
             match store.lock(&pipeline.id) {
                 Ok(lock) => lock,
                 Err(e) => {
@@ -188,18 +202,20 @@ impl Manager {
                     None
                 }
             }
-        } else {
-            None
         };
-        let Some(lock) = lock else {
-            self.register(store, pipeline, None);
-            return;
+        let lock = match lock {
+            Some(lock) if self.drive => lock,
+            // `fugue call` only looks: a free lock means no process drives the pipeline now.
+            free => {
+                self.register(store, pipeline, None, free.is_some());
+                return;
+            }
         };
         let (pipeline, step) = resume(pipeline);
         if let Err(e) = store.save(&pipeline) {
             crate::log::error(&format!("pipeline {}: cannot save its state: {e}", pipeline.id));
         }
-        self.register(store, pipeline, Some((lock, step)));
+        self.register(store, pipeline, Some((lock, step)), false);
     }
 
     /// Adds a handle; with a lock and a first step, starts its runner.
@@ -208,6 +224,7 @@ impl Manager {
         store: &Arc<Store>,
         pipeline: Pipeline,
         drive: Option<(Lock, Step)>,
+        orphaned: bool,
     ) -> Arc<Handle> {
         let (driver, start) = match drive {
             Some((lock, step)) => {
@@ -222,6 +239,7 @@ impl Manager {
             state: Mutex::new(pipeline.clone()),
             watch: Watch::default(),
             driver,
+            orphaned,
         });
         self.inner.lock().handles.push(handle.clone());
         self.changed.notify();
@@ -326,7 +344,7 @@ impl Manager {
             git::discard_worktree(repo, &worktree, &branch, &base_commit);
             return Err(e);
         }
-        Ok(self.register(store, start.pipeline, Some((lock, start.step))))
+        Ok(self.register(store, start.pipeline, Some((lock, start.step)), false))
     }
 
     /// Finds a pipeline by id or name.

@@ -64,27 +64,25 @@ pub(crate) static TOOLS: [Tool; 3] = [
         name: "fugue_agent_pipeline_create",
         title: "Create agent pipeline",
         description: "Run `task` through implementer -> analyzer -> qa -> merger in a new git \
-                      worktree and branch (fugue/<id>) from base_branch (default: checked-out \
-                      branch). Agents are shell commands run in panes (session pipeline-<id>) in \
-                      the worktree, env FUGUE_STAGE, FUGUE_ATTEMPT, FUGUE_PROMPT_FILE, \
-                      FUGUE_TASK_FILE, FUGUE_VERDICT_FILE, FUGUE_WORKTREE. Implementer: exit 0, \
-                      leftovers auto-committed. Analyzer: `fugue verdict complete|followup|failed \
-                      --reason R [--prompt P]`. QA: exit 0 passes, else its output goes back to the \
-                      implementer. Merger: plain git by default; conflicts block. Returns at once.",
+                      worktree and branch from base_branch (default: current). Agents are shell \
+                      commands run in panes in the worktree, env FUGUE_PROMPT_FILE, \
+                      FUGUE_VERDICT_FILE, FUGUE_STAGE, FUGUE_ATTEMPT (man fugue). Analyzer: `fugue \
+                      verdict complete|followup|failed --reason R [--prompt P]`. QA: exit 0 passes. \
+                      Merger: built-in git. Returns at once.",
         hints: RUNS,
         input: || {
             object(
                 &[
-                    ("repo", string("Path in the git repository")),
-                    ("task", string("The implementer's first prompt")),
-                    ("implementer", string("Command line")),
-                    ("analyzer", string("Command line (optional)")),
-                    ("qa", string("Test command line (optional)")),
-                    ("merger", string("Command line (default: built-in git merge)")),
-                    ("base_branch", string("Branch to start from and merge into")),
-                    ("name", string("Unique name, usable as pipeline_id")),
-                    ("idea_id", string("Your reference for the task")),
-                    ("env", env()),
+                    ("repo", string("Git repository path")),
+                    ("task", string("First prompt")),
+                    ("implementer", string("Command")),
+                    ("analyzer", t("string")),
+                    ("qa", string("Test command")),
+                    ("merger", string("Default: git")),
+                    ("base_branch", t("string")),
+                    ("name", t("string")),
+                    ("idea_id", t("string")),
+                    ("env", t("object")),
                     ("limits", limits_schema()),
                 ],
                 &["repo", "task", "implementer"],
@@ -95,10 +93,6 @@ pub(crate) static TOOLS: [Tool; 3] = [
                 ("pipeline_id", t("string")),
                 ("branch", t("string")),
                 ("worktree", t("string")),
-                ("base_branch", t("string")),
-                ("base_commit", t("string")),
-                ("session", t("string")),
-                ("state_file", t("string")),
             ])
         },
         call: create,
@@ -106,21 +100,20 @@ pub(crate) static TOOLS: [Tool; 3] = [
     Tool {
         name: "fugue_agent_pipeline_status",
         title: "Agent pipeline status",
-        description: "One pipeline (pipeline_id) or all: status (running/blocked/complete/\
-                      cancelled), stage and its pane_id (read with fugue_get_output), each stage's \
-                      attempts and verdict, blocked_reason, allowed_actions, the last `events` \
-                      (default 5; 0 when listing). wait_ms: wait until the stage changes or it \
-                      ends; until=settled waits until blocked/complete/cancelled. Returns at once \
-                      if nothing is running. repo: load and list that repository's pipelines.",
+        description: "One pipeline (pipeline_id) or all: status, stage, pane_id of the running \
+                      agent, each stage's attempts and verdict, blocked_reason, allowed_actions, \
+                      last `events` (default 5). wait_ms: return when the stage changes or it ends \
+                      (until=settled: when blocked or done); at once if not running. repo: load \
+                      that repository's pipelines.",
         hints: READS,
         input: || {
             object(
                 &[
-                    ("pipeline_id", string("Pipeline id or name (default: all)")),
-                    ("repo", string("Only this repository's pipelines (loads them)")),
-                    ("wait_ms", integer("Wait up to this long for a change (default 0)")),
-                    ("until", json!({"type": "string", "enum": ["change", "settled"]})),
-                    ("events", integer("Last events to include")),
+                    ("pipeline_id", t("string")),
+                    ("repo", t("string")),
+                    ("wait_ms", t("integer")),
+                    ("until", json!({"enum": ["change", "settled"]})),
+                    ("events", t("integer")),
                 ],
                 &[],
             )
@@ -131,18 +124,16 @@ pub(crate) static TOOLS: [Tool; 3] = [
     Tool {
         name: "fugue_agent_pipeline_control",
         title: "Control agent pipeline",
-        description: "Unblock or stop a pipeline. retry: run the blocked stage again. followup: \
-                      run the implementer with `prompt`. Both need a blocked pipeline and reset its \
-                      loop budgets; `limits` replaces limits first (e.g. raise max_cost_usd). \
-                      cancel: kill the running stage and stop; branch and worktree are kept. \
-                      Returns the pipeline's new status.",
+        description: "On a blocked pipeline: retry (rerun the blocked stage) or followup (the \
+                      implementer runs `prompt`), with fresh loop budgets; `limits` raises limits \
+                      first. cancel: kill the running stage and stop; branch and worktree kept.",
         hints: RUNS,
         input: || {
             object(
                 &[
-                    ("pipeline_id", string("Pipeline id or name")),
-                    ("action", json!({"type": "string", "enum": ["retry", "followup", "cancel"]})),
-                    ("prompt", string("The implementer's prompt, for followup")),
+                    ("pipeline_id", t("string")),
+                    ("action", json!({"enum": ["retry", "followup", "cancel"]})),
+                    ("prompt", t("string")),
                     ("limits", limits_schema()),
                 ],
                 &["pipeline_id", "action"],
@@ -154,19 +145,8 @@ pub(crate) static TOOLS: [Tool; 3] = [
 ];
 
 fn limits_schema() -> Value {
-    json!({
-        "type": "object",
-        "description": "max_attempts (failed runs in a row per stage, default 2), max_followups (3), \
-                        max_qa_loops (2), max_duration_s (7200, running time), max_cost_usd (none)",
-        "properties": {
-            "max_attempts": {"type": "integer"},
-            "max_followups": {"type": "integer"},
-            "max_qa_loops": {"type": "integer"},
-            "max_duration_s": {"type": "integer"},
-            "max_cost_usd": {"type": ["number", "null"]},
-        },
-        "additionalProperties": false,
-    })
+    json!({"type": "object", "description": "max_attempts 2, max_followups 3, max_qa_loops 2, \
+           max_duration_s 7200, max_cost_usd null (defaults)"})
 }
 
 fn create(_ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
@@ -330,14 +310,18 @@ fn load_repo(manager: &Arc<Manager>, path: &Path) -> Result<String> {
     Ok(repo.display().to_string())
 }
 
-/// What a waiter compares: which pipelines exist, and for each its status, stage and attempt.
-fn keys(handles: &[Arc<Handle>]) -> Vec<(String, PipelineStatus, Option<StageType>, u32)> {
+/// What a waiter compares: which pipelines exist, and for each its status, stage, attempt and
+/// the attempt's pane (a caller that saw a stage before its pane existed learns the pane).
+type Key = (String, PipelineStatus, Option<StageType>, u32, Option<String>);
+
+fn keys(handles: &[Arc<Handle>]) -> Vec<Key> {
     handles
         .iter()
         .map(|h| {
             let p = h.snapshot();
-            let attempt = p.current.map_or(0, |s| p.stage(s).attempt);
-            (p.id.clone(), p.status, p.current, attempt)
+            let (attempt, pane) =
+                p.current.map_or((0, None), |s| (p.stage(s).attempt, p.stage(s).run_id.clone()));
+            (p.id.clone(), p.status, p.current, attempt, pane)
         })
         .collect()
 }
@@ -426,7 +410,7 @@ fn render(handle: &Handle, events: usize, full: bool) -> Value {
         "updated_at": p.updated_at,
     });
     if !handle.is_driven_here() && !p.status.is_terminal() {
-        value["driven_by"] = json!("another fugue process (read from its state file)");
+        value["driven_by"] = json!(handle.driven_by());
     }
     if full {
         add_details(&mut value, &p);

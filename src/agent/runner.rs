@@ -54,7 +54,7 @@ struct Runner {
 
 /// Why the runner woke up.
 enum Wake {
-    Next(Transition, Option<Sender<Result<()>>>),
+    Next(Box<Transition>, Option<Sender<Result<()>>>),
     Stop,
 }
 
@@ -96,7 +96,7 @@ pub(crate) fn drive(
             }
         };
         match wake {
-            Wake::Next(transition, reply) => step = runner.commit(transition, reply),
+            Wake::Next(transition, reply) => step = runner.commit(*transition, reply),
             Wake::Stop => return,
         }
     }
@@ -172,7 +172,7 @@ impl Runner {
             },
         };
         let event = EventKind::Finished { stage, outcome, cost_usd: cost };
-        Wake::Next(next(&self.pipeline, Event { at: now(), kind: event }), None)
+        Wake::Next(Box::new(next(&self.pipeline, Event { at: now(), kind: event })), None)
     }
 
     /// Starts the agent's pane, with its prompt and environment.
@@ -257,15 +257,17 @@ impl Runner {
                     if let Ok(command) = command
                         && let Some(transition) = self.consider(command)
                     {
-                        pane.close();
+                        // Only cancel is accepted while running.
+                        let _ = self.manager.mux.close_pane(&pane.id);
                         return Waited::Wake(transition);
                     }
                 }
                 recv(self.manager.stopping.receiver()) -> _ => return Waited::Wake(Wake::Stop),
                 recv(deadline) -> _ => {
+                    // Ended but kept, so its output shows what the agent was doing.
                     pane.close();
                     let event = Event { at: now(), kind: EventKind::TimeUp };
-                    return Waited::Wake(Wake::Next(next(&self.pipeline, event), None));
+                    return Waited::Wake(Wake::Next(Box::new(next(&self.pipeline, event)), None));
                 }
             }
         }
@@ -296,7 +298,7 @@ impl Runner {
             let _ = command.reply.send(Err(Error::new(ErrorKind::InvalidState, why.clone())));
             return None;
         }
-        Some(Wake::Next(transition, Some(command.reply)))
+        Some(Wake::Next(Box::new(transition), Some(command.reply)))
     }
 
     /// Turns the end of an agent's run into an outcome, with the cost it reported.
@@ -314,9 +316,10 @@ impl Runner {
         if write_atomic(&output_file, output.as_bytes()).is_ok() {
             self.pipeline.last_output = Some(output_file.display().to_string());
         }
+        let failed = |who: &str| format!("the {who} {}{}", describe(exit), last_words(&output));
         if stage == StageType::Analyzer {
             if !exit.success() {
-                return (Outcome::Failed(format!("the analyzer {}", describe(exit))), None);
+                return (Outcome::Failed(failed("analyzer")), None);
             }
             return match verdict::read(&files.verdict) {
                 Ok(v) => (
@@ -432,6 +435,14 @@ fn describe(exit: Exit) -> String {
         (Some(code), _) => format!("exited with code {code}"),
         (None, Some(signal)) => format!("was killed by {}", signal_name(signal)),
         (None, None) => "ended with an unknown status".into(),
+    }
+}
+
+/// The last line an agent printed, as a suffix for a failure's reason.
+fn last_words(output: &str) -> String {
+    match output.lines().rev().find(|l| !l.trim().is_empty()) {
+        Some(line) => format!("; it last printed: {}", quote(line)),
+        None => String::new(),
     }
 }
 
