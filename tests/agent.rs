@@ -581,21 +581,24 @@ fn a_killed_fugue_resumes_the_pipeline_on_restart() {
     let repo = repo(&dir);
     let state = dir.join("state");
     let env = [("FUGUE_STATE_DIR", state.to_str().unwrap())];
-    // Attempt 1 hangs; any later attempt works.
+    // Attempt 1 hangs, deaf to the hang-up its fugue's death sends; any later attempt works.
+    let pid_file = dir.join("agent.pid");
     let implementer = script(
         &dir,
         "implementer",
-        "set -e\nif [ \"$FUGUE_ATTEMPT\" = 1 ]; then echo hanging; exec sleep 600; fi\necho done > work.txt\n",
+        "set -e\nif [ \"$FUGUE_ATTEMPT\" = 1 ]; then\n  trap '' HUP\n  echo $$ > \"$PID_FILE\"\n  echo hanging\n  exec sleep 600\nfi\necho done > work.txt\n",
     );
     let mut f = start(&env);
-    let id = create(&mut f, json!({"repo": repo, "task": "t", "implementer": implementer}));
+    let id = create(
+        &mut f,
+        json!({"repo": repo, "task": "t", "implementer": implementer, "env": {"PID_FILE": pid_file}}),
+    );
     let p = wait_for_stage(&mut f, &id, "implementer");
-    let pane = p["pane_id"].as_str().unwrap().to_string();
-    f.expect(&pane, "^hanging$");
-    let pid = f.call("fugue_get_status", json!({"pane_id": pane}))["pid"].as_u64().unwrap() as u32;
+    f.expect(p["pane_id"].as_str().unwrap(), "^hanging$");
+    let pid: u32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
     f.child.kill().unwrap();
     f.child.wait().unwrap();
-    assert!(gone_within(pid, Duration::from_secs(5)), "the agent died with its fugue");
+    assert!(alive(pid), "the agent outlived its fugue");
     let file = state.join(format!("pipelines/{id}.json"));
     let saved: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     assert_eq!(saved["status"], "running");
@@ -603,6 +606,7 @@ fn a_killed_fugue_resumes_the_pipeline_on_restart() {
     drop(f);
 
     let mut f = start(&env);
+    assert!(gone_within(pid, Duration::from_secs(5)), "the restarted fugue ended the stray agent");
     let p = settle(&mut f, &id);
     assert_eq!(p["status"], "complete", "{p}");
     assert_eq!(stage(&p, "implementer")["attempt"], 2);

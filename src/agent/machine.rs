@@ -151,6 +151,9 @@ pub(crate) struct PipelineStage {
     pub(crate) command: Option<String>,
     /// The pane of the latest attempt.
     pub(crate) run_id: Option<String>,
+    /// The process id of the latest attempt's agent, to end it if fugue dies under it.
+    #[serde(default)]
+    pub(crate) run_pid: Option<u32>,
     pub(crate) verdict: Option<AnalyzerVerdict>,
     /// Attempts started so far; numbers every run of the stage.
     pub(crate) attempt: u32,
@@ -177,6 +180,7 @@ impl PipelineStage {
             agent_name,
             command,
             run_id: None,
+            run_pid: None,
             verdict: None,
             attempt: 0,
             failures: 0,
@@ -735,6 +739,7 @@ fn launch(mut p: Pipeline, stage: StageType, prompt: String, at: u64) -> Transit
     s.attempt += 1;
     s.status = StageStatus::Running;
     s.run_id = None;
+    s.run_pid = None;
     s.verdict = None;
     s.reason = None;
     s.started_at = Some(at);

@@ -211,6 +211,7 @@ impl Manager {
                 return;
             }
         };
+        runner::end_strays(&pipeline);
         let (pipeline, step) = resume(pipeline);
         if let Err(e) = store.save(&pipeline) {
             crate::log::error(&format!("pipeline {}: cannot save its state: {e}", pipeline.id));

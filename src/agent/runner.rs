@@ -22,7 +22,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::mux::PaneArgs;
 use crate::pane::Pane;
 use crate::pane::output::{Exit, Format, ReadRequest};
-use crate::pane::process::signal_name;
+use crate::pane::process::{session_members, signal_name};
 use crossbeam_channel::{Receiver, Sender, after, select};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -160,6 +160,7 @@ impl Runner {
                 }
                 Ok((pane, files)) => {
                     self.pipeline.stage_mut(stage).run_id = Some(pane.id.clone());
+                    self.pipeline.stage_mut(stage).run_pid = Some(pane.pid);
                     self.save();
                     self.publish();
                     match self.wait(&pane) {
@@ -422,6 +423,32 @@ impl Runner {
         let _ = self.manager.mux.close_session(&self.session_name());
         self.publish();
     }
+}
+
+/// Ends what is left of the running attempt of a pipeline whose fugue died: an agent that ignored
+/// the hang-up would go on writing in the worktree beside the next attempt. Only processes of the
+/// attempt's session that carry this pipeline's id in their environment are killed, so a pid
+/// reused by an unrelated process is never touched.
+pub(crate) fn end_strays(pipeline: &Pipeline) {
+    let Some(stage) = pipeline.running() else { return };
+    let Some(leader) = pipeline.stage(stage).run_pid else { return };
+    let mark = format!("FUGUE_PIPELINE_ID={}", pipeline.id);
+    let mut pids = session_members(leader);
+    pids.push(leader);
+    pids.dedup();
+    for pid in pids.into_iter().filter(|pid| carries(*pid, &mark)) {
+        crate::log::info(&format!("pipeline {}: ending stray agent process {pid}", pipeline.id));
+        // SAFETY: kill only sends a signal to a process we identified above.
+        unsafe {
+            libc::kill(pid as libc::pid_t, libc::SIGKILL);
+        }
+    }
+}
+
+/// Whether the process's environment holds `mark` (`NAME=value`) exactly.
+fn carries(pid: u32, mark: &str) -> bool {
+    std::fs::read(format!("/proc/{pid}/environ"))
+        .is_ok_and(|env| env.split(|b| *b == 0).any(|entry| entry == mark.as_bytes()))
 }
 
 /// The last `lines` lines of a pane, as text.
