@@ -21,6 +21,7 @@ use portable_pty::{CommandBuilder, MasterPty, PtySize};
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 /// How long the waiter lets the reader drain after the child exits before it announces the exit.
@@ -62,6 +63,17 @@ pub(crate) struct Pane {
     /// `None` once the pane is closed: dropping the master hangs up the terminal.
     master: Mutex<Option<Box<dyn MasterPty + Send>>>,
     size: Mutex<(u16, u16)>,
+    /// Filled by the waiter the moment it reaps the child: from then on `pid` may be anyone's.
+    reaped: Arc<Reaped>,
+}
+
+/// What was left of the pane's session when its child was reaped.
+#[derive(Default)]
+struct Reaped {
+    done: AtomicBool,
+    /// The session's other processes at that moment. While any of them is still in the session,
+    /// the session's number cannot be reused, so everything in it is still the pane's.
+    survivors: Mutex<Vec<u32>>,
 }
 
 impl Pane {
@@ -82,9 +94,10 @@ impl Pane {
         let reader = pair.master.try_clone_reader().map_err(spawn_err)?;
         let writer = Arc::new(Mutex::new(pair.master.take_writer().map_err(spawn_err)?));
         let output = Arc::new(Output::new(cfg.scrollback_bytes, spec.rows, spec.cols));
+        let reaped = Arc::new(Reaped::default());
         let (eof_tx, eof_rx) = crossbeam_channel::bounded::<()>(0);
         start_reader(&spec.id, reader, output.clone(), writer.clone(), eof_tx)?;
-        start_waiter(&spec.id, pid, child, output.clone(), eof_rx)?;
+        start_waiter(&spec.id, pid, child, output.clone(), eof_rx, reaped.clone())?;
         Ok(Arc::new(Pane {
             id: spec.id,
             session_id: spec.session_id,
@@ -99,6 +112,7 @@ impl Pane {
             writer,
             master: Mutex::new(Some(pair.master)),
             size: Mutex::new((spec.rows, spec.cols)),
+            reaped,
         }))
     }
 
@@ -159,8 +173,22 @@ impl Pane {
     pub(crate) fn hang_up(&self) {
         // Waiters learn that the pane is going away before its process dies of the hang-up.
         self.output.set_closed();
-        process::signal_session(self.pid, libc::SIGHUP);
-        process::signal_session(self.pid, libc::SIGCONT);
+        self.signal(libc::SIGHUP);
+        self.signal(libc::SIGCONT);
+    }
+
+    /// Signals what is left of the pane; returns how many of its processes were found. While the
+    /// child lives, its pid names its session and group. Once the child is reaped, the number is
+    /// free for any new process — unless another process of the session still holds it. So the
+    /// session is signalled only while one of the processes seen at the reaping is still in it;
+    /// otherwise nothing of the pane is left, and whatever has that number now is a stranger's.
+    fn signal(&self, signal: i32) -> usize {
+        if !self.reaped.done.load(Ordering::SeqCst) {
+            return process::signal_session(self.pid, signal);
+        }
+        let pinned =
+            self.reaped.survivors.lock().iter().any(|p| process::session_of(*p) == Some(self.pid));
+        if pinned { process::signal_session(self.pid, signal) } else { 0 }
     }
 
     /// Ends the pane: hang-up, terminate, kill, each with a short grace, until the child is reaped
@@ -174,12 +202,13 @@ impl Pane {
     /// escalating.
     pub(crate) fn finish_close(&self, deadline: Instant) -> Option<Exit> {
         let mut exit = self.wait_exit(deadline);
-        if exit.is_none() || !process::session_members(self.pid).is_empty() {
-            process::signal_session(self.pid, libc::SIGTERM);
+        // Signal 0 only counts what is left.
+        if exit.is_none() || self.signal(0) > 0 {
+            self.signal(libc::SIGTERM);
             exit = self.wait_exit(Instant::now() + CLOSE_GRACE);
         }
         for _ in 0..10 {
-            if process::signal_session(self.pid, libc::SIGKILL) == 0 {
+            if self.signal(libc::SIGKILL) == 0 {
                 break;
             }
         }
@@ -295,9 +324,14 @@ fn start_waiter(
     child: Box<dyn portable_pty::Child + Send + Sync>,
     output: Arc<Output>,
     eof: Receiver<()>,
+    reaped: Arc<Reaped>,
 ) -> Result<()> {
     let run = move || {
         let exit = process::wait(pid);
+        // Nothing can take the number between the reaping and this look: it is either still held
+        // by the session's other processes, or too freshly freed to have come round again.
+        *reaped.survivors.lock() = process::session_members(pid);
+        reaped.done.store(true, Ordering::SeqCst);
         let _ = eof.recv_timeout(DRAIN_GRACE);
         drop(child);
         output.set_exit(exit);

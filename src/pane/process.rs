@@ -58,7 +58,7 @@ pub(crate) fn session_members(sid: u32) -> Vec<u32> {
 
 /// The session id in `/proc/PID/stat`. The command name may hold spaces and parentheses, so the
 /// fields are counted after the last `)`.
-fn session_of(pid: u32) -> Option<u32> {
+pub(crate) fn session_of(pid: u32) -> Option<u32> {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let rest = &stat[stat.rfind(')')? + 1..];
     // After the name: state, ppid, pgrp, session.
