@@ -18,7 +18,7 @@ pub(crate) mod verdict;
 use crate::args::Args;
 use crate::config::config;
 use crate::error::{Error, Result};
-use crate::mcp::tools::{Ctx, READS, RUNS, Tool, schema::*};
+use crate::mcp::tools::{Ctx, RUNS, SETS, Tool, schema::*};
 use crate::mux::Mux;
 use crossbeam_channel::{after, never, select, tick};
 use machine::{Agents, Control, Limits, Pipeline, PipelineStatus, StageType};
@@ -104,8 +104,9 @@ pub(crate) static TOOLS: [Tool; 3] = [
                       agent, each stage's attempts and verdict, blocked_reason, allowed_actions, \
                       last `events` (default 5). wait_ms: return when the stage changes or it ends \
                       (until=settled: when blocked or done); at once if not running. repo: load \
-                      that repository's pipelines.",
-        hints: READS,
+                      (and resume) that repository's pipelines.",
+        // Not read-only: naming a repository resumes its unfinished pipelines.
+        hints: SETS,
         input: || {
             object(
                 &[
