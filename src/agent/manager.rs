@@ -328,7 +328,10 @@ impl Manager {
         let branch = format!("fugue/{}", &id[..8]);
         let worktree = store.worktree_path(&id);
         let lock = store.lock(&id)?.ok_or_else(|| Error::internal("a new pipeline id is taken"))?;
-        git::add_worktree(repo, &worktree, &branch, &base_commit)?;
+        if let Err(e) = git::add_worktree(repo, &worktree, &branch, &base_commit) {
+            store.discard_lock(&id, lock);
+            return Err(e);
+        }
         let job = machine::Job {
             repo: repo.display().to_string(),
             base_branch,
@@ -343,6 +346,7 @@ impl Manager {
         let start = machine::next(&pipeline, Event { at, kind: EventKind::Start });
         if let Err(e) = store.save(&start.pipeline) {
             git::discard_worktree(repo, &worktree, &branch, &base_commit);
+            store.discard_lock(&start.pipeline.id, lock);
             return Err(e);
         }
         Ok(self.register(store, start.pipeline, Some((lock, start.step)), false))
@@ -398,8 +402,11 @@ impl Manager {
         let Some(driver) = &handle.driver else {
             return Err(Error::new(
                 ErrorKind::InvalidState,
-                "another fugue process drives this pipeline; control it there (or stop that \
-                 process: this one takes over when restarted)",
+                format!(
+                    "this process does not drive the pipeline ({}); control it through the fugue \
+                     server that does",
+                    handle.driven_by()
+                ),
             ));
         };
         let (reply, answer) = crossbeam_channel::bounded(1);

@@ -148,6 +148,14 @@ impl Store {
         loaded
     }
 
+    /// Removes the lock file of a pipeline that was never created; `lock` is released with it.
+    pub(crate) fn discard_lock(&self, id: &str, lock: Lock) {
+        if valid_id(id) {
+            let _ = fs::remove_file(self.pipelines_dir().join(format!("{id}.lock")));
+        }
+        drop(lock);
+    }
+
     /// Takes the pipeline's lock; `None` when another process holds it.
     pub(crate) fn lock(&self, id: &str) -> Result<Option<Lock>> {
         check_id(id)?;
