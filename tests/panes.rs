@@ -41,8 +41,10 @@ fn an_interactive_shell_takes_input_and_submit() {
         json!({"pane_id": pane, "input": "echo $((6*7))", "submit": true}),
     );
     assert_eq!(sent["bytes"], 14);
-    let found = f
-        .call("fugue_expect", json!({"pane_id": pane, "pattern": "^42$", "since": sent["offset"]}));
+    let found = f.call(
+        "fugue_expect",
+        json!({"pane_id": pane, "pattern": "^42$", "since": sent["offset"], "timeout_ms": 20000}),
+    );
     assert_eq!(found["status"], "matched");
     assert_eq!(found["line"], "42");
     // Output since the input holds the echo and the answer, nothing before.
@@ -64,18 +66,12 @@ fn named_keys_reach_the_program() {
         "fugue_send_input",
         json!({"pane_id": pane, "input": "echo still-$((1+1))", "keys": ["Enter"]}),
     );
-    f.call(
-        "fugue_expect",
-        json!({"pane_id": pane, "pattern": "^still-2$", "since": sent["offset"]}),
-    );
+    f.expect_since(&pane, "^still-2$", &sent["offset"]);
     // Tab and Backspace are real keys too: "ecx<BS>ho" runs echo.
     let sent =
         f.call("fugue_send_input", json!({"pane_id": pane, "input": "ecx", "keys": ["Backspace"]}));
     f.call("fugue_send_input", json!({"pane_id": pane, "input": "ho typed-ok", "submit": true}));
-    f.call(
-        "fugue_expect",
-        json!({"pane_id": pane, "pattern": "^typed-ok$", "since": sent["offset"]}),
-    );
+    f.expect_since(&pane, "^typed-ok$", &sent["offset"]);
     let e = f.call_err("fugue_send_input", json!({"pane_id": pane, "keys": ["Hyper"]}));
     assert_eq!(e["code"], "invalid_argument");
     let e = f.call_err("fugue_send_input", json!({"pane_id": pane}));
@@ -283,10 +279,7 @@ fn resize_reaches_the_program() {
     assert_eq!((r["rows"].as_u64(), r["cols"].as_u64()), (Some(33), Some(111)));
     let sent =
         f.call("fugue_send_input", json!({"pane_id": pane, "input": "stty size", "submit": true}));
-    f.call(
-        "fugue_expect",
-        json!({"pane_id": pane, "pattern": "^33 111$", "since": sent["offset"]}),
-    );
+    f.expect_since(&pane, "^33 111$", &sent["offset"]);
     let status = f.call("fugue_get_status", json!({"pane_id": pane}));
     assert_eq!((status["rows"].as_u64(), status["cols"].as_u64()), (Some(33), Some(111)));
     for bad in
@@ -310,10 +303,7 @@ fn closing_a_pane_ends_its_whole_session_of_processes() {
         path_str(&pidfile)
     );
     let sent = f.call("fugue_send_input", json!({"pane_id": pane, "input": cmd, "submit": true}));
-    f.call(
-        "fugue_expect",
-        json!({"pane_id": pane, "pattern": "^started$", "since": sent["offset"]}),
-    );
+    f.expect_since(&pane, "^started$", &sent["offset"]);
     let bg: u32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
     let shell = pid_of(&mut f, &pane);
     assert!(alive(bg));

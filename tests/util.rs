@@ -162,10 +162,13 @@ impl Fugue {
         created["pane_id"].as_str().unwrap().to_string()
     }
 
-    /// Starts an interactive shell pane; returns its id.
+    /// Starts an interactive shell pane and waits for its first prompt, so that what a test types
+    /// is read by the shell and not echoed by the terminal ahead of the prompt; returns its id.
     pub fn shell(&mut self) -> String {
         let created = self.call("fugue_create_session", json!({}));
-        created["pane_id"].as_str().unwrap().to_string()
+        let pane = created["pane_id"].as_str().unwrap().to_string();
+        self.expect(&pane, r"[$#%>]$");
+        pane
     }
 
     /// Waits, by blocking on fugue_expect, until the pane has exited; returns its status.
@@ -180,7 +183,7 @@ impl Fugue {
             // An expect on an impossible pattern returns as soon as the pane exits.
             self.call_result(
                 "fugue_expect",
-                json!({"pane_id": pane, "pattern": "(?!x)x", "timeout_ms": 5000}),
+                json!({"pane_id": pane, "pattern": r"[^\s\S]", "timeout_ms": 5000}),
             );
         }
     }
@@ -190,6 +193,16 @@ impl Fugue {
         let found = self.call(
             "fugue_expect",
             json!({"pane_id": pane, "pattern": pattern, "timeout_ms": 20000}),
+        );
+        assert_eq!(found["status"], "matched", "expected {pattern:?} in pane {pane}: {found}");
+        found
+    }
+
+    /// Waits until `pattern` appears in output after offset `since`.
+    pub fn expect_since(&mut self, pane: &str, pattern: &str, since: &Value) -> Value {
+        let found = self.call(
+            "fugue_expect",
+            json!({"pane_id": pane, "pattern": pattern, "since": since, "timeout_ms": 20000}),
         );
         assert_eq!(found["status"], "matched", "expected {pattern:?} in pane {pane}: {found}");
         found
