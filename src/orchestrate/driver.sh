@@ -1,8 +1,9 @@
 # fugue pipeline driver (see fugue(1), ORCHESTRATION TOOLS). fugue fills in the @WORDS@, each as a
 # quoted shell word, and runs this file with the pane's shell.
 #
-# Each step is a file in a private directory, run here with `.`, so `cd`, `export`, `set` and
-# functions carry over to the next step, and the terminal stays the step's stdin. The step's $?
+# Each step is a file in a private directory, read into a variable and run here with `eval`, so
+# `cd`, `export`, `set` and functions carry over to the next step, and the terminal stays the
+# step's stdin. The shell runs as `$0 = fugue`, so its error messages read `fugue: 1: ...`. The step's $?
 # goes to fugue through a FIFO that only fugue reads (fd 4, closed while steps run), never through
 # the terminal, so no output can fake it and no echo can show it. After each step an OSC sequence
 # with a secret nonce, invisible in the text view, marks on the terminal where the step's output
@@ -23,11 +24,17 @@ __fugue_i=1
 __fugue_rc=0
 while [ "$__fugue_i" -le "$__fugue_count" ] && [ ! -e "$__fugue_dir/stop" ]; do
     printf 'b %s\n' "$__fugue_i" >&4
-    # Most shells exit on a syntax error in a `.` file; check first so a typo fails one step.
-    if [ "$__fugue_check" = 1 ] && ! "$__fugue_sh" -n "$__fugue_dir/$__fugue_i"; then
+    # `read` rather than `cat`: a step may have changed PATH.
+    __fugue_step=
+    while IFS= read -r __fugue_line || [ -n "$__fugue_line" ]; do
+        __fugue_step="$__fugue_step$__fugue_line
+"
+    done <"$__fugue_dir/$__fugue_i"
+    # Most shells exit on a syntax error in eval; check first so a typo fails one step.
+    if [ "$__fugue_check" = 1 ] && ! "$__fugue_sh" -n -c "$__fugue_step" fugue; then
         __fugue_rc=2
     else
-        . "$__fugue_dir/$__fugue_i" 4>&-
+        eval "$__fugue_step" 4>&-
         __fugue_rc=$?
     fi
     printf '\033]7770;%s;%s\007' "$__fugue_nonce" "$__fugue_i" >/dev/tty

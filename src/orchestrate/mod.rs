@@ -149,12 +149,9 @@ fn clip_front(text: String, max: usize) -> String {
 }
 
 /// Ends panes together, each on its own thread, so ten stuck commands take one close grace, not
-/// ten. `detach` also removes them from the registry; otherwise they stay, dead, with their output
-/// readable until someone closes them.
+/// ten. `detach` also removes them from the registry (before any signal, as `fugue_close_pane`
+/// does); otherwise they stay, dead, with their output readable until someone closes them.
 pub(crate) fn close_panes(mux: &Mux, panes: &[Arc<Pane>], detach: bool) {
-    for pane in panes {
-        pane.hang_up();
-    }
     std::thread::scope(|scope| {
         for pane in panes {
             scope.spawn(move || {

@@ -1,7 +1,7 @@
 //! `fugue_run_pipeline`: run steps one after another in one pane, in one shell.
 //!
 //! fugue writes each step to a file in a private 0700 directory, with a small driver script
-//! (`driver.sh`) that the pane's shell runs. The driver sources the steps one by one in the same
+//! (`driver.sh`) that the pane's shell runs. The driver evaluates the steps one by one in the same
 //! shell process, so `cd` and `export` carry over and the terminal stays the steps' stdin. After
 //! each step it writes `$?` to a FIFO in that directory, which only fugue reads: the exit status
 //! never passes through the terminal, so no output can fake it and no echo can show it. It also
@@ -228,7 +228,8 @@ fn parse_step(index: usize, item: &Value) -> Result<Step> {
 fn start_pane(ctx: &Ctx<'_>, plan: &Plan, dir: &PrivateDir) -> Result<Arc<Pane>> {
     let session = ctx.mux.ensure_session(ORCHESTRATION_SESSION)?;
     let (sh, _) = driver_shell(&config().shell);
-    let command = format!("exec {} {}", quote(sh), quote(&dir.path.join("run").to_string_lossy()));
+    let source = format!(". {}", quote(&dir.path.join("run").to_string_lossy()));
+    let command = format!("exec {} -c {} fugue", quote(sh), quote(&source));
     let args = PaneArgs {
         name: None,
         command: Some(command),
