@@ -705,6 +705,7 @@ fn pipeline_handles_awkward_steps() {
             {"command": "true", "name": "silent"},
             {"command": "printf 'no newline'", "name": "nonl"},
             {"command": "test -t 0 && test -t 1", "name": "tty"},
+            {"command": "test ! -e /proc/$$/fd/4", "name": "no-status-fd"},
             {"command": "seq 1 300000", "name": "big"},
             {"command": "if then", "name": "typo"},
             {"command": "sh -c 'kill -9 $$'", "name": "child-killed"},
@@ -713,7 +714,7 @@ fn pipeline_handles_awkward_steps() {
     );
     let steps = out["steps"].as_array().unwrap();
     let by = |name: &str| steps.iter().find(|s| s["name"] == name).unwrap().clone();
-    for ok in ["silent", "nonl", "tty", "big", "after"] {
+    for ok in ["silent", "nonl", "tty", "no-status-fd", "big", "after"] {
         assert_eq!(by(ok)["status"], "ok", "{ok}: {out}");
     }
     // A syntax error fails its step and leaves the shell for the next one.

@@ -1,13 +1,13 @@
-# fugue pipeline driver (see fugue(1), ORCHESTRATION TOOLS). fugue fills in the @WORDS@, each as a
-# quoted shell word, and runs this file with the pane's shell.
+# fugue pipeline driver (see fugue(1), ORCHESTRATION TOOLS). fugue replaces each placeholder
+# below with a quoted shell word, and runs this file with the pane's shell.
 #
 # Each step is a file in a private directory, read into a variable and run here with `eval`, so
 # `cd`, `export`, `set` and functions carry over to the next step, and the terminal stays the
-# step's stdin. The shell runs as `$0 = fugue`, so its error messages read `fugue: 1: ...`. The step's $?
-# goes to fugue through a FIFO that only fugue reads (fd 4, closed while steps run), never through
-# the terminal, so no output can fake it and no echo can show it. After each step an OSC sequence
-# with a secret nonce, invisible in the text view, marks on the terminal where the step's output
-# ends. Names start with __fugue_ so that steps do not clobber them by accident.
+# step's stdin. The shell runs with $0 = fugue, so its error messages read `fugue: 1: ...`.
+# The step's $? goes to fugue through a FIFO that only fugue reads (fd 4, closed while steps run),
+# never through the terminal, so no output can fake it and no echo can show it. After each step an
+# OSC sequence with a secret nonce, invisible in the text view, marks on the terminal where the
+# step's output ends. Names start with __fugue_ so that steps do not clobber them by accident.
 __fugue_dir=@DIR@
 __fugue_count=@COUNT@
 __fugue_nonce=@NONCE@
@@ -47,7 +47,8 @@ done
 # fugue removes the directory once it reads this line: nothing below may use it.
 printf 'x %s\n' "$__fugue_rc" >&4
 exec 4>&-
-trap - INT
+# The INT trap stays to the end: exec resets it for the next program, and a late interrupt must
+# not end this shell between the loop and the exec.
 if [ "$__fugue_keep" = 1 ]; then
     exec "$__fugue_shell" -i
 fi

@@ -24,7 +24,6 @@ use crate::mcp::tools::{Ctx, RUNS, Tool, schema::*};
 use crate::mux::{ORCHESTRATION_SESSION, PaneArgs, new_id};
 use crate::pane::Pane;
 use crate::pane::output::Exit;
-use crate::pane::process::signal_session;
 use crossbeam_channel::{Receiver, Sender, after, never, select, tick};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
@@ -329,7 +328,12 @@ impl Run<'_> {
             self.pane.close();
             return;
         }
-        signal_session(self.pane.pid, libc::SIGINT);
+        // Once, to the driver's process group (it holds the steps' foreground commands): a
+        // second copy sent to each session member could reach the shell after it left its loop.
+        // SAFETY: killpg only sends a signal; a stale group id fails with ESRCH.
+        unsafe {
+            libc::killpg(self.pane.pid as libc::pid_t, libc::SIGINT);
+        }
     }
 
     /// Stops the FIFO reader, first taking in every line the driver wrote before: our own line
