@@ -67,6 +67,14 @@ fn find_pane(f: &mut Fugue, needle: &str) -> Value {
     }
 }
 
+/// An interactive shell pane that has printed its first prompt. Input typed earlier is echoed by
+/// the terminal before the prompt, which would put the prompt in front of the command's output.
+fn ready_shell(f: &mut Fugue) -> String {
+    let pane = f.shell();
+    f.expect(&pane, r"^[#$%>]$");
+    pane
+}
+
 fn tool_params(tool: &str, args: Value, token: Option<&str>) -> Value {
     let mut params = json!({"name": tool, "arguments": args});
     if let Some(token) = token {
@@ -124,7 +132,7 @@ fn pipeline_dirs(f: &Fugue) -> Vec<String> {
 #[test]
 fn expect_waits_for_output_and_ignores_the_echoed_command() {
     let mut f = Fugue::start();
-    let pane = f.shell();
+    let pane = ready_shell(&mut f);
     let sent = f.call(
         "fugue_send_input",
         json!({"pane_id": pane, "input": "sleep 0.2; echo READY", "submit": true}),
@@ -230,7 +238,7 @@ fn expect_fails_clearly_when_the_pane_is_closed_while_waiting() {
 #[test]
 fn expect_since_sees_only_later_output() {
     let mut f = Fugue::start();
-    let pane = f.shell();
+    let pane = ready_shell(&mut f);
     // The typed line is `echo AB""C`: only the output reads ABC.
     f.call("fugue_send_input", json!({"pane_id": pane, "input": "echo AB\"\"C", "submit": true}));
     let first = f.expect(&pane, "ABC");

@@ -24,19 +24,19 @@ const MAX_COMMANDS: usize = 10;
 pub(crate) static TOOL: Tool = Tool {
     name: "fugue_run_parallel",
     title: "Run commands in parallel",
-    description: "Run 1-10 commands at once, each in its own pane ($SHELL -c command), and wait for \
+    description: "Run 1-10 commands at once, each in its own pane ($SHELL -c command); wait for \
                   all. Per command: status ok/failed/timeout/error, exact exit_code (signal if \
-                  killed), duration_ms, pane_id; output_tail (last tail_lines lines, default 10) only \
-                  for failed or timed-out ones. layout: hidden (default, __orchestration__ session) \
-                  or tiled (new session, panes side by side). timeout_ms (default 300000) kills what \
-                  still runs; cleanup (default true) closes the panes afterwards.",
+                  killed), duration_ms, pane_id, and output_tail (last tail_lines=10 lines) only if \
+                  failed or timed out. layout: hidden (default; __orchestration__ session) or \
+                  tiled (new session, side by side). timeout_ms=300000 kills what still runs; \
+                  cleanup=true closes the panes.",
     hints: RUNS,
     input: || {
         let item = object(
             &[
-                ("command", string("Shell command")),
-                ("cwd", string("Working directory")),
-                ("name", string("Name in the results (default task-N)")),
+                ("command", t("string")),
+                ("cwd", t("string")),
+                ("name", string("Default task-N")),
                 ("env", env()),
             ],
             &["command"],
@@ -48,9 +48,9 @@ pub(crate) static TOOL: Tool = Tool {
                     json!({"type": "array", "items": item, "minItems": 1, "maxItems": MAX_COMMANDS}),
                 ),
                 ("layout", json!({"type": "string", "enum": ["hidden", "tiled"]})),
-                ("timeout_ms", integer("Total timeout (default 300000)")),
-                ("cleanup", boolean("Close the panes afterwards (default true)")),
-                ("tail_lines", integer("Lines of output_tail for failures (default 10)")),
+                ("timeout_ms", t("integer")),
+                ("cleanup", t("boolean")),
+                ("tail_lines", t("integer")),
             ],
             &["commands"],
         )

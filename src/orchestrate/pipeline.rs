@@ -50,30 +50,28 @@ const DRIVER: &str = include_str!("driver.sh");
 pub(crate) static TOOL: Tool = Tool {
     name: "fugue_run_pipeline",
     title: "Run a command pipeline",
-    description: "Run steps one after another in one pane and one shell, so cd and export carry \
-                  over. Per step: exact exit_code, duration_ms, status ok/failed/timeout/exited \
-                  (the step ended the shell). stop_on_error (default true) stops at the first \
-                  failure; failed_at names it and output_tail holds its last tail_lines lines \
-                  (default 10). timeout_ms (default 600000) interrupts the running step. The pane \
-                  stays with an interactive shell for follow-ups unless cleanup (default false).",
+    description: "Run steps one after another in one pane and one shell (cd, export carry over). \
+                  Per step: exact exit_code, duration_ms, status ok/failed/timeout/exited (it ended \
+                  the shell). stop_on_error=true stops at the first failure; failed_at names it, \
+                  output_tail holds its last tail_lines=10 lines. timeout_ms=600000 interrupts the \
+                  running step. The pane stays, with an interactive shell for follow-ups, unless \
+                  cleanup=true.",
     hints: RUNS,
     input: || {
-        let step = object(
-            &[("command", string("Shell command")), ("name", string("Step name (default step-N)"))],
-            &["command"],
-        );
+        let step =
+            object(&[("command", t("string")), ("name", string("Default step-N"))], &["command"]);
         object(
             &[
                 (
                     "commands",
                     json!({"type": "array", "items": step, "minItems": 1, "maxItems": MAX_STEPS}),
                 ),
-                ("cwd", string("Working directory of the first step")),
+                ("cwd", t("string")),
                 ("env", env()),
-                ("stop_on_error", boolean("Stop at the first failing step (default true)")),
-                ("timeout_ms", integer("Total timeout (default 600000)")),
-                ("cleanup", boolean("Close the pane afterwards (default false)")),
-                ("tail_lines", integer("Lines of output_tail of the failed step (default 10)")),
+                ("stop_on_error", t("boolean")),
+                ("timeout_ms", t("integer")),
+                ("cleanup", t("boolean")),
+                ("tail_lines", t("integer")),
             ],
             &["commands"],
         )
