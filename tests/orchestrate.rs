@@ -126,6 +126,21 @@ fn pipeline_dirs(f: &Fugue) -> Vec<String> {
         .collect()
 }
 
+#[test]
+fn the_orchestration_tools_are_listed() {
+    let mut f = Fugue::start();
+    let list = f.request("tools/list", json!({}));
+    let names: Vec<&str> = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    for tool in ["fugue_expect", "fugue_run_parallel", "fugue_run_pipeline"] {
+        assert!(names.contains(&tool), "{tool} missing from {names:?}");
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // fugue_expect
 
@@ -346,6 +361,20 @@ fn parallel_starts_everything_at_once() {
     assert!(out["results"].as_array().unwrap().iter().all(|r| r["status"] == "ok"));
     assert!(took < Duration::from_millis(3500), "five 1 s sleeps took {took:?}: not concurrent");
     assert!(took >= Duration::from_secs(1));
+}
+
+#[test]
+fn parallel_takes_ten_commands() {
+    let mut f = Fugue::start();
+    let commands: Vec<Value> = (0..10).map(|i| json!({"command": format!("exit {i}")})).collect();
+    let out = run_parallel(&mut f, json!({"commands": commands}));
+    let codes: Vec<i64> = out["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["exit_code"].as_i64().unwrap())
+        .collect();
+    assert_eq!(codes, (0..10).collect::<Vec<i64>>());
 }
 
 #[test]
@@ -907,8 +936,10 @@ fn pipeline_env_reaches_the_steps() {
 #[test]
 fn pipeline_validates_before_starting() {
     let mut f = Fugue::start();
+    let too_many: Vec<Value> = (0..101).map(|_| json!({"command": "true"})).collect();
     for (args, code) in [
         (json!({"commands": []}), "invalid_argument"),
+        (json!({"commands": too_many}), "invalid_argument"),
         (json!({}), "invalid_argument"),
         (json!({"commands": [{"name": "x"}]}), "invalid_argument"),
         (json!({"commands": [{"command": " "}]}), "invalid_argument"),
@@ -959,6 +990,23 @@ fn cancelling_run_pipeline_kills_its_processes_and_removes_its_files() {
     wait_until("the pipeline's pane to go", || all_panes(&mut f).is_empty());
     wait_until("the private directory to go", || pipeline_dirs(&f).is_empty());
     assert!(f.response_within(&id, Duration::from_millis(300)).is_none());
+}
+
+#[test]
+fn fugue_exiting_mid_pipeline_leaves_nothing_behind() {
+    let mut f = Fugue::start();
+    let dir = Dir::new("pipeline-exit");
+    let pidfile = dir.join("pid");
+    submit(
+        &mut f,
+        "fugue_run_pipeline",
+        json!({"commands": [{"command": format!("echo $$ > {}; sleep 60", path_str(&pidfile))}]}),
+    );
+    let shell = pid_in(&pidfile);
+    assert_eq!(pipeline_dirs(&f).len(), 1);
+    f.close_stdin();
+    assert!(gone_within(shell, Duration::from_secs(5)), "the pipeline's shell outlived fugue");
+    assert!(pipeline_dirs(&f).is_empty(), "the private directory outlived fugue");
 }
 
 #[test]
