@@ -93,6 +93,15 @@ fn structured(response: &Value) -> Value {
     response["result"]["structuredContent"].clone()
 }
 
+/// Reads messages until a progress notification for `token` has arrived.
+fn wait_for_progress(f: &mut Fugue, token: &str) {
+    let deadline = Instant::now() + PATIENCE;
+    while progress_for(f, token).is_empty() {
+        let message = f.next_message(deadline).expect("a progress notification");
+        f.backlog.push(message);
+    }
+}
+
 /// The progress notifications received so far for `token`.
 fn progress_for(f: &Fugue, token: &str) -> Vec<Value> {
     f.backlog
@@ -243,7 +252,10 @@ fn expect_rejects_bad_patterns_and_unknown_panes() {
 fn expect_fails_clearly_when_the_pane_is_closed_while_waiting() {
     let mut f = Fugue::start();
     let pane = f.pane("sleep 30");
-    let id = submit(&mut f, "fugue_expect", json!({"pane_id": pane, "pattern": "never"}));
+    let args = json!({"pane_id": pane, "pattern": "never"});
+    let id = f.submit("tools/call", tool_params("fugue_expect", args, Some("closing")));
+    // Its first heartbeat says the expect is waiting: only then close the pane under it.
+    wait_for_progress(&mut f, "closing");
     f.call("fugue_close_pane", json!({"pane_id": pane}));
     let response = f.response(&id);
     assert_eq!(response["result"]["isError"], true, "{response}");
@@ -298,18 +310,17 @@ fn expect_matches_utf8_split_across_reads() {
 fn a_slow_expect_does_not_block_other_calls() {
     let mut f = Fugue::start();
     let pane = f.pane("sleep 30");
-    let slow = submit(
-        &mut f,
-        "fugue_expect",
-        json!({"pane_id": pane, "pattern": "never", "timeout_ms": 20000}),
-    );
-    let fast = submit(&mut f, "fugue_list_sessions", json!({}));
-    let answer = f.response(&fast);
-    assert_eq!(structured(&answer)["sessions"].as_array().unwrap().len(), 1);
-    // The expect is still waiting: nothing has answered it.
-    assert!(!f.backlog.iter().any(|m| m["id"] == slow));
+    let args = json!({"pane_id": pane, "pattern": "never", "timeout_ms": 20000});
+    let slow = f.submit("tools/call", tool_params("fugue_expect", args, Some("slow")));
+    wait_for_progress(&mut f, "slow");
+    // While the expect waits, other calls are answered.
+    let sessions = f.call("fugue_list_sessions", json!({}));
+    assert_eq!(sessions["sessions"].as_array().unwrap().len(), 1);
+    let sent = f.call("fugue_send_input", json!({"pane_id": pane, "input": "x"}));
+    assert_eq!(sent["bytes"], 1);
+    assert!(!f.backlog.iter().any(|m| m["id"] == slow), "the expect answered too early");
     f.call("fugue_close_pane", json!({"pane_id": pane}));
-    assert_eq!(f.response(&slow)["result"]["isError"], true);
+    assert_eq!(f.response(&slow)["result"]["structuredContent"]["error"]["code"], "pane_closed");
 }
 
 #[test]
