@@ -169,11 +169,12 @@ fn run_pipeline(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
         outcome
     });
     outcome?;
-    let value = run.answer(started)?;
-    if plan.cleanup {
+    let answer = run.answer(started);
+    // A shell that never ran a step leaves nothing worth inspecting.
+    if plan.cleanup || answer.is_err() {
         let _ = ctx.mux.close_pane(&run.pane.id);
     }
-    Ok(value)
+    answer
 }
 
 fn parse_plan(args: &Args<'_>) -> Result<Plan> {
@@ -238,7 +239,7 @@ fn start_pane(ctx: &Ctx<'_>, plan: &Plan, dir: &PrivateDir) -> Result<Arc<Pane>>
 
 /// The shell that runs the driver and so the steps: the user's shell when it speaks the POSIX
 /// language (so bash users keep `set -o pipefail`, `[[`, `source`), else /bin/sh. The flag says
-/// whether steps need a syntax check first: bash survives a syntax error in a `.` file, the others
+/// whether steps need a syntax check first: bash survives a syntax error in `eval`, the others
 /// exit.
 fn driver_shell(shell: &str) -> (&str, bool) {
     let base = Path::new(shell).file_name().and_then(|b| b.to_str()).unwrap_or("");
