@@ -329,10 +329,7 @@ impl Run<'_> {
         }
         // Once, to the driver's process group (it holds the steps' foreground commands): a
         // second copy sent to each session member could reach the shell after it left its loop.
-        // SAFETY: killpg only sends a signal; a stale group id fails with ESRCH.
-        unsafe {
-            libc::killpg(self.pane.pid as libc::pid_t, libc::SIGINT);
-        }
+        self.pane.signal_group(libc::SIGINT);
     }
 
     /// Stops the FIFO reader, first taking in every line the driver wrote before: our own line
