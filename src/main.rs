@@ -84,6 +84,7 @@ fn serve() -> ExitCode {
     // Runners stop first, so the panes ending below are not taken for failed attempts.
     agent::shutdown();
     mux.shutdown();
+    orchestrate::pipeline::remove_temp_dirs();
     // The stdin thread may be blocked in read(); the process exit ends it.
     std::process::exit(0)
 }
@@ -106,6 +107,7 @@ fn call(name: &str, json: &str) -> ExitCode {
     let ctx = mcp::tools::Ctx { mux: &mux, cancel: &cancel, progress: &progress };
     let result = mcp::tools::call(tool, &ctx, &arguments);
     mux.shutdown();
+    orchestrate::pipeline::remove_temp_dirs();
     let failed = result["isError"] == Value::Bool(true);
     let body = serde_json::to_string_pretty(&result["structuredContent"]).unwrap_or_default();
     print_out(&format!("{body}\n"));

@@ -112,6 +112,13 @@ impl Mux {
         })
     }
 
+    /// Adds an empty window to a session, for callers that then start several panes in it at once
+    /// with `create_pane`. A window left empty stays until its session is closed.
+    pub(crate) fn add_window(&self, session: &str, name: Option<String>) -> Result<String> {
+        let (_, window_id, _, _) = self.inner.lock().new_window(session, name)?;
+        Ok(window_id)
+    }
+
     pub(crate) fn pane(&self, key: &str) -> Result<Arc<Pane>> {
         let inner = self.inner.lock();
         inner.find_pane(key).cloned().ok_or_else(|| pane_not_found(key))

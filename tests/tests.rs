@@ -7,6 +7,8 @@ mod util;
 mod protocol;
 // The ten pane tools against real shells.
 mod panes;
+// fugue_expect, fugue_run_parallel and fugue_run_pipeline against real shells.
+mod orchestrate;
 // The command line: call, tools, help, version.
 mod cli;
 // The agent pipeline with fake agents in real git repositories.

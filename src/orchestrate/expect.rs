@@ -125,7 +125,7 @@ fn expect(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     loop {
         let (found, exited, closed, end) = scan.step(&pane);
         if let Some(found) = found {
-            return Ok(finish_match(&pane, pattern, found, action, lines, started));
+            return Ok(finish_match(ctx, &pane, pattern, found, action, lines, started));
         }
         if closed {
             return Err(Error::new(
@@ -142,7 +142,7 @@ fn expect(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
             recv(after(deadline.saturating_duration_since(Instant::now()))) -> _ => {
                 // One last look: output may have arrived with the deadline.
                 if let (Some(found), ..) = scan.step(&pane) {
-                    return Ok(finish_match(&pane, pattern, found, action, lines, started));
+                    return Ok(finish_match(ctx, &pane, pattern, found, action, lines, started));
                 }
                 return Ok(outcome(&pane, "timeout", pattern, pane.output().end(), action, lines, started));
             }
@@ -209,6 +209,7 @@ fn raw_line_end(raw: &[u8], n: usize) -> Option<usize> {
 }
 
 fn finish_match(
+    ctx: &Ctx<'_>,
     pane: &Pane,
     pattern: &str,
     found: Found,
@@ -229,7 +230,9 @@ fn finish_match(
         value["output"] = json!(tail_text(pane, lines));
     }
     if action == Action::ClosePane {
-        pane.close();
+        // Through the registry, so the pane leaves the session as with fugue_close_pane; if
+        // someone closed it meanwhile, it is gone all the same.
+        let _ = ctx.mux.close_pane(&pane.id);
         value["closed"] = json!(true);
     }
     value

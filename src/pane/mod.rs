@@ -177,6 +177,18 @@ impl Pane {
         self.signal(libc::SIGCONT);
     }
 
+    /// Sends `signal` once to the child's process group, as Ctrl-C does to a shell's foreground
+    /// job, while the child is not reaped (after that its pid may be a stranger's). For a shell
+    /// without job control the group holds the commands it runs; the shell decides what to do.
+    pub(crate) fn signal_group(&self, signal: i32) {
+        if !self.reaped.done.load(Ordering::SeqCst) {
+            // SAFETY: killpg only sends a signal; a stale group id fails with ESRCH.
+            unsafe {
+                libc::killpg(self.pid as libc::pid_t, signal);
+            }
+        }
+    }
+
     /// Signals what is left of the pane; returns how many of its processes were found. While the
     /// child lives, its pid names its session and group. Once the child is reaped, the number is
     /// free for any new process — unless another process of the session still holds it. So the

@@ -1,0 +1,383 @@
+//! `fugue_run_parallel`: start up to ten commands at once, each in its own pane, and wait for all.
+//!
+//! Every command is checked before the first one starts. Each then gets a pane whose process is the
+//! command itself (`$SHELL -c command`), spawned on its own scoped thread so they all start
+//! together. The exit code or signal comes from the pane's waiter (`waitpid`), never from the
+//! terminal. The call blocks in one `Select` over every unfinished pane's output events, the cancel
+//! channel, a heartbeat and the deadline; at the deadline what still runs is killed (its whole
+//! session) and reported `timeout`. The answer lists every command in order; only failed and
+//! timed-out ones carry an `output_tail`, so a green run stays small.
+
+use super::{HEARTBEAT, add_exit, check_cwd, check_unique, close_panes, command, tail};
+use crate::args::Args;
+use crate::error::{Error, Result};
+use crate::mcp::tools::{Ctx, RUNS, Tool, schema::*};
+use crate::mux::{Mux, ORCHESTRATION_SESSION, PaneArgs, new_id};
+use crate::pane::Pane;
+use crossbeam_channel::{Receiver, Select, never, tick};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Instant;
+
+const MAX_COMMANDS: usize = 10;
+
+pub(crate) static TOOL: Tool = Tool {
+    name: "fugue_run_parallel",
+    title: "Run commands in parallel",
+    description: "Run 1-10 commands at once, each in its own pane ($SHELL -c command); wait for \
+                  all. Per command: status ok/failed/timeout/error, exact exit_code (signal if \
+                  killed), duration_ms, pane_id, and output_tail (last tail_lines=10 lines) only if \
+                  failed or timed out. layout: hidden (default; __orchestration__ session) or \
+                  tiled (new session, side by side). timeout_ms=300000 kills what still runs; \
+                  cleanup=true closes the panes.",
+    hints: RUNS,
+    input: || {
+        let item = object(
+            &[
+                ("command", t("string")),
+                ("cwd", t("string")),
+                ("name", string("Default task-N")),
+                ("env", env()),
+            ],
+            &["command"],
+        );
+        object(
+            &[
+                (
+                    "commands",
+                    json!({"type": "array", "items": item, "minItems": 1, "maxItems": MAX_COMMANDS}),
+                ),
+                ("layout", json!({"type": "string", "enum": ["hidden", "tiled"]})),
+                ("timeout_ms", t("integer")),
+                ("cleanup", t("boolean")),
+                ("tail_lines", t("integer")),
+            ],
+            &["commands"],
+        )
+    },
+    output: || {
+        result(&[
+            ("status", t("string")),
+            ("results", t("array")),
+            ("total_duration_ms", t("integer")),
+        ])
+    },
+    call: run_parallel,
+};
+
+/// One command as asked for.
+struct Task {
+    name: String,
+    pane: PaneArgs,
+}
+
+/// Where the panes go: each in a window of its own in the orchestration session, or all in one
+/// window of a session made for this call.
+enum Place {
+    Hidden { session: String },
+    Tiled { session: String, window: String },
+}
+
+/// A command that was started (or failed to start) and what became of it.
+struct Job<'a> {
+    task: &'a Task,
+    pane: Result<Arc<Pane>>,
+    events: Option<Receiver<()>>,
+    /// When the deadline killed it.
+    timed_out: Option<Instant>,
+}
+
+enum End {
+    AllDone,
+    Deadline,
+    Cancelled,
+}
+
+fn run_parallel(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
+    let started = Instant::now();
+    let tasks = parse_tasks(args)?;
+    let tiled = match args.str("layout")?.unwrap_or("hidden") {
+        "hidden" => false,
+        "tiled" => true,
+        other => {
+            return Err(Error::invalid(format!("layout {other:?} is not one of hidden, tiled")));
+        }
+    };
+    let timeout = super::run_timeout(args, 300_000)?;
+    let cleanup = args.bool("cleanup")?.unwrap_or(true);
+    let tail_lines = super::tail_lines(args)?;
+
+    let place = Place::prepare(ctx.mux, tiled)?;
+    let mut jobs = start_all(ctx.mux, &place, &tasks);
+    let end = wait_all(ctx, &jobs, started + timeout, started);
+    if let End::Cancelled = end {
+        close_panes(ctx.mux, &panes(&jobs), true);
+        place.remove(ctx.mux);
+        return Err(Error::cancelled());
+    }
+    if let End::Deadline = end {
+        kill_unfinished(ctx.mux, &mut jobs, cleanup);
+    }
+    let results: Vec<Value> = jobs.iter().map(|job| job_result(job, tail_lines)).collect();
+    if cleanup {
+        close_panes(ctx.mux, &panes(&jobs), true);
+        place.remove(ctx.mux);
+    }
+    let status = match end {
+        End::AllDone => "completed",
+        _ if jobs.iter().any(|j| j.timed_out.is_none()) => "partial",
+        _ => "timeout",
+    };
+    Ok(json!({
+        "status": status,
+        "results": results,
+        "total_duration_ms": started.elapsed().as_millis() as u64,
+    }))
+}
+
+/// Checks every command before anything starts.
+fn parse_tasks(args: &Args<'_>) -> Result<Vec<Task>> {
+    let items = args.array("commands")?.ok_or_else(|| {
+        Error::invalid("argument 'commands' is required: a list of {command, cwd?, name?, env?}")
+    })?;
+    if items.is_empty() || items.len() > MAX_COMMANDS {
+        return Err(Error::invalid(format!(
+            "'commands' has {} items; give 1 to {MAX_COMMANDS}",
+            items.len()
+        )));
+    }
+    let tasks = items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| parse_task(i, item))
+        .collect::<Result<Vec<_>>>()?;
+    let names: Vec<String> = tasks.iter().map(|t| t.name.clone()).collect();
+    check_unique(&names, "commands")?;
+    Ok(tasks)
+}
+
+fn parse_task(index: usize, item: &Value) -> Result<Task> {
+    let what = format!("commands[{index}]");
+    let item = Args::object(&what, item)?;
+    let unknown = item.unknown(&["command", "cwd", "name", "env"]);
+    if let Some(key) = unknown.first() {
+        return Err(Error::invalid(format!(
+            "{what}: unknown key '{key}'; a command takes command, cwd, name, env"
+        )));
+    }
+    let command = command(&item, &what)?;
+    let cwd = item.path("cwd")?;
+    if let Some(cwd) = &cwd {
+        check_cwd(cwd, &what)?;
+    }
+    let name = item.name("name")?.unwrap_or_else(|| format!("task-{}", index + 1));
+    let env = item.env("env")?;
+    Ok(Task { name, pane: PaneArgs { name: None, command: Some(command), cwd, env } })
+}
+
+impl Place {
+    fn prepare(mux: &Mux, tiled: bool) -> Result<Place> {
+        if !tiled {
+            return Ok(Place::Hidden { session: mux.ensure_session(ORCHESTRATION_SESSION)? });
+        }
+        let name = format!("parallel-{}", &new_id()[..8]);
+        let session = mux.ensure_session(&name)?;
+        match mux.add_window(&session, Some("parallel".to_string())) {
+            Ok(window) => Ok(Place::Tiled { session, window }),
+            Err(e) => {
+                let _ = mux.close_session(&session);
+                Err(e)
+            }
+        }
+    }
+
+    fn spawn(&self, mux: &Mux, task: &Task) -> Result<Arc<Pane>> {
+        match self {
+            Place::Hidden { session } => mux.create_window(session, None, task.pane.clone()),
+            Place::Tiled { session, window } => mux.create_pane(session, window, task.pane.clone()),
+        }
+    }
+
+    /// Removes the session made for a tiled call (the orchestration session stays).
+    fn remove(&self, mux: &Mux) {
+        if let Place::Tiled { session, .. } = self {
+            let _ = mux.close_session(session);
+        }
+    }
+}
+
+/// Starts every command on its own thread, so they begin together rather than one after another.
+fn start_all<'a>(mux: &Mux, place: &Place, tasks: &'a [Task]) -> Vec<Job<'a>> {
+    let panes: Vec<Result<Arc<Pane>>> = std::thread::scope(|scope| {
+        let handles: Vec<_> =
+            tasks.iter().map(|task| scope.spawn(move || place.spawn(mux, task))).collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err(Error::internal("starting a pane panicked"))))
+            .collect()
+    });
+    tasks
+        .iter()
+        .zip(panes)
+        .map(|(task, pane)| {
+            // Subscribed before anyone looks at the pane, so no exit can slip by unseen.
+            let events = pane.as_ref().ok().map(|p| p.output().subscribe());
+            Job { task, pane, events, timed_out: None }
+        })
+        .collect()
+}
+
+impl Job<'_> {
+    fn running(&self) -> bool {
+        self.pane.as_ref().is_ok_and(|p| p.is_running())
+    }
+}
+
+/// Blocks until every command has ended, the deadline passes, or the call is cancelled. Wakes
+/// only on events: a pane's output or exit, the cancel channel, the heartbeat.
+fn wait_all(ctx: &Ctx<'_>, jobs: &[Job<'_>], deadline: Instant, started: Instant) -> End {
+    let heartbeat = if ctx.progress.is_wanted() { tick(HEARTBEAT) } else { never() };
+    let mut reported = usize::MAX;
+    loop {
+        let pending: Vec<&Job<'_>> = jobs.iter().filter(|j| j.running()).collect();
+        let done = jobs.len() - pending.len();
+        if done != reported {
+            report(ctx, jobs, &pending, started);
+            reported = done;
+        }
+        if pending.is_empty() {
+            return End::AllDone;
+        }
+        let mut select = Select::new();
+        for job in &pending {
+            if let Some(events) = &job.events {
+                select.recv(events);
+            }
+        }
+        let cancel = select.recv(ctx.cancel.receiver());
+        let beat = select.recv(&heartbeat);
+        match select.ready_deadline(deadline) {
+            Err(_) => return End::Deadline,
+            Ok(i) if i == cancel => return End::Cancelled,
+            Ok(i) if i == beat => {
+                let _ = heartbeat.try_recv();
+                report(ctx, jobs, &pending, started);
+            }
+            Ok(i) => {
+                if let Some(events) = &pending[i].events {
+                    let _ = events.try_recv();
+                }
+            }
+        }
+    }
+}
+
+/// Progress: commands finished of the total, and which ones are still running.
+fn report(ctx: &Ctx<'_>, jobs: &[Job<'_>], pending: &[&Job<'_>], started: Instant) {
+    if !ctx.progress.is_wanted() {
+        return;
+    }
+    let done = jobs.len() - pending.len();
+    let waiting: Vec<&str> = pending.iter().map(|j| j.task.name.as_str()).collect();
+    let message = if waiting.is_empty() {
+        format!("{done}/{} commands finished", jobs.len())
+    } else {
+        format!(
+            "{done}/{} commands finished; running {:.0}s: {}",
+            jobs.len(),
+            started.elapsed().as_secs_f64(),
+            waiting.join(", ")
+        )
+    };
+    ctx.progress.report(done as f64, Some(jobs.len() as f64), &message);
+}
+
+/// Ends what still runs at the deadline, all at once; with cleanup they leave the registry too.
+fn kill_unfinished(mux: &Mux, jobs: &mut [Job<'_>], cleanup: bool) {
+    let now = Instant::now();
+    let mut doomed = Vec::new();
+    for job in jobs.iter_mut().filter(|j| j.running()) {
+        job.timed_out = Some(now);
+        if let Ok(pane) = &job.pane {
+            doomed.push(pane.clone());
+        }
+    }
+    close_panes(mux, &doomed, cleanup);
+}
+
+fn panes(jobs: &[Job<'_>]) -> Vec<Arc<Pane>> {
+    jobs.iter().filter_map(|j| j.pane.as_ref().ok().cloned()).collect()
+}
+
+/// One command's entry in the answer; optional fields appear only when they say something.
+fn job_result(job: &Job<'_>, tail_lines: usize) -> Value {
+    let mut value = json!({"name": job.task.name, "command": job.task.pane.command});
+    let pane = match &job.pane {
+        Ok(pane) => pane,
+        Err(e) => {
+            value["status"] = json!("error");
+            value["exit_code"] = Value::Null;
+            value["duration_ms"] = json!(0);
+            value["error"] = json!(e.message());
+            return value;
+        }
+    };
+    value["pane_id"] = json!(pane.id);
+    let (exit, exited_at, end) = pane.output().with(|s| (s.exit, s.exited_at, s.ring.end()));
+    let status = match (job.timed_out, exit) {
+        (Some(_), _) => "timeout",
+        (None, Some(exit)) if exit.success() => "ok",
+        (None, _) => "failed",
+    };
+    value["status"] = json!(status);
+    add_exit(&mut value, if job.timed_out.is_some() { None } else { exit });
+    let ended = job.timed_out.or(exited_at).unwrap_or_else(Instant::now);
+    value["duration_ms"] = json!(ended.saturating_duration_since(pane.started).as_millis() as u64);
+    if status != "ok" {
+        let tail = tail(pane, 0, end, tail_lines);
+        if !tail.is_empty() {
+            value["output_tail"] = json!(tail);
+        }
+    }
+    value
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Map;
+
+    fn parse(value: Value) -> Result<Vec<Task>> {
+        let map: Map<String, Value> = value.as_object().unwrap().clone();
+        parse_tasks(&Args::new(&map))
+    }
+
+    #[test]
+    fn commands_are_validated_before_anything_starts() {
+        let eleven: Vec<Value> = (0..11).map(|_| json!({"command": "true"})).collect();
+        for (bad, needle) in [
+            (json!({"commands": []}), "1 to 10"),
+            (json!({"commands": eleven}), "1 to 10"),
+            (json!({}), "required"),
+            (json!({"commands": [{"cwd": "/"}]}), "'command' is required"),
+            (json!({"commands": [{"command": "  "}]}), "empty"),
+            (json!({"commands": [{"command": "true", "dir": "/"}]}), "unknown key 'dir'"),
+            (json!({"commands": [{"command": "true", "cwd": "/nonexistent/x"}]}), "nonexistent"),
+            (
+                json!({"commands": [{"command": "a", "name": "x"}, {"command": "b", "name": "x"}]}),
+                "unique",
+            ),
+            (json!({"commands": ["true"]}), "an object"),
+        ] {
+            let err = parse(bad.clone()).err().unwrap_or_else(|| panic!("{bad} should fail"));
+            assert!(err.message().contains(needle), "{bad}: {}", err.message());
+        }
+    }
+
+    #[test]
+    fn names_default_to_their_position() {
+        let tasks = parse(json!({"commands": [{"command": "a"}, {"command": "b", "name": "B"}]}));
+        let names: Vec<String> = tasks.unwrap().into_iter().map(|t| t.name).collect();
+        assert_eq!(names, ["task-1", "B"]);
+    }
+}
