@@ -1,17 +1,15 @@
 //! What a running tool call can see of its caller: whether it was cancelled, and how to report
 //! progress.
 //!
-//! `Cancel` is a flag plus a channel that disconnects when the call is cancelled, so a tool that
+//! `Cancel` is a channel that disconnects when the call is cancelled, so a tool that
 //! blocks in `select!` wakes at once instead of noticing on its next timeout. `Progress` forwards
 //! `notifications/progress` to the client when it asked for them, and keeps the values increasing
 //! as the spec requires.
 
 use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 pub(crate) struct Cancel {
-    flag: AtomicBool,
     tx: Mutex<Option<Sender<()>>>,
     rx: Receiver<()>,
 }
@@ -19,18 +17,13 @@ pub(crate) struct Cancel {
 impl Default for Cancel {
     fn default() -> Cancel {
         let (tx, rx) = crossbeam_channel::bounded(0);
-        Cancel { flag: AtomicBool::new(false), tx: Mutex::new(Some(tx)), rx }
+        Cancel { tx: Mutex::new(Some(tx)), rx }
     }
 }
 
 impl Cancel {
     pub(crate) fn cancel(&self) {
-        self.flag.store(true, Ordering::SeqCst);
         self.tx.lock().take();
-    }
-
-    pub(crate) fn is_cancelled(&self) -> bool {
-        self.flag.load(Ordering::SeqCst)
     }
 
     /// Becomes ready (disconnected) when the call is cancelled; use it as one arm of a `select!`.
@@ -84,7 +77,6 @@ mod tests {
         let cancel = Cancel::default();
         assert!(cancel.receiver().try_recv().is_err());
         cancel.cancel();
-        assert!(cancel.is_cancelled());
         assert!(matches!(
             cancel.receiver().recv_timeout(std::time::Duration::from_secs(5)),
             Err(crossbeam_channel::RecvTimeoutError::Disconnected)

@@ -154,10 +154,6 @@ impl Mux {
         close_all(panes);
     }
 
-    pub(crate) fn pane_count(&self) -> usize {
-        self.inner.lock().panes.len()
-    }
-
     /// Runs `f` over the sessions in creation order, under the registry lock.
     pub(crate) fn with_sessions<T>(
         &self,

@@ -329,7 +329,7 @@ fn answer_queries(chunk: &[u8], output: &Output, writer: &Mutex<Box<dyn Write + 
     }
 }
 
-/// The waiter: reap the child, give the reader a moment to drain, then announce the exit.
+/// The waiter: see the child end, give the reader a moment to drain, announce the exit, then reap.
 fn start_waiter(
     id: &str,
     pid: u32,
@@ -339,14 +339,16 @@ fn start_waiter(
     reaped: Arc<Reaped>,
 ) -> Result<()> {
     let run = move || {
-        let exit = process::wait(pid);
-        // Nothing can take the number between the reaping and this look: it is either still held
-        // by the session's other processes, or too freshly freed to have come round again.
-        *reaped.survivors.lock() = process::session_members(pid);
-        reaped.done.store(true, Ordering::SeqCst);
+        let exit = process::wait_exited(pid);
         let _ = eof.recv_timeout(DRAIN_GRACE);
-        drop(child);
         output.set_exit(exit);
+        // The exit is announced first: callers wait on it. The zombie still holds the number, so
+        // the session's survivors are recorded before anything else can take it.
+        *reaped.survivors.lock() =
+            process::session_members(pid).into_iter().filter(|p| *p != pid).collect();
+        process::reap(pid);
+        reaped.done.store(true, Ordering::SeqCst);
+        drop(child);
     };
     spawn_thread(format!("pane-waiter-{}", short(id)), run)
 }

@@ -8,27 +8,40 @@
 use super::output::Exit;
 use std::fs;
 
-/// Blocks until `pid` (our child) ends and reaps it.
-pub(crate) fn wait(pid: u32) -> Exit {
-    let mut status: libc::c_int = 0;
+/// Blocks until `pid` (our child) ends, without reaping it: while it is a zombie its number stays
+/// ours, so its session can still be signalled by that number. `reap` frees it.
+pub(crate) fn wait_exited(pid: u32) -> Exit {
+    // SAFETY: an all-zero siginfo_t is a valid value for waitid to fill in.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
     loop {
-        // SAFETY: waitpid writes only to `status`, which outlives the call.
-        let r = unsafe { libc::waitpid(pid as libc::pid_t, &mut status, 0) };
-        if r == pid as libc::pid_t {
+        // SAFETY: waitid writes only to `info`, which outlives the call.
+        let r = unsafe {
+            libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOWAIT)
+        };
+        if r == 0 {
             break;
         }
-        if r == -1 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
             // Someone else reaped it: the status is lost, say so honestly.
             return Exit { code: None, signal: None };
         }
     }
-    if libc::WIFEXITED(status) {
-        Exit { code: Some(libc::WEXITSTATUS(status)), signal: None }
-    } else if libc::WIFSIGNALED(status) {
-        Exit { code: None, signal: Some(libc::WTERMSIG(status)) }
-    } else {
-        Exit { code: None, signal: None }
+    // SAFETY: waitid succeeded for a child, so the si_status field is the one that is set.
+    let status = unsafe { info.si_status() };
+    match info.si_code {
+        libc::CLD_EXITED => Exit { code: Some(status), signal: None },
+        libc::CLD_KILLED | libc::CLD_DUMPED => Exit { code: None, signal: Some(status) },
+        _ => Exit { code: None, signal: None },
     }
+}
+
+/// Reaps `pid` once `wait_exited` has seen it end.
+pub(crate) fn reap(pid: u32) {
+    let mut status: libc::c_int = 0;
+    // SAFETY: waitpid writes only to `status`; the child has exited, so this does not block.
+    while unsafe { libc::waitpid(pid as libc::pid_t, &mut status, 0) } == -1
+        && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
+    {}
 }
 
 /// Sends `signal` to the session led by `leader`: its process group and every member found in /proc.
@@ -99,10 +112,16 @@ mod tests {
     }
 
     #[test]
-    fn wait_reports_exit_codes_and_signals() {
+    fn wait_reports_exit_codes_and_signals_and_reap_frees_the_zombie() {
         let child = std::process::Command::new("sh").args(["-c", "exit 7"]).spawn().unwrap();
-        assert_eq!(wait(child.id()), Exit { code: Some(7), signal: None });
+        assert_eq!(wait_exited(child.id()), Exit { code: Some(7), signal: None });
+        assert!(
+            std::fs::read_to_string(format!("/proc/{}/stat", child.id())).unwrap().contains(") Z ")
+        );
+        reap(child.id());
+        assert!(std::fs::metadata(format!("/proc/{}", child.id())).is_err());
         let child = std::process::Command::new("sh").args(["-c", "kill -TERM $$"]).spawn().unwrap();
-        assert_eq!(wait(child.id()), Exit { code: None, signal: Some(libc::SIGTERM) });
+        assert_eq!(wait_exited(child.id()), Exit { code: None, signal: Some(libc::SIGTERM) });
+        reap(child.id());
     }
 }
