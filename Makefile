@@ -27,7 +27,16 @@ check:
 
 test: check
 
-# Real MCP clients (Python SDK, TypeScript SDK, MCP Inspector) and the official conformance suite.
+# Real MCP clients (Python SDK, TypeScript SDK, MCP Inspector) and the official conformance suite,
+# each listing the tools and making real calls: a parallel run and a pipeline through the Python
+# SDK, and a slow parallel run that every client cancels (the processes must die, the server serve on).
+define INTEROP_CALLS
+fugue_run_parallel {"commands":[{"command":"echo one"},{"command":"exit 3"}]}
+fugue_run_pipeline {"commands":[{"command":"cd /tmp"},{"command":"test $$(pwd) = /tmp"}],"cleanup":true}
+endef
+export INTEROP_EXTRA ?= $(INTEROP_CALLS)
+export INTEROP_SLOW_TOOL ?= fugue_run_parallel
+export INTEROP_SLOW_ARGS ?= {"commands":[{"name":"nap","command":"sleep 5"}]}
 interop: build
 	interop/install.sh
 	interop/run.sh $(CURDIR)/$(BIN)
