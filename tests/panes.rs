@@ -60,8 +60,10 @@ fn named_keys_reach_the_program() {
     // Ctrl-C interrupts a running command; the shell survives and answers again.
     f.call("fugue_send_input", json!({"pane_id": pane, "input": "sleep 1000", "keys": ["Enter"]}));
     let sleep_pid = wait_for_child(&mut f, &pane, "sleep");
-    f.call("fugue_send_input", json!({"pane_id": pane, "keys": ["C-c"]}));
+    let interrupt = f.call("fugue_send_input", json!({"pane_id": pane, "keys": ["C-c"]}));
     assert!(gone_within(sleep_pid, PATIENCE), "C-c did not interrupt sleep");
+    // The shell is back when it prompts again.
+    f.expect_since(&pane, r"^[$#%>]$", &interrupt["offset"]);
     let sent = f.call(
         "fugue_send_input",
         json!({"pane_id": pane, "input": "echo still-$((1+1))", "keys": ["Enter"]}),

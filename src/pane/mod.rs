@@ -21,13 +21,16 @@ use portable_pty::{CommandBuilder, MasterPty, PtySize};
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
-/// How long the waiter lets the reader drain after the child exits before it announces the exit.
-/// The reader normally hits end of file within microseconds; only a background process that keeps
-/// the terminal open makes the waiter use it up.
+/// How long the waiter lets the reader drain after the child exits before it announces the exit:
+/// first `QUICK_DRAIN`, in which end of file normally arrives; then, when processes of the pane are
+/// left that may hold the terminal open, `DRAIN_GRACE`; when none are, `LONG_DRAIN`, a bound for a
+/// reader starved of CPU.
+const QUICK_DRAIN: Duration = Duration::from_millis(20);
 const DRAIN_GRACE: Duration = Duration::from_millis(200);
+const LONG_DRAIN: Duration = Duration::from_secs(5);
 
 /// The grace each signal gets when a pane is closed: hang-up, then terminate, then kill.
 const CLOSE_GRACE: Duration = Duration::from_millis(300);
@@ -63,17 +66,9 @@ pub(crate) struct Pane {
     /// `None` once the pane is closed: dropping the master hangs up the terminal.
     master: Mutex<Option<Box<dyn MasterPty + Send>>>,
     size: Mutex<(u16, u16)>,
-    /// Filled by the waiter the moment it reaps the child: from then on `pid` may be anyone's.
-    reaped: Arc<Reaped>,
-}
-
-/// What was left of the pane's session when its child was reaped.
-#[derive(Default)]
-struct Reaped {
-    done: AtomicBool,
-    /// The session's other processes at that moment. While any of them is still in the session,
-    /// the session's number cannot be reused, so everything in it is still the pane's.
-    survivors: Mutex<Vec<u32>>,
+    /// When the waiter reaped the child, in boot clock ticks; 0 while it lives. From then on
+    /// `pid` may be anyone's.
+    reaped: Arc<AtomicU64>,
 }
 
 impl Pane {
@@ -94,7 +89,7 @@ impl Pane {
         let reader = pair.master.try_clone_reader().map_err(spawn_err)?;
         let writer = Arc::new(Mutex::new(pair.master.take_writer().map_err(spawn_err)?));
         let output = Arc::new(Output::new(cfg.scrollback_bytes, spec.rows, spec.cols));
-        let reaped = Arc::new(Reaped::default());
+        let reaped = Arc::new(AtomicU64::new(0));
         let (eof_tx, eof_rx) = crossbeam_channel::bounded::<()>(0);
         start_reader(&spec.id, reader, output.clone(), writer.clone(), eof_tx)?;
         start_waiter(&spec.id, pid, child, output.clone(), eof_rx, reaped.clone())?;
@@ -181,7 +176,7 @@ impl Pane {
     /// job, while the child is not reaped (after that its pid may be a stranger's). For a shell
     /// without job control the group holds the commands it runs; the shell decides what to do.
     pub(crate) fn signal_group(&self, signal: i32) {
-        if !self.reaped.done.load(Ordering::SeqCst) {
+        if self.reaped.load(Ordering::SeqCst) == 0 {
             // SAFETY: killpg only sends a signal; a stale group id fails with ESRCH.
             unsafe {
                 libc::killpg(self.pid as libc::pid_t, signal);
@@ -190,17 +185,20 @@ impl Pane {
     }
 
     /// Signals what is left of the pane; returns how many of its processes were found. While the
-    /// child lives, its pid names its session and group. Once the child is reaped, the number is
-    /// free for any new process — unless another process of the session still holds it. So the
-    /// session is signalled only while one of the processes seen at the reaping is still in it;
-    /// otherwise nothing of the pane is left, and whatever has that number now is a stranger's.
+    /// child lives, its pid names its session and group. Once the child is reaped the number is
+    /// free again — unless a process of the session still holds it, since a session id is never
+    /// reused while the session lives. A member that started before the reaping proves the
+    /// session is still the pane's; a session with that number and no such member is a
+    /// stranger's, made after the number came round, and is left alone.
     fn signal(&self, signal: i32) -> usize {
-        if !self.reaped.done.load(Ordering::SeqCst) {
+        let reaped = self.reaped.load(Ordering::SeqCst);
+        if reaped == 0 {
             return process::signal_session(self.pid, signal);
         }
-        let pinned =
-            self.reaped.survivors.lock().iter().any(|p| process::session_of(*p) == Some(self.pid));
-        if pinned { process::signal_session(self.pid, signal) } else { 0 }
+        if process::session_members_started_by(self.pid, reaped).is_empty() {
+            return 0;
+        }
+        process::signal_session(self.pid, signal)
     }
 
     /// Ends the pane: hang-up, terminate, kill, each with a short grace, until the child is reaped
@@ -329,28 +327,36 @@ fn answer_queries(chunk: &[u8], output: &Output, writer: &Mutex<Box<dyn Write + 
     }
 }
 
-/// The waiter: see the child end, give the reader a moment to drain, announce the exit, then reap.
+/// The waiter: reap the child, let the reader drain what it printed, then announce the exit.
 fn start_waiter(
     id: &str,
     pid: u32,
     child: Box<dyn portable_pty::Child + Send + Sync>,
     output: Arc<Output>,
     eof: Receiver<()>,
-    reaped: Arc<Reaped>,
+    reaped: Arc<AtomicU64>,
 ) -> Result<()> {
     let run = move || {
-        let exit = process::wait_exited(pid);
-        let _ = eof.recv_timeout(DRAIN_GRACE);
+        let exit = process::wait(pid);
+        reaped.store(process::boot_ticks().max(1), Ordering::SeqCst);
+        drain(&eof, pid, reaped.load(Ordering::SeqCst));
         output.set_exit(exit);
-        // The exit is announced first: callers wait on it. The zombie still holds the number, so
-        // the session's survivors are recorded before anything else can take it.
-        *reaped.survivors.lock() =
-            process::session_members(pid).into_iter().filter(|p| *p != pid).collect();
-        process::reap(pid);
-        reaped.done.store(true, Ordering::SeqCst);
         drop(child);
     };
     spawn_thread(format!("pane-waiter-{}", short(id)), run)
+}
+
+/// Waits until the reader has drained the terminal after the child ended. End of file says so at
+/// once in the usual case. Without it, either the reader is behind (a loaded machine) or another
+/// process still holds the terminal: if the child's session has no process left, only the reader
+/// can be late, so it gets a long bound; otherwise a short one, since a background job may keep
+/// the terminal open for hours.
+fn drain(eof: &Receiver<()>, pid: u32, reaped: u64) {
+    if eof.recv_timeout(QUICK_DRAIN).is_ok() {
+        return;
+    }
+    let alone = process::session_members_started_by(pid, reaped).is_empty();
+    let _ = eof.recv_timeout(if alone { LONG_DRAIN } else { DRAIN_GRACE });
 }
 
 fn spawn_thread(name: String, run: impl FnOnce() + Send + 'static) -> Result<()> {

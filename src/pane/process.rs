@@ -8,40 +8,38 @@
 use super::output::Exit;
 use std::fs;
 
-/// Blocks until `pid` (our child) ends, without reaping it: while it is a zombie its number stays
-/// ours, so its session can still be signalled by that number. `reap` frees it.
-pub(crate) fn wait_exited(pid: u32) -> Exit {
-    // SAFETY: an all-zero siginfo_t is a valid value for waitid to fill in.
-    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+/// Blocks until `pid` (our child) ends and reaps it.
+pub(crate) fn wait(pid: u32) -> Exit {
+    let mut status: libc::c_int = 0;
     loop {
-        // SAFETY: waitid writes only to `info`, which outlives the call.
-        let r = unsafe {
-            libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOWAIT)
-        };
-        if r == 0 {
+        // SAFETY: waitpid writes only to `status`, which outlives the call.
+        let r = unsafe { libc::waitpid(pid as libc::pid_t, &mut status, 0) };
+        if r == pid as libc::pid_t {
             break;
         }
-        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+        if r == -1 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
             // Someone else reaped it: the status is lost, say so honestly.
             return Exit { code: None, signal: None };
         }
     }
-    // SAFETY: waitid succeeded for a child, so the si_status field is the one that is set.
-    let status = unsafe { info.si_status() };
-    match info.si_code {
-        libc::CLD_EXITED => Exit { code: Some(status), signal: None },
-        libc::CLD_KILLED | libc::CLD_DUMPED => Exit { code: None, signal: Some(status) },
-        _ => Exit { code: None, signal: None },
+    if libc::WIFEXITED(status) {
+        Exit { code: Some(libc::WEXITSTATUS(status)), signal: None }
+    } else if libc::WIFSIGNALED(status) {
+        Exit { code: None, signal: Some(libc::WTERMSIG(status)) }
+    } else {
+        Exit { code: None, signal: None }
     }
 }
 
-/// Reaps `pid` once `wait_exited` has seen it end.
-pub(crate) fn reap(pid: u32) {
-    let mut status: libc::c_int = 0;
-    // SAFETY: waitpid writes only to `status`; the child has exited, so this does not block.
-    while unsafe { libc::waitpid(pid as libc::pid_t, &mut status, 0) } == -1
-        && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
-    {}
+/// Now, in the clock ticks since boot that `/proc/PID/stat` gives start times in.
+pub(crate) fn boot_ticks() -> u64 {
+    // SAFETY: an all-zero timespec is valid, and clock_gettime only writes to it.
+    let mut now: libc::timespec = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut now) };
+    // SAFETY: sysconf only reads a constant.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    now.tv_sec as u64 * hz + now.tv_nsec as u64 * hz / 1_000_000_000
 }
 
 /// Sends `signal` to the session led by `leader`: its process group and every member found in /proc.
@@ -63,19 +61,26 @@ pub(crate) fn signal_session(leader: u32, signal: i32) -> usize {
 
 /// The pids whose session id is `sid`.
 pub(crate) fn session_members(sid: u32) -> Vec<u32> {
+    session_members_started_by(sid, u64::MAX)
+}
+
+/// The pids whose session id is `sid` and that started no later than `tick` (see `boot_ticks`).
+pub(crate) fn session_members_started_by(sid: u32, tick: u64) -> Vec<u32> {
     let Ok(dir) = fs::read_dir("/proc") else { return Vec::new() };
     dir.filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| session_of(*pid) == Some(sid))
+        .filter(|pid| stat_of(*pid).is_some_and(|(session, start)| session == sid && start <= tick))
         .collect()
 }
 
-/// The session id in `/proc/PID/stat`. The command name may hold spaces and parentheses, so the
-/// fields are counted after the last `)`.
-pub(crate) fn session_of(pid: u32) -> Option<u32> {
+/// The session id and start time in `/proc/PID/stat`. The command name may hold spaces and
+/// parentheses, so the fields are counted after the last `)`.
+fn stat_of(pid: u32) -> Option<(u32, u64)> {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &stat[stat.rfind(')')? + 1..];
-    // After the name: state, ppid, pgrp, session.
-    rest.split_whitespace().nth(3)?.parse().ok()
+    let mut fields = stat[stat.rfind(')')? + 1..].split_whitespace();
+    // After the name: state, ppid, pgrp, session, ... and the start time 19 fields after state.
+    let session = fields.nth(3)?.parse().ok()?;
+    let start = fields.nth(15)?.parse().ok()?;
+    Some((session, start))
 }
 
 /// The name of a signal, for messages: `SIGKILL` for 9.
@@ -107,21 +112,25 @@ mod tests {
     #[test]
     fn our_own_session_is_found() {
         let me = std::process::id();
-        let sid = session_of(me).unwrap();
+        let sid = stat_of(me).unwrap().0;
         assert!(session_members(sid).contains(&me));
     }
 
     #[test]
-    fn wait_reports_exit_codes_and_signals_and_reap_frees_the_zombie() {
+    fn wait_reports_exit_codes_and_signals() {
         let child = std::process::Command::new("sh").args(["-c", "exit 7"]).spawn().unwrap();
-        assert_eq!(wait_exited(child.id()), Exit { code: Some(7), signal: None });
-        assert!(
-            std::fs::read_to_string(format!("/proc/{}/stat", child.id())).unwrap().contains(") Z ")
-        );
-        reap(child.id());
-        assert!(std::fs::metadata(format!("/proc/{}", child.id())).is_err());
+        assert_eq!(wait(child.id()), Exit { code: Some(7), signal: None });
+        assert!(std::fs::metadata(format!("/proc/{}", child.id())).is_err(), "reaped");
         let child = std::process::Command::new("sh").args(["-c", "kill -TERM $$"]).spawn().unwrap();
-        assert_eq!(wait_exited(child.id()), Exit { code: None, signal: Some(libc::SIGTERM) });
-        reap(child.id());
+        assert_eq!(wait(child.id()), Exit { code: None, signal: Some(libc::SIGTERM) });
+    }
+
+    #[test]
+    fn start_times_separate_old_members_from_new_ones() {
+        let me = std::process::id();
+        let (sid, start) = stat_of(me).unwrap();
+        assert!(start <= boot_ticks());
+        assert!(session_members_started_by(sid, boot_ticks()).contains(&me));
+        assert!(!session_members_started_by(sid, start.saturating_sub(1)).contains(&me));
     }
 }
