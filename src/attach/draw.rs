@@ -65,6 +65,9 @@ fn body(app: &App, view: &View, scroll: &mut Option<Scroll>) -> (Vec<String>, Op
     if view.view.rows > rows || view.view.cols > cols {
         return (notice(rows, cols, "resizing..."), None);
     }
+    if view.panes.is_empty() {
+        return (notice(rows, cols, "this window has no pane yet"), None);
+    }
     let area = (window.rows.min(view.view.rows), window.cols.min(view.view.cols));
     let borders = Borders::new(view, area, app.focused().map(|p| p.rect));
     let mut lines = Vec::with_capacity(usize::from(rows));
@@ -229,7 +232,8 @@ impl Borders {
     }
 }
 
-/// The status line: where we are, the focused pane and its state, and who we are watching.
+/// The status line: where we are, the focused pane and its state, and who we are watching. The
+/// left part wins when the terminal is narrow; the right part shrinks first.
 fn status(app: &App, cols: u16) -> String {
     let mut left = String::new();
     let mut failed = false;
@@ -238,11 +242,12 @@ fn status(app: &App, cols: u16) -> String {
             let at = view.current.unwrap_or(0) + 1;
             let _ =
                 write!(left, " {}:{} ({at}/{})", window.session, window.window, view.windows.len());
-            let panes = view.panes.len();
-            if let Some((i, pane)) =
-                view.panes.iter().enumerate().find(|(_, p)| Some(&p.id) == app.focus.as_ref())
-            {
-                let _ = write!(left, " │ pane {}/{panes} {} │ {}", i + 1, label(pane), state(pane));
+            let focused =
+                view.panes.iter().enumerate().find(|(_, p)| Some(&p.id) == app.focus.as_ref());
+            if let Some((i, pane)) = focused {
+                let count = view.panes.len();
+                let _ =
+                    write!(left, " │ pane {}/{count} │ {} │ {}", i + 1, state(pane), label(pane));
                 failed = pane.status == "exited" && pane.exit_code != Some(0);
             }
         }
@@ -254,22 +259,29 @@ fn status(app: &App, cols: u16) -> String {
     if app.prefix {
         left.push_str(" │ C-b");
     }
-    let right = match app.flash_text() {
-        Some(text) => format!(" {text} "),
+    let left = printable(&left);
+    let cols = usize::from(cols);
+    let text = match app.flash_text() {
+        Some(flash) => {
+            let flash = format!(" {flash} ");
+            let width = str_width(&flash).min(cols * 2 / 3);
+            fit(&left, cols - width) + &fit(&flash, width)
+        }
         None => {
+            let mode = if app.input { "input" } else { "read-only" };
             let client =
                 app.client.as_deref().map(|c| format!(" ({})", printable(c))).unwrap_or_default();
-            let mode = if app.input { "input" } else { "read-only" };
-            format!(" fugue {}{client} │ {mode} │ C-b ? help ", app.pid)
+            let right = [
+                format!(" fugue {}{client} │ {mode} │ C-b ? help ", app.pid),
+                format!(" fugue {} │ {mode} │ C-b ? help ", app.pid),
+                format!(" {mode} │ C-b ? help "),
+                format!(" {mode} "),
+            ]
+            .into_iter()
+            .find(|r| str_width(&left) + str_width(r) <= cols)
+            .unwrap_or_default();
+            fit(&left, cols - str_width(&right)) + &right
         }
-    };
-    let cols = usize::from(cols);
-    let left = printable(&left);
-    let right_width = str_width(&right);
-    let text = if right_width + 20 <= cols {
-        fit(&left, cols - right_width) + &right
-    } else {
-        fit(&left, cols)
     };
     format!("{}{text}{RESET}", if failed { STATUS_FAILED } else { STATUS })
 }
