@@ -21,6 +21,8 @@ const FRAME: Duration = Duration::from_millis(25);
 const FLASH: Duration = Duration::from_secs(3);
 /// How much scrollback a scroll mode fetches.
 const SCROLLBACK_LINES: u64 = 10_000;
+/// The most typed input held while no pane is focused yet (before the first view arrives).
+const MAX_HELD_INPUT: usize = 64 << 10;
 
 /// One window view, as the server's `window` answer gives it.
 #[derive(Deserialize, Debug, Clone)]
@@ -464,6 +466,7 @@ impl App {
         }
         self.view = Some(view);
         self.size_window();
+        self.send_typed();
     }
 
     /// Sizes the shown window to this terminal, once per window and once per terminal resize;
@@ -505,17 +508,20 @@ impl App {
         self.dirty = true;
     }
 
+    /// Sends what was typed to the focused pane; keeps it until there is one, within a bound.
     fn send_typed(&mut self) {
+        let Some(pane) = self.focus.clone() else {
+            if self.typed.len() > MAX_HELD_INPUT {
+                self.typed.clear();
+                self.say("no pane to type into");
+            }
+            return;
+        };
         if self.typed.is_empty() {
             return;
         }
         let data = String::from_utf8_lossy(&std::mem::take(&mut self.typed)).into_owned();
-        match self.focus.clone() {
-            Some(pane) => {
-                self.request("input", json!({"pane": pane, "data": data}), Pending::Quiet)
-            }
-            None => self.say("no pane to type into"),
-        }
+        self.request("input", json!({"pane": pane, "data": data}), Pending::Quiet);
     }
 
     fn request(&mut self, op: &str, params: Value, pending: Pending) {

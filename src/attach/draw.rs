@@ -123,9 +123,8 @@ fn pane_row(
     let height = usize::from(view.visible(pane).0);
     if let Some(scroll) = scroll.as_mut().filter(|s| s.pane == pane.id) {
         let loaded = scroll.lines.is_some();
-        let offset = scroll.offset;
-        let max = scroll.max(height);
         let (lines, top, bottom) = scroll.window(height, width_cells);
+        let (offset, max) = (lines.len() - bottom, lines.len().saturating_sub(height));
         let index = top + usize::from(r);
         let text = if index < bottom { lines[index].as_str() } else { "" };
         if r == 0 {
