@@ -656,3 +656,62 @@ fn attach_explains_what_it_cannot_do() {
         Command::new(BIN).arg("attach").env("XDG_RUNTIME_DIR", empty.path_str()).output().unwrap();
     assert!(stderr(&out).contains("no fugue server is running"), "{}", stderr(&out));
 }
+
+#[test]
+fn attach_watches_a_tiled_run_parallel_live() {
+    let mut w = Watched::start();
+    let fifos = Dir::new("fifos");
+    let gate = |name: &str| {
+        let path = fifos.join(name);
+        assert!(Command::new("mkfifo").arg(&path).status().unwrap().success());
+        path
+    };
+    let (alpha, beta) = (gate("alpha"), gate("beta"));
+    let call = w.fugue.submit(
+        "tools/call",
+        json!({"name": "fugue_run_parallel", "arguments": {"layout": "tiled", "commands": [
+            {"name": "alpha", "command": format!(
+                "printf 'alpha running\\n'; read x < '{}'; echo alpha done; exit 3", path_str(&alpha))},
+            {"name": "beta", "command": format!(
+                "printf 'beta running\\n'; read x < '{}'; exit 0", path_str(&beta))},
+        ]}}),
+    );
+    let mut d = Driver::attach(&w, "");
+    let screen = d.until("both commands side by side", |s| {
+        s.contains("alpha running") && s.contains("beta running") && s.contains('│')
+    });
+    let first = screen.lines().next().unwrap();
+    assert!(first.contains("running") && first.contains('│'), "one row holds both: {first}");
+    d.until("the parallel window named", |s| {
+        let status = Driver::status(s);
+        status.contains("parallel-") && status.contains(":parallel (") && status.contains("/2")
+    });
+    // The window takes the terminal's size, and its panes share it.
+    d.until("the panes re-tiled to the terminal", |_| {
+        let list = w.fugue.call("fugue_list_sessions", json!({}));
+        let panes = list["sessions"][0]["windows"][0]["panes"].clone();
+        panes[0]["rows"] == 29 && panes[1]["rows"] == 29 && panes[0]["cols"] == 50
+    });
+
+    // Release alpha: it prints, exits 3, and attach shows both, live.
+    std::fs::write(&alpha, "go\n").unwrap();
+    d.until("alpha's end drawn", |s| s.contains("alpha done"));
+    let status = Driver::status(&d.screen().0).to_string();
+    if !status.contains("alpha") {
+        d.prefix("o");
+    }
+    d.until("alpha focused, exited 3", |s| {
+        let status = Driver::status(s);
+        status.contains("alpha") && status.contains("exited 3")
+    });
+
+    // Release beta: the call ends, cleans up its session, and attach waits for the next window.
+    std::fs::write(&beta, "go\n").unwrap();
+    let result = w.fugue.response(&call);
+    let results = &result["result"]["structuredContent"]["results"];
+    let codes: Vec<&Value> = results.as_array().unwrap().iter().map(|r| &r["exit_code"]).collect();
+    assert!(codes.contains(&&json!(3)) && codes.contains(&&json!(0)), "{result}");
+    d.until("the window gone", |s| s.contains("has no window yet"));
+    d.prefix("d");
+    assert!(d.finished().contains("TERMINAL-RESTORED"));
+}
