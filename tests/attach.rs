@@ -407,6 +407,12 @@ fn the_control_protocol_answers_and_refuses_clearly() {
     assert!(lines.iter().any(|l| l.as_str().unwrap().contains("typed-42")), "{view}");
     assert!(lines.iter().all(|l| l.as_str().unwrap().chars().count() >= 30));
 
+    // A target that is gone falls back to the newest window and says so.
+    let gone = c.ok("window", json!({"session": "nope", "window": "0", "rows": 10, "cols": 30}));
+    assert_eq!((gone["missing"].clone(), gone["current"].clone()), (json!(true), json!(0)));
+    let named = c.ok("window", json!({"session": "0", "rows": 10, "cols": 30}));
+    assert_eq!((named["missing"].clone(), named["current"].clone()), (json!(false), json!(0)));
+
     c.send_line(&"x".repeat(70 << 10));
     assert_eq!(c.line().unwrap()["error"]["code"], "bad_request");
     assert!(c.line().is_none(), "an over-long line ends the connection");
