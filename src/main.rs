@@ -2,13 +2,16 @@
 //!
 //! This file is the command line: it parses arguments by hand and hands each command to one
 //! function. `serve` wires the pieces together — the registry of panes (`mux`), the protocol
-//! (`mcp`), the line loop (`rpc`) — and waits for a reason to stop: end of input, a signal, or a
-//! broken stdout. Stopping ends every process fugue started.
+//! (`mcp`), the line loop (`rpc`), the control socket that `ls` and `attach` use (`control`) — and
+//! waits for a reason to stop: end of input, a signal, or a broken stdout. Stopping ends every
+//! process fugue started and removes the socket.
 
 mod agent;
 mod args;
+mod attach;
 mod call;
 mod config;
+mod control;
 mod error;
 mod layout;
 mod log;
@@ -36,6 +39,9 @@ Usage:
   fugue tools              list the tools, one line each
   fugue verdict complete|followup|failed --reason TEXT [--prompt TEXT] [--cost USD]
                            write an agent-pipeline verdict to $FUGUE_VERDICT_FILE
+  fugue ls [--json]        list the running fugue servers with their sessions and panes
+  fugue attach [--server PID] [--input] [SESSION[:WINDOW]]
+                           watch a window's panes live in this terminal (C-b ? lists the keys)
   fugue --help | --version
 
 Environment: FUGUE_SHELL, FUGUE_STATE_DIR, FUGUE_LOG, FUGUE_SCROLLBACK_BYTES, FUGUE_MAX_PANES,
@@ -51,6 +57,8 @@ fn main() -> ExitCode {
         ["-V" | "--version"] => print_out(&format!("fugue {}\n", env!("CARGO_PKG_VERSION"))),
         ["tools"] => list_tools(),
         ["verdict", ..] => agent::verdict::cli(&args[1..]),
+        ["ls", rest @ ..] => attach::ls::run(rest),
+        ["attach", rest @ ..] => attach::run(rest),
         ["call", tool] => call(tool, "{}"),
         ["call", tool, json] => call(tool, json),
         ["call", ..] => usage_error("call takes a tool name and at most one JSON argument object"),
@@ -68,8 +76,15 @@ fn serve() -> ExitCode {
     }
     let mux = Arc::new(Mux::default());
     agent::start(mux.clone(), true);
+    let mcp = Arc::new(Mcp::new(mux.clone()));
+    // Before the stdin loop starts, so the socket exists once the client has its first answer.
+    let control = control::server::start(mcp.clone())
+        .map_err(|e| {
+            log::warn(&format!("no control socket (fugue ls and attach cannot see us): {e}"))
+        })
+        .ok();
     let writer = Arc::new(Writer::new(Box::new(std::io::stdout()), stop_tx.clone()));
-    let server = Server::new(Arc::new(Mcp::new(mux.clone())), writer);
+    let server = Server::new(mcp, writer);
     let reader = server.clone();
     let started = std::thread::Builder::new()
         .name("stdin".into())
@@ -83,6 +98,8 @@ fn serve() -> ExitCode {
     server.cancel_all();
     // Runners stop first, so the panes ending below are not taken for failed attempts.
     agent::shutdown();
+    // Gone from `fugue ls` at once; attached clients see the end when the process exits.
+    drop(control);
     mux.shutdown();
     orchestrate::pipeline::remove_temp_dirs();
     // The stdin thread may be blocked in read(); the process exit ends it.

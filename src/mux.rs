@@ -3,13 +3,16 @@
 //! Sessions hold windows, windows hold panes, and every pane is also indexed by id. Ids are UUID v4;
 //! every lookup also accepts the object's unique name. Panes are spawned outside the registry lock
 //! (a spawn forks and execs), with a reservation so that limits and names hold under concurrency.
-//! When fugue exits, `shutdown` ends every pane at once.
+//! When fugue exits, `shutdown` ends every pane at once. Watchers (`fugue attach`, through the
+//! control socket) subscribe to `changes`, which wakes them when panes come and go or a window is
+//! resized; a pane's own output has its own watch.
 
 use crate::config::config;
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout;
-use crate::pane::output::Exit;
+use crate::pane::output::{Exit, Watch};
 use crate::pane::{Pane, Spec};
+use crossbeam_channel::Receiver;
 use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -57,6 +60,8 @@ struct Inner {
 #[derive(Default)]
 pub(crate) struct Mux {
     inner: Mutex<Inner>,
+    /// Woken after a pane is added or removed and after a window is resized.
+    changes: Watch,
 }
 
 /// Where a new pane goes.
@@ -128,6 +133,7 @@ impl Mux {
     /// call begins, so no new input reaches a pane that is going away.
     pub(crate) fn close_pane(&self, key: &str) -> Result<(Arc<Pane>, Option<Exit>)> {
         let pane = self.inner.lock().detach_pane(key)?;
+        self.changes.notify();
         let exit = pane.close();
         Ok((pane, exit))
     }
@@ -141,6 +147,7 @@ impl Mux {
             let ids: Vec<String> = session.windows.iter().flat_map(|w| w.panes.clone()).collect();
             ids.iter().filter_map(|id| inner.panes.remove(id)).collect::<Vec<_>>()
         };
+        self.changes.notify();
         Ok(close_all(panes))
     }
 
@@ -151,7 +158,38 @@ impl Mux {
             inner.sessions.clear();
             inner.panes.drain().map(|(_, p)| p).collect()
         };
+        self.changes.notify();
         close_all(panes);
+    }
+
+    /// Sets a window's size and re-tiles its running panes to share it; what an attached terminal
+    /// does when it shows the window or changes size.
+    pub(crate) fn resize_window(
+        &self,
+        session: &str,
+        window: &str,
+        rows: u16,
+        cols: u16,
+    ) -> Result<()> {
+        {
+            let mut inner = self.inner.lock();
+            let s = inner.session_index(session).ok_or_else(|| session_not_found(session))?;
+            let session = &mut inner.sessions[s];
+            let w = window_index(session, window).ok_or_else(|| window_not_found(window))?;
+            let window = &mut session.windows[w];
+            window.rows = rows;
+            window.cols = cols;
+            let ids = window.panes.clone();
+            inner.retile(&ids, rows, cols);
+        }
+        self.changes.notify();
+        Ok(())
+    }
+
+    /// A channel that receives a token after every change of the tree or of a window's size.
+    /// Subscribe before looking, as with a pane's output.
+    pub(crate) fn subscribe(&self) -> Receiver<()> {
+        self.changes.subscribe()
     }
 
     /// Runs `f` over the sessions in creation order, under the registry lock.
@@ -217,6 +255,8 @@ impl Mux {
             pane.close();
             return Err(e);
         }
+        drop(inner);
+        self.changes.notify();
         Ok(pane)
     }
 }

@@ -13,3 +13,5 @@ mod orchestrate;
 mod cli;
 // The agent pipeline with fake agents in real git repositories.
 mod agent;
+// The control socket, fugue ls, and fugue attach through a real PTY.
+mod attach;

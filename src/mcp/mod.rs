@@ -3,7 +3,8 @@
 //! A request arrives here decoded, with its method and params; the answer leaves as a result value
 //! or an `RpcError`. The era is decided per request: a `_meta` envelope with a protocol version is
 //! the 2026-07-28 era (checked on every request, results decorated with `resultType` and server
-//! info); `initialize` opens the legacy era for the process. Both share the tool registry.
+//! info); `initialize` opens the legacy era for the process. Both share the tool registry. The
+//! client's name, from `initialize` or the modern envelope, is kept for `fugue ls`.
 
 pub(crate) mod tools;
 
@@ -11,7 +12,7 @@ use crate::call::{Cancel, Progress};
 use crate::mux::Mux;
 use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 pub(crate) const MODERN: &str = "2026-07-28";
 pub(crate) const LEGACY: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
@@ -19,6 +20,9 @@ const VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
 const CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
 const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
 const SUBSCRIPTION_KEY: &str = "io.modelcontextprotocol/subscriptionId";
+const CLIENT_INFO_KEY: &str = "io.modelcontextprotocol/clientInfo";
+/// The longest client name or version kept: it is only ever shown to a person.
+const MAX_CLIENT_FIELD: usize = 100;
 /// How long a client may cache `tools/list` and `server/discover`: the list is fixed per binary.
 const TTL_MS: u64 = 300_000;
 
@@ -80,15 +84,41 @@ enum Era {
     Modern,
 }
 
+/// Who the MCP client says it is (`clientInfo`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ClientInfo {
+    pub(crate) name: String,
+    pub(crate) version: String,
+}
+
 pub(crate) struct Mcp {
     pub(crate) mux: Arc<Mux>,
     /// The version agreed by `initialize`, once a legacy client has said hello.
     legacy: Mutex<Option<String>>,
+    /// The first client name seen; set once, so reading it never takes a lock.
+    client: OnceLock<ClientInfo>,
 }
 
 impl Mcp {
     pub(crate) fn new(mux: Arc<Mux>) -> Mcp {
-        Mcp { mux, legacy: Mutex::new(None) }
+        Mcp { mux, legacy: Mutex::new(None), client: OnceLock::new() }
+    }
+
+    /// The MCP client's name and version, once it has told us.
+    pub(crate) fn client(&self) -> Option<&ClientInfo> {
+        self.client.get()
+    }
+
+    fn note_client(&self, info: Option<&Value>) {
+        if self.client.get().is_none()
+            && let Some(name) = info.and_then(|i| i.get("name")).and_then(Value::as_str)
+        {
+            let version = info.and_then(|i| i.get("version")).and_then(Value::as_str);
+            let _ = self.client.set(ClientInfo {
+                name: name.chars().take(MAX_CLIENT_FIELD).collect(),
+                version: version.unwrap_or("").chars().take(MAX_CLIENT_FIELD).collect(),
+            });
+        }
     }
 
     pub(crate) fn route(method: &str) -> Route {
@@ -100,6 +130,10 @@ impl Mcp {
 
     pub(crate) fn handle(&self, req: &Request<'_>) -> Result<Value, RpcError> {
         let era = self.era(req.method, req.params)?;
+        if era == Era::Modern && self.client.get().is_none() {
+            let meta = req.params.get("_meta");
+            self.note_client(meta.and_then(|m| m.get(CLIENT_INFO_KEY)));
+        }
         let (result, cacheable) = match req.method {
             "initialize" => (self.initialize(req.params), false),
             "ping" if era == Era::Legacy => (json!({}), false),
@@ -141,6 +175,7 @@ impl Mcp {
     fn initialize(&self, params: &Map<String, Value>) -> Value {
         let asked = params.get("protocolVersion").and_then(Value::as_str).unwrap_or("");
         let version = if LEGACY.contains(&asked) { asked } else { LEGACY[0] };
+        self.note_client(params.get("clientInfo"));
         *self.legacy.lock() = Some(version.to_string());
         json!({
             "protocolVersion": version,

@@ -6,11 +6,11 @@
 //! deadline. Nothing here polls.
 
 use super::ring::Ring;
-use super::screen::{Grid, Screen};
+use super::screen::{Grid, Screen, Styled};
 use super::text;
 use crate::error::{Error, Result};
 use crossbeam_channel::{Receiver, Sender, TrySendError};
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 use std::time::Instant;
 
 /// How far back a tail read looks for line starts: a bound on the work of one read.
@@ -138,6 +138,16 @@ impl Output {
 
     /// The grid as it is now, after feeding the emulator everything printed so far.
     pub(crate) fn grid(&self) -> Grid {
+        self.caught_up().grid()
+    }
+
+    /// The top-left `rows` x `cols` cells of the grid with their colours, for `fugue attach`.
+    pub(crate) fn styled(&self, rows: u16, cols: u16) -> Styled {
+        self.caught_up().styled(rows, cols)
+    }
+
+    /// The emulator, fed everything printed so far.
+    fn caught_up(&self) -> MutexGuard<'_, Screen> {
         let mut screen = self.screen.lock();
         let (bytes, from) = {
             let state = self.state.lock();
@@ -145,7 +155,7 @@ impl Output {
             state.ring.copy(from, to)
         };
         screen.feed(&bytes, from);
-        screen.grid()
+        screen
     }
 
     pub(crate) fn application_cursor(&self) -> bool {

@@ -4,6 +4,10 @@
 //! grid calls `catch_up`, which feeds the bytes printed since the last look. When more than
 //! `MAX_REPLAY` bytes are pending only the newest are replayed into a fresh emulator: a grid depends
 //! on recent output, and the bound keeps one look at a pane that printed gigabytes cheap.
+//!
+//! Two looks are offered: `grid`, the rows as plain text (the `screen` view of `fugue_get_output`),
+//! and `styled`, the rows with their colours as SGR sequences and nothing else, cut to an exact
+//! number of cells, which is what `fugue attach` paints into a pane's place on a real terminal.
 
 use super::ring::Ring;
 
@@ -62,6 +66,126 @@ impl Screen {
     }
 }
 
+/// A look at the grid with colours, for painting it elsewhere.
+pub(crate) struct Styled {
+    /// Each row exactly as wide as asked: text and SGR sequences only, ending in the default style.
+    pub(crate) rows: Vec<String>,
+    pub(crate) cursor: (u16, u16),
+    pub(crate) hide_cursor: bool,
+    pub(crate) application_cursor: bool,
+}
+
+impl Screen {
+    /// The top-left `rows` x `cols` cells of the grid, padded with blanks where the grid is smaller.
+    /// Only SGR sequences are emitted, never cursor moves or erases, so a row can be painted at any
+    /// column of another terminal without touching the cells beside it.
+    pub(crate) fn styled(&self, rows: u16, cols: u16) -> Styled {
+        let screen = self.parser.screen();
+        Styled {
+            rows: (0..rows).map(|row| styled_row(screen, row, cols)).collect(),
+            cursor: screen.cursor_position(),
+            hide_cursor: screen.hide_cursor(),
+            application_cursor: screen.application_cursor(),
+        }
+    }
+}
+
+/// One row as text with SGR sequences, exactly `width` cells wide.
+fn styled_row(screen: &vt100::Screen, row: u16, width: u16) -> String {
+    let mut out = String::with_capacity(usize::from(width) + 16);
+    let mut current = Style::default();
+    let mut col = 0;
+    while col < width {
+        let cell = screen.cell(row, col);
+        let style = cell.map(Style::of).unwrap_or_default();
+        if style != current {
+            style.write_sgr(&mut out);
+            current = style;
+        }
+        col += match cell {
+            Some(cell) if cell.is_wide() && col + 1 < width && cell.has_contents() => {
+                push_printable(&mut out, cell.contents());
+                2
+            }
+            Some(cell)
+                if !cell.is_wide() && !cell.is_wide_continuation() && cell.has_contents() =>
+            {
+                push_printable(&mut out, cell.contents());
+                1
+            }
+            // Empty, past the grid, or a wide character cut by the edge: one blank cell.
+            _ => {
+                out.push(' ');
+                1
+            }
+        };
+    }
+    if current != Style::default() {
+        out.push_str("\x1b[0m");
+    }
+    out
+}
+
+/// vt100 keeps only printable text in cells; the filter makes sure of it, since a control
+/// character here would move the real terminal's cursor.
+fn push_printable(out: &mut String, text: &str) {
+    out.extend(text.chars().map(|c| if c.is_control() { ' ' } else { c }));
+}
+
+/// The look of a cell, compared to emit an SGR sequence only where it changes.
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+struct Style {
+    fg: vt100::Color,
+    bg: vt100::Color,
+    bold: bool,
+    dim: bool,
+    italic: bool,
+    underline: bool,
+    inverse: bool,
+}
+
+impl Style {
+    fn of(cell: &vt100::Cell) -> Style {
+        Style {
+            fg: cell.fgcolor(),
+            bg: cell.bgcolor(),
+            bold: cell.bold(),
+            dim: cell.dim(),
+            italic: cell.italic(),
+            underline: cell.underline(),
+            inverse: cell.inverse(),
+        }
+    }
+
+    /// A complete SGR sequence: it starts from a reset, so it does not depend on what came before.
+    fn write_sgr(&self, out: &mut String) {
+        use std::fmt::Write;
+        out.push_str("\x1b[0");
+        for (on, code) in [
+            (self.bold, "1"),
+            (self.dim, "2"),
+            (self.italic, "3"),
+            (self.underline, "4"),
+            (self.inverse, "7"),
+        ] {
+            if on {
+                out.push(';');
+                out.push_str(code);
+            }
+        }
+        for (color, base) in [(self.fg, 30u8), (self.bg, 40u8)] {
+            let _ = match color {
+                vt100::Color::Default => Ok(()),
+                vt100::Color::Idx(i) if i < 8 => write!(out, ";{}", base + i),
+                vt100::Color::Idx(i) if i < 16 => write!(out, ";{}", base + 60 + i - 8),
+                vt100::Color::Idx(i) => write!(out, ";{};5;{i}", base + 8),
+                vt100::Color::Rgb(r, g, b) => write!(out, ";{};2;{r};{g};{b}", base + 8),
+            };
+        }
+        out.push('m');
+    }
+}
+
 fn nonzero(n: u16) -> std::num::NonZeroU16 {
     std::num::NonZeroU16::new(n).unwrap_or(std::num::NonZeroU16::MIN)
 }
@@ -83,6 +207,44 @@ mod tests {
         assert_eq!(grid.rows[1], "world");
         assert_eq!(grid.cursor, (0, 1));
         assert!(!grid.alternate);
+    }
+
+    fn screen_with(rows: u16, cols: u16, bytes: &[u8]) -> Screen {
+        let mut screen = Screen::new(rows, cols);
+        screen.feed(bytes, 0);
+        screen
+    }
+
+    #[test]
+    fn styled_rows_carry_colours_and_exact_widths() {
+        let screen =
+            screen_with(3, 10, b"\x1b[1;31mred\x1b[m ok\r\n\x1b[38;5;200mX\x1b[48;2;1;2;3mY");
+        let styled = screen.styled(4, 6);
+        assert_eq!(styled.rows.len(), 4);
+        assert_eq!(styled.rows[0], "\x1b[0;1;31mred\x1b[0m ok");
+        assert_eq!(styled.rows[1], "\x1b[0;38;5;200mX\x1b[0;38;5;200;48;2;1;2;3mY\x1b[0m    ");
+        assert_eq!(styled.rows[3], "      ", "rows past the grid are blank");
+        assert_eq!(styled.cursor, (1, 2));
+    }
+
+    #[test]
+    fn styled_rows_never_split_a_wide_character() {
+        let screen = screen_with(2, 10, "ab漢字".as_bytes());
+        assert_eq!(screen.styled(1, 6).rows[0], "ab漢字");
+        // The second wide character would straddle the edge: a blank takes its one cell.
+        assert_eq!(screen.styled(1, 5).rows[0], "ab漢 ");
+        assert_eq!(screen.styled(1, 12).rows[0], "ab漢字      ");
+    }
+
+    #[test]
+    fn styled_rows_hold_no_cursor_moves() {
+        let screen = screen_with(3, 8, b"\x1b[2;3Hhi\x1b[K\x1b[1;1H\x1b[7mz");
+        let rows = screen.styled(3, 8).rows;
+        assert_eq!(rows[0], "\x1b[0;7mz\x1b[0m       ");
+        assert_eq!(rows[1], "  hi    ");
+        for row in rows {
+            assert!(!row.contains('H') && !row.contains('K'), "{row:?}");
+        }
     }
 
     #[test]

@@ -236,7 +236,7 @@ fn list_sessions(ctx: &Ctx<'_>, _: &Args<'_>) -> Result<Value> {
     Ok(json!({ "sessions": sessions }))
 }
 
-fn session_json(session: &Session, pane: &dyn Fn(&str) -> Option<Arc<Pane>>) -> Value {
+pub(crate) fn session_json(session: &Session, pane: &dyn Fn(&str) -> Option<Arc<Pane>>) -> Value {
     let windows: Vec<Value> = session
         .windows
         .iter()

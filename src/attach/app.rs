@@ -1,0 +1,552 @@
+//! The state of one `fugue attach`: what the server last showed, what the person is doing, and the
+//! requests in flight.
+//!
+//! Events come in from the loop in `mod.rs` — keys, server lines, signals, timer ticks — and change
+//! the state; drawing reads it (`draw`). The server is asked for a window view when it says the last
+//! one is out of date (`changed`), at most once per `FRAME`, and never while a fetch is in flight,
+//! so a pane that prints without pause costs a bounded number of frames. Keys follow tmux: a prefix
+//! (C-b) and a command letter; without `--input` the prefix is optional.
+
+use super::keys::{self, Key};
+use crate::control::view::Target;
+use crate::control::wire::{Fault, Incoming, Sender};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+/// The shortest time between two window fetches.
+const FRAME: Duration = Duration::from_millis(25);
+/// How long a message stays in the status line.
+const FLASH: Duration = Duration::from_secs(3);
+/// How much scrollback a scroll mode fetches.
+const SCROLLBACK_LINES: u64 = 10_000;
+/// The most typed input held while no pane is focused yet (before the first view arrives).
+const MAX_HELD_INPUT: usize = 64 << 10;
+
+/// One window view, as the server's `window` answer gives it.
+#[derive(Deserialize, Debug, Clone)]
+pub(crate) struct View {
+    pub(crate) windows: Vec<WindowInfo>,
+    pub(crate) current: Option<usize>,
+    #[serde(default)]
+    pub(crate) missing: bool,
+    pub(crate) view: Size,
+    pub(crate) panes: Vec<PaneView>,
+}
+
+#[derive(Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Size {
+    pub(crate) rows: u16,
+    pub(crate) cols: u16,
+}
+
+#[derive(Deserialize, Debug, Clone)]
+pub(crate) struct WindowInfo {
+    pub(crate) session_id: String,
+    pub(crate) session: String,
+    pub(crate) window_id: String,
+    pub(crate) window: String,
+    pub(crate) rows: u16,
+    pub(crate) cols: u16,
+}
+
+#[derive(Deserialize, Debug, Clone)]
+pub(crate) struct PaneView {
+    pub(crate) id: String,
+    pub(crate) name: Option<String>,
+    pub(crate) command: Option<String>,
+    pub(crate) status: String,
+    pub(crate) exit_code: Option<i64>,
+    pub(crate) signal: Option<String>,
+    pub(crate) rect: Area,
+    pub(crate) cursor: Cursor,
+    pub(crate) application_cursor: bool,
+    pub(crate) lines: Vec<String>,
+}
+
+#[derive(Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Area {
+    pub(crate) row: u16,
+    pub(crate) col: u16,
+    pub(crate) rows: u16,
+    pub(crate) cols: u16,
+}
+
+#[derive(Deserialize, Debug, Clone, Copy)]
+pub(crate) struct Cursor {
+    pub(crate) row: u16,
+    pub(crate) col: u16,
+    pub(crate) visible: bool,
+}
+
+impl View {
+    pub(crate) fn window(&self) -> Option<&WindowInfo> {
+        self.windows.get(self.current?)
+    }
+
+    /// The part of a pane's rect inside the view, as (rows, cols).
+    pub(crate) fn visible(&self, pane: &PaneView) -> (u16, u16) {
+        let rows = pane.rect.rows.min(self.view.rows.saturating_sub(pane.rect.row));
+        let cols = pane.rect.cols.min(self.view.cols.saturating_sub(pane.rect.col));
+        (rows, cols)
+    }
+}
+
+/// Looking back through one pane's output.
+pub(crate) struct Scroll {
+    pub(crate) pane: String,
+    /// The pane's text lines, `None` until they arrive.
+    pub(crate) lines: Option<Vec<String>>,
+    /// `lines` wrapped to `width` cells.
+    wrapped: Vec<String>,
+    width: usize,
+    /// Display lines between the bottom of the view and the newest line.
+    pub(crate) offset: usize,
+    /// Start one page up once the lines arrive (scroll mode entered with PageUp).
+    page_up: bool,
+}
+
+impl Scroll {
+    /// The display lines `top..bottom` to show in `height` rows of `width` cells.
+    pub(crate) fn window(&mut self, height: usize, width: usize) -> (&[String], usize, usize) {
+        if width != self.width
+            && let Some(lines) = &self.lines
+        {
+            self.wrapped = lines.iter().flat_map(|l| super::width::wrap(l, width)).collect();
+            self.width = width;
+        }
+        self.offset = self.offset.min(self.max(height));
+        let bottom = self.wrapped.len() - self.offset;
+        (&self.wrapped, bottom.saturating_sub(height), bottom)
+    }
+
+    /// The largest offset: the first line at the top of the view.
+    pub(crate) fn max(&self, height: usize) -> usize {
+        self.wrapped.len().saturating_sub(height)
+    }
+
+    fn by(&mut self, lines: isize, height: usize) {
+        let offset = self.offset.saturating_add_signed(lines);
+        self.offset = offset.min(self.max(height));
+    }
+}
+
+/// Why attach ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    Detached,
+    ServerGone,
+    Signal(libc::c_int),
+}
+
+/// What an answer in flight is for.
+enum Pending {
+    Window,
+    Scrollback(String),
+    /// Input and resizes: only a failure matters.
+    Quiet,
+}
+
+/// A direction to move the focus in.
+#[derive(Clone, Copy)]
+enum Dir {
+    Up,
+    Down,
+    Left,
+    Right,
+}
+
+pub(crate) struct App {
+    sender: Sender,
+    pub(crate) pid: u32,
+    pub(crate) client: Option<String>,
+    pub(crate) input: bool,
+    target: Target,
+    pub(crate) view: Option<View>,
+    pub(crate) focus: Option<String>,
+    pub(crate) prefix: bool,
+    pub(crate) help: bool,
+    pub(crate) scroll: Option<Scroll>,
+    flash: Option<(String, Instant)>,
+    /// The terminal's size as (rows, cols).
+    pub(crate) size: (u16, u16),
+    pending: HashMap<u64, Pending>,
+    fetching: bool,
+    wanted: bool,
+    last_fetch: Option<Instant>,
+    /// The window last sized to this terminal.
+    sized: Option<String>,
+    /// Keys to type into the focused pane, sent once per batch of keys.
+    typed: Vec<u8>,
+    pub(crate) outcome: Option<Outcome>,
+    /// Something changed that the screen does not show yet.
+    pub(crate) dirty: bool,
+}
+
+/// How far `to` lies from `from` in `dir`, if it lies that way and overlaps it across.
+fn distance(dir: Dir, from: Area, to: Area) -> Option<u16> {
+    let overlap = |a: u16, alen: u16, b: u16, blen: u16| a < b + blen && b < a + alen;
+    let rows = overlap(to.row, to.rows, from.row, from.rows);
+    let cols = overlap(to.col, to.cols, from.col, from.cols);
+    match dir {
+        Dir::Left if rows && to.col + to.cols <= from.col => Some(from.col - (to.col + to.cols)),
+        Dir::Right if rows && to.col >= from.col + from.cols => {
+            Some(to.col - (from.col + from.cols))
+        }
+        Dir::Up if cols && to.row + to.rows <= from.row => Some(from.row - (to.row + to.rows)),
+        Dir::Down if cols && to.row >= from.row + from.rows => {
+            Some(to.row - (from.row + from.rows))
+        }
+        _ => None,
+    }
+}
+
+impl App {
+    pub(crate) fn new(sender: Sender, info: &Value, input: bool, target: Target) -> App {
+        let client = info["client"]["name"].as_str().map(|name| {
+            let version = info["client"]["version"].as_str().unwrap_or("");
+            if version.is_empty() { name.to_string() } else { format!("{name} {version}") }
+        });
+        App {
+            sender,
+            pid: info["pid"].as_u64().unwrap_or(0) as u32,
+            client,
+            input,
+            target,
+            view: None,
+            focus: None,
+            prefix: false,
+            help: false,
+            scroll: None,
+            flash: None,
+            size: super::term::size().unwrap_or((24, 80)),
+            pending: HashMap::new(),
+            fetching: false,
+            wanted: true,
+            last_fetch: None,
+            sized: None,
+            typed: Vec::new(),
+            outcome: None,
+            dirty: true,
+        }
+    }
+
+    /// The rows and columns left for panes above the status line.
+    pub(crate) fn body(&self) -> (u16, u16) {
+        (self.size.0.saturating_sub(1), self.size.1)
+    }
+
+    pub(crate) fn flash_text(&self) -> Option<&str> {
+        self.flash.as_ref().map(|(text, _)| text.as_str())
+    }
+
+    /// When the loop should wake up even if nothing arrives.
+    pub(crate) fn deadline(&self) -> Option<Instant> {
+        let fetch = (self.wanted && !self.fetching)
+            .then(|| self.last_fetch.map_or_else(Instant::now, |t| t + FRAME));
+        let flash = self.flash.as_ref().map(|(_, until)| *until);
+        fetch.into_iter().chain(flash).min()
+    }
+
+    /// Sends what is due: a fetch whose frame has come, and clears an old message.
+    pub(crate) fn tick(&mut self) {
+        let now = Instant::now();
+        if self.wanted && !self.fetching && self.last_fetch.is_none_or(|t| now >= t + FRAME) {
+            self.fetch();
+        }
+        if self.flash.as_ref().is_some_and(|(_, until)| now >= *until) {
+            self.flash = None;
+            self.dirty = true;
+        }
+    }
+
+    pub(crate) fn incoming(&mut self, message: Incoming) {
+        match message {
+            Incoming::Changed => self.wanted = true,
+            Incoming::Answer { id, result } => match self.pending.remove(&id) {
+                Some(Pending::Window) => self.on_view(result),
+                Some(Pending::Scrollback(pane)) => self.on_scrollback(&pane, result),
+                Some(Pending::Quiet) | None => {
+                    if let Err(fault) = result {
+                        self.say(&fault.message);
+                    }
+                }
+            },
+        }
+    }
+
+    pub(crate) fn signal(&mut self, signal: libc::c_int) {
+        if signal != libc::SIGWINCH {
+            self.outcome = Some(Outcome::Signal(signal));
+            return;
+        }
+        if let Some(size) = super::term::size() {
+            self.size = size;
+        }
+        // The window is sized to the new terminal at the next view.
+        self.sized = None;
+        self.wanted = true;
+        self.last_fetch = None;
+        self.dirty = true;
+    }
+
+    pub(crate) fn keys(&mut self, bytes: &[u8]) {
+        for key in keys::parse(bytes) {
+            self.key(key);
+        }
+        self.send_typed();
+    }
+
+    fn key(&mut self, key: Key) {
+        self.dirty = true;
+        if self.help {
+            self.help = false;
+            return;
+        }
+        if self.prefix {
+            self.prefix = false;
+            self.command(&key, true);
+            return;
+        }
+        if key == Key::Ctrl(b'b') {
+            self.prefix = true;
+            return;
+        }
+        if self.scroll.is_some() {
+            self.scroll_key(&key);
+        } else if self.input {
+            let application_cursor = self.focused().is_some_and(|p| p.application_cursor);
+            self.typed.extend(key.bytes(application_cursor));
+        } else {
+            self.command(&key, false);
+        }
+    }
+
+    /// A command key, after the prefix or (read-only) on its own.
+    fn command(&mut self, key: &Key, prefixed: bool) {
+        match key {
+            Key::Char('d') | Key::Char('q') | Key::Ctrl(b'c') => {
+                self.outcome = Some(Outcome::Detached);
+            }
+            Key::Char('n') => self.step_window(1),
+            Key::Char('p') => self.step_window(-1),
+            Key::Char('o') => self.step_pane(),
+            Key::Named("Up") => self.move_focus(Dir::Up),
+            Key::Named("Down") => self.move_focus(Dir::Down),
+            Key::Named("Left") => self.move_focus(Dir::Left),
+            Key::Named("Right") => self.move_focus(Dir::Right),
+            Key::Char('[') => self.enter_scroll(false),
+            Key::Named("PageUp") => self.enter_scroll(true),
+            Key::Char('?') => self.help = true,
+            Key::Ctrl(b'b') if self.input => self.typed.push(0x02),
+            _ if prefixed || self.input => self.say("unknown key; C-b ? lists the keys"),
+            _ => self.say("read-only: attach with --input to type; C-b ? lists the keys"),
+        }
+    }
+
+    fn scroll_key(&mut self, key: &Key) {
+        let height = self.focused_height();
+        let page = height.saturating_sub(1).max(1) as isize;
+        let Some(scroll) = self.scroll.as_mut() else { return };
+        match key {
+            Key::Named("PageUp") => scroll.by(page, height),
+            Key::Named("PageDown") | Key::Ctrl(b'f') | Key::Char(' ') => scroll.by(-page, height),
+            Key::Named("Up") | Key::Char('k') => scroll.by(1, height),
+            Key::Named("Down") | Key::Char('j') => scroll.by(-1, height),
+            Key::Named("Home") | Key::Char('g') => scroll.offset = usize::MAX,
+            Key::Named("End") | Key::Char('G') => scroll.offset = 0,
+            Key::Char('q') | Key::Named("Escape") | Key::Ctrl(b'c') => self.scroll = None,
+            _ => self.say("scrolling: PageUp/PageDown, Up/Down, Home/End; q leaves"),
+        }
+    }
+
+    fn step_window(&mut self, step: isize) {
+        let Some(view) = &self.view else { return };
+        let count = view.windows.len();
+        if count == 0 {
+            return;
+        }
+        let at = view.current.unwrap_or(0) as isize;
+        let next = &view.windows[(at + step).rem_euclid(count as isize) as usize];
+        self.target =
+            Target { session: Some(next.session_id.clone()), window: Some(next.window_id.clone()) };
+        self.focus = None;
+        self.scroll = None;
+        self.wanted = true;
+        self.last_fetch = None;
+    }
+
+    fn step_pane(&mut self) {
+        let Some(view) = &self.view else { return };
+        let at = view.panes.iter().position(|p| Some(&p.id) == self.focus.as_ref());
+        let next = at.map_or(0, |i| (i + 1) % view.panes.len().max(1));
+        self.set_focus(view.panes.get(next).map(|p| p.id.clone()));
+    }
+
+    /// Moves the focus to the nearest pane in `dir` that overlaps the focused one across it.
+    fn move_focus(&mut self, dir: Dir) {
+        let (Some(view), Some(from)) = (&self.view, self.focused().map(|p| p.rect)) else { return };
+        let best = view
+            .panes
+            .iter()
+            .filter_map(|p| Some((distance(dir, from, p.rect)?, p.id.clone())))
+            .min_by_key(|(distance, _)| *distance);
+        if let Some((_, id)) = best {
+            self.set_focus(Some(id));
+        }
+    }
+
+    fn set_focus(&mut self, pane: Option<String>) {
+        if pane != self.focus {
+            self.scroll = None;
+        }
+        self.focus = pane;
+    }
+
+    fn enter_scroll(&mut self, page_up: bool) {
+        let Some(pane) = self.focus.clone() else { return };
+        self.scroll = Some(Scroll {
+            pane: pane.clone(),
+            lines: None,
+            wrapped: Vec::new(),
+            width: 0,
+            offset: 0,
+            page_up,
+        });
+        self.request(
+            "scrollback",
+            json!({"pane": pane, "lines": SCROLLBACK_LINES}),
+            Pending::Scrollback(pane),
+        );
+    }
+
+    pub(crate) fn focused(&self) -> Option<&PaneView> {
+        let view = self.view.as_ref()?;
+        view.panes.iter().find(|p| Some(&p.id) == self.focus.as_ref())
+    }
+
+    fn focused_height(&self) -> usize {
+        match (&self.view, self.focused()) {
+            (Some(view), Some(pane)) => usize::from(view.visible(pane).0),
+            _ => 1,
+        }
+    }
+
+    fn fetch(&mut self) {
+        let (rows, cols) = self.body();
+        let params = json!({
+            "session": self.target.session,
+            "window": self.target.window,
+            "rows": rows.clamp(1, 1000),
+            "cols": cols.clamp(1, 1000),
+            "watch": true,
+        });
+        self.request("window", params, Pending::Window);
+        self.fetching = true;
+        self.wanted = false;
+        self.last_fetch = Some(Instant::now());
+    }
+
+    fn on_view(&mut self, result: Result<Value, Fault>) {
+        self.fetching = false;
+        self.dirty = true;
+        let view = match result.map(serde_json::from_value::<View>) {
+            Ok(Ok(view)) => view,
+            Ok(Err(e)) => return self.say(&format!("cannot read the server's view: {e}")),
+            Err(fault) => return self.say(&fault.message),
+        };
+        if view.missing {
+            self.target = Target::default();
+            self.say("that window is gone; showing the newest");
+        }
+        let keep = view.panes.iter().any(|p| Some(&p.id) == self.focus.as_ref());
+        if !keep {
+            self.set_focus(view.panes.first().map(|p| p.id.clone()));
+        }
+        self.view = Some(view);
+        self.size_window();
+        self.send_typed();
+    }
+
+    /// Sizes the shown window to this terminal, once per window and once per terminal resize;
+    /// never because another client sized it differently, or two clients would fight.
+    fn size_window(&mut self) {
+        let Some(window) = self.view.as_ref().and_then(View::window) else { return };
+        if self.sized.as_ref() == Some(&window.window_id) {
+            return;
+        }
+        let (rows, cols) = self.body();
+        let params = json!({
+            "session": window.session_id,
+            "window": window.window_id,
+            "rows": rows.clamp(2, 1000),
+            "cols": cols.clamp(10, 1000),
+        });
+        self.sized = Some(window.window_id.clone());
+        self.request("resize", params, Pending::Quiet);
+    }
+
+    fn on_scrollback(&mut self, pane: &str, result: Result<Value, Fault>) {
+        let height = self.focused_height();
+        let Some(scroll) = self.scroll.as_mut().filter(|s| s.pane == pane) else { return };
+        let lines = match result {
+            Ok(value) => value["lines"]
+                .as_array()
+                .map(|a| a.iter().filter_map(|l| l.as_str()).map(super::width::printable).collect())
+                .unwrap_or_default(),
+            Err(fault) => {
+                self.scroll = None;
+                return self.say(&fault.message);
+            }
+        };
+        scroll.lines = Some(lines);
+        scroll.width = 0;
+        if scroll.page_up {
+            scroll.offset = height.saturating_sub(1);
+        }
+        self.dirty = true;
+    }
+
+    /// Sends what was typed to the focused pane; keeps it until there is one, within a bound.
+    fn send_typed(&mut self) {
+        let Some(pane) = self.focus.clone() else {
+            if self.typed.len() > MAX_HELD_INPUT {
+                self.typed.clear();
+                self.say("no pane to type into");
+            }
+            return;
+        };
+        if self.typed.is_empty() {
+            return;
+        }
+        let data = String::from_utf8_lossy(&std::mem::take(&mut self.typed)).into_owned();
+        self.request("input", json!({"pane": pane, "data": data}), Pending::Quiet);
+    }
+
+    fn request(&mut self, op: &str, params: Value, pending: Pending) {
+        match self.sender.send(op, params) {
+            Ok(id) => {
+                self.pending.insert(id, pending);
+            }
+            Err(_) => self.outcome = Some(Outcome::ServerGone),
+        }
+    }
+
+    fn say(&mut self, message: &str) {
+        self.flash = Some((super::width::printable(message), Instant::now() + FLASH));
+        self.dirty = true;
+    }
+
+    /// The target as `session:window` names, for the goodbye message.
+    pub(crate) fn place(&self) -> String {
+        match self.view.as_ref().and_then(View::window) {
+            Some(w) => format!(
+                "{}:{}",
+                super::width::printable(&w.session),
+                super::width::printable(&w.window)
+            ),
+            None => "no window".to_string(),
+        }
+    }
+}

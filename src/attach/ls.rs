@@ -1,0 +1,179 @@
+//! `fugue ls`: the running fugue servers, each with its MCP client and its sessions, windows and
+//! panes.
+//!
+//! Servers are found by their sockets in the control directory; a socket whose process is gone, or
+//! that nobody answers, is skipped. Each server gets a short timeout, so one that hangs cannot hang
+//! the listing. `--json` prints the same as one JSON array.
+
+use crate::control::dir;
+use crate::control::wire::Client;
+use serde_json::{Value, json};
+use std::fmt::Write;
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// How long one server may take to answer.
+const TIMEOUT: Duration = Duration::from_secs(2);
+
+pub(crate) fn run(args: &[&str]) -> ExitCode {
+    let json = match args {
+        [] => false,
+        ["--json"] => true,
+        _ => return super::usage_error("ls takes no arguments but --json"),
+    };
+    let found = match dir::existing() {
+        Ok(dir) => servers(&dir),
+        Err(e) => return super::fail(&e.to_string()),
+    };
+    if json {
+        let text = serde_json::to_string_pretty(&found).unwrap_or_default();
+        crate::print_out(&format!("{text}\n"));
+    }
+    if found.is_empty() {
+        return super::fail("no fugue server is running");
+    }
+    if json {
+        return ExitCode::SUCCESS;
+    }
+    let mut text = String::new();
+    for server in &found {
+        describe(server, &mut text);
+    }
+    crate::print_out(&text)
+}
+
+/// Every live server's `info` with its `sessions` added, oldest first.
+pub(crate) fn servers(dir: &Path) -> Vec<Value> {
+    let mut found: Vec<Value> = dir::sockets(dir)
+        .into_iter()
+        .filter(|(pid, _)| dir::alive(*pid))
+        .filter_map(|(_, path)| query(&path))
+        .collect();
+    found.sort_by_key(|s| s["started_at"].as_u64().unwrap_or(0));
+    found
+}
+
+fn query(path: &Path) -> Option<Value> {
+    let mut client = Client::connect(path, Some(TIMEOUT)).ok()?;
+    let mut info = client.call("hello", json!({})).ok()?;
+    info["sessions"] = client.call("tree", json!({})).ok()?["sessions"].take();
+    Some(info)
+}
+
+fn describe(server: &Value, out: &mut String) {
+    let client = match server["client"]["name"].as_str() {
+        Some(name) => {
+            let version = server["client"]["version"].as_str().unwrap_or("");
+            clean(format!("{name} {version}").trim_end())
+        }
+        None => "unknown".to_string(),
+    };
+    let _ = writeln!(
+        out,
+        "fugue {}  client {client}  up {}  {}",
+        server["pid"],
+        uptime(server["started_at"].as_u64().unwrap_or(0)),
+        clean(server["cwd"].as_str().unwrap_or("")),
+    );
+    let sessions = server["sessions"].as_array().map(Vec::as_slice).unwrap_or_default();
+    if sessions.is_empty() {
+        out.push_str("  no sessions\n");
+    }
+    for session in sessions {
+        let name = clean(session["name"].as_str().unwrap_or(""));
+        let windows = session["windows"].as_array().map(Vec::as_slice).unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "  session {name}{}",
+            if windows.is_empty() { "  (no windows)" } else { "" }
+        );
+        for window in windows {
+            describe_window(&name, window, out);
+        }
+    }
+}
+
+fn describe_window(session: &str, window: &Value, out: &mut String) {
+    let panes = window["panes"].as_array().map(Vec::as_slice).unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "    window {session}:{}  {}x{}  {} pane{}",
+        clean(window["name"].as_str().unwrap_or("")),
+        window["cols"],
+        window["rows"],
+        panes.len(),
+        if panes.len() == 1 { "" } else { "s" },
+    );
+    for pane in panes {
+        let id = pane["id"].as_str().unwrap_or("");
+        let state = match (pane["status"].as_str(), &pane["exit_code"], pane["signal"].as_str()) {
+            (Some("running"), _, _) => "running".to_string(),
+            (_, Value::Number(code), _) => format!("exited {code}"),
+            (_, _, Some(signal)) => format!("killed by {signal}"),
+            _ => "exited".to_string(),
+        };
+        let name = pane["name"].as_str().map(|n| format!(" {}", clean(n))).unwrap_or_default();
+        let command = clean(pane["command"].as_str().unwrap_or("(shell)"));
+        let _ = writeln!(
+            out,
+            "      pane {}{name}  {state}  pid {}  {command}",
+            &id[..id.len().min(8)],
+            pane["pid"]
+        );
+    }
+}
+
+fn uptime(started_ms: u64) -> String {
+    let now =
+        SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
+    let secs = now.saturating_sub(started_ms) / 1000;
+    match secs {
+        0..60 => format!("{secs}s"),
+        60..3600 => format!("{}m{:02}s", secs / 60, secs % 60),
+        _ => format!("{}h{:02}m", secs / 3600, secs % 3600 / 60),
+    }
+}
+
+/// Names and commands come from the agent: one line each, no control characters.
+fn clean(s: &str) -> String {
+    super::width::printable(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_server_reads_as_a_tree() {
+        let server = json!({
+            "pid": 42, "started_at": 0, "cwd": "/work",
+            "client": {"name": "claude-code", "version": "2.0"},
+            "sessions": [{"name": "build", "windows": [{"name": "0", "rows": 24, "cols": 80,
+                "panes": [
+                    {"id": "0123456789", "name": "tests", "status": "exited", "exit_code": 3,
+                     "signal": null, "pid": 7, "command": "make\ntest"},
+                    {"id": "abcdef", "name": null, "status": "running", "exit_code": null,
+                     "signal": null, "pid": 8, "command": null}]}]},
+                {"name": "idle", "windows": []}],
+        });
+        let mut out = String::new();
+        describe(&server, &mut out);
+        let lines: Vec<&str> = out.lines().collect();
+        assert!(lines[0].starts_with("fugue 42  client claude-code 2.0  up "), "{out}");
+        assert!(lines[0].ends_with("/work"));
+        assert_eq!(lines[1], "  session build");
+        assert_eq!(lines[2], "    window build:0  80x24  2 panes");
+        assert_eq!(lines[3], "      pane 01234567 tests  exited 3  pid 7  make test");
+        assert_eq!(lines[4], "      pane abcdef  running  pid 8  (shell)");
+        assert_eq!(lines[5], "  session idle  (no windows)");
+    }
+
+    #[test]
+    fn uptime_reads_naturally() {
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64;
+        assert_eq!(uptime(now - 5_000), "5s");
+        assert_eq!(uptime(now - 125_000), "2m05s");
+        assert_eq!(uptime(now - 7_260_000), "2h01m");
+    }
+}

@@ -1,0 +1,261 @@
+//! `fugue attach`: watch one window of a running fugue, live, from a terminal.
+//!
+//! It finds the server through its control socket (the newest one, or `--server PID`, or the one
+//! that has the named session), takes the terminal (`term`), and runs one loop that waits on four
+//! things at once: keys from the terminal, lines from the server, signals, and the app's next
+//! deadline. Each wakes the app (`app`), and a changed app is drawn (`draw`). It ends on detach, on
+//! a signal, or when the server goes away; in every case the terminal is restored before the last
+//! message is printed. `fugue ls` (`ls`) shares the discovery.
+
+mod app;
+mod draw;
+mod keys;
+pub(crate) mod ls;
+mod term;
+mod width;
+
+use crate::control::dir;
+use crate::control::view::Target;
+use crate::control::wire::{Client, Incoming};
+use app::{App, Outcome};
+use crossbeam_channel::{Receiver, select};
+use serde_json::{Value, json};
+use std::io::Read;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// How long a server may take to answer the first questions.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+struct Options {
+    server: Option<u32>,
+    input: bool,
+    spec: Option<String>,
+}
+
+fn parse(args: &[&str]) -> Result<Options, String> {
+    let mut options = Options { server: None, input: false, spec: None };
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        match *arg {
+            "--input" => options.input = true,
+            "--server" => {
+                let pid = args.next().ok_or("--server needs a pid (fugue ls shows them)")?;
+                options.server =
+                    Some(pid.parse().map_err(|_| format!("--server {pid:?} is not a pid"))?);
+            }
+            flag if flag.starts_with('-') => return Err(format!("attach has no option {flag}")),
+            spec if options.spec.is_none() => options.spec = Some(spec.to_string()),
+            _ => return Err("attach takes one SESSION[:WINDOW] at most".into()),
+        }
+    }
+    Ok(options)
+}
+
+pub(crate) fn run(args: &[&str]) -> ExitCode {
+    let options = match parse(args) {
+        Ok(options) => options,
+        Err(e) => return usage_error(&e),
+    };
+    let (client, info, target) = match connect(&options) {
+        Ok(found) => found,
+        Err(e) => return fail(&e),
+    };
+    let signals = [libc::SIGWINCH, libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
+    let started = term::signals(&signals).and_then(|signals| {
+        let (sender, incoming) = client.split()?;
+        Ok((signals, sender, incoming))
+    });
+    let (signals, sender, incoming) = match started {
+        Ok(started) => started,
+        Err(e) => return fail(&format!("cannot start: {e}")),
+    };
+    let terminal = match term::Terminal::enter() {
+        Ok(terminal) => terminal,
+        Err(e) => return fail(&e.to_string()),
+    };
+    let keys = read_keys();
+    let mut app = App::new(sender, &info, options.input, target);
+    let outcome = run_loop(&mut app, &keys, &incoming, &signals);
+    drop(terminal);
+    goodbye(&app, outcome)
+}
+
+fn run_loop(
+    app: &mut App,
+    keys: &Receiver<Vec<u8>>,
+    incoming: &Receiver<Incoming>,
+    signals: &Receiver<libc::c_int>,
+) -> Outcome {
+    let mut painter = draw::Painter::default();
+    loop {
+        app.tick();
+        if let Some(outcome) = app.outcome {
+            return outcome;
+        }
+        if app.dirty {
+            app.dirty = false;
+            let (rows, cursor) = draw::frame(app);
+            if term::write_out(&painter.paint(rows, cursor, app.size)).is_err() {
+                return Outcome::Signal(libc::SIGHUP); // the terminal is gone
+            }
+        }
+        let timer = app.deadline().map_or_else(crossbeam_channel::never, crossbeam_channel::at);
+        select! {
+            recv(keys) -> bytes => match bytes {
+                Ok(bytes) => app.keys(&bytes),
+                Err(_) => return Outcome::Detached, // end of input: nobody is typing any more
+            },
+            recv(incoming) -> message => match message {
+                Ok(message) => app.incoming(message),
+                Err(_) => return Outcome::ServerGone,
+            },
+            recv(signals) -> signal => {
+                if let Ok(signal) = signal {
+                    app.signal(signal);
+                }
+            },
+            recv(timer) -> _ => {},
+        }
+    }
+}
+
+/// Reads the terminal on a thread of its own; the channel disconnects at end of input.
+fn read_keys() -> Receiver<Vec<u8>> {
+    let (tx, rx) = crossbeam_channel::bounded(64);
+    let spawned = std::thread::Builder::new().name("keys".into()).spawn(move || {
+        let mut buf = [0u8; 4096];
+        let mut stdin = std::io::stdin();
+        loop {
+            match stdin.read(&mut buf) {
+                Ok(0) => return,
+                Ok(n) => {
+                    if tx.send(buf[..n].to_vec()).is_err() {
+                        return;
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => return,
+            }
+        }
+    });
+    if spawned.is_err() {
+        crate::log::error("cannot start the key reader; attach stops");
+    }
+    rx
+}
+
+/// The server to attach to, its info, and the window to show.
+fn connect(options: &Options) -> Result<(Client, Value, Target), String> {
+    let dir = dir::existing().map_err(|e| e.to_string())?;
+    let pids: Vec<u32> = match options.server {
+        Some(pid) => vec![pid],
+        None => {
+            dir::sockets(&dir).into_iter().map(|(pid, _)| pid).filter(|p| dir::alive(*p)).collect()
+        }
+    };
+    let mut servers: Vec<(Client, Value)> = pids
+        .into_iter()
+        .filter_map(|pid| {
+            let mut client =
+                Client::connect(&dir::socket(&dir, pid), Some(CONNECT_TIMEOUT)).ok()?;
+            let info = client.call("hello", json!({"input": options.input})).ok()?;
+            Some((client, info))
+        })
+        .collect();
+    if servers.is_empty() {
+        return Err(match options.server {
+            Some(pid) => format!("no fugue server with pid {pid} is running; fugue ls lists them"),
+            None => "no fugue server is running".to_string(),
+        });
+    }
+    // The newest server first: it is most likely the agent the person just started.
+    servers.sort_by_key(|(_, info)| std::cmp::Reverse(info["started_at"].as_u64().unwrap_or(0)));
+    let Some(spec) = &options.spec else {
+        let (client, info) = servers.remove(0);
+        return Ok((client, info, Target::default()));
+    };
+    for (mut client, info) in servers {
+        let tree = client.call("tree", json!({})).map_err(|e| e.to_string())?;
+        if let Some(target) = resolve(spec, &tree) {
+            return Ok((client, info, target));
+        }
+    }
+    Err(format!("no session or window {spec:?} (SESSION or SESSION:WINDOW); fugue ls lists them"))
+}
+
+/// `SESSION` or `SESSION:WINDOW`, by name or id, against a server's tree. The whole text is tried
+/// as a session first, since a session's name may hold a colon.
+fn resolve(spec: &str, tree: &Value) -> Option<Target> {
+    let sessions = tree["sessions"].as_array()?;
+    let find = |list: &[Value], key: &str| {
+        let by_id = list.iter().find(|v| v["id"] == key);
+        by_id.or_else(|| list.iter().find(|v| v["name"] == key)).cloned()
+    };
+    let id = |v: &Value| v["id"].as_str().map(str::to_string);
+    if let Some(session) = find(sessions, spec) {
+        return Some(Target { session: id(&session), window: None });
+    }
+    let (session, window) = spec.rsplit_once(':')?;
+    let session = find(sessions, session)?;
+    let window = find(session["windows"].as_array()?, window)?;
+    Some(Target { session: id(&session), window: id(&window) })
+}
+
+fn goodbye(app: &App, outcome: Outcome) -> ExitCode {
+    let (message, code) = match outcome {
+        Outcome::Detached => (format!("[detached from fugue {}, {}]", app.pid, app.place()), 0),
+        Outcome::ServerGone => {
+            (format!("[fugue {} has exited; nothing left to watch]", app.pid), 1)
+        }
+        Outcome::Signal(signal) => (
+            format!("[fugue attach ended by {}]", crate::pane::process::signal_name(signal)),
+            128 + signal,
+        ),
+    };
+    crate::print_out(&format!("{message}\n"));
+    ExitCode::from(code.clamp(0, 255) as u8)
+}
+
+pub(crate) fn fail(message: &str) -> ExitCode {
+    eprintln!("fugue: {message}");
+    ExitCode::FAILURE
+}
+
+pub(crate) fn usage_error(message: &str) -> ExitCode {
+    crate::usage_error(message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_parse() {
+        let o = parse(&["--server", "42", "--input", "build:0"]).unwrap();
+        assert_eq!((o.server, o.input, o.spec.as_deref()), (Some(42), true, Some("build:0")));
+        assert!(parse(&["--server"]).is_err());
+        assert!(parse(&["--server", "x"]).is_err());
+        assert!(parse(&["a", "b"]).is_err());
+        assert!(parse(&["--follow"]).is_err());
+    }
+
+    #[test]
+    fn specs_resolve_by_name_or_id_and_colons_in_names_work() {
+        let tree = json!({"sessions": [
+            {"id": "s1", "name": "build", "windows": [{"id": "w1", "name": "0"}, {"id": "w2", "name": "logs"}]},
+            {"id": "s2", "name": "a:b", "windows": [{"id": "w3", "name": "0"}]},
+        ]});
+        let target = |s: &str, w: Option<&str>| Target {
+            session: Some(s.to_string()),
+            window: w.map(str::to_string),
+        };
+        assert_eq!(resolve("build", &tree), Some(target("s1", None)));
+        assert_eq!(resolve("build:logs", &tree), Some(target("s1", Some("w2"))));
+        assert_eq!(resolve("s1:w1", &tree), Some(target("s1", Some("w1"))));
+        assert_eq!(resolve("a:b", &tree), Some(target("s2", None)));
+        assert_eq!(resolve("a:b:0", &tree), Some(target("s2", Some("w3"))));
+        assert_eq!(resolve("build:nope", &tree), None);
+        assert_eq!(resolve("nope", &tree), None);
+    }
+}

@@ -1,0 +1,371 @@
+//! The control socket of a running `fugue serve`: a side door for `fugue ls` and `fugue attach`.
+//!
+//! One thread accepts connections on `DIR/PID.sock` (see `dir`); each connection gets a thread that
+//! reads requests, one JSON line at a time, and answers them in order, plus a watcher thread once it
+//! asks to watch a window. Connections are few (`MAX_CONNECTIONS`), only from our own uid, and a
+//! client that stops reading is dropped after a write timeout. None of this shares a lock with the
+//! stdin loop, and a pane's reader only ever sees one more subscriber on its watch.
+//!
+//! Requests (`op`): `hello` (declares `input`, answers `info`), `info`, `tree`, `window` (a view:
+//! `session`, `window`, `rows`, `cols`, `watch`), `scrollback` (`pane`, `lines`), `input` (`pane`,
+//! `data`; only after `hello` with `input: true`) and `resize` (`session`, `window`, `rows`, `cols`).
+
+use super::dir;
+use super::view::{self, Target};
+use super::watch::{self, Arm, Out};
+use super::wire::{self, Fault, LineError};
+use crate::error::{Error, ErrorKind, Result};
+use crate::mcp::Mcp;
+use crate::mux::unix_ms;
+use crate::pane::output::{Format, ReadRequest};
+use crossbeam_channel::Sender;
+use serde_json::{Map, Value, json};
+use std::io::{BufReader, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, SystemTime};
+
+/// Connections served at once; one more is told the server is busy.
+pub(crate) const MAX_CONNECTIONS: usize = 16;
+/// How long a write to a client may block before the client is dropped.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
+/// The pause after a failed accept (out of file descriptors, say), so the loop does not spin.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+/// Stack size of the connection and watcher threads.
+pub(crate) const THREAD_STACK: usize = 256 << 10;
+/// The most lines of scrollback one request returns.
+const MAX_SCROLLBACK_LINES: u64 = 10_000;
+
+/// The running control socket; dropping it removes the socket file.
+pub(crate) struct Control {
+    path: PathBuf,
+}
+
+impl Drop for Control {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// What every connection of this server shares.
+struct Shared {
+    mcp: Arc<Mcp>,
+    started: SystemTime,
+    cwd: PathBuf,
+    connections: AtomicUsize,
+}
+
+/// Creates the socket and starts accepting. Cleans up sockets that dead servers left behind.
+pub(crate) fn start(mcp: Arc<Mcp>) -> Result<Control> {
+    let dir = dir::create()?;
+    dir::remove_stale(&dir);
+    let path = dir::socket(&dir, std::process::id());
+    // Only a dead process with our pid could have left this one.
+    let _ = std::fs::remove_file(&path);
+    let listener = UnixListener::bind(&path).map_err(|e| {
+        Error::new(ErrorKind::Io, format!("cannot listen on {}: {e}", path.display()))
+    })?;
+    let control = Control { path };
+    std::fs::set_permissions(&control.path, std::fs::Permissions::from_mode(0o600))?;
+    let shared = Arc::new(Shared {
+        mcp,
+        started: SystemTime::now(),
+        cwd: std::env::current_dir().unwrap_or_default(),
+        connections: AtomicUsize::new(0),
+    });
+    std::thread::Builder::new()
+        .name("control".into())
+        .stack_size(THREAD_STACK)
+        .spawn(move || accept_loop(&listener, &shared))?;
+    Ok(control)
+}
+
+fn accept_loop(listener: &UnixListener, shared: &Arc<Shared>) {
+    for stream in listener.incoming() {
+        match stream {
+            Ok(stream) => admit(stream, shared),
+            Err(e) => {
+                crate::log::info(&format!("control socket: accept failed: {e}"));
+                std::thread::sleep(ACCEPT_BACKOFF);
+            }
+        }
+    }
+}
+
+/// Gives a connection from our own uid a thread of its own, if there is room.
+fn admit(mut stream: UnixStream, shared: &Arc<Shared>) {
+    if peer_uid(&stream) != Some(dir::euid()) {
+        crate::log::warn("control socket: refused a connection from another user");
+        return;
+    }
+    let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
+    if shared.connections.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
+        shared.connections.fetch_sub(1, Ordering::SeqCst);
+        let busy = fault_line(&Value::Null, &busy());
+        let _ = stream.write_all(&busy);
+        return;
+    }
+    let slot = Slot(shared.clone());
+    let started = std::thread::Builder::new()
+        .name("control-conn".into())
+        .stack_size(THREAD_STACK)
+        .spawn(move || {
+            let slot = slot;
+            serve(stream, &slot.0);
+        });
+    if let Err(e) = started {
+        crate::log::warn(&format!("control socket: cannot start a thread: {e}"));
+    }
+}
+
+/// A held connection slot, given back when its thread ends (or never starts).
+struct Slot(Arc<Shared>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.connections.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// One connection: its writer, whether it may type, and its watcher once it has one.
+struct Conn<'a> {
+    shared: &'a Shared,
+    out: Arc<Out>,
+    input: bool,
+    watcher: Option<Sender<Arm>>,
+    /// An arm to hand the watcher once the answer that it belongs to is written.
+    arm: Option<Arm>,
+}
+
+fn serve(stream: UnixStream, shared: &Shared) {
+    let Ok(read_half) = stream.try_clone() else { return };
+    let mut reader = BufReader::new(read_half);
+    let mut conn =
+        Conn { shared, out: Arc::new(Out::new(stream)), input: false, watcher: None, arm: None };
+    loop {
+        let line = match wire::read_line(&mut reader, wire::MAX_REQUEST) {
+            Ok(Some(line)) => line,
+            Ok(None) | Err(LineError::Io(_)) => return,
+            Err(LineError::TooLong) => {
+                let fault = Fault::new(
+                    "bad_request",
+                    format!("a request line is limited to {} bytes", wire::MAX_REQUEST),
+                );
+                let _ = conn.out.send(&fault_json(&Value::Null, &fault));
+                return;
+            }
+        };
+        if conn.answer(&line).is_err() {
+            return;
+        }
+    }
+}
+
+impl Conn<'_> {
+    /// Answers one request line; an error means the client is gone.
+    fn answer(&mut self, line: &[u8]) -> std::io::Result<()> {
+        let (id, outcome) = match serde_json::from_slice::<Value>(line) {
+            Ok(Value::Object(request)) => {
+                let id = request.get("id").cloned().unwrap_or(Value::Null);
+                (id, self.handle(&request))
+            }
+            _ => (Value::Null, Err(Fault::new("bad_request", "a request is one JSON object"))),
+        };
+        match outcome {
+            Ok(value) => self.out.send(&json!({"id": id, "ok": value}))?,
+            Err(fault) => self.out.send(&fault_json(&id, &fault))?,
+        }
+        if let Some(arm) = self.arm.take() {
+            self.arm_watcher(arm)?;
+        }
+        Ok(())
+    }
+
+    fn handle(&mut self, req: &Map<String, Value>) -> Result<Value, Fault> {
+        let op = req.get("op").and_then(Value::as_str).unwrap_or("");
+        match op {
+            "hello" => {
+                self.input = param_bool(req, "input")?.unwrap_or(false);
+                Ok(self.info())
+            }
+            "info" => Ok(self.info()),
+            "tree" => Ok(view::tree(&self.shared.mcp.mux)),
+            "window" => self.window(req),
+            "scrollback" => self.scrollback(req),
+            "input" => self.input(req),
+            "resize" => self.resize(req),
+            "" => Err(Fault::new("bad_request", "a request needs an \"op\"")),
+            other => Err(Fault::new(
+                "unknown_op",
+                format!(
+                    "unknown op {other:?}: hello, info, tree, window, scrollback, input, resize"
+                ),
+            )),
+        }
+    }
+
+    fn info(&self) -> Value {
+        let client =
+            self.shared.mcp.client().map(|c| json!({"name": c.name, "version": c.version}));
+        json!({
+            "pid": std::process::id(),
+            "version": env!("CARGO_PKG_VERSION"),
+            "started_at": unix_ms(self.shared.started),
+            "cwd": self.shared.cwd,
+            "client": client,
+            "input": self.input,
+        })
+    }
+
+    fn window(&mut self, req: &Map<String, Value>) -> Result<Value, Fault> {
+        let target = Target {
+            session: param_str(req, "session")?.map(str::to_string),
+            window: param_str(req, "window")?.map(str::to_string),
+        };
+        let rows = param_u16(req, "rows", 1, 1000)?.unwrap_or(24);
+        let cols = param_u16(req, "cols", 1, 1000)?.unwrap_or(80);
+        let (value, print) = view::window(&self.shared.mcp.mux, &target, (rows, cols));
+        if param_bool(req, "watch")?.unwrap_or(false) {
+            self.arm = Some(Arm { target, print });
+        }
+        Ok(value)
+    }
+
+    fn arm_watcher(&mut self, arm: Arm) -> std::io::Result<()> {
+        if self.watcher.is_none() {
+            self.watcher = Some(watch::start(self.shared.mcp.mux.clone(), self.out.clone())?);
+        }
+        if let Some(watcher) = &self.watcher {
+            // Only a client that asks faster than the watcher takes arms fills the channel; the
+            // newest arm wins soon enough, so a full channel just drops this one.
+            let _ = watcher.try_send(arm);
+        }
+        Ok(())
+    }
+
+    fn scrollback(&self, req: &Map<String, Value>) -> Result<Value, Fault> {
+        let pane = self.shared.mcp.mux.pane(required_str(req, "pane")?)?;
+        let lines = param_u64(req, "lines", 1, MAX_SCROLLBACK_LINES)?.unwrap_or(1000);
+        let read = pane.output().read(&ReadRequest {
+            format: Format::Text,
+            lines: lines as usize,
+            since: None,
+            max_bytes: crate::config::config().max_output_bytes,
+        })?;
+        let lines: Vec<&str> =
+            if read.output.is_empty() { Vec::new() } else { read.output.split('\n').collect() };
+        Ok(json!({"lines": lines, "truncated": read.truncated}))
+    }
+
+    fn input(&self, req: &Map<String, Value>) -> Result<Value, Fault> {
+        if !self.input {
+            return Err(Fault::new(
+                "read_only",
+                "this connection is read-only; say hello with \"input\": true (fugue attach --input)",
+            ));
+        }
+        let pane = self.shared.mcp.mux.pane(required_str(req, "pane")?)?;
+        let data = required_str(req, "data")?;
+        let offset = pane.write(data.as_bytes())?;
+        Ok(json!({"bytes": data.len(), "offset": offset}))
+    }
+
+    fn resize(&self, req: &Map<String, Value>) -> Result<Value, Fault> {
+        let session = required_str(req, "session")?;
+        let window = required_str(req, "window")?;
+        let rows = param_u16(req, "rows", 2, 1000)?.ok_or_else(|| missing("rows"))?;
+        let cols = param_u16(req, "cols", 10, 1000)?.ok_or_else(|| missing("cols"))?;
+        self.shared.mcp.mux.resize_window(session, window, rows, cols)?;
+        Ok(json!({"rows": rows, "cols": cols}))
+    }
+}
+
+fn param_str<'a>(req: &'a Map<String, Value>, key: &str) -> Result<Option<&'a str>, Fault> {
+    match req.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(_) => Err(Fault::new("invalid_argument", format!("{key} must be a string"))),
+    }
+}
+
+fn required_str<'a>(req: &'a Map<String, Value>, key: &str) -> Result<&'a str, Fault> {
+    param_str(req, key)?.ok_or_else(|| missing(key))
+}
+
+fn param_bool(req: &Map<String, Value>, key: &str) -> Result<Option<bool>, Fault> {
+    match req.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(_) => Err(Fault::new("invalid_argument", format!("{key} must be true or false"))),
+    }
+}
+
+fn param_u64(
+    req: &Map<String, Value>,
+    key: &str,
+    min: u64,
+    max: u64,
+) -> Result<Option<u64>, Fault> {
+    match req.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => match value.as_u64() {
+            Some(n) if (min..=max).contains(&n) => Ok(Some(n)),
+            _ => Err(Fault::new(
+                "invalid_argument",
+                format!("{key} must be an integer from {min} to {max}"),
+            )),
+        },
+    }
+}
+
+fn param_u16(
+    req: &Map<String, Value>,
+    key: &str,
+    min: u16,
+    max: u16,
+) -> Result<Option<u16>, Fault> {
+    Ok(param_u64(req, key, u64::from(min), u64::from(max))?.map(|n| n as u16))
+}
+
+fn missing(key: &str) -> Fault {
+    Fault::new("invalid_argument", format!("{key} is required"))
+}
+
+fn busy() -> Fault {
+    Fault::new(
+        "busy",
+        format!("this fugue already serves {MAX_CONNECTIONS} control connections; close one"),
+    )
+}
+
+fn fault_json(id: &Value, fault: &Fault) -> Value {
+    json!({"id": id, "error": {"code": fault.code, "message": fault.message}})
+}
+
+fn fault_line(id: &Value, fault: &Fault) -> Vec<u8> {
+    let mut line = serde_json::to_vec(&fault_json(id, fault)).unwrap_or_default();
+    line.push(b'\n');
+    line
+}
+
+/// The uid of the process at the other end of a Unix socket.
+fn peer_uid(stream: &UnixStream) -> Option<u32> {
+    let mut cred = libc::ucred { pid: 0, uid: 0, gid: 0 };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes into `cred`, which is that large and lives
+    // across the call.
+    let r = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    (r == 0).then_some(cred.uid)
+}
