@@ -374,3 +374,17 @@ fn a_program_asking_for_the_cursor_position_gets_an_answer() {
     let found = f.expect(&pane, "got:");
     assert!(found["line"].as_str().unwrap().contains("[   1   ;   3   R"), "{found}");
 }
+
+#[test]
+fn screen_view_says_when_a_program_is_on_the_alternate_screen() {
+    let mut f = Fugue::start();
+    let pane = f.pane("echo before; printf '\\033[?1049h'; echo on-alt; sleep 30");
+    f.expect(&pane, "on-alt");
+    let screen = f.call("fugue_get_output", json!({"pane_id": pane, "format": "screen"}));
+    assert_eq!(screen["alternate_screen"], true);
+    assert_eq!(screen["output"], "on-alt");
+    let plain = f.pane("echo plain; sleep 30");
+    f.expect(&plain, "plain");
+    let screen = f.call("fugue_get_output", json!({"pane_id": plain, "format": "screen"}));
+    assert_eq!(screen.get("alternate_screen"), None);
+}

@@ -69,6 +69,8 @@ pub(crate) struct Read {
     pub(crate) truncated: bool,
     /// The cursor, for the screen view.
     pub(crate) cursor: Option<(u16, u16)>,
+    /// For the screen view: a full-screen program switched to the alternate screen.
+    pub(crate) alternate: bool,
     /// True when a `since` offset pointed at output already dropped from the scrollback.
     pub(crate) dropped: bool,
 }
@@ -190,7 +192,14 @@ impl Output {
                 tail_bytes(&lines[skip..].join("\n"), req.max_bytes)
             }
         };
-        Read { output, offset, truncated: cut || from > held_from, cursor: None, dropped: false }
+        Read {
+            output,
+            offset,
+            truncated: cut || from > held_from,
+            cursor: None,
+            alternate: false,
+            dropped: false,
+        }
     }
 
     /// Everything after `since`, cut at the back to `lines` lines and `max_bytes`, so that the
@@ -219,6 +228,7 @@ impl Output {
             offset: from + keep as u64,
             truncated: cut < bytes.len(),
             cursor: None,
+            alternate: false,
             dropped: from > since,
         })
     }
@@ -231,7 +241,14 @@ impl Output {
             rows.pop();
         }
         let (output, truncated) = tail_bytes(&rows.join("\n"), max_bytes);
-        Read { output, offset: end, truncated, cursor: Some(grid.cursor), dropped: false }
+        Read {
+            output,
+            offset: end,
+            truncated,
+            cursor: Some(grid.cursor),
+            alternate: grid.alternate,
+            dropped: false,
+        }
     }
 }
 

@@ -377,6 +377,9 @@ fn get_output(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     if let Some((row, col)) = read.cursor {
         value["cursor"] = json!({"row": row, "col": col});
     }
+    if read.alternate {
+        value["alternate_screen"] = json!(true);
+    }
     if read.dropped {
         value["dropped"] = json!(true);
     }
