@@ -2,6 +2,8 @@
 
 // The stdio harness: start fugue, send requests, wait for answers.
 mod util;
+// What /proc shows of fugue and its children: memory, threads, descriptors, zombies, sockets.
+mod procfs;
 
 // JSON-RPC framing, both MCP eras, errors, cancellation and concurrency.
 mod protocol;
@@ -15,3 +17,5 @@ mod cli;
 mod agent;
 // The control socket, fugue ls, and fugue attach through a real PTY.
 mod attach;
+// Hostile protocol input: garbage, deep nesting, oversized lines, wrong types for every tool.
+mod hostile;

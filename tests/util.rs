@@ -34,24 +34,39 @@ impl Fugue {
 
     pub fn start_with(env: &[(&str, &str)]) -> Fugue {
         let mut fugue = Fugue::spawn(env);
-        let init = fugue.request(
+        fugue.handshake();
+        fugue
+    }
+
+    /// The legacy handshake: initialize, then notifications/initialized.
+    pub fn handshake(&mut self) {
+        let init = self.request(
             "initialize",
             json!({"protocolVersion": "2025-11-25", "capabilities": {},
                    "clientInfo": {"name": "fugue-tests", "version": "0"}}),
         );
         assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
-        fugue.notify("notifications/initialized", json!({}));
-        fugue
+        self.notify("notifications/initialized", json!({}));
     }
 
     /// Starts fugue without any handshake.
     pub fn spawn(env: &[(&str, &str)]) -> Fugue {
+        Fugue::spawn_command(Fugue::command(env))
+    }
+
+    /// The command `spawn` runs, for a test that needs to change it (stderr, working directory).
+    pub fn command(env: &[(&str, &str)]) -> Command {
         let mut cmd = Command::new(BIN);
         cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit());
         cmd.env("SHELL", "/bin/sh").env_remove("FUGUE_SHELL");
         for (k, v) in env {
             cmd.env(k, v);
         }
+        cmd
+    }
+
+    /// Starts `cmd` (from `command`) without any handshake.
+    pub fn spawn_command(mut cmd: Command) -> Fugue {
         let mut child = cmd.spawn().expect("start fugue");
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = channel();
@@ -72,6 +87,18 @@ impl Fugue {
         stdin.write_all(line.as_bytes()).unwrap();
         stdin.write_all(b"\n").unwrap();
         stdin.flush().unwrap();
+    }
+
+    /// Writes raw bytes to fugue's stdin (no newline is added): for malformed input.
+    pub fn send_bytes(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(bytes).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// Hands fugue's stdin over, for a test that writes from another thread or closes it.
+    pub fn take_stdin(&mut self) -> ChildStdin {
+        self.stdin.take().expect("stdin open")
     }
 
     pub fn send(&mut self, message: &Value) {
