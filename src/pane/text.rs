@@ -10,7 +10,7 @@
 /// Renders `bytes` into lines, without line terminators and without trailing blanks. A final line
 /// without a newline (a prompt) is included when it holds text.
 pub(crate) fn render(bytes: &[u8]) -> Vec<String> {
-    let mut term = LineTerm::default();
+    let mut term = LineTerm { pad_budget: bytes.len() + PAD_SLACK, ..LineTerm::default() };
     let text = String::from_utf8_lossy(skip_continuation(bytes));
     for ch in text.chars() {
         term.feed(ch);
@@ -58,6 +58,11 @@ enum State {
     StrEscape,
 }
 
+/// Blanks a render may add beyond one per input byte. Cursor moves and insertions pad a line with
+/// blanks (`ESC[9999C` is eight bytes and ten thousand columns), so without a budget a few hundred
+/// kilobytes of hostile output would render into gigabytes. Real output pads far less than it prints.
+const PAD_SLACK: usize = 64 << 10;
+
 #[derive(Default)]
 struct LineTerm {
     state: State,
@@ -65,6 +70,8 @@ struct LineTerm {
     line: Vec<char>,
     col: usize,
     lines: Vec<String>,
+    /// Blanks still allowed for padding; once spent, moves past the line's end stop at its end.
+    pad_budget: usize,
 }
 
 impl LineTerm {
@@ -139,6 +146,7 @@ impl LineTerm {
             }
             '@' => {
                 if self.col < self.line.len() {
+                    let count = self.spend(count);
                     self.line.splice(self.col..self.col, std::iter::repeat_n(' ', count));
                 }
             }
@@ -170,6 +178,10 @@ impl LineTerm {
         if self.col >= 1 << 20 {
             return;
         }
+        if self.col > self.line.len() {
+            let gap = self.col - self.line.len();
+            self.col = self.line.len() + self.spend(gap);
+        }
         if self.col < self.line.len() {
             self.line[self.col] = ch;
         } else {
@@ -177,6 +189,13 @@ impl LineTerm {
             self.line.push(ch);
         }
         self.col += 1;
+    }
+
+    /// Takes up to `n` blanks from the padding budget; returns how many were granted.
+    fn spend(&mut self, n: usize) -> usize {
+        let granted = n.min(self.pad_budget);
+        self.pad_budget -= granted;
+        granted
     }
 
     fn newline(&mut self) {
@@ -257,5 +276,17 @@ mod tests {
     #[test]
     fn runaway_cursor_moves_are_bounded() {
         assert_eq!(text(b"\x1b[99999999Cx\n").len(), 10_001);
+    }
+
+    #[test]
+    fn padding_is_bounded_by_the_input() {
+        let hostile = b"\x1b[9999Cx".repeat(10_000);
+        let rendered: usize = render(&hostile).iter().map(String::len).sum();
+        assert!(rendered <= 2 * hostile.len() + PAD_SLACK, "{rendered}");
+        let inserts = b"ab\x1b[1G\x1b[9999@".repeat(10_000);
+        let rendered: usize = render(&inserts).iter().map(String::len).sum();
+        assert!(rendered <= 2 * inserts.len() + PAD_SLACK, "{rendered}");
+        // Ordinary tabs and moves are untouched.
+        assert_eq!(text(b"a\tb\x1b[3Cc\n"), "a       b   c");
     }
 }
