@@ -216,17 +216,12 @@ impl Output {
             }
             state.ring.copy(since, u64::MAX)
         };
-        let cut = cut_point(&bytes, req.lines, req.max_bytes);
-        let keep = text::complete_len(&bytes[..cut]);
-        let chunk = &bytes[..keep];
-        let output = match req.format {
-            Format::Raw => String::from_utf8_lossy(chunk).into_owned(),
-            _ => text::render(chunk).join("\n"),
-        };
+        let (output, keep) = fit_forward(&bytes, req);
         Ok(Read {
             output,
             offset: from + keep as u64,
-            truncated: cut < bytes.len(),
+            // A partial character held back at the end is not more to read yet.
+            truncated: keep < text::complete_len(&bytes),
             cursor: None,
             alternate: false,
             dropped: from > since,
@@ -250,6 +245,53 @@ impl Output {
             dropped: false,
         }
     }
+}
+
+/// The view of the longest prefix of `bytes` that fits `lines` and `max_bytes`; returns it with the
+/// number of bytes it covers. A view can be longer than its bytes (a replacement character for each
+/// invalid byte, tabs, cursor moves), so a prefix whose view does not fit is shrunk in proportion
+/// until it does. A read always covers at least one character, so paging always moves forward.
+fn fit_forward(bytes: &[u8], req: &ReadRequest) -> (String, usize) {
+    let view = |chunk: &[u8]| match req.format {
+        Format::Raw => String::from_utf8_lossy(chunk).into_owned(),
+        _ => text::render(chunk).join("\n"),
+    };
+    let mut budget = req.max_bytes;
+    loop {
+        let cut = cut_point(bytes, req.lines, budget);
+        let keep = text::complete_len(&bytes[..cut]);
+        if keep == 0 && !bytes.is_empty() {
+            let first = first_char_len(bytes);
+            return (cap(view(&bytes[..first]), req.max_bytes), first);
+        }
+        let output = view(&bytes[..keep]);
+        if output.len() <= req.max_bytes {
+            return (output, keep);
+        }
+        let scaled = (keep as u128 * req.max_bytes as u128 / output.len() as u128) as usize;
+        budget = scaled.min(keep - 1);
+    }
+}
+
+/// The length of the character `bytes` begins with (1 for a byte that begins none).
+fn first_char_len(bytes: &[u8]) -> usize {
+    let need = match bytes[0] {
+        0xC0..=0xDF => 2,
+        0xE0..=0xEF => 3,
+        0xF0..=0xF7 => 4,
+        _ => 1,
+    };
+    need.min(bytes.len())
+}
+
+/// Cuts `text` to at most `max` bytes at a character boundary.
+fn cap(mut text: String, max: usize) -> String {
+    let mut end = max.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text.truncate(end);
+    text
 }
 
 /// Where to stop a forward read: after `lines` newlines or `max_bytes` bytes, whichever comes
@@ -353,6 +395,24 @@ mod tests {
         out.append(&check[4..]);
         let second = out.read(&req(Format::Raw, 100, Some(first.offset), 1000)).unwrap();
         assert_eq!(second.output, "✓\n");
+    }
+
+    #[test]
+    fn since_views_fit_max_bytes_and_always_move_forward() {
+        // Invalid bytes become three-byte replacement characters; tabs and moves become blanks.
+        let hostile = [&b"\xff\xfe"[..], b"\t\t\t\t", b"\x1b[999Cx\n", "✓".as_bytes()].concat();
+        let out = output_with(&hostile.repeat(200));
+        for format in [Format::Raw, Format::Text] {
+            for max in [1, 2, 5, 100, 4096] {
+                let mut offset = 0;
+                while offset < out.end() {
+                    let read = out.read(&req(format, 1000, Some(offset), max)).unwrap();
+                    assert!(read.output.len() <= max, "{format:?} {max}: {}", read.output.len());
+                    assert!(read.offset > offset, "{format:?} {max}: stuck at {offset}");
+                    offset = read.offset;
+                }
+            }
+        }
     }
 
     #[test]
