@@ -21,6 +21,12 @@ use std::time::{Duration, Instant};
 
 /// How often a waiting call reports progress when the client asked for it.
 const HEARTBEAT: Duration = Duration::from_secs(1);
+/// How much of an unfinished line is searched again on every wake. An endless line (a progress bar
+/// without newlines, megabytes of minified JSON) would otherwise be rendered again in full for each
+/// read of the terminal, which is quadratic, and past a million columns the text view cuts it, so
+/// a match at its end was missed until the deadline. A match inside such a line must fit in its
+/// last 64 KiB.
+const RESCAN_LIMIT: usize = 64 << 10;
 /// The longest wait one call accepts: one hour.
 const MAX_TIMEOUT_MS: u64 = 3_600_000;
 
@@ -175,14 +181,18 @@ impl Scan {
         });
         let keep = text::complete_len(&bytes);
         let end = start + keep as u64;
-        let found = self.search(&bytes[..keep], start);
+        let line_start = bytes[..keep].iter().rposition(|b| *b == b'\n').map_or(0, |nl| nl + 1);
+        let tail_from = line_start.max(keep.saturating_sub(RESCAN_LIMIT));
+        let found = if tail_from == line_start {
+            self.search(&bytes[..keep], start)
+        } else {
+            // An endless line: the complete lines, then only the end of the unfinished one.
+            self.search(&bytes[..line_start], start)
+                .or_else(|| self.search(&bytes[tail_from..keep], start + tail_from as u64))
+        };
         if found.is_none() {
-            // Complete lines are done; the last, unfinished line is searched again next time.
-            if let Some(nl) = bytes[..keep].iter().rposition(|b| *b == b'\n') {
-                self.from = start + nl as u64 + 1;
-            } else {
-                self.from = start;
-            }
+            // Complete lines are done; the unfinished line is searched again next time.
+            self.from = start + tail_from as u64;
         }
         (found, exited, closed, end)
     }
