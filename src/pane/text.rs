@@ -63,6 +63,9 @@ enum State {
 /// kilobytes of hostile output would render into gigabytes. Real output pads far less than it prints.
 const PAD_SLACK: usize = 64 << 10;
 
+/// The widest line the text view keeps: past it, the oldest half of the line is dropped.
+const MAX_COLUMNS: usize = 1 << 20;
+
 #[derive(Default)]
 struct LineTerm {
     state: State,
@@ -174,9 +177,12 @@ impl LineTerm {
     }
 
     fn put(&mut self, ch: char) {
-        // A runaway column (a cursor move far right) must not allocate without bound.
-        if self.col >= 1 << 20 {
-            return;
+        // A runaway line must not allocate without bound; it keeps its newest columns, which are
+        // what a tail read shows and a wait is looking for.
+        if self.col >= MAX_COLUMNS {
+            let drop = MAX_COLUMNS / 2;
+            self.line.drain(..drop.min(self.line.len()));
+            self.col -= drop;
         }
         if self.col > self.line.len() {
             let gap = self.col - self.line.len();
@@ -276,6 +282,15 @@ mod tests {
     #[test]
     fn runaway_cursor_moves_are_bounded() {
         assert_eq!(text(b"\x1b[99999999Cx\n").len(), 10_001);
+    }
+
+    #[test]
+    fn an_endless_line_keeps_its_newest_columns() {
+        let mut line = vec![b'x'; 3 * MAX_COLUMNS];
+        line.extend_from_slice(b"END");
+        let rendered = render(&line);
+        assert_eq!(rendered.len(), 1);
+        assert!(rendered[0].len() <= MAX_COLUMNS && rendered[0].ends_with("xEND"));
     }
 
     #[test]
