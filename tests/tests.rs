@@ -19,3 +19,5 @@ mod agent;
 mod attach;
 // Hostile protocol input: garbage, deep nesting, oversized lines, wrong types for every tool.
 mod hostile;
+// Hostile terminals: garbage, endless lines, bursts, resize storms, fork trees, stubborn processes.
+mod hostile_panes;
