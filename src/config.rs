@@ -55,8 +55,8 @@ impl Config {
             max_output_bytes: number("FUGUE_MAX_OUTPUT_BYTES", 1 << 20, 1024, 64 << 20),
             max_regex_bytes: number("FUGUE_MAX_REGEX_BYTES", 1 << 20, 1024, 64 << 20),
             max_pipelines: number("FUGUE_MAX_PIPELINES", 32, 1, 1024),
-            rows: number("FUGUE_ROWS", 24, 2, 1000) as u16,
-            cols: number("FUGUE_COLS", 80, 10, 1000) as u16,
+            rows: number("FUGUE_ROWS", 24, 2, 500) as u16,
+            cols: number("FUGUE_COLS", 80, 10, 500) as u16,
         }
     }
 }

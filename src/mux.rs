@@ -171,6 +171,7 @@ impl Mux {
         rows: u16,
         cols: u16,
     ) -> Result<()> {
+        crate::pane::check_size(rows, cols)?;
         {
             let mut inner = self.inner.lock();
             let s = inner.session_index(session).ok_or_else(|| session_not_found(session))?;

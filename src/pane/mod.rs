@@ -38,6 +38,22 @@ const CLOSE_GRACE: Duration = Duration::from_millis(300);
 /// Stack size of the reader and waiter threads: they hold one buffer on the heap and little else.
 const THREAD_STACK: usize = 128 << 10;
 
+/// The largest screen a pane may have, in cells. The emulator keeps about 32 bytes per cell, twice
+/// once the program switches to the alternate screen: 1000x1000 cost 62 MB per pane.
+pub(crate) const MAX_CELLS: u32 = 250_000;
+
+/// Refuses a screen size over `MAX_CELLS`, for every way a size is set (a pane, a window).
+pub(crate) fn check_size(rows: u16, cols: u16) -> Result<()> {
+    let cells = u32::from(rows) * u32::from(cols);
+    if cells > MAX_CELLS {
+        return Err(Error::invalid(format!(
+            "rows x cols = {cells} cells is over the limit of {MAX_CELLS} (such as 500x500 or \
+             250x1000)"
+        )));
+    }
+    Ok(())
+}
+
 /// Everything needed to start a pane.
 pub(crate) struct Spec {
     pub(crate) id: String,

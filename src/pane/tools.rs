@@ -184,7 +184,8 @@ pub(crate) static TOOLS: [Tool; 10] = [
     Tool {
         name: "fugue_resize_pane",
         title: "Resize pane",
-        description: "Set a pane's terminal size; the program gets SIGWINCH.",
+        description: "Set a pane's terminal size (at most 250000 cells); the program gets \
+                      SIGWINCH.",
         hints: SETS,
         input: || {
             object(
@@ -416,6 +417,7 @@ fn resize_pane(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
         args.u64("rows", 2, 1000)?.ok_or_else(|| Error::invalid("argument 'rows' is required"))?;
     let cols =
         args.u64("cols", 10, 1000)?.ok_or_else(|| Error::invalid("argument 'cols' is required"))?;
+    super::check_size(rows as u16, cols as u16)?;
     pane.resize(rows as u16, cols as u16)?;
     Ok(json!({"pane_id": pane.id, "rows": rows, "cols": cols}))
 }
