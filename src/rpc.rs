@@ -225,7 +225,7 @@ impl Server {
             }
             if flights.len() >= config().max_calls {
                 drop(flights);
-                self.reply_error(&id, busy());
+                self.reply(&id, self.mcp.refuse_busy(&method, &params, &busy_message()));
                 return;
             }
             flights.insert(key(&id), flight.clone());
@@ -299,13 +299,10 @@ impl Server {
     }
 }
 
-fn busy() -> RpcError {
-    RpcError::new(
-        mcp::INTERNAL_ERROR,
-        format!(
-            "server busy: {} calls are already running (FUGUE_MAX_CALLS); retry when one ends",
-            config().max_calls
-        ),
+fn busy_message() -> String {
+    format!(
+        "server busy: {} calls are already running (FUGUE_MAX_CALLS); retry when one ends",
+        config().max_calls
     )
 }
 

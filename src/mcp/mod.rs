@@ -9,6 +9,7 @@
 pub(crate) mod tools;
 
 use crate::call::{Cancel, Progress};
+use crate::error::{Error, ErrorKind};
 use crate::mux::Mux;
 use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
@@ -182,6 +183,26 @@ impl Mcp {
             "capabilities": {"tools": {"listChanged": false}},
             "serverInfo": server_info(),
             "instructions": INSTRUCTIONS,
+        })
+    }
+
+    /// The answer to a request refused because too many calls are running. For `tools/call` it is
+    /// a tool error with code `limit_reached`, which the model sees and can retry; clients tend to
+    /// treat a JSON-RPC error as the server failing. Other methods get -32603.
+    pub(crate) fn refuse_busy(
+        &self,
+        method: &str,
+        params: &Map<String, Value>,
+        message: &str,
+    ) -> Result<Value, RpcError> {
+        let era = self.era(method, params)?;
+        if method != "tools/call" {
+            return Err(RpcError::new(INTERNAL_ERROR, message));
+        }
+        let result = tools::failure(&Error::new(ErrorKind::LimitReached, message));
+        Ok(match era {
+            Era::Modern => decorate(result, false),
+            Era::Legacy => result,
         })
     }
 
