@@ -21,3 +21,5 @@ mod attach;
 mod hostile;
 // Hostile terminals: garbage, endless lines, bursts, resize storms, fork trees, stubborn processes.
 mod hostile_panes;
+// Every hard limit, one step past it.
+mod limits;
