@@ -277,11 +277,13 @@ impl Server {
         let mut closed = flight.closed.lock();
         if !*closed {
             *closed = true;
-            {
-                let mut flights = self.flights.lock();
-                if flights.get(&key(id)).is_some_and(|f| Arc::ptr_eq(f, flight)) {
-                    flights.remove(&key(id));
-                }
+            // The slot is given back and the answer written under the registry's lock. A client
+            // that sends its next call as soon as it reads this answer finds the slot (and the
+            // id) free; and while stdout is full the reader waits here to register its next call,
+            // instead of one finished worker per unread call piling up behind the writer.
+            let mut flights = self.flights.lock();
+            if flights.get(&key(id)).is_some_and(|f| Arc::ptr_eq(f, flight)) {
+                flights.remove(&key(id));
             }
             self.reply(id, outcome);
         }
