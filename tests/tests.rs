@@ -23,3 +23,5 @@ mod hostile;
 mod hostile_panes;
 // Every hard limit, one step past it.
 mod limits;
+// Process hygiene: zombies, signals, SIGKILL, a client that stops reading, a broken stdout.
+mod hygiene;

@@ -1,0 +1,347 @@
+//! Process hygiene: no zombies, no survivors, no unbounded growth under a client that stops
+//! reading, and a clean end however fugue is stopped.
+//!
+//! fugue is stopped every way a client or a system can stop it — end of input, SIGINT, SIGTERM,
+//! SIGHUP, SIGKILL, a broken stdout — and each time every process it started must be gone within
+//! two seconds (for SIGKILL: the ones that do not ignore the terminal's hang-up).
+
+use crate::procfs;
+use crate::util::*;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+const TWO_SECONDS: Duration = Duration::from_secs(2);
+
+/// Starts panes running `sleep 1000` and returns fugue with the pids of every process under it.
+fn fugue_with_sleepers(count: usize) -> (Fugue, Vec<u32>) {
+    let mut f = Fugue::start();
+    for _ in 0..count {
+        let pane = f.pane("sleep 1000");
+        f.call("fugue_get_status", json!({"pane_id": pane}));
+    }
+    let shell = f.shell();
+    let sent = f.call(
+        "fugue_send_input",
+        json!({"pane_id": shell, "input": "sleep 1000 & echo STARTED", "submit": true}),
+    );
+    f.call(
+        "fugue_expect",
+        json!({"pane_id": shell, "pattern": "^STARTED$", "since": sent["offset"], "timeout_ms": 20000}),
+    );
+    let pids = sleepers_under(f.pid(), count + 1);
+    (f, pids)
+}
+
+/// Waits until `pid` has at least `count` `sleep` processes below it; returns every descendant.
+fn sleepers_under(pid: u32, count: usize) -> Vec<u32> {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let all = procfs::descendants(pid);
+        let sleeping = all
+            .iter()
+            .filter(|p| {
+                std::fs::read_to_string(format!("/proc/{p}/comm"))
+                    .is_ok_and(|c| c.trim() == "sleep")
+            })
+            .count();
+        if sleeping >= count {
+            return all;
+        }
+        assert!(Instant::now() < deadline, "only {sleeping} of {count} sleepers started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn wait_gone(child: &mut Child, within: Duration) -> std::process::ExitStatus {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(Instant::now() < deadline, "fugue did not exit within {within:?}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn signal(pid: u32, sig: i32) {
+    let status = std::process::Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(pid.to_string())
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+#[test]
+fn closing_stdin_ends_every_child_within_two_seconds() {
+    let (mut f, pids) = fugue_with_sleepers(3);
+    let took = f.close_stdin();
+    assert!(took < TWO_SECONDS, "fugue took {took:?} to exit");
+    let left = procfs::all_gone_within(&pids, TWO_SECONDS);
+    assert!(left.is_empty(), "{left:?} outlived fugue");
+}
+
+#[test]
+fn sigint_sigterm_and_sighup_each_end_every_child_within_two_seconds() {
+    for (sig, name) in [(2, "SIGINT"), (15, "SIGTERM"), (1, "SIGHUP")] {
+        let (mut f, pids) = fugue_with_sleepers(3);
+        let started = Instant::now();
+        signal(f.pid(), sig);
+        let status = wait_gone(&mut f.child, TWO_SECONDS);
+        let took = started.elapsed();
+        let left = procfs::all_gone_within(&pids, TWO_SECONDS.saturating_sub(took));
+        assert!(left.is_empty(), "{name}: {left:?} outlived fugue");
+        assert!(status.success(), "{name}: fugue exited with {status}");
+        eprintln!("{name}: fugue and {} children gone in {took:?}", pids.len());
+    }
+}
+
+/// SIGKILL gives fugue no chance to clean up; the kernel hangs up each pane's terminal when its
+/// master closes: the session leader gets SIGHUP, and when it dies the terminal's foreground
+/// group gets SIGHUP too. That ends every command pane. Two kinds of process survive, and this
+/// test pins them down as documented: one that ignores SIGHUP, and a background job of an
+/// interactive shell (its own process group, not the foreground one).
+#[test]
+fn after_sigkill_the_terminal_hang_up_ends_the_panes() {
+    let mut f = Fugue::start();
+    for _ in 0..3 {
+        f.pane("sleep 1000");
+    }
+    let pids = sleepers_under(f.pid(), 3);
+    f.pane("trap '' HUP; exec sleep 1001");
+    let shell = f.shell();
+    let sent = f.call(
+        "fugue_send_input",
+        json!({"pane_id": shell, "input": "sleep 1002 & echo STARTED", "submit": true}),
+    );
+    f.call(
+        "fugue_expect",
+        json!({"pane_id": shell, "pattern": "^STARTED$", "since": sent["offset"], "timeout_ms": 20000}),
+    );
+    let find = |f: &Fugue, arg: &str| loop {
+        let found = procfs::descendants(f.pid()).into_iter().find(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/cmdline")).is_ok_and(|c| c.contains(arg))
+        });
+        if let Some(pid) = found {
+            break pid;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let (stubborn, background) = (find(&f, "1001"), find(&f, "1002"));
+    f.child.kill().unwrap();
+    f.child.wait().unwrap();
+    let left = procfs::all_gone_within(&pids, TWO_SECONDS);
+    assert!(left.is_empty(), "{left:?} survived fugue's SIGKILL");
+    assert_eq!(procfs::survivors(&[stubborn, background]), vec![stubborn, background]);
+    signal(stubborn, 9);
+    signal(background, 9);
+}
+
+/// A pane's exit is reported only after its process is reaped, so no poll of the status can find
+/// a zombie behind an exited pane.
+#[test]
+fn no_zombie_outlives_a_poll_of_the_status() {
+    let mut f = Fugue::start();
+    let mut panes = Vec::new();
+    for i in 0..20 {
+        let created = f.call("fugue_create_session", json!({"command": format!("exit {i}")}));
+        panes.push((
+            created["pane_id"].as_str().unwrap().to_string(),
+            created["pid"].as_u64().unwrap() as u32,
+        ));
+    }
+    for (i, (pane, pid)) in panes.iter().enumerate() {
+        let status = f.wait_exit(pane);
+        assert_eq!(status["exit_code"], i, "{status}");
+        let zombies = procfs::zombies(f.pid());
+        assert!(!zombies.contains(pid), "pane {i} reported exited while its pid {pid} is a zombie");
+    }
+    assert!(procfs::zombies(f.pid()).is_empty());
+    // Closing exited panes leaves nothing either.
+    for (pane, _) in &panes {
+        f.call("fugue_close_pane", json!({"pane_id": pane}));
+    }
+    assert!(procfs::children(f.pid()).is_empty(), "children left after every pane closed");
+}
+
+/// Children start clean: default SIGPIPE, nothing blocked or ignored that fugue set, and no
+/// descriptor of fugue's (its pipes, other panes' terminals) leaked into them.
+#[test]
+fn pane_processes_inherit_no_descriptors_or_signal_dispositions() {
+    let mut f = Fugue::start();
+    f.pane("exec sleep 1000");
+    let created = f.call("fugue_create_session", json!({"command": "exec sleep 1002"}));
+    let pid = created["pid"].as_u64().unwrap() as u32;
+    sleepers_under(f.pid(), 2);
+    let fds: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(fds.len(), 3, "the pane's process holds {fds:?}");
+    let field = |name: &str| {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let line = status.lines().find(|l| l.starts_with(name)).unwrap().to_string();
+        u64::from_str_radix(line.split_whitespace().nth(1).unwrap(), 16).unwrap()
+    };
+    assert_eq!(field("SigBlk:"), 0, "signals blocked in the pane");
+    assert_eq!(field("SigIgn:") & (1 << (13 - 1)), 0, "SIGPIPE ignored in the pane");
+}
+
+/// A raw client that owns both ends of fugue's stdio, for tests that must not read.
+struct Raw {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: Option<BufReader<ChildStdout>>,
+}
+
+impl Raw {
+    fn start(env: &[(&str, &str)]) -> Raw {
+        let mut child = Fugue::command(env).spawn().unwrap();
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().map(BufReader::new);
+        let mut raw = Raw { child, stdin, stdout };
+        raw.write(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                          "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                                     "clientInfo": {"name": "raw", "version": "0"}}}));
+        assert_eq!(raw.read()["id"], 0);
+        raw.write(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        raw
+    }
+
+    fn write(&mut self, m: &Value) {
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "{m}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn read(&mut self) -> Value {
+        let mut line = String::new();
+        self.stdout.as_mut().unwrap().read_line(&mut line).unwrap();
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line:?}"))
+    }
+}
+
+impl Drop for Raw {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A client that writes thousands of requests and reads nothing: fugue stops reading once its
+/// stdout is full, holds a bounded number of threads and bytes, and when the client reads again
+/// every request is answered exactly once, inline answers in order.
+#[test]
+fn a_client_that_stops_reading_gets_backpressure_and_every_answer() {
+    const REQUESTS: usize = 3000;
+    let mut raw = Raw::start(&[]);
+    let pid = raw.child.id();
+    let (threads_before, rss_before) = (procfs::threads(pid), procfs::rss_kb(pid));
+    let mut stdin = raw.stdin.take().unwrap();
+    let written = Arc::new(AtomicUsize::new(0));
+    let progress = written.clone();
+    let writer = std::thread::spawn(move || {
+        for id in 1..=REQUESTS {
+            // Mostly tool calls, which run on workers; a ping now and then, answered in order.
+            let m = match id % 500 {
+                0 => json!({"jsonrpc": "2.0", "id": id, "method": "ping"}),
+                n if n % 2 == 1 => json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                            "params": {"name": "fugue_list_sessions", "arguments": {}}}),
+                _ => json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                            "params": {"name": "fugue_get_status", "arguments": {"pane_id": "x"}}}),
+            };
+            if writeln!(stdin, "{m}").is_err() {
+                break;
+            }
+            progress.fetch_add(1, Ordering::SeqCst);
+        }
+        stdin
+    });
+    // Wait until the writer stalls (fugue stopped reading) or finishes.
+    let mut last = (usize::MAX, Instant::now());
+    let stalled_at = loop {
+        let now = written.load(Ordering::SeqCst);
+        if now != last.0 {
+            last = (now, Instant::now());
+        } else if last.1.elapsed() > Duration::from_millis(1500) || now == REQUESTS {
+            break now;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let (threads, rss) = (procfs::threads(pid), procfs::rss_kb(pid));
+    eprintln!(
+        "unread client: {stalled_at} of {REQUESTS} requests taken; threads {threads_before} -> {threads}, \
+         RSS {rss_before} -> {rss} KiB"
+    );
+    assert!(threads <= threads_before + 128 + 8, "threads grew to {threads}");
+    assert!(rss < rss_before + 64 * 1024, "RSS grew to {rss} KiB");
+    // Now read everything.
+    let mut seen: HashMap<u64, usize> = HashMap::new();
+    let mut last_ping = 0;
+    while seen.len() < REQUESTS {
+        let m = raw.read();
+        let id = m["id"].as_u64().unwrap_or_else(|| panic!("unexpected message {m}"));
+        *seen.entry(id).or_default() += 1;
+        if id % 500 == 0 {
+            assert!(id > last_ping, "ping {id} answered after ping {last_ping}");
+            last_ping = id;
+            assert_eq!(m["result"], json!({}), "{m}");
+        } else {
+            assert!(m["result"].is_object(), "{m}");
+        }
+    }
+    assert!(seen.values().all(|n| *n == 1), "an id was answered twice");
+    assert_eq!(seen.len(), REQUESTS);
+    let stdin = writer.join().unwrap();
+    drop(stdin);
+    let status = wait_gone(&mut raw.child, Duration::from_secs(5));
+    assert!(status.success());
+}
+
+/// When nobody reads stdout any more, fugue notices at its next write, ends every pane and exits.
+#[test]
+fn a_broken_stdout_ends_fugue_and_its_children() {
+    let mut raw = Raw::start(&[]);
+    raw.write(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                      "params": {"name": "fugue_create_session", "arguments": {"command": "sleep 1000"}}}));
+    assert_eq!(raw.read()["id"], 1);
+    let pids = sleepers_under(raw.child.id(), 1);
+    drop(raw.stdout.take());
+    let started = Instant::now();
+    raw.write(&json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}));
+    let status = wait_gone(&mut raw.child, TWO_SECONDS);
+    assert!(status.success(), "fugue exited with {status}");
+    let left = procfs::all_gone_within(&pids, TWO_SECONDS.saturating_sub(started.elapsed()));
+    assert!(left.is_empty(), "{left:?} outlived fugue");
+}
+
+/// A program that never reads its input cannot make fugue_send_input hang: the terminal takes
+/// what fits, the call returns, and the pane still closes at once.
+#[test]
+fn input_to_a_program_that_never_reads_does_not_block() {
+    let mut f = Fugue::start();
+    // Raw mode: the terminal buffers what nobody reads (canonical mode would discard it) until
+    // its buffer is full, and then a write blocks.
+    let pane = f.pane("stty raw -echo; echo RAW; exec sleep 1000");
+    f.expect(&pane, "RAW");
+    let started = Instant::now();
+    let sent =
+        f.call_result("fugue_send_input", json!({"pane_id": pane, "input": "y".repeat(1 << 20)}));
+    assert!(started.elapsed() < Duration::from_secs(10), "send_input took {:?}", started.elapsed());
+    eprintln!("send to a non-reader: {sent}");
+    let status = f.call("fugue_get_status", json!({"pane_id": pane}));
+    assert_eq!(status["status"], "running");
+    let again =
+        f.call_result("fugue_send_input", json!({"pane_id": pane, "input": "y".repeat(1 << 20)}));
+    eprintln!("second send: {again}");
+    let started = Instant::now();
+    f.call("fugue_close_pane", json!({"pane_id": pane}));
+    assert!(started.elapsed() < TWO_SECONDS);
+    let threads = procfs::threads(f.pid());
+    assert!(threads < 16, "threads left: {threads}");
+}
