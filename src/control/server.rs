@@ -270,8 +270,8 @@ impl Conn<'_> {
         }
         let pane = self.shared.mcp.mux.pane(required_str(req, "pane")?)?;
         let data = required_str(req, "data")?;
-        let offset = pane.write(data.as_bytes())?;
-        Ok(json!({"bytes": data.len(), "offset": offset}))
+        let (offset, pending) = pane.send(&[data.as_bytes()])?;
+        Ok(json!({"bytes": data.len(), "offset": offset, "pending": pending}))
     }
 
     fn resize(&self, req: &Map<String, Value>) -> Result<Value, Fault> {

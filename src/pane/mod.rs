@@ -5,6 +5,7 @@
 //! and the waiter reaps the child and records its exact exit code or signal. Callers write input,
 //! resize, read views and close; closing ends every process of the pane's session and waits for it.
 
+pub(crate) mod input;
 pub(crate) mod keys;
 pub(crate) mod output;
 pub(crate) mod process;
@@ -15,10 +16,11 @@ pub(crate) mod tools;
 
 use crate::error::{Error, ErrorKind, Result};
 use crossbeam_channel::{Receiver, Sender};
+use input::Input;
 use output::{Exit, Output};
 use parking_lot::Mutex;
 use portable_pty::{CommandBuilder, MasterPty, PtySize};
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -78,7 +80,7 @@ pub(crate) struct Pane {
     pub(crate) created_at: SystemTime,
     pub(crate) started: Instant,
     output: Arc<Output>,
-    writer: Arc<Mutex<Box<dyn Write + Send>>>,
+    input: Arc<Input>,
     /// `None` once the pane is closed: dropping the master hangs up the terminal.
     master: Mutex<Option<Box<dyn MasterPty + Send>>>,
     size: Mutex<(u16, u16)>,
@@ -103,11 +105,14 @@ impl Pane {
         drop(pair.slave);
         let pid = child.process_id().ok_or_else(|| Error::internal("the child has no pid"))?;
         let reader = pair.master.try_clone_reader().map_err(spawn_err)?;
-        let writer = Arc::new(Mutex::new(pair.master.take_writer().map_err(spawn_err)?));
+        let writer = pair.master.take_writer().map_err(spawn_err)?;
+        let input = Arc::new(Input::start(&spec.id, writer, |run| {
+            spawn_thread(format!("pane-input-{}", short(&spec.id)), run)
+        })?);
         let output = Arc::new(Output::new(cfg.scrollback_bytes, spec.rows, spec.cols));
         let reaped = Arc::new(AtomicU64::new(0));
         let (eof_tx, eof_rx) = crossbeam_channel::bounded::<()>(0);
-        start_reader(&spec.id, reader, output.clone(), writer.clone(), eof_tx)?;
+        start_reader(&spec.id, reader, output.clone(), input.clone(), eof_tx)?;
         start_waiter(&spec.id, pid, child, output.clone(), eof_rx, reaped.clone())?;
         Ok(Arc::new(Pane {
             id: spec.id,
@@ -120,7 +125,7 @@ impl Pane {
             created_at: SystemTime::now(),
             started: Instant::now(),
             output,
-            writer,
+            input,
             master: Mutex::new(Some(pair.master)),
             size: Mutex::new((spec.rows, spec.cols)),
             reaped,
@@ -139,9 +144,11 @@ impl Pane {
         self.output.exit().is_none()
     }
 
-    /// Writes input and returns the output offset at the moment of the write, so that a later read
-    /// or expect `since` that offset sees only what the input caused.
-    pub(crate) fn write(&self, bytes: &[u8]) -> Result<u64> {
+    /// Writes `parts` in order, each in a write of its own, waiting a bounded time for them to go
+    /// in. Returns the output offset at the moment of the write, so that a later read or expect
+    /// `since` that offset sees only what the input caused, and the bytes still pending because
+    /// the program is not reading its input.
+    pub(crate) fn send(&self, parts: &[&[u8]]) -> Result<(u64, usize)> {
         let offset = self.output.end();
         if self.output.with(|s| s.closed) {
             return Err(Error::new(ErrorKind::PaneClosed, format!("pane {} is closed", self.id)));
@@ -155,11 +162,8 @@ impl Pane {
                 ),
             ));
         }
-        let mut writer = self.writer.lock();
-        writer.write_all(bytes).and_then(|_| writer.flush()).map_err(|e| {
-            Error::new(ErrorKind::PaneExited, format!("cannot write to pane {}: {e}", self.id))
-        })?;
-        Ok(offset)
+        let pending = self.input.send(parts, input::WRITE_WAIT)?;
+        Ok((offset, pending))
     }
 
     /// Whether the program asked for application cursor keys (it changes what arrow keys send).
@@ -239,6 +243,7 @@ impl Pane {
             }
         }
         let exit = exit.or_else(|| self.wait_exit(Instant::now() + Duration::from_secs(2)));
+        self.input.close();
         self.master.lock().take();
         exit
     }
@@ -308,7 +313,7 @@ fn start_reader(
     id: &str,
     mut reader: Box<dyn Read + Send>,
     output: Arc<Output>,
-    writer: Arc<Mutex<Box<dyn Write + Send>>>,
+    input: Arc<Input>,
     eof: Sender<()>,
 ) -> Result<()> {
     let run = move || {
@@ -318,7 +323,7 @@ fn start_reader(
                 Ok(0) => break,
                 Ok(n) => {
                     output.append(&buf[..n]);
-                    answer_queries(&buf[..n], &output, &writer);
+                    answer_queries(&buf[..n], &output, &input);
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(_) => break, // EIO: every process holding the terminal is gone
@@ -332,14 +337,13 @@ fn start_reader(
 
 /// Programs such as Codex wait for the answer to "where is the cursor?" (`ESC [ 6 n`) before they
 /// draw; a real terminal answers it, so we do too. Only the rare chunk that holds the query pays.
-fn answer_queries(chunk: &[u8], output: &Output, writer: &Mutex<Box<dyn Write + Send>>) {
+fn answer_queries(chunk: &[u8], output: &Output, input: &Input) {
     const QUERY: &[u8] = b"\x1b[6n";
     if contains(chunk, QUERY) {
         let (row, col) = output.grid().cursor;
         // One write: a program reading the reply with one read must get all of it.
         let reply = format!("\x1b[{};{}R", row + 1, col + 1);
-        let mut writer = writer.lock();
-        let _ = writer.write_all(reply.as_bytes()).and_then(|_| writer.flush());
+        input.reply(reply.as_bytes());
     }
 }
 

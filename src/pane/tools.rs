@@ -15,6 +15,9 @@ use crate::mux::{PaneArgs, Session, unix_ms};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
+/// The most bytes the `keys` of one `fugue_send_input` may make.
+const MAX_KEY_BYTES: usize = 64 << 10;
+
 /// The largest `input` one `fugue_send_input` writes.
 const MAX_INPUT_BYTES: usize = 1 << 20;
 
@@ -106,7 +109,8 @@ pub(crate) static TOOLS: [Tool; 10] = [
         description: "Type into a pane: `input` text as-is, then named `keys` (Enter, Tab, Escape, \
                       Backspace, Up/Down/Left/Right, Home, End, PageUp, PageDown, F1-F12, C-a..C-z, \
                       C-\\), then Enter if `submit`. Returns the output offset before the write: \
-                      pass it as `since` to read or expect only what the input caused.",
+                      pass it as `since` to read or expect only what the input caused. `pending`: \
+                      bytes the program has not read yet.",
         hints: STARTS,
         input: || {
             object(
@@ -334,23 +338,26 @@ fn send_input(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     for key in &keys {
         key_bytes.extend(super::keys::bytes(key, application_cursor)?);
     }
-    let mut written = 0;
-    let offset = pane.output().end();
-    if !input.is_empty() {
-        pane.write(input.as_bytes())?;
-        written += input.len();
+    if key_bytes.len() > MAX_KEY_BYTES {
+        return Err(Error::invalid(format!(
+            "keys make {} bytes; the limit is {MAX_KEY_BYTES} per call",
+            key_bytes.len()
+        )));
     }
     // Keys and Enter go in writes of their own, so a program that reads the typed text in one
     // read sees Enter as a key press and not as part of a paste.
-    if !key_bytes.is_empty() {
-        pane.write(&key_bytes)?;
-        written += key_bytes.len();
+    let parts: Vec<&[u8]> = [input.as_bytes(), &key_bytes, if submit { b"\r" } else { b"" }]
+        .into_iter()
+        .filter(|part| !part.is_empty())
+        .collect();
+    let (offset, pending) = pane.send(&parts)?;
+    let written: usize = parts.iter().map(|p| p.len()).sum();
+    let mut value = json!({"bytes": written, "offset": offset});
+    if pending > 0 {
+        // The program is not reading its input (yet); the rest goes in when it does.
+        value["pending"] = json!(pending);
     }
-    if submit {
-        pane.write(b"\r")?;
-        written += 1;
-    }
-    Ok(json!({"bytes": written, "offset": offset}))
+    Ok(value)
 }
 
 fn get_output(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
