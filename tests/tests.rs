@@ -25,3 +25,5 @@ mod hostile_panes;
 mod limits;
 // Process hygiene: zombies, signals, SIGKILL, a client that stops reading, a broken stdout.
 mod hygiene;
+// Security: no network, private files, arguments are data, env names validated.
+mod security;
