@@ -27,3 +27,5 @@ mod limits;
 mod hygiene;
 // Security: no network, private files, arguments are data, env names validated.
 mod security;
+// The soak (ignored; `make soak`): thousands of mixed calls, resources flat from start to end.
+mod soak;
