@@ -415,6 +415,70 @@ mod tests {
         }
     }
 
+    /// Generated hostile output (random bytes, escape sequences with huge parameters, unterminated
+    /// strings, split characters, tabs, carriage returns) through a small ring: every read stays
+    /// within its cap, and paging with `since` always reaches the end.
+    #[test]
+    fn generated_hostile_output_keeps_every_read_bounded_and_moving() {
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let fragments: [&[u8]; 12] = [
+            b"\x1b[9999C",
+            b"\x1b[9999@",
+            b"\x1b]0;title",
+            b"\x07",
+            b"\x1b[?1049h",
+            b"\t\t",
+            b"\r",
+            b"\r\n",
+            "✓".as_bytes(),
+            b"\xe2\x9c",
+            b"\x1bP",
+            b"\x1b[1;31mx\x1b[0m",
+        ];
+        for round in 0..25 {
+            let out = Output::new(4096, 24, 80);
+            for _ in 0..(next() % 200) {
+                let mut chunk = Vec::new();
+                for _ in 0..(1 + next() % 20) {
+                    if next() % 3 == 0 {
+                        chunk.extend((0..next() % 64).map(|_| next() as u8));
+                    } else {
+                        chunk.extend_from_slice(fragments[(next() % 12) as usize]);
+                    }
+                }
+                out.append(&chunk);
+            }
+            for format in [Format::Text, Format::Raw, Format::Screen] {
+                for max in [5, 200, 5000] {
+                    let tail =
+                        out.read(&req(format, 1 + (next() % 50) as usize, None, max)).unwrap();
+                    assert!(tail.output.len() <= max, "round {round} {format:?} tail {max}");
+                    if format == Format::Screen {
+                        continue;
+                    }
+                    let mut offset = 0;
+                    while offset < out.end() {
+                        let lines = 1 + (next() % 20) as usize;
+                        let page = out.read(&req(format, lines, Some(offset), max)).unwrap();
+                        assert!(page.output.len() <= max, "round {round} {format:?} {max}");
+                        if page.offset == offset {
+                            // Only a partial character at the very end may hold a read back.
+                            assert!(out.end() - offset < 4, "round {round}: stuck at {offset}");
+                            break;
+                        }
+                        offset = page.offset;
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn since_in_the_future_is_an_error() {
         let out = output_with(b"abc");
