@@ -468,10 +468,40 @@ fn wrong_values(schema: &Value) -> Vec<Value> {
     values
 }
 
+/// An agent pipeline whose implementer waits, when the server offers agent pipelines.
+fn start_pipeline(f: &mut Fugue, repo: &std::path::Path) -> Option<Value> {
+    let list = f.request("tools/list", json!({}));
+    let offered = list["result"]["tools"]
+        .as_array()?
+        .iter()
+        .any(|t| t["name"] == "fugue_agent_pipeline_create");
+    if !offered {
+        return None;
+    }
+    let created = f.call(
+        "fugue_agent_pipeline_create",
+        json!({"repo": repo, "task": "wait", "implementer": "exec sleep 1000"}),
+    );
+    let id = created["pipeline_id"].clone();
+    // Wait until its implementer runs in a pane, so the server's state holds still.
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let status =
+            f.call("fugue_agent_pipeline_status", json!({"pipeline_id": id, "wait_ms": 5000}));
+        if status["pipelines"][0]["pane_id"].is_string() {
+            return Some(id);
+        }
+        assert!(Instant::now() < deadline, "the implementer never started: {status}");
+    }
+}
+
 /// A valid value for a required argument: real ids for `*_id`, something plausible otherwise.
 fn valid_value(name: &str, schema: &Value, ids: &Value) -> Value {
     if let Some(id) = ids.get(name) {
         return id.clone();
+    }
+    if let Some(first) = schema["enum"].as_array().and_then(|e| e.first()) {
+        return first.clone();
     }
     match schema["type"].as_str() {
         Some("integer") => json!(match name {
@@ -504,18 +534,55 @@ fn required(schema: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// Keeps git away from the machine's and the user's configuration.
+pub const GIT_ENV: [(&str, &str); 2] =
+    [("GIT_CONFIG_GLOBAL", "/dev/null"), ("GIT_CONFIG_NOSYSTEM", "1")];
+
+/// A git repository on `main` with one commit, in `dir/repo`.
+pub fn git_repo(dir: &Dir) -> std::path::PathBuf {
+    let path = dir.join("repo");
+    std::fs::create_dir_all(&path).unwrap();
+    std::fs::write(path.join("README.md"), "hello\n").unwrap();
+    for args in [
+        &["init", "-q", "-b", "main"][..],
+        &["config", "user.name", "Test"],
+        &["config", "user.email", "test@example.com"],
+        &["add", "README.md"],
+        &["commit", "-qm", "initial"],
+    ] {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(&path)
+            .args(args)
+            .envs(GIT_ENV)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    path
+}
+
 /// Every tool in tools/list, every argument, every wrong type: a tool error with code
 /// `invalid_argument` that names the argument, never a success, a crash or a side effect.
 #[test]
 fn every_tool_refuses_every_wrongly_typed_argument() {
-    let (mut fugue, log) = start_logged(&[]);
+    let dir = Dir::new("typed");
+    let repo = git_repo(&dir);
+    let state = dir.join("state");
+    let mut env = GIT_ENV.to_vec();
+    env.push(("FUGUE_STATE_DIR", state.to_str().unwrap()));
+    let (mut fugue, log) = start_logged(&env);
     let f = &mut fugue;
     let created = f.call("fugue_create_session", json!({"name": "typed", "command": "cat"}));
-    let ids = json!({
+    let mut ids = json!({
         "pane_id": created["pane_id"],
         "session_id": created["session_id"],
         "window_id": created["window_id"],
+        "repo": repo,
     });
+    if let Some(pipeline) = start_pipeline(f, &repo) {
+        ids["pipeline_id"] = pipeline;
+    }
     let list = f.request("tools/list", json!({}));
     let tools = list["result"]["tools"].as_array().unwrap().clone();
     let panes_before = f.call("fugue_list_sessions", json!({}));
