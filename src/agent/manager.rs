@@ -48,7 +48,9 @@ pub(crate) struct Handle {
 /// Present when this process drives the pipeline.
 struct Driver {
     control: Sender<Command>,
-    _lock: Lock,
+    /// Held while the runner lives, dropped when it ends: a finished pipeline keeps no descriptor
+    /// open (one per pipeline ever run, until fugue ran out of them).
+    lock: Mutex<Option<Lock>>,
 }
 
 impl Handle {
@@ -62,6 +64,13 @@ impl Handle {
             *self.state.lock() = fresh;
         }
         self.state.lock().clone()
+    }
+
+    /// Lets go of the pipeline's lock once its runner has ended.
+    fn release_lock(&self) {
+        if let Some(driver) = &self.driver {
+            driver.lock.lock().take();
+        }
     }
 
     pub(crate) fn is_driven_here(&self) -> bool {
@@ -230,7 +239,7 @@ impl Manager {
         let (driver, start) = match drive {
             Some((lock, step)) => {
                 let (tx, rx) = crossbeam_channel::bounded(8);
-                (Some(Driver { control: tx, _lock: lock }), Some((rx, step)))
+                (Some(Driver { control: tx, lock: Mutex::new(Some(lock)) }), Some((rx, step)))
             }
             None => (None, None),
         };
@@ -253,7 +262,8 @@ impl Manager {
                 .name(format!("pipeline-{}", &pipeline.id[..pipeline.id.len().min(8)]))
                 .spawn(move || {
                     let _signal = signal;
-                    runner::drive(manager, runner_handle, pipeline, control, step);
+                    runner::drive(manager, runner_handle.clone(), pipeline, control, step);
+                    runner_handle.release_lock();
                 });
             if let Err(e) = spawned {
                 // The closure, and with it the signal, was dropped: the count is already even.
