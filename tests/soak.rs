@@ -48,6 +48,7 @@ fn settle(f: &mut Fugue, threads: u64) -> Figures {
 
 struct Soak {
     f: Fugue,
+    repo: std::path::PathBuf,
     peak: Figures,
     calls: BTreeMap<&'static str, u64>,
     cancelled: HashSet<String>,
@@ -90,6 +91,35 @@ impl Soak {
         }
         if self.has.contains("fugue_run_pipeline") {
             self.pipeline(n);
+        }
+        if self.has.contains("fugue_agent_pipeline_create") && n % 10 == 0 {
+            self.agent_pipeline(n);
+        }
+    }
+
+    /// A whole agent pipeline with fake agents: implement, analyze (complete), QA, merge.
+    fn agent_pipeline(&mut self, n: u64) {
+        let implementer =
+            format!("echo {n} >> soak.txt && git add -A && git commit -qm 'soak {n}'");
+        let analyzer = format!("exec {BIN} verdict complete --reason ok");
+        let created = self.call(
+            "fugue_agent_pipeline_create",
+            json!({"repo": self.repo, "task": format!("soak round {n}"), "implementer": implementer,
+                   "analyzer": analyzer, "qa": "test -s soak.txt"}),
+        );
+        let id = created["pipeline_id"].clone();
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let s = self.call(
+                "fugue_agent_pipeline_status",
+                json!({"pipeline_id": id, "wait_ms": 20000, "until": "settled"}),
+            );
+            let p = &s["pipelines"][0];
+            if p["status"] != "running" {
+                assert_eq!(p["status"], "complete", "{p}");
+                return;
+            }
+            assert!(Instant::now() < deadline, "agent pipeline did not settle: {p}");
         }
     }
 
@@ -236,7 +266,11 @@ fn soak() {
     let secs: u64 =
         std::env::var("FUGUE_SOAK_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(150);
     let state = Dir::new("soak-state");
-    let mut f = Fugue::start_with(&[("FUGUE_STATE_DIR", state.path_str())]);
+    let repo = crate::hostile::git_repo(&state);
+    let mut env = crate::hostile::GIT_ENV.to_vec();
+    let state_dir = state.join("state");
+    env.push(("FUGUE_STATE_DIR", state_dir.to_str().unwrap()));
+    let mut f = Fugue::start_with(&env);
     let list = f.request("tools/list", json!({}));
     let has = list["result"]["tools"]
         .as_array()
@@ -245,7 +279,7 @@ fn soak() {
         .map(|t| t["name"].as_str().unwrap().to_string())
         .collect();
     let peak = measure(f.pid());
-    let mut soak = Soak { f, peak, calls: BTreeMap::new(), cancelled: HashSet::new(), has };
+    let mut soak = Soak { f, repo, peak, calls: BTreeMap::new(), cancelled: HashSet::new(), has };
     // Warm up: one round grows the worker pool and the allocator to their working size.
     soak.round(0);
     let pid = soak.f.pid();
