@@ -29,6 +29,14 @@ pub fn threads(pid: u32) -> u64 {
     status_field(pid, "Threads").unwrap_or(0)
 }
 
+/// The names of a process's threads (`/proc/PID/task/*/comm`, at most 15 characters each).
+pub fn thread_names(pid: u32) -> Vec<String> {
+    let Ok(dir) = fs::read_dir(format!("/proc/{pid}/task")) else { return Vec::new() };
+    dir.filter_map(|e| fs::read_to_string(e.ok()?.path().join("comm")).ok())
+        .map(|name| name.trim().to_string())
+        .collect()
+}
+
 /// Open file descriptors.
 pub fn fds(pid: u32) -> usize {
     fs::read_dir(format!("/proc/{pid}/fd")).map(|d| d.count()).unwrap_or(0)

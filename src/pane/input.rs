@@ -1,15 +1,19 @@
 //! Input on its way into a pane's terminal, written by the pane's own input thread.
 //!
 //! A program that stops reading its input (raw mode, busy, stopped) fills the terminal's buffer,
-//! and then a write to the terminal blocks until the program reads again, perhaps never. So
-//! callers never write themselves: they queue bytes and wait a bounded time for the input thread to
-//! write them. The queue is bounded too, so a pane that never reads costs at most `MAX_PENDING`
-//! bytes, and a caller always gets an answer: written, still pending, or a clear error.
+//! and a write then has to wait until the program reads again, perhaps never. So callers never
+//! write themselves: they queue bytes and wait a bounded time for the input thread to write them.
+//! The queue is bounded too, so a pane that never reads costs at most `MAX_PENDING` bytes, and a
+//! caller always gets an answer: written, still pending, or a clear error. The thread writes to the
+//! non-blocking terminal and waits for room in `poll` together with a stop pipe that closing the
+//! pane hangs up, so it ends with its pane whatever the program does.
 
+use super::fd;
 use crate::error::{Error, ErrorKind, Result};
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use parking_lot::Mutex;
-use std::io::Write;
+use std::fs::File;
+use std::io::{self, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -29,24 +33,32 @@ struct Chunk {
 
 pub(crate) struct Input {
     pane: String,
-    /// `None` once the pane is closed; dropping it ends the input thread.
+    /// `None` once the pane is closed: no more input is taken.
     queue: Mutex<Option<Sender<Chunk>>>,
+    /// Dropped when the pane is closed, which hangs up the pipe the input thread waits on.
+    stop: Mutex<Option<File>>,
     /// Bytes queued and not yet written.
     pending: Arc<AtomicUsize>,
 }
 
 impl Input {
-    /// Starts the input thread for the terminal behind `writer`.
+    /// Starts the input thread for `terminal`, a non-blocking descriptor of the pane's terminal.
     pub(crate) fn start(
         pane: &str,
-        writer: Box<dyn Write + Send>,
+        terminal: File,
         spawn: impl FnOnce(Box<dyn FnOnce() + Send>) -> Result<()>,
     ) -> Result<Input> {
         let (tx, rx) = crossbeam_channel::unbounded();
+        let (stopped, stop) = fd::pipe()?;
         let pending = Arc::new(AtomicUsize::new(0));
         let counter = pending.clone();
-        spawn(Box::new(move || write_loop(writer, rx, counter)))?;
-        Ok(Input { pane: pane.to_string(), queue: Mutex::new(Some(tx)), pending })
+        spawn(Box::new(move || write_loop(&terminal, &stopped, rx, &counter)))?;
+        Ok(Input {
+            pane: pane.to_string(),
+            queue: Mutex::new(Some(tx)),
+            stop: Mutex::new(Some(stop)),
+            pending,
+        })
     }
 
     /// Queues `parts` in order and waits up to `wait` for the last to be written. Returns how many
@@ -56,9 +68,7 @@ impl Input {
         let (done_tx, done_rx) = crossbeam_channel::bounded(1);
         {
             let queue = self.queue.lock();
-            let queue = queue.as_ref().ok_or_else(|| {
-                Error::new(ErrorKind::PaneClosed, format!("pane {} is closed", self.pane))
-            })?;
+            let queue = queue.as_ref().ok_or_else(|| self.closed())?;
             let pending = self.pending.load(Ordering::SeqCst);
             if pending + total > MAX_PENDING {
                 return Err(Error::new(
@@ -70,11 +80,9 @@ impl Input {
                     ),
                 ));
             }
-            self.pending.fetch_add(total, Ordering::SeqCst);
             for (i, part) in parts.iter().enumerate() {
                 let done = (i + 1 == parts.len()).then(|| done_tx.clone());
-                // The receiver lives as long as the input thread, which outlives the sender.
-                let _ = queue.send(Chunk { bytes: part.to_vec(), done });
+                self.enqueue(queue, part, done).map_err(|_| self.closed())?;
             }
         }
         match done_rx.recv_timeout(wait) {
@@ -83,7 +91,9 @@ impl Input {
                 ErrorKind::PaneExited,
                 format!("cannot write to pane {}: {e}", self.pane),
             )),
-            Err(_) => Ok(self.pending.load(Ordering::SeqCst)),
+            Err(RecvTimeoutError::Timeout) => Ok(self.pending.load(Ordering::SeqCst)),
+            // The input thread is gone, and what was queued with it.
+            Err(RecvTimeoutError::Disconnected) => Err(self.closed()),
         }
     }
 
@@ -93,87 +103,139 @@ impl Input {
         if let Some(queue) = self.queue.lock().as_ref()
             && self.pending.load(Ordering::SeqCst) + bytes.len() <= MAX_PENDING
         {
-            self.pending.fetch_add(bytes.len(), Ordering::SeqCst);
-            let _ = queue.send(Chunk { bytes: bytes.to_vec(), done: None });
+            let _ = self.enqueue(queue, bytes, None);
         }
     }
 
-    /// Refuses further input; the input thread ends once its current write returns (a write to a
-    /// terminal whose processes are gone fails at once).
+    /// Refuses further input and ends the input thread, even in the middle of a write.
     pub(crate) fn close(&self) {
         self.queue.lock().take();
+        self.stop.lock().take();
+    }
+
+    fn enqueue(
+        &self,
+        queue: &Sender<Chunk>,
+        bytes: &[u8],
+        done: Option<Sender<std::result::Result<(), String>>>,
+    ) -> std::result::Result<(), ()> {
+        self.pending.fetch_add(bytes.len(), Ordering::SeqCst);
+        queue.send(Chunk { bytes: bytes.to_vec(), done }).map_err(|_| {
+            self.pending.fetch_sub(bytes.len(), Ordering::SeqCst);
+        })
+    }
+
+    fn closed(&self) -> Error {
+        Error::new(ErrorKind::PaneClosed, format!("pane {}'s terminal is closed", self.pane))
     }
 }
 
-fn write_loop(
-    mut writer: Box<dyn Write + Send>,
-    chunks: Receiver<Chunk>,
-    pending: Arc<AtomicUsize>,
-) {
+fn write_loop(terminal: &File, stopped: &File, chunks: Receiver<Chunk>, pending: &AtomicUsize) {
+    let mut gone = false;
+    // Runs until the pane is closed (or dropped) and its queue with it. Once the terminal is gone,
+    // what is still queued fails at once.
     for chunk in chunks {
-        let outcome = writer.write_all(&chunk.bytes).and_then(|_| writer.flush());
-        pending.fetch_sub(chunk.bytes.len(), Ordering::SeqCst);
+        let mut left = chunk.bytes.len();
+        let outcome = if gone {
+            Err(gone_error())
+        } else {
+            write_all(terminal, &chunk.bytes, stopped, |n| {
+                left -= n;
+                pending.fetch_sub(n, Ordering::SeqCst);
+            })
+        };
+        pending.fetch_sub(left, Ordering::SeqCst);
+        gone |= outcome.as_ref().is_err_and(|e| e.kind() == io::ErrorKind::BrokenPipe);
         if let Some(done) = chunk.done {
             let _ = done.send(outcome.map_err(|e| e.to_string()));
         }
     }
 }
 
+fn gone_error() -> io::Error {
+    io::Error::new(io::ErrorKind::BrokenPipe, "the pane's terminal is closed")
+}
+
+/// Writes all of `bytes` to the non-blocking terminal, waiting in `poll` for room and telling
+/// `written` each part that went in. Gives up with `BrokenPipe` when `stopped` hangs up (the pane
+/// is closing) or the terminal does.
+fn write_all(
+    terminal: &File,
+    mut bytes: &[u8],
+    stopped: &File,
+    mut written: impl FnMut(usize),
+) -> io::Result<()> {
+    while !bytes.is_empty() {
+        let mut writer = terminal;
+        match writer.write(bytes) {
+            Ok(0) => return Err(gone_error()),
+            Ok(n) => {
+                bytes = &bytes[n..];
+                written(n);
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                let [room, stop] = fd::wait([(terminal, libc::POLLOUT), (stopped, libc::POLLIN)])?;
+                if stop != 0 || room & (libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0 {
+                    return Err(gone_error());
+                }
+            }
+            Err(e) if e.raw_os_error() == Some(libc::EIO) => return Err(gone_error()),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io;
-
-    /// A terminal whose program never reads: a write blocks until the test lets go, then fails.
-    struct Stuck(Receiver<()>);
-
-    impl Write for Stuck {
-        fn write(&mut self, _: &[u8]) -> io::Result<usize> {
-            let _ = self.0.recv();
-            Err(io::Error::other("closed"))
-        }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-    }
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
 
     fn spawn(run: Box<dyn FnOnce() + Send>) -> Result<()> {
         std::thread::spawn(run);
         Ok(())
     }
 
-    #[test]
-    fn writes_arrive_in_order() {
-        let (tx, rx) = crossbeam_channel::unbounded::<Vec<u8>>();
-        struct Sink(Sender<Vec<u8>>);
-        impl Write for Sink {
-            fn write(&mut self, b: &[u8]) -> io::Result<usize> {
-                let _ = self.0.send(b.to_vec());
-                Ok(b.len())
-            }
-            fn flush(&mut self) -> io::Result<()> {
-                Ok(())
-            }
-        }
-        let input = Input::start("p", Box::new(Sink(tx)), spawn).unwrap();
-        assert_eq!(input.send(&[b"ab", b"c"], WRITE_WAIT).unwrap(), 0);
-        assert_eq!(rx.try_iter().collect::<Vec<_>>(), vec![b"ab".to_vec(), b"c".to_vec()]);
+    /// A pipe standing in for a terminal: non-blocking, so it fills up like one.
+    fn terminal() -> (File, File) {
+        let (read, write) = fd::pipe().unwrap();
+        // SAFETY: sets O_NONBLOCK on a descriptor this test owns.
+        unsafe { libc::fcntl(write.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) };
+        (read, write)
     }
 
     #[test]
-    fn a_stuck_terminal_costs_a_bounded_queue_and_no_blocked_caller() {
-        let (unstick, stuck) = crossbeam_channel::bounded(0);
-        let input = Input::start("p", Box::new(Stuck(stuck)), spawn).unwrap();
-        let big = vec![b'y'; MAX_PENDING / 2];
+    fn writes_arrive_in_order() {
+        let (mut read, write) = terminal();
+        let input = Input::start("p", write, spawn).unwrap();
+        assert_eq!(input.send(&[b"ab", b"c"], WRITE_WAIT).unwrap(), 0);
+        let mut got = [0u8; 3];
+        read.read_exact(&mut got).unwrap();
+        assert_eq!(&got, b"abc");
+    }
+
+    #[test]
+    fn a_full_terminal_costs_a_bounded_queue_and_closing_ends_the_writer() {
+        let (read, write) = terminal();
+        let input = Input::start("p", write, spawn).unwrap();
+        let half = vec![b'y'; MAX_PENDING / 2];
         let wait = Duration::from_millis(10);
-        assert_eq!(input.send(&[&big], wait).unwrap(), big.len());
-        assert_eq!(input.send(&[&big], wait).unwrap(), MAX_PENDING);
-        let err = input.send(&[b"x"], wait).unwrap_err();
+        // The pipe takes its 64 KiB and then nothing more: the rest stays pending.
+        let pending = input.send(&[&half], wait).unwrap();
+        assert!(pending > 0 && pending < half.len(), "{pending}");
+        assert!(input.send(&[&half], wait).unwrap() > half.len());
+        let err = input.send(&[&half], wait).unwrap_err();
         assert_eq!(err.code(), "limit_reached");
-        input.reply(b"dropped");
-        assert_eq!(input.pending.load(Ordering::SeqCst), MAX_PENDING);
+        // Closing wakes the writer out of its wait; what was queued is dropped.
         input.close();
-        drop(unstick);
+        let deadline = std::time::Instant::now() + WRITE_WAIT;
+        while input.pending.load(Ordering::SeqCst) != 0 {
+            assert!(std::time::Instant::now() < deadline, "the writer did not end");
+            std::thread::yield_now();
+        }
         assert_eq!(input.send(&[b"x"], wait).unwrap_err().code(), "pane_closed");
+        drop(read);
     }
 }

@@ -5,6 +5,7 @@
 //! and the waiter reaps the child and records its exact exit code or signal. Callers write input,
 //! resize, read views and close; closing ends every process of the pane's session and waits for it.
 
+pub(crate) mod fd;
 pub(crate) mod input;
 pub(crate) mod keys;
 pub(crate) mod output;
@@ -104,8 +105,9 @@ impl Pane {
         // Our copy of the slave must go, or the reader never sees end of file.
         drop(pair.slave);
         let pid = child.process_id().ok_or_else(|| Error::internal("the child has no pid"))?;
-        let reader = pair.master.try_clone_reader().map_err(spawn_err)?;
-        let writer = pair.master.take_writer().map_err(spawn_err)?;
+        let master_fd =
+            pair.master.as_raw_fd().ok_or_else(|| spawn_err("the terminal has no descriptor"))?;
+        let (reader, writer) = fd::terminal_ends(master_fd).map_err(spawn_err)?;
         let input = Arc::new(Input::start(&spec.id, writer, |run| {
             spawn_thread(format!("pane-input-{}", short(&spec.id)), run)
         })?);
@@ -311,7 +313,7 @@ fn command_builder(shell: &str, spec: &Spec, cwd: &std::path::Path) -> CommandBu
 /// end so the waiter knows all output is in.
 fn start_reader(
     id: &str,
-    mut reader: Box<dyn Read + Send>,
+    mut reader: std::fs::File,
     output: Arc<Output>,
     input: Arc<Input>,
     eof: Sender<()>,
@@ -326,6 +328,13 @@ fn start_reader(
                     answer_queries(&buf[..n], &output, &input);
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                // The terminal is non-blocking (for the input writer's sake): wait for output,
+                // or for the hang-up after which the next read fails.
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    if fd::wait([(&reader, libc::POLLIN)]).is_err() {
+                        break;
+                    }
+                }
                 Err(_) => break, // EIO: every process holding the terminal is gone
             }
         }
