@@ -10,11 +10,19 @@ use std::path::PathBuf;
 
 pub(crate) struct Args<'a> {
     map: &'a Map<String, Value>,
+    /// Where these arguments sit in the call, such as `commands[2].`, so that an error inside an
+    /// array element says which element.
+    within: String,
 }
 
 impl<'a> Args<'a> {
     pub(crate) fn new(map: &'a Map<String, Value>) -> Args<'a> {
-        Args { map }
+        Args { map, within: String::new() }
+    }
+
+    /// The full name of argument `key`, as errors show it.
+    fn at(&self, key: &str) -> String {
+        format!("{}{key}", self.within)
     }
 
     fn get(&self, key: &str) -> Option<&'a Value> {
@@ -34,7 +42,7 @@ impl<'a> Args<'a> {
         match self.get(key) {
             None => Ok(None),
             Some(Value::String(s)) => Ok(Some(s)),
-            Some(other) => Err(wrong_type(key, "a string", other)),
+            Some(other) => Err(wrong_type(&self.at(key), "a string", other)),
         }
     }
 
@@ -42,8 +50,10 @@ impl<'a> Args<'a> {
     pub(crate) fn required_str(&self, key: &str) -> Result<&'a str> {
         match self.str(key)? {
             Some(s) if !s.is_empty() => Ok(s),
-            Some(_) => Err(Error::invalid(format!("argument '{key}' must not be empty"))),
-            None => Err(Error::invalid(format!("argument '{key}' is required"))),
+            Some(_) => {
+                Err(Error::invalid(format!("argument '{}' must not be empty", self.at(key))))
+            }
+            None => Err(Error::invalid(format!("argument '{}' is required", self.at(key)))),
         }
     }
 
@@ -52,7 +62,8 @@ impl<'a> Args<'a> {
         let Some(name) = self.str(key)? else { return Ok(None) };
         if name.is_empty() || name.len() > 128 || name.chars().any(char::is_control) {
             return Err(Error::invalid(format!(
-                "argument '{key}' must be 1 to 128 printable characters"
+                "argument '{}' must be 1 to 128 printable characters",
+                self.at(key)
             )));
         }
         Ok(Some(name.to_string()))
@@ -62,7 +73,7 @@ impl<'a> Args<'a> {
         match self.get(key) {
             None => Ok(None),
             Some(Value::Bool(b)) => Ok(Some(*b)),
-            Some(other) => Err(wrong_type(key, "true or false", other)),
+            Some(other) => Err(wrong_type(&self.at(key), "true or false", other)),
         }
     }
 
@@ -72,10 +83,11 @@ impl<'a> Args<'a> {
         let n = value
             .as_u64()
             .or_else(|| value.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0).map(|f| f as u64))
-            .ok_or_else(|| wrong_type(key, "a non-negative integer", value))?;
+            .ok_or_else(|| wrong_type(&self.at(key), "a non-negative integer", value))?;
         if n < min || n > max {
             return Err(Error::invalid(format!(
-                "argument '{key}' must be between {min} and {max}, got {n}"
+                "argument '{}' must be between {min} and {max}, got {n}",
+                self.at(key)
             )));
         }
         Ok(Some(n))
@@ -85,7 +97,7 @@ impl<'a> Args<'a> {
         match self.get(key) {
             None => Ok(None),
             Some(Value::Array(items)) => Ok(Some(items)),
-            Some(other) => Err(wrong_type(key, "an array", other)),
+            Some(other) => Err(wrong_type(&self.at(key), "an array", other)),
         }
     }
 
@@ -95,16 +107,18 @@ impl<'a> Args<'a> {
             .iter()
             .map(|item| match item {
                 Value::String(s) => Ok(s.clone()),
-                other => Err(wrong_type(&format!("{key}[]"), "a string", other)),
+                other => Err(wrong_type(&format!("{}[]", self.at(key)), "a string", other)),
             })
             .collect()
     }
 
     pub(crate) fn path(&self, key: &str) -> Result<Option<PathBuf>> {
         match self.str(key)? {
-            Some("") => Err(Error::invalid(format!("argument '{key}' must not be empty"))),
+            Some("") => {
+                Err(Error::invalid(format!("argument '{}' must not be empty", self.at(key))))
+            }
             Some(s) if s.contains('\0') => {
-                Err(Error::invalid(format!("argument '{key}' must not contain NUL")))
+                Err(Error::invalid(format!("argument '{}' must not contain NUL", self.at(key))))
             }
             Some(s) => Ok(Some(PathBuf::from(s))),
             None => Ok(None),
@@ -116,20 +130,25 @@ impl<'a> Args<'a> {
         let map = match self.get(key) {
             None => return Ok(Vec::new()),
             Some(Value::Object(map)) => map,
-            Some(other) => return Err(wrong_type(key, "an object of strings", other)),
+            Some(other) => return Err(wrong_type(&self.at(key), "an object of strings", other)),
         };
         map.iter()
             .map(|(name, value)| {
                 if !is_env_name(name) {
                     return Err(Error::invalid(format!(
-                        "{key}: {name:?} is not a valid variable name (letters, digits and _, not \
-                         starting with a digit)"
+                        "{}: {name:?} is not a valid variable name (letters, digits and _, not \
+                         starting with a digit)",
+                        self.at(key)
                     )));
                 }
                 match value {
                     Value::String(s) if !s.contains('\0') => Ok((name.clone(), s.clone())),
-                    Value::String(_) => Err(Error::invalid(format!("{key}.{name} contains NUL"))),
-                    other => Err(wrong_type(&format!("{key}.{name}"), "a string", other)),
+                    Value::String(_) => {
+                        Err(Error::invalid(format!("{}.{name} contains NUL", self.at(key))))
+                    }
+                    other => {
+                        Err(wrong_type(&format!("{}.{name}", self.at(key)), "a string", other))
+                    }
                 }
             })
             .collect()
@@ -143,7 +162,7 @@ impl<'a> Args<'a> {
     /// One element of an array argument, as arguments of its own.
     pub(crate) fn object(key: &str, value: &'a Value) -> Result<Args<'a>> {
         match value {
-            Value::Object(map) => Ok(Args { map }),
+            Value::Object(map) => Ok(Args { map, within: format!("{key}.") }),
             other => Err(wrong_type(key, "an object", other)),
         }
     }
@@ -198,6 +217,14 @@ mod tests {
         {
             with(bad, |a| assert!(a.env("env").is_err()));
         }
+    }
+
+    #[test]
+    fn errors_inside_an_element_name_the_element() {
+        let item = json!({"command": 5, "env": {"1X": "y"}});
+        let args = Args::object("commands[2]", &item).unwrap();
+        assert!(args.str("command").unwrap_err().message().contains("'commands[2].command'"));
+        assert!(args.env("env").unwrap_err().message().starts_with("commands[2].env:"));
     }
 
     #[test]
