@@ -18,7 +18,10 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Clone, Copy)]
 struct Figures {
     fds: usize,
+    /// Threads other than idle pool workers, which retire after 30 s and are bounded by
+    /// FUGUE_MAX_CALLS.
     threads: u64,
+    workers: u64,
     rss_kb: u64,
     children: usize,
     zombies: usize,
@@ -27,7 +30,8 @@ struct Figures {
 fn measure(pid: u32) -> Figures {
     Figures {
         fds: procfs::fds(pid),
-        threads: procfs::threads(pid),
+        threads: procfs::thread_names(pid).iter().filter(|n| *n != "fugue-worker").count() as u64,
+        workers: procfs::thread_names(pid).iter().filter(|n| *n == "fugue-worker").count() as u64,
         rss_kb: procfs::rss_kb(pid),
         children: procfs::descendants(pid).len(),
         zombies: procfs::zombies(pid).len(),
@@ -72,6 +76,7 @@ impl Soak {
         let peak = &mut self.peak;
         peak.rss_kb = peak.rss_kb.max(now.rss_kb);
         peak.threads = peak.threads.max(now.threads);
+        peak.workers = peak.workers.max(now.workers);
         peak.fds = peak.fds.max(now.fds);
         peak.children = peak.children.max(now.children);
     }
@@ -316,6 +321,7 @@ fn soak() {
     eprintln!("  {:<10} {:>8} {:>8} {:>8}", "", "start", "peak", "end");
     eprintln!("  {:<10} {:>8} {:>8} {:>8}", "fds", start.fds, peak.fds, end.fds);
     eprintln!("  {:<10} {:>8} {:>8} {:>8}", "threads", start.threads, peak.threads, end.threads);
+    eprintln!("  {:<10} {:>8} {:>8} {:>8}", "workers", start.workers, peak.workers, end.workers);
     eprintln!("  {:<10} {:>8} {:>8} {:>8}", "RSS KiB", start.rss_kb, peak.rss_kb, end.rss_kb);
     eprintln!(
         "  {:<10} {:>8} {:>8} {:>8}",
@@ -326,6 +332,7 @@ fn soak() {
     assert!(soak.total() >= 1000, "only {} calls", soak.total());
     assert_eq!(end.fds, start.fds, "file descriptors leaked");
     assert!(end.threads <= start.threads, "threads leaked: {} -> {}", start.threads, end.threads);
+    assert!(peak.workers <= 128, "{} workers", peak.workers);
     assert_eq!(end.children, 0, "processes left");
     assert_eq!(end.zombies, 0, "zombies left");
     assert!(
