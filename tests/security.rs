@@ -120,6 +120,15 @@ fn everything_fugue_creates_is_private_under_a_permissive_umask() {
             assert!(std::time::Instant::now() < deadline, "{p}");
         }
     }
+    // The control socket of `fugue attach`, when this fugue has one, is there and private.
+    let sockets: Vec<_> = std::fs::read_dir(root.join("run").join("fugue"))
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    for socket in &sockets {
+        let mode = std::fs::metadata(socket).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{}", socket.display());
+    }
+    eprintln!("umask 000: {} control socket(s) checked", sockets.len());
     let mut public = public_entries(&root.join("state"));
     public.extend(public_entries(&root.join("run")));
     public.extend(public_entries(&root.join("tmp")));
@@ -281,7 +290,7 @@ fn agent_pipeline_arguments_are_data() {
     let created = f.call(
         "fugue_agent_pipeline_create",
         json!({"repo": repo, "task": evil, "name": "n; touch PWNED",
-               "implementer": format!("cp \"$FUGUE_PROMPT_FILE\" {}; exec sleep 1000",
+               "implementer": format!("cp \"$FUGUE_PROMPT_FILE\" {0}.tmp && mv {0}.tmp {0}; exec sleep 1000",
                                       dir.join("prompt.txt").display())}),
     );
     let id = created["pipeline_id"].as_str().unwrap().to_string();
