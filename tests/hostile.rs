@@ -656,3 +656,60 @@ fn envelope_errors_have_exact_codes() {
     assert_eq!(m["error"]["code"], -32700, "{m}");
     assert_eq!(f.request("ping", json!({}))["result"], json!({}));
 }
+
+/// The `fugue attach` control socket is a second way in: the same generated garbage, sent to it
+/// line by line, gets one well-formed answer per line, and the MCP side keeps serving.
+#[test]
+fn the_control_socket_survives_garbage() {
+    use std::io::{BufRead, BufReader, Write};
+    let runtime = Dir::new("control-garbage");
+    std::fs::set_permissions(&runtime.path, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+        .unwrap();
+    let (mut fugue, log) = start_logged(&[("XDG_RUNTIME_DIR", runtime.path_str())]);
+    let f = &mut fugue;
+    let socket = runtime.join("fugue").join(format!("{}.sock", f.pid()));
+    if !socket.exists() {
+        return; // this fugue has no control socket
+    }
+    f.call("fugue_create_session", json!({"name": "s", "command": "cat"}));
+    let stream = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+    stream.set_read_timeout(Some(PATIENCE)).unwrap();
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut writer = stream;
+    let templates: Vec<String> = [
+        json!({"id": 1, "op": "hello"}),
+        json!({"id": 2, "op": "tree"}),
+        json!({"id": 3, "op": "window", "session": "s", "rows": 5, "cols": 20}),
+        json!({"id": 4, "op": "scrollback", "pane": "s", "lines": 5}),
+        json!({"id": 5, "op": "input", "pane": "nope", "data": "x"}),
+        json!({"id": 6, "op": "resize", "session": "s", "window": "0", "rows": 30, "cols": 90}),
+        json!({"id": 7, "op": "info"}),
+    ]
+    .iter()
+    .map(Value::to_string)
+    .collect();
+    let seed = seed();
+    let mut rng = Rng::new(seed ^ 0xC0_47_50_1E);
+    let lines = 2000;
+    for n in 0..lines {
+        let mut line = hostile_line(&mut rng, &templates, 4096);
+        line.push(b'\n');
+        writer.write_all(&line).unwrap();
+        let mut answer = String::new();
+        reader.read_line(&mut answer).unwrap_or_else(|e| panic!("seed {seed} line {n}: {e}"));
+        let m: Value = serde_json::from_str(&answer)
+            .unwrap_or_else(|e| panic!("seed {seed} line {n}: not JSON ({e}): {answer:?}"));
+        assert!(m.get("ok").is_some() != m.get("error").is_some(), "seed {seed} line {n}: {m}");
+    }
+    assert_eq!(f.request("ping", json!({}))["result"], json!({}));
+    f.call("fugue_list_sessions", json!({}));
+    // A request over the socket's line limit is refused and ends that connection only.
+    writer.write_all(&vec![b'x'; 70_000]).unwrap();
+    writer.write_all(b"\n").unwrap();
+    let mut answer = String::new();
+    reader.read_line(&mut answer).unwrap();
+    assert!(answer.contains("bad_request"), "{answer}");
+    assert_eq!(f.request("ping", json!({}))["result"], json!({}));
+    log.assert_no_panic("control socket garbage");
+    eprintln!("hostile: {lines} garbage lines to the control socket answered");
+}
