@@ -10,7 +10,7 @@ use crate::call::{Cancel, Progress};
 use crate::config::config;
 use crate::mcp::{self, Mcp, Request, Route, RpcError};
 use crossbeam_channel::{Receiver, Sender};
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
@@ -56,16 +56,29 @@ struct Flight {
     closed: Mutex<bool>,
 }
 
+/// The calls in flight, and the answers still being written.
+#[derive(Default)]
+struct Flights {
+    calls: HashMap<String, Arc<Flight>>,
+    /// Calls out of `calls` whose answer is being written. They keep their slot: when a client
+    /// stops reading stdout, a finished worker per unread call would otherwise pile up behind
+    /// the writer, without bound.
+    answering: usize,
+}
+
 pub(crate) struct Server {
     mcp: Arc<Mcp>,
     writer: Arc<Writer>,
-    flights: Mutex<HashMap<String, Arc<Flight>>>,
+    flights: Mutex<Flights>,
+    /// Signalled when an answer has been written and its slot is free.
+    answered: Condvar,
     pool: Pool,
 }
 
 impl Server {
     pub(crate) fn new(mcp: Arc<Mcp>, writer: Arc<Writer>) -> Arc<Server> {
-        Arc::new(Server { mcp, writer, flights: Mutex::new(HashMap::new()), pool: Pool::default() })
+        let flights = Mutex::new(Flights::default());
+        Arc::new(Server { mcp, writer, flights, answered: Condvar::new(), pool: Pool::default() })
     }
 
     /// Reads requests until end of file, then reports `Stop::Eof`.
@@ -92,11 +105,15 @@ impl Server {
         let _ = stop.try_send(Stop::Eof);
     }
 
-    /// Ends every call in flight: nothing more is written for any of them.
+    /// Ends every call in flight: nothing more is written for any of them. Never waits on a call
+    /// that is writing to a full stdout (that one write is the last), so a stop always gets
+    /// through.
     pub(crate) fn cancel_all(&self) {
-        let flights: Vec<_> = self.flights.lock().drain().map(|(_, f)| f).collect();
+        let flights: Vec<_> = self.flights.lock().calls.drain().map(|(_, f)| f).collect();
         for flight in flights {
-            *flight.closed.lock() = true;
+            if let Some(mut closed) = flight.closed.try_lock() {
+                *closed = true;
+            }
             flight.cancel.cancel();
         }
     }
@@ -191,7 +208,7 @@ impl Server {
             return; // initialized, progress from a client, and unknown ones: nothing to do
         }
         let Some(id) = params.get("requestId") else { return };
-        let flight = self.flights.lock().remove(&key(id));
+        let flight = self.flights.lock().calls.remove(&key(id));
         if let Some(flight) = flight {
             let mut closed = flight.closed.lock();
             if !*closed {
@@ -214,7 +231,14 @@ impl Server {
         let flight = Arc::new(Flight { cancel: Cancel::default(), closed: Mutex::new(false) });
         {
             let mut flights = self.flights.lock();
-            if flights.contains_key(&key(&id)) {
+            // Slots held only by answers being written come free when the writes end: wait for
+            // them rather than refuse a call the client rightly thinks has room. While stdout is
+            // full, this is where the reader waits, and stops reading stdin: backpressure.
+            let max = config().max_calls;
+            while flights.calls.len() < max && flights.calls.len() + flights.answering >= max {
+                self.answered.wait(&mut flights);
+            }
+            if flights.calls.contains_key(&key(&id)) {
                 drop(flights);
                 let err = RpcError::new(
                     mcp::INVALID_REQUEST,
@@ -223,12 +247,12 @@ impl Server {
                 self.reply_error(&id, err);
                 return;
             }
-            if flights.len() >= config().max_calls {
+            if flights.calls.len() >= max {
                 drop(flights);
                 self.reply(&id, self.mcp.refuse_busy(&method, &params, &busy_message()));
                 return;
             }
-            flights.insert(key(&id), flight.clone());
+            flights.calls.insert(key(&id), flight.clone());
         }
         let server = self.clone();
         self.pool.submit(Box::new(move || server.run_flight(&flight, &id, &method, &params)));
@@ -277,15 +301,18 @@ impl Server {
         let mut closed = flight.closed.lock();
         if !*closed {
             *closed = true;
-            // The slot is given back and the answer written under the registry's lock. A client
-            // that sends its next call as soon as it reads this answer finds the slot (and the
-            // id) free; and while stdout is full the reader waits here to register its next call,
-            // instead of one finished worker per unread call piling up behind the writer.
-            let mut flights = self.flights.lock();
-            if flights.get(&key(id)).is_some_and(|f| Arc::ptr_eq(f, flight)) {
-                flights.remove(&key(id));
+            {
+                // The id is free before the answer goes out, so a client may reuse it as soon as
+                // it reads the answer; the slot is held until the write is done.
+                let mut flights = self.flights.lock();
+                if flights.calls.get(&key(id)).is_some_and(|f| Arc::ptr_eq(f, flight)) {
+                    flights.calls.remove(&key(id));
+                }
+                flights.answering += 1;
             }
             self.reply(id, outcome);
+            self.flights.lock().answering -= 1;
+            self.answered.notify_all();
         }
     }
 

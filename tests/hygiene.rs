@@ -356,3 +356,47 @@ fn input_to_a_program_that_never_reads_does_not_block() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// A signal still ends fugue and its children when stdout is full and nobody reads it: no lock
+/// held across a blocked write may stand in the way of the shutdown.
+#[test]
+fn a_signal_ends_fugue_even_while_its_stdout_is_full() {
+    let mut raw = Raw::start(&[]);
+    raw.write(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                      "params": {"name": "fugue_create_session", "arguments": {"command": "sleep 1000"}}}));
+    assert_eq!(raw.read()["id"], 1);
+    let pane_pids = sleepers_under(raw.child.id(), 1);
+    // A wait that reports progress every second, and calls whose answers nobody reads.
+    raw.write(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                      "params": {"name": "fugue_expect", "_meta": {"progressToken": "p"},
+                                 "arguments": {"pane_id": "0", "pattern": "never", "timeout_ms": 60000}}}));
+    let mut stdin = raw.stdin.take().unwrap();
+    let written = Arc::new(AtomicUsize::new(0));
+    let progress = written.clone();
+    std::thread::spawn(move || {
+        for id in 3..100_000 {
+            let m = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                           "params": {"name": "fugue_list_sessions", "arguments": {}}});
+            if writeln!(stdin, "{m}").is_err() {
+                break;
+            }
+            progress.fetch_add(1, Ordering::SeqCst);
+        }
+    });
+    let mut last = (usize::MAX, Instant::now());
+    loop {
+        let now = written.load(Ordering::SeqCst);
+        if now != last.0 {
+            last = (now, Instant::now());
+        } else if last.1.elapsed() > Duration::from_millis(1500) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let started = Instant::now();
+    signal(raw.child.id(), 15);
+    let status = wait_gone(&mut raw.child, TWO_SECONDS);
+    let left = procfs::all_gone_within(&pane_pids, TWO_SECONDS.saturating_sub(started.elapsed()));
+    assert!(left.is_empty(), "{left:?} outlived fugue");
+    assert!(status.success() || status.code().is_none(), "{status}");
+}
