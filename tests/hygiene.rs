@@ -400,3 +400,36 @@ fn a_signal_ends_fugue_even_while_its_stdout_is_full() {
     assert!(left.is_empty(), "{left:?} outlived fugue");
     assert!(status.success() || status.code().is_none(), "{status}");
 }
+
+/// A running agent pipeline does not slow the stop: its agent is gone within 2 s of SIGTERM too
+/// (and the pipeline stays resumable, which the agent tests cover).
+#[test]
+fn sigterm_ends_a_running_agent_pipeline_within_two_seconds() {
+    let dir = Dir::new("stop-agent");
+    let repo = crate::hostile::git_repo(&dir);
+    let mut env = crate::hostile::GIT_ENV.to_vec();
+    let state = dir.join("state");
+    env.push(("FUGUE_STATE_DIR", state.to_str().unwrap()));
+    let mut f = Fugue::start_with(&env);
+    let list = f.request("tools/list", json!({}));
+    if !list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|t| t["name"] == "fugue_agent_pipeline_create")
+    {
+        return;
+    }
+    f.call(
+        "fugue_agent_pipeline_create",
+        json!({"repo": repo, "task": "wait", "implementer": "exec sleep 1000"}),
+    );
+    let pids = sleepers_under(f.pid(), 1);
+    let started = Instant::now();
+    signal(f.pid(), 15);
+    let status = wait_gone(&mut f.child, TWO_SECONDS);
+    let left = procfs::all_gone_within(&pids, TWO_SECONDS.saturating_sub(started.elapsed()));
+    assert!(left.is_empty(), "{left:?} outlived fugue");
+    assert!(status.success(), "{status}");
+    eprintln!("SIGTERM with an agent pipeline: gone in {:?}", started.elapsed());
+}
