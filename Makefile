@@ -4,7 +4,7 @@ BIN := target/release/fugue
 STATIC_TARGET := x86_64-unknown-linux-gnu
 STATIC_BIN := target/$(STATIC_TARGET)/release/fugue
 
-.PHONY: all build demo check test interop static man clean
+.PHONY: all build demo check test interop soak static man clean
 
 all: build
 
@@ -40,6 +40,11 @@ export INTEROP_SLOW_ARGS ?= {"commands":[{"name":"nap","command":"sleep 5"}]}
 interop: build
 	interop/install.sh
 	interop/run.sh $(CURDIR)/$(BIN)
+
+# A few minutes of mixed load (pane churn, parallel runs, pipelines, agent pipelines, timeouts,
+# cancellations); descriptors, threads, RSS and children must end where they started.
+soak:
+	$(CARGO) test --release --test integration -- --ignored soak --nocapture
 
 # A fully static binary (glibc with crt-static); prints what `file` says and the size.
 static:
