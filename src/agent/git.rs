@@ -10,10 +10,8 @@
 //! a per-repository lock, so two pipelines never merge at once. A conflict changes nothing and
 //! names the files. The pipeline's worktree is removed only after its branch is in the base.
 
+use super::store::Lock;
 use crate::error::{Error, ErrorKind, Result};
-use std::fs::{File, OpenOptions};
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -191,7 +189,7 @@ pub(crate) struct MergeJob<'a> {
 
 /// Lands the pipeline's branch on the base branch, under the repository's merge lock.
 pub(crate) fn merge(job: &MergeJob<'_>) -> Result<Merge> {
-    let _lock = MergeLock::take(job.repo)?;
+    let _lock = merge_lock(job.repo)?;
     // The base can move between the look and the update; the compare-and-swap notices, and a
     // second look merges onto the new base.
     for _ in 0..3 {
@@ -336,37 +334,11 @@ pub(crate) fn clean_up(repo: &Path, worktree: &Path, base_branch: &str, branch: 
     }
 }
 
-/// An exclusive lock on the repository's merges, held while it lives. It is a file in the git
-/// directory, so every fugue process (and every thread: each opens its own descriptor) agrees.
-struct MergeLock {
-    _file: File,
-}
-
-impl MergeLock {
-    fn take(repo: &Path) -> Result<MergeLock> {
-        let common = git(repo, &["rev-parse", "--path-format=absolute", "--git-common-dir"])?;
-        let path = PathBuf::from(common).join("fugue-merge.lock");
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(0o600)
-            .open(&path)
-            .map_err(|e| {
-                Error::new(ErrorKind::Io, format!("cannot open {}: {e}", path.display()))
-            })?;
-        loop {
-            // SAFETY: flock on a descriptor we own.
-            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
-                return Ok(MergeLock { _file: file });
-            }
-            let err = std::io::Error::last_os_error();
-            if err.raw_os_error() != Some(libc::EINTR) {
-                return Err(Error::new(
-                    ErrorKind::Io,
-                    format!("cannot lock {}: {err}", path.display()),
-                ));
-            }
-        }
-    }
+/// Takes the exclusive lock on the repository's merges, held while the value lives. It is a file in
+/// the git directory, so every fugue process (and every thread: each opens its own descriptor)
+/// agrees.
+fn merge_lock(repo: &Path) -> Result<Lock> {
+    let common = git(repo, &["rev-parse", "--path-format=absolute", "--git-common-dir"])?;
+    let path = PathBuf::from(common).join("fugue-merge.lock");
+    Lock::take(&path, true)?.ok_or_else(|| Error::internal("a blocking lock returned without it"))
 }

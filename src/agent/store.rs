@@ -43,10 +43,38 @@ pub(crate) struct Loaded {
     pub(crate) problems: Vec<Problem>,
 }
 
-/// The lock that marks the process driving a pipeline; dropping it releases the pipeline.
+/// An exclusive lock on a file: the one that marks the process driving a pipeline, or a
+/// repository's merge lock. Dropping it releases the lock.
 #[derive(Debug)]
 pub(crate) struct Lock {
     _file: File,
+}
+
+impl Lock {
+    /// Takes an exclusive `flock` on the file at `path` (created 0600 if needed). With `wait` it
+    /// blocks until the lock is free; without, a lock held elsewhere gives `None`.
+    pub(crate) fn take(path: &Path, wait: bool) -> Result<Option<Lock>> {
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(path)
+            .map_err(|e| io_error("open", path, e))?;
+        let mode = if wait { libc::LOCK_EX } else { libc::LOCK_EX | libc::LOCK_NB };
+        loop {
+            // SAFETY: flock on a descriptor we own; it does not touch memory.
+            if unsafe { libc::flock(file.as_raw_fd(), mode) } == 0 {
+                return Ok(Some(Lock { _file: file }));
+            }
+            let err = std::io::Error::last_os_error();
+            match err.raw_os_error() {
+                Some(libc::EINTR) => continue,
+                Some(libc::EWOULDBLOCK) if !wait => return Ok(None),
+                _ => return Err(io_error("lock", path, err)),
+            }
+        }
+    }
 }
 
 impl Store {
@@ -159,24 +187,7 @@ impl Store {
     /// Takes the pipeline's lock; `None` when another process holds it.
     pub(crate) fn lock(&self, id: &str) -> Result<Option<Lock>> {
         check_id(id)?;
-        let path = self.pipelines_dir().join(format!("{id}.lock"));
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(0o600)
-            .open(&path)
-            .map_err(|e| io_error("open", &path, e))?;
-        // SAFETY: flock on a descriptor we own; it does not touch memory.
-        let r = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        if r == 0 {
-            return Ok(Some(Lock { _file: file }));
-        }
-        let err = std::io::Error::last_os_error();
-        if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
-            return Ok(None);
-        }
-        Err(io_error("lock", &path, err))
+        Lock::take(&self.pipelines_dir().join(format!("{id}.lock")), false)
     }
 }
 
