@@ -296,6 +296,14 @@ mod tests {
     }
 
     #[test]
+    fn unicode_classes_and_case_work_and_script_classes_are_a_clear_error() {
+        assert!(compile(r"(?i)^école \d+$").unwrap().is_match("ÉCOLE 42"));
+        assert!(compile(r"^\w+$").unwrap().is_match("naïve"));
+        let err = compile(r"\p{Greek}").unwrap_err();
+        assert_eq!(err.code(), "invalid_regex");
+    }
+
+    #[test]
     fn a_match_maps_back_to_its_raw_line() {
         let scan = Scan { regex: compile(r"b(\d)").unwrap(), from: 0 };
         let found = scan.search(b"a\r\n\x1b[1mb7\x1b[0m\r\nc\r\n", 100).unwrap();
