@@ -186,11 +186,10 @@ impl Output {
         let offset = from + keep as u64;
         let (output, cut) = match req.format {
             Format::Raw => tail_bytes(&String::from_utf8_lossy(&bytes[..keep]), req.max_bytes),
-            _ => {
-                let lines = text::render(&bytes[..keep]);
-                let skip = lines.len().saturating_sub(req.lines);
-                tail_bytes(&lines[skip..].join("\n"), req.max_bytes)
-            }
+            _ => tail_bytes(
+                last_lines(&text::render_joined(&bytes[..keep]), req.lines),
+                req.max_bytes,
+            ),
         };
         Read {
             output,
@@ -254,7 +253,7 @@ impl Output {
 fn fit_forward(bytes: &[u8], req: &ReadRequest) -> (String, usize) {
     let view = |chunk: &[u8]| match req.format {
         Format::Raw => String::from_utf8_lossy(chunk).into_owned(),
-        _ => text::render(chunk).join("\n"),
+        _ => text::render_joined(chunk),
     };
     let mut budget = req.max_bytes;
     loop {
@@ -308,6 +307,21 @@ fn cut_point(bytes: &[u8], lines: usize, max_bytes: usize) -> usize {
         cut = pos + 1;
     }
     cut
+}
+
+/// The last `n` lines of `text` (lines joined by `\n`).
+fn last_lines(text: &str, n: usize) -> &str {
+    if n == 0 {
+        return "";
+    }
+    let mut start = text.len();
+    for _ in 0..n {
+        match text[..start].rfind('\n') {
+            Some(nl) => start = nl,
+            None => return text,
+        }
+    }
+    &text[start + 1..]
 }
 
 /// Keeps at most `max` bytes from the end of `text`, starting at a line start when one is in reach.
@@ -484,6 +498,15 @@ mod tests {
         let out = output_with(b"abc");
         let err = out.read(&req(Format::Text, 10, Some(99), 1000)).err().unwrap();
         assert_eq!(err.code(), "invalid_argument");
+    }
+
+    #[test]
+    fn last_lines_counts_from_the_end() {
+        assert_eq!(last_lines("a\nb\nc", 2), "b\nc");
+        assert_eq!(last_lines("a\nb\nc", 3), "a\nb\nc");
+        assert_eq!(last_lines("a\nb\nc", 9), "a\nb\nc");
+        assert_eq!(last_lines("a\n\n", 1), "");
+        assert_eq!(last_lines("a\nb", 0), "");
     }
 
     #[test]

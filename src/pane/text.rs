@@ -7,13 +7,44 @@
 //! hot path, and it decodes UTF-8 over the whole range, so a character split across PTY reads comes
 //! out whole.
 
-/// Renders `bytes` into lines, without line terminators and without trailing blanks. A final line
-/// without a newline (a prompt) is included when it holds text.
+/// Renders `bytes` into lines joined by `\n`: without line terminators, without trailing blanks, and
+/// without a final newline. A final line without a newline (a prompt) is included when it holds
+/// text. Scanning a chatty pane renders megabytes, so the text is built in one buffer, with no
+/// allocation per line.
+pub(crate) fn render_joined(bytes: &[u8]) -> String {
+    run(bytes).0
+}
+
+/// The lines of `render_joined`, one string each.
 pub(crate) fn render(bytes: &[u8]) -> Vec<String> {
-    let mut term = LineTerm { pad_budget: bytes.len() + PAD_SLACK, ..LineTerm::default() };
-    let text = String::from_utf8_lossy(skip_continuation(bytes));
-    for ch in text.chars() {
+    let (text, lines) = run(bytes);
+    if lines == 0 { Vec::new() } else { text.split('\n').map(String::from).collect() }
+}
+
+/// The joined text and its number of lines.
+fn run(bytes: &[u8]) -> (String, usize) {
+    let mut term = LineTerm {
+        pad_budget: bytes.len() + PAD_SLACK,
+        out: String::with_capacity(bytes.len()),
+        ..LineTerm::default()
+    };
+    let bytes = skip_continuation(bytes);
+    // The strict check is several times faster on ASCII than the lossy one, which then only runs
+    // when there is something to replace.
+    let text = match std::str::from_utf8(bytes) {
+        Ok(text) => std::borrow::Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(bytes),
+    };
+    let mut rest: &str = &text;
+    loop {
+        let plain = term.append_plain(rest);
+        if plain > 0 {
+            rest = &rest[plain..];
+            continue;
+        }
+        let Some(ch) = rest.chars().next() else { break };
         term.feed(ch);
+        rest = &rest[ch.len_utf8()..];
     }
     term.finish()
 }
@@ -72,7 +103,9 @@ struct LineTerm {
     params: String,
     line: Vec<char>,
     col: usize,
-    lines: Vec<String>,
+    /// Finished lines, joined by `\n`.
+    out: String,
+    lines: usize,
     /// Blanks still allowed for padding; once spent, moves past the line's end stop at its end.
     pad_budget: usize,
 }
@@ -176,6 +209,41 @@ impl LineTerm {
         }
     }
 
+    /// The common case in bulk: a run of printable ASCII at the end of the line is appended as it
+    /// is, and a whole plain line goes straight to the output. Returns how many bytes of `text` it
+    /// took (none unless that case holds). It stops short of `MAX_COLUMNS`, where `put` takes over.
+    fn append_plain(&mut self, text: &str) -> usize {
+        if self.state != State::Ground || self.col != self.line.len() {
+            return 0;
+        }
+        let bytes = text.as_bytes();
+        let limit = bytes.len().min(MAX_COLUMNS.saturating_sub(self.col));
+        let mut n = 0;
+        while n < limit && (0x20..0x7f).contains(&bytes[n]) {
+            n += 1;
+        }
+        if self.line.is_empty() {
+            let ending = match &bytes[n..] {
+                [b'\n', ..] => 1,
+                [b'\r', b'\n', ..] => 2,
+                _ => 0,
+            };
+            if ending > 0 {
+                // Printable ASCII holds no blank but the space.
+                let mut end = n;
+                while end > 0 && bytes[end - 1] == b' ' {
+                    end -= 1;
+                }
+                self.next_line();
+                self.out.push_str(&text[..end]);
+                return n + ending;
+            }
+        }
+        self.line.extend(bytes[..n].iter().map(|b| char::from(*b)));
+        self.col += n;
+        n
+    }
+
     fn put(&mut self, ch: char) {
         // A runaway line must not allocate without bound; it keeps its newest columns, which are
         // what a tail read shows and a wait is looking for.
@@ -204,17 +272,27 @@ impl LineTerm {
         granted
     }
 
+    /// Ends the line being built: its text, without trailing blanks, goes to the output.
     fn newline(&mut self) {
-        let text: String = self.line.drain(..).collect();
-        self.lines.push(text.trim_end().to_string());
+        self.next_line();
+        let end = self.line.iter().rposition(|c| !c.is_whitespace()).map_or(0, |i| i + 1);
+        self.out.extend(&self.line[..end]);
+        self.line.clear();
+    }
+
+    fn next_line(&mut self) {
+        if self.lines > 0 {
+            self.out.push('\n');
+        }
+        self.lines += 1;
         self.col = 0;
     }
 
-    fn finish(mut self) -> Vec<String> {
+    fn finish(mut self) -> (String, usize) {
         if self.line.iter().any(|c| *c != ' ') {
             self.newline();
         }
-        self.lines
+        (self.out, self.lines)
     }
 }
 
@@ -223,7 +301,9 @@ mod tests {
     use super::*;
 
     fn text(bytes: &[u8]) -> String {
-        render(bytes).join("\n")
+        let joined = render_joined(bytes);
+        assert_eq!(joined, render(bytes).join("\n"));
+        joined
     }
 
     #[test]
@@ -272,6 +352,23 @@ mod tests {
     fn prompt_without_newline_is_a_line() {
         assert_eq!(render(b"out\r\n$ "), vec!["out", "$"]);
         assert_eq!(render(b"out\r\n"), vec!["out"]);
+    }
+
+    #[test]
+    fn empty_lines_are_kept_and_no_lines_is_none() {
+        assert_eq!(render(b"a\n\n  \nb\n"), vec!["a", "", "", "b"]);
+        assert_eq!(render(b"\n"), vec![""]);
+        assert!(render(b"").is_empty());
+        assert!(render(b"   ").is_empty());
+        assert_eq!(render_joined(b"a\n\nb"), "a\n\nb");
+    }
+
+    #[test]
+    fn plain_runs_meet_overwrites_and_escapes() {
+        assert_eq!(text(b"ab\x1b[1Dcd\n"), "acd");
+        assert_eq!(text(b"one\x1b[0mtwo\x1b]0;t\x07three\n"), "onetwothree");
+        assert_eq!(text(b"12345\r12\r\n"), "12345");
+        assert_eq!(text("é plain ✓ more\n".as_bytes()), "é plain ✓ more");
     }
 
     #[test]
