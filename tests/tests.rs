@@ -29,3 +29,5 @@ mod hygiene;
 mod security;
 // The soak (ignored; `make soak`): thousands of mixed calls, resources flat from start to end.
 mod soak;
+// Megabytes of output: expect over large backlogs, long lines.
+mod bulk;

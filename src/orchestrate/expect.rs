@@ -14,7 +14,7 @@ use crate::pane::Pane;
 use crate::pane::output::{Format, ReadRequest};
 use crate::pane::text;
 use crate::pane::tools::add_exit;
-use crossbeam_channel::{after, never, select, tick};
+use crossbeam_channel::{RecvTimeoutError, TryRecvError, after, never, select, tick};
 use regex::{Regex, RegexBuilder};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -29,6 +29,11 @@ const HEARTBEAT: Duration = Duration::from_secs(1);
 const RESCAN_LIMIT: usize = 64 << 10;
 /// The longest wait one call accepts: one hour.
 const MAX_TIMEOUT_MS: u64 = 3_600_000;
+/// The most output one scan step copies and renders. A waiter that fell behind a fast pane catches
+/// up in steps this size, so its memory and its time holding the pane's lock stay bounded.
+const SCAN_CHUNK: u64 = 1 << 20;
+/// How long a waiter lets streaming output gather between scans (see `Pace`).
+const PACE: Duration = Duration::from_millis(1);
 
 pub(crate) static TOOL: Tool = Tool {
     name: "fugue_expect",
@@ -86,6 +91,37 @@ struct Scan {
     from: u64,
 }
 
+/// Paces the scans of a waiter over streaming output. A wake after a quiet spell scans at once.
+/// When wakes come within `2 × PACE` of each other — a flood, one wake per PTY read of a few KB —
+/// the waiter lets output gather for `PACE` before each scan, so a flood costs one scan per `PACE`
+/// instead of one per read, and the reader's notifications meanwhile find the waiter's one-slot
+/// channel full and wake nobody.
+#[derive(Default)]
+struct Pace {
+    last: Option<Instant>,
+    streaming: bool,
+}
+
+impl Pace {
+    fn woke(&mut self) {
+        let now = Instant::now();
+        self.streaming = self.last.is_some_and(|last| now.duration_since(last) <= 2 * PACE);
+        self.last = Some(now);
+    }
+}
+
+/// What one step of a scan saw.
+struct Step {
+    found: Option<Found>,
+    /// The process has exited and every byte it printed was searched.
+    exited: bool,
+    closed: bool,
+    /// Raw offset just past the bytes searched.
+    end: u64,
+    /// More output is waiting to be searched: step again before sleeping.
+    behind: bool,
+}
+
 struct Found {
     matched: String,
     line: String,
@@ -128,26 +164,40 @@ fn expect(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let mut scan = Scan { regex, from };
     let deadline = started + timeout;
     let heartbeat = if ctx.progress.is_wanted() { tick(HEARTBEAT) } else { never() };
+    let mut pace = Pace::default();
     loop {
-        let (found, exited, closed, end) = scan.step(&pane);
-        if let Some(found) = found {
+        let step = scan.step(&pane);
+        if let Some(found) = step.found {
             return Ok(finish_match(ctx, &pane, pattern, found, action, lines, started));
         }
-        if closed {
+        if step.closed {
             return Err(Error::new(
                 ErrorKind::PaneClosed,
                 format!("pane {} was closed while waiting", pane.id),
             ));
         }
-        if exited {
-            return Ok(outcome(&pane, "exited", pattern, end, action, lines, started));
+        if step.exited {
+            return Ok(outcome(&pane, "exited", pattern, step.end, action, lines, started));
+        }
+        let cancel = ctx.cancel.receiver();
+        if step.behind && Instant::now() < deadline {
+            if let Err(TryRecvError::Disconnected) = cancel.try_recv() {
+                return Err(Error::cancelled());
+            }
+            continue;
+        }
+        if pace.streaming {
+            let gather = PACE.min(deadline.saturating_duration_since(Instant::now()));
+            if let Err(RecvTimeoutError::Disconnected) = cancel.recv_timeout(gather) {
+                return Err(Error::cancelled());
+            }
         }
         select! {
-            recv(events) -> _ => {}
+            recv(events) -> _ => pace.woke(),
             recv(ctx.cancel.receiver()) -> _ => return Err(Error::cancelled()),
             recv(after(deadline.saturating_duration_since(Instant::now()))) -> _ => {
                 // One last look: output may have arrived with the deadline.
-                if let (Some(found), ..) = scan.step(&pane) {
+                if let Some(found) = scan.step(&pane).found {
                     return Ok(finish_match(ctx, &pane, pattern, found, action, lines, started));
                 }
                 return Ok(outcome(&pane, "timeout", pattern, pane.output().end(), action, lines, started));
@@ -172,15 +222,18 @@ fn compile(pattern: &str) -> Result<Regex> {
 }
 
 impl Scan {
-    /// Searches what arrived since the last step. Returns the match if any, and the pane's state
-    /// as of the bytes searched: exited, closed, and the end offset.
-    fn step(&mut self, pane: &Pane) -> (Option<Found>, bool, bool, u64) {
-        let (bytes, start, exited, closed) = pane.output().with(|s| {
-            let (bytes, start) = s.ring.copy(self.from, u64::MAX);
-            (bytes, start, s.exit.is_some(), s.closed)
+    /// Searches what arrived since the last step, at most `SCAN_CHUNK` bytes of it. Returns the
+    /// match if any, and the pane's state as of the bytes searched: exited (only once the scan has
+    /// caught up with the end), closed, the end offset, and whether bytes are left to scan.
+    fn step(&mut self, pane: &Pane) -> Step {
+        let (bytes, start, end, exited, closed) = pane.output().with(|s| {
+            let to = self.from.saturating_add(SCAN_CHUNK);
+            let (bytes, start) = s.ring.copy(self.from, to);
+            (bytes, start, s.ring.end(), s.exit.is_some(), s.closed)
         });
+        let behind = start + (bytes.len() as u64) < end;
         let keep = text::complete_len(&bytes);
-        let end = start + keep as u64;
+        let scanned = start + keep as u64;
         let line_start = bytes[..keep].iter().rposition(|b| *b == b'\n').map_or(0, |nl| nl + 1);
         let tail_from = line_start.max(keep.saturating_sub(RESCAN_LIMIT));
         let found = if tail_from == line_start {
@@ -194,17 +247,19 @@ impl Scan {
             // Complete lines are done; the unfinished line is searched again next time.
             self.from = start + tail_from as u64;
         }
-        (found, exited, closed, end)
+        Step { found, exited: exited && !behind, closed, end: scanned, behind }
     }
 
     fn search(&self, raw: &[u8], start: u64) -> Option<Found> {
-        let lines = text::render(raw);
-        let joined = lines.join("\n");
+        let joined = text::render_joined(raw);
         let caps = self.regex.captures(&joined)?;
         let whole = caps.get(0)?;
         let first_line = joined[..whole.start()].matches('\n').count();
         let last_line = first_line + whole.as_str().matches('\n').count();
-        let line = lines.get(first_line).cloned().unwrap_or_default();
+        let line_start = joined[..whole.start()].rfind('\n').map_or(0, |i| i + 1);
+        let line_end =
+            joined[whole.start()..].find('\n').map_or(joined.len(), |i| whole.start() + i);
+        let line = joined[line_start..line_end].to_string();
         let offset =
             raw_line_end(raw, last_line).map_or(start + raw.len() as u64, |e| start + e as u64);
         let groups =
