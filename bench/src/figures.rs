@@ -6,7 +6,7 @@
 //! and wall-time figures keep the best of a few runs (noise only ever adds time); latency figures
 //! report the median and the 99th percentile of many.
 
-use crate::client::{Fugue, R, open_fds, rss, threads};
+use crate::client::{Fugue, R, cpu, open_fds, rss, threads};
 use crate::clock::{mb, median, ms, now_ns, quantile, show};
 use crate::pty;
 use crate::report::Row;
@@ -60,16 +60,20 @@ pub fn ingestion(b: &Bench) -> R<Vec<Row>> {
     let mut fugue = b.start()?;
     let tmux = Tmux::start();
     let (mut bare_best, mut fugue_best, mut tmux_best) = (Duration::MAX, Duration::MAX, None);
+    let (mut bare_cpu, mut fugue_cpu) = (Duration::MAX, Duration::MAX);
     let mut bytes = 0;
-    for rep in 0..b.reps(3) {
-        let (n, d) = pty::drain(INGEST_CMD)?;
+    for rep in 0..b.reps(5) {
+        let (n, d, c) = pty::drain(INGEST_CMD)?;
         bytes = n;
         bare_best = bare_best.min(d);
+        bare_cpu = bare_cpu.min(c);
+        let cpu_before = cpu(fugue.pid());
         let (n, d) = fugue_ingest(&mut fugue, rep)?;
         if n != bytes {
             return Err(format!("fugue holds {n} bytes, the bare PTY gave {bytes}"));
         }
         fugue_best = fugue_best.min(d);
+        fugue_cpu = fugue_cpu.min(cpu(fugue.pid()) - cpu_before);
         if let Some(tmux) = &tmux {
             let d = tmux.run(INGEST_CMD)?;
             tmux_best = Some(tmux_best.unwrap_or(Duration::MAX).min(d));
@@ -80,8 +84,13 @@ pub fn ingestion(b: &Bench) -> R<Vec<Row>> {
     let ratio = fugue_rate / bare_rate;
     let mut rows = vec![
         Row {
-            baseline: format!("bare PTY {bare_rate:.1} MB/s"),
-            fugue: format!("{fugue_rate:.1} MB/s ({}, {})", mb(bytes), show(fugue_best)),
+            baseline: format!("bare PTY {bare_rate:.1} MB/s (CPU {})", show(bare_cpu)),
+            fugue: format!(
+                "{fugue_rate:.1} MB/s ({} in {}; server CPU {})",
+                mb(bytes),
+                show(fugue_best),
+                show(fugue_cpu)
+            ),
             ratio: format!("{ratio:.2}×"),
             ..Row::new(INGEST, INGEST_TARGET)
         }

@@ -4,7 +4,7 @@
 //! session leader on its slave side, and read the master until end of file. The time from the
 //! start to the reaped exit, with every byte read, is the baseline fugue's ingestion is held to.
 
-use crate::client::R;
+use crate::client::{R, thread_cpu};
 use std::fs::File;
 use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -13,8 +13,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Runs `/bin/sh -c command` on a fresh 24×80 PTY, reading with a 64 KiB buffer (as fugue does).
-/// Returns the bytes read and the time from spawn to the reaped exit.
-pub fn drain(command: &str) -> R<(u64, Duration)> {
+/// Returns the bytes read, the time from spawn to the reaped exit, and the CPU the read loop used.
+pub fn drain(command: &str) -> R<(u64, Duration, Duration)> {
     let (master, slave) = open()?;
     let started = Instant::now();
     let mut cmd = Command::new("/bin/sh");
@@ -43,6 +43,7 @@ pub fn drain(command: &str) -> R<(u64, Duration)> {
     let mut master = File::from(master);
     let mut buf = vec![0u8; 64 << 10];
     let mut total = 0u64;
+    let cpu = thread_cpu();
     loop {
         match master.read(&mut buf) {
             Ok(0) => break,
@@ -51,8 +52,9 @@ pub fn drain(command: &str) -> R<(u64, Duration)> {
             Err(_) => break, // EIO: the last slave holder is gone
         }
     }
+    let cpu = thread_cpu() - cpu;
     child.wait().map_err(|e| e.to_string())?;
-    Ok((total, started.elapsed()))
+    Ok((total, started.elapsed(), cpu))
 }
 
 fn open() -> R<(OwnedFd, OwnedFd)> {
