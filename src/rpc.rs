@@ -318,7 +318,12 @@ impl Server {
 
     fn reply(&self, id: &Value, outcome: Result<Value, RpcError>) {
         match outcome {
-            Ok(result) => self.writer.send(&json!({"jsonrpc": "2.0", "id": id, "result": result})),
+            Ok(result) => {
+                // Moved in: json! would copy the whole result through Serialize.
+                let mut message = json!({"jsonrpc": "2.0", "id": id});
+                message["result"] = result;
+                self.writer.send(&message);
+            }
             Err(err) => self.reply_error(id, err),
         }
     }

@@ -272,7 +272,9 @@ fn list_tools(params: &Map<String, Value>) -> Result<Value, RpcError> {
     if params.get("cursor").is_some_and(|c| !c.is_null()) {
         return Err(RpcError::new(INVALID_PARAMS, "Invalid cursor"));
     }
-    Ok(json!({"tools": tools::list()}))
+    let mut result = json!({});
+    result["tools"] = tools::list().clone();
+    Ok(result)
 }
 
 /// `subscriptions/listen`: nothing here ever changes, so the acknowledgement honours no

@@ -238,7 +238,9 @@ fn list_sessions(ctx: &Ctx<'_>, _: &Args<'_>) -> Result<Value> {
     let sessions = ctx.mux.with_sessions(|sessions, pane| {
         sessions.iter().map(|s| session_json(s, pane)).collect::<Vec<_>>()
     });
-    Ok(json!({ "sessions": sessions }))
+    let mut value = json!({});
+    value["sessions"] = Value::Array(sessions);
+    Ok(value)
 }
 
 pub(crate) fn session_json(session: &Session, pane: &dyn Fn(&str) -> Option<Arc<Pane>>) -> Value {
@@ -248,11 +250,16 @@ pub(crate) fn session_json(session: &Session, pane: &dyn Fn(&str) -> Option<Arc<
         .map(|w| {
             let panes: Vec<Value> =
                 w.panes.iter().filter_map(|id| pane(id)).map(|p| pane_json(&p)).collect();
-            json!({"id": w.id, "name": w.name, "rows": w.rows, "cols": w.cols, "panes": panes})
+            let mut window = json!({"id": w.id, "name": w.name, "rows": w.rows, "cols": w.cols});
+            window["panes"] = Value::Array(panes);
+            window
         })
         .collect();
-    json!({"id": session.id, "name": session.name, "created_at": unix_ms(session.created_at),
-           "windows": windows})
+    let mut value = json!({"id": session.id, "name": session.name,
+                           "created_at": unix_ms(session.created_at)});
+    // Moved in, not passed to json!, which would copy the whole tree through Serialize.
+    value["windows"] = Value::Array(windows);
+    value
 }
 
 fn pane_json(pane: &Pane) -> Value {
