@@ -240,7 +240,7 @@ impl Runner {
 
     /// Waits for the pane's process to end, while answering control actions.
     fn wait(&mut self, pane: &Arc<Pane>) -> Waited {
-        let events = pane.output().subscribe();
+        let events = pane.output().subscribe_status();
         let left = self
             .pipeline
             .limits

@@ -221,7 +221,7 @@ fn start_all<'a>(mux: &Mux, place: &Place, tasks: &'a [Task]) -> Vec<Job<'a>> {
         .zip(panes)
         .map(|(task, pane)| {
             // Subscribed before anyone looks at the pane, so no exit can slip by unseen.
-            let events = pane.as_ref().ok().map(|p| p.output().subscribe());
+            let events = pane.as_ref().ok().map(|p| p.output().subscribe_status());
             Job { task, pane, events, timed_out: None }
         })
         .collect()
@@ -234,7 +234,7 @@ impl Job<'_> {
 }
 
 /// Blocks until every command has ended, the deadline passes, or the call is cancelled. Wakes
-/// only on events: a pane's output or exit, the cancel channel, the heartbeat.
+/// only on events: a pane's exit (not its output), the cancel channel, the heartbeat.
 fn wait_all(ctx: &Ctx<'_>, jobs: &[Job<'_>], deadline: Instant, started: Instant) -> End {
     let heartbeat = if ctx.progress.is_wanted() { tick(HEARTBEAT) } else { never() };
     let mut reported = usize::MAX;

@@ -265,7 +265,8 @@ impl Run<'_> {
         deadline: Instant,
         events: &Receiver<Event>,
     ) -> Result<()> {
-        let output = self.pane.output().subscribe();
+        // The shell's exit, not its output, is what the loop condition needs to see.
+        let ending = self.pane.output().subscribe_status();
         let heartbeat = if ctx.progress.is_wanted() { tick(HEARTBEAT) } else { never() };
         let mut status = events.clone();
         let mut deadline = deadline;
@@ -276,7 +277,7 @@ impl Run<'_> {
                     // The reader stopped: the shell's exit or the deadline will end the wait.
                     Err(_) => status = never(),
                 },
-                recv(output) -> _ => {}
+                recv(ending) -> _ => {}
                 recv(ctx.cancel.receiver()) -> _ => return Err(Error::cancelled()),
                 recv(after(deadline.saturating_duration_since(Instant::now()))) -> _ => {
                     if self.interrupted.is_some() {

@@ -252,7 +252,7 @@ impl Pane {
 
     /// Waits for the child's exit until `deadline`.
     pub(crate) fn wait_exit(&self, deadline: Instant) -> Option<Exit> {
-        let events = self.output.subscribe();
+        let events = self.output.subscribe_status();
         loop {
             if let Some(exit) = self.output.exit() {
                 return Some(exit);

@@ -44,7 +44,10 @@ pub(crate) struct State {
 pub(crate) struct Output {
     state: Mutex<State>,
     screen: Mutex<Screen>,
+    /// Every change: output, exit, end of file, close.
     watch: Watch,
+    /// Only exit, end of file and close.
+    status: Watch,
 }
 
 /// The output views of `fugue_get_output`.
@@ -87,6 +90,7 @@ impl Output {
             }),
             screen: Mutex::new(Screen::new(rows, cols)),
             watch: Watch::default(),
+            status: Watch::default(),
         }
     }
 
@@ -98,7 +102,7 @@ impl Output {
 
     pub(crate) fn set_eof(&self) {
         self.state.lock().eof = true;
-        self.watch.notify();
+        self.notify_status();
     }
 
     pub(crate) fn set_exit(&self, exit: Exit) {
@@ -107,12 +111,17 @@ impl Output {
             state.exit = Some(exit);
             state.exited_at = Some(Instant::now());
         }
-        self.watch.notify();
+        self.notify_status();
     }
 
     pub(crate) fn set_closed(&self) {
         self.state.lock().closed = true;
+        self.notify_status();
+    }
+
+    fn notify_status(&self) {
         self.watch.notify();
+        self.status.notify();
     }
 
     /// Runs `f` on the current state under the lock; keep `f` short.
@@ -124,6 +133,13 @@ impl Output {
     /// so that no change can slip between the look and the wait.
     pub(crate) fn subscribe(&self) -> Receiver<()> {
         self.watch.subscribe()
+    }
+
+    /// Like `subscribe`, but only for how the pane ends: its process exits, its terminal reaches
+    /// end of file, or it is closed. For waiters that do not read the output: a pane printing
+    /// megabytes would otherwise wake them once per PTY read.
+    pub(crate) fn subscribe_status(&self) -> Receiver<()> {
+        self.status.subscribe()
     }
 
     pub(crate) fn end(&self) -> u64 {
@@ -523,6 +539,20 @@ mod tests {
         let read = out.read(&req(Format::Screen, 100, None, 1000)).unwrap();
         assert_eq!(read.output, "Xne\ntwo");
         assert_eq!(read.cursor, Some((0, 1)));
+    }
+
+    #[test]
+    fn status_subscribers_hear_the_end_but_not_the_output() {
+        let out = Output::new(1 << 20, 24, 80);
+        let (all, status) = (out.subscribe(), out.subscribe_status());
+        out.append(b"lots of output\n");
+        assert_eq!((all.try_iter().count(), status.try_iter().count()), (1, 0));
+        out.set_eof();
+        assert_eq!(status.try_iter().count(), 1);
+        out.set_exit(Exit { code: Some(0), signal: None });
+        assert_eq!(status.try_iter().count(), 1);
+        out.set_closed();
+        assert_eq!((all.try_iter().count(), status.try_iter().count()), (1, 1));
     }
 
     #[test]
