@@ -148,20 +148,25 @@ fn clip_front(text: String, max: usize) -> String {
     text[start..].to_string()
 }
 
-/// Ends panes together, each on its own thread, so ten stuck commands take one close grace, not
-/// ten. `detach` also removes them from the registry (before any signal, as `fugue_close_pane`
+/// Ends panes together (the first on this thread, each other on its own), so ten stuck commands
+/// take one close grace, not ten. `detach` also removes them from the registry (before any signal, as `fugue_close_pane`
 /// does); otherwise they stay, dead, with their output readable until someone closes them.
 pub(crate) fn close_panes(mux: &Mux, panes: &[Arc<Pane>], detach: bool) {
+    let close = |pane: &Arc<Pane>| {
+        if detach {
+            // A pane someone else closed meanwhile is already gone: nothing to do.
+            let _ = mux.close_pane(&pane.id);
+        } else {
+            pane.close();
+        }
+    };
     std::thread::scope(|scope| {
-        for pane in panes {
-            scope.spawn(move || {
-                if detach {
-                    // A pane someone else closed meanwhile is already gone: nothing to do.
-                    let _ = mux.close_pane(&pane.id);
-                } else {
-                    pane.close();
-                }
-            });
+        // The first on this thread: closing one pane should not cost a thread.
+        for pane in panes.iter().skip(1) {
+            scope.spawn(move || close(pane));
+        }
+        if let Some(first) = panes.first() {
+            close(first);
         }
     });
 }

@@ -206,14 +206,18 @@ impl Place {
     }
 }
 
-/// Starts every command on its own thread, so they begin together rather than one after another.
+/// Starts every command at once: the first on this thread, each other on a thread of its own, so
+/// they begin together rather than one after another, and a single command pays for no thread.
 fn start_all<'a>(mux: &Mux, place: &Place, tasks: &'a [Task]) -> Vec<Job<'a>> {
     let panes: Vec<Result<Arc<Pane>>> = std::thread::scope(|scope| {
         let handles: Vec<_> =
-            tasks.iter().map(|task| scope.spawn(move || place.spawn(mux, task))).collect();
-        handles
+            tasks.iter().skip(1).map(|task| scope.spawn(move || place.spawn(mux, task))).collect();
+        let first = tasks.first().map(|task| place.spawn(mux, task));
+        first
             .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err(Error::internal("starting a pane panicked"))))
+            .chain(handles.into_iter().map(|h| {
+                h.join().unwrap_or_else(|_| Err(Error::internal("starting a pane panicked")))
+            }))
             .collect()
     });
     tasks
