@@ -16,7 +16,7 @@ pub(crate) mod text;
 pub(crate) mod tools;
 
 use crate::error::{Error, ErrorKind, Result};
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use input::Input;
 use output::{Exit, Output};
 use parking_lot::Mutex;
@@ -401,7 +401,8 @@ fn start_waiter(
 /// can be late, so it gets a long bound; otherwise a short one, since a background job may keep
 /// the terminal open for hours.
 fn drain(eof: &Receiver<()>, pid: u32, reaped: u64) {
-    if eof.recv_timeout(QUICK_DRAIN).is_ok() {
+    // The reader never sends: it drops its end at end of file, which disconnects the channel.
+    if !matches!(eof.recv_timeout(QUICK_DRAIN), Err(RecvTimeoutError::Timeout)) {
         return;
     }
     let alone = process::session_members_started_by(pid, reaped).is_empty();
