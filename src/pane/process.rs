@@ -7,6 +7,7 @@
 
 use super::output::Exit;
 use std::fs;
+use std::io::Read;
 
 /// Blocks until `pid` (our child) ends and reaps it.
 pub(crate) fn wait(pid: u32) -> Exit {
@@ -72,11 +73,17 @@ pub(crate) fn session_members_started_by(sid: u32, tick: u64) -> Vec<u32> {
         .collect()
 }
 
-/// The session id and start time in `/proc/PID/stat`. The command name may hold spaces and
-/// parentheses, so the fields are counted after the last `)`.
+/// The session id and start time in `/proc/PID/stat`. The command name may hold spaces,
+/// parentheses and bytes that are not UTF-8, so the fields are counted after the last `)`.
 fn stat_of(pid: u32) -> Option<(u32, u64)> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let mut fields = stat[stat.rfind(')')? + 1..].split_whitespace();
+    // One read(2) into a buffer longer than any stat line (the fields needed come first anyway).
+    // A scan reads this file for every process on the machine, and read_to_string would spend
+    // six system calls on each (a statx, then a buffer grown from 32 bytes) instead of one.
+    let mut buf = [0u8; 2048];
+    let n = fs::File::open(format!("/proc/{pid}/stat")).ok()?.read(&mut buf).ok()?;
+    let stat = &buf[..n];
+    let rest = std::str::from_utf8(&stat[stat.iter().rposition(|b| *b == b')')? + 1..]).ok()?;
+    let mut fields = rest.split_whitespace();
     // After the name: state, ppid, pgrp, session, ... and the start time 19 fields after state.
     let session = fields.nth(3)?.parse().ok()?;
     let start = fields.nth(15)?.parse().ok()?;
@@ -123,6 +130,24 @@ mod tests {
         assert!(std::fs::metadata(format!("/proc/{}", child.id())).is_err(), "reaped");
         let child = std::process::Command::new("sh").args(["-c", "kill -TERM $$"]).spawn().unwrap();
         assert_eq!(wait(child.id()), Exit { code: None, signal: Some(libc::SIGTERM) });
+    }
+
+    #[test]
+    fn a_command_name_with_parentheses_and_bad_utf8_is_parsed() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = std::env::temp_dir().join(format!("fugue-stat-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // The kernel's name for a process is its file name: ") \xff (x".
+        let name = std::ffi::OsStr::from_bytes(b") \xff (x");
+        let link = dir.join(name);
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink("/bin/sleep", &link).unwrap();
+        let mut child = std::process::Command::new(&link).arg("5").spawn().unwrap();
+        let (sid, _) = stat_of(child.id()).expect("stat parsed");
+        assert_eq!(sid, stat_of(std::process::id()).unwrap().0);
+        child.kill().unwrap();
+        child.wait().unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
