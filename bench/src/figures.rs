@@ -277,16 +277,22 @@ pub fn parallel(b: &Bench) -> R<Vec<Row>> {
             Row::skipped(SLEEP_FIG, SLEEP_TARGET, why),
         ]);
     }
-    let (mut base, mut ours) = (Vec::new(), Vec::new());
+    let (mut base, mut on_pty, mut ours) = (Vec::new(), Vec::new(), Vec::new());
     run_parallel(&mut fugue, &["true"])?; // warm up: first pane, first worker thread
     for _ in 0..b.reps(40) {
         base.push(timed(Command::new("sh").args(["-c", "true"]))?);
+        // The same on a fresh PTY, read to end of file: what any terminal must pay at least.
+        on_pty.push(pty::drain("true")?.1);
         ours.push(run_parallel(&mut fugue, &["true"])?);
     }
     let (base_med, ours_med) = (median(&base), median(&ours));
     let above = ms(ours_med) - ms(base_med);
     let true_row = Row {
-        baseline: format!("`sh -c true` {}", show(base_med)),
+        baseline: format!(
+            "`sh -c true` {} (on a bare PTY {})",
+            show(base_med),
+            show(median(&on_pty))
+        ),
         fugue: format!("{} (+{above:.2} ms; p99 {})", show(ours_med), show(quantile(&ours, 0.99))),
         ratio: format!("{:.1}×", ms(ours_med) / ms(base_med)),
         ..Row::new(TRUE_FIG, TRUE_TARGET)
