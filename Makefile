@@ -4,7 +4,7 @@ BIN := target/release/fugue
 STATIC_TARGET := x86_64-unknown-linux-gnu
 STATIC_BIN := target/$(STATIC_TARGET)/release/fugue
 
-.PHONY: all build demo check test interop soak static man clean
+.PHONY: all build demo check test interop soak bench static man clean
 
 all: build
 
@@ -45,6 +45,15 @@ interop: build
 # cancellations); descriptors, threads, RSS and children must end where they started.
 soak:
 	$(CARGO) test --release --test integration -- --ignored soak --nocapture
+
+# Performance figures, each next to a baseline measured in the same run, as one table (a few
+# minutes; not part of `make check`, which never depends on timing). It measures the static
+# binary, the one that ships. BENCH_ARGS=--quick takes fewer repetitions; BENCH_ARGS=NAME runs one
+# figure (see `target/bench/release/fugue-bench --help`).
+BENCH_ARGS ?=
+bench: static
+	$(CARGO) build --release --manifest-path bench/Cargo.toml --target-dir target/bench
+	target/bench/release/fugue-bench --fugue $(STATIC_BIN) $(BENCH_ARGS)
 
 # A fully static binary (glibc with crt-static); prints what `file` says and the size.
 static:

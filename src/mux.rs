@@ -432,22 +432,56 @@ fn window_index(session: &Session, key: &str) -> Option<usize> {
         .or_else(|| session.windows.iter().position(|w| w.name == key))
 }
 
-/// Closes panes concurrently: one hang-up to all, then each escalates on its own thread, so that
-/// ending fifty panes takes as long as ending one.
+/// Closes panes together, so that ending two hundred takes about as long as ending one: each round
+/// (hang-up, terminate, kill) looks at /proc once for all of them and signals every pane still
+/// holding processes, then waits for the children on one shared deadline.
 fn close_all(panes: Vec<Arc<Pane>>) -> Vec<(Arc<Pane>, Option<Exit>)> {
+    let grace = std::time::Duration::from_millis(300);
     for pane in &panes {
-        pane.hang_up();
+        pane.output().set_closed();
     }
-    let deadline = Instant::now() + std::time::Duration::from_millis(300);
-    std::thread::scope(|scope| {
-        let handles: Vec<_> =
-            panes.iter().map(|pane| scope.spawn(move || pane.finish_close(deadline))).collect();
-        handles.into_iter().map(|h| h.join().unwrap_or(None)).collect::<Vec<_>>()
-    })
-    .into_iter()
-    .zip(panes.iter().cloned())
-    .map(|(exit, pane)| (pane, exit))
-    .collect()
+    signal_all(&panes, &[libc::SIGHUP, libc::SIGCONT]);
+    wait_all(&panes, Instant::now() + grace);
+    if signal_all(&panes, &[libc::SIGTERM]) > 0 {
+        wait_all(&panes, Instant::now() + grace);
+    }
+    for _ in 0..10 {
+        if signal_all(&panes, &[libc::SIGKILL]) == 0 {
+            break;
+        }
+    }
+    wait_all(&panes, Instant::now() + std::time::Duration::from_secs(2));
+    panes
+        .into_iter()
+        .map(|pane| {
+            pane.release();
+            let exit = pane.output().exit();
+            (pane, exit)
+        })
+        .collect()
+}
+
+/// Sends each signal to every pane's remaining processes, from one look at /proc; returns how many
+/// processes were found.
+fn signal_all(panes: &[Arc<Pane>], signals: &[i32]) -> usize {
+    let sessions = crate::pane::process::Sessions::scan();
+    let mut found = 0;
+    for pane in panes {
+        for (i, signal) in signals.iter().enumerate() {
+            let n = pane.signal_in(&sessions, *signal);
+            if i == 0 {
+                found += n;
+            }
+        }
+    }
+    found
+}
+
+/// Waits until every pane's child has ended, or the deadline.
+fn wait_all(panes: &[Arc<Pane>], deadline: Instant) {
+    for pane in panes {
+        pane.wait_exit(deadline);
+    }
 }
 
 pub(crate) fn new_id() -> String {

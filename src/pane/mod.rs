@@ -223,6 +223,24 @@ impl Pane {
         process::signal_session(self.pid, signal)
     }
 
+    /// `signal` with the processes taken from a snapshot of /proc shared by many panes; the same
+    /// rules for a reaped child as `signal`.
+    pub(crate) fn signal_in(&self, sessions: &process::Sessions, signal: i32) -> usize {
+        let reaped = self.reaped.load(Ordering::SeqCst);
+        let members = sessions.started_by(self.pid, u64::MAX);
+        if reaped != 0 && sessions.started_by(self.pid, reaped).is_empty() {
+            return 0;
+        }
+        process::signal_members(self.pid, &members, signal)
+    }
+
+    /// Lets the terminal go once every process is ended: the input thread stops and dropping the
+    /// master hangs up what may still hold the terminal.
+    pub(crate) fn release(&self) {
+        self.input.close();
+        self.master.lock().take();
+    }
+
     /// Ends the pane: hang-up, terminate, kill, each with a short grace, until the child is reaped
     /// and no process of its session is left. Returns how the child ended.
     pub(crate) fn close(&self) -> Option<Exit> {
@@ -255,8 +273,7 @@ impl Pane {
             }
         }
         let exit = exit.or_else(|| self.wait_exit(Instant::now() + Duration::from_secs(2)));
-        self.input.close();
-        self.master.lock().take();
+        self.release();
         exit
     }
 

@@ -73,6 +73,46 @@ pub(crate) fn session_members_started_by(sid: u32, tick: u64) -> Vec<u32> {
         .collect()
 }
 
+/// Every process on the machine by session, from one pass over /proc: closing many panes at once
+/// looks once per round instead of once per pane and signal.
+#[derive(Default)]
+pub(crate) struct Sessions {
+    /// Session id -> (pid, start time in boot ticks).
+    members: std::collections::HashMap<u32, Vec<(u32, u64)>>,
+}
+
+impl Sessions {
+    pub(crate) fn scan() -> Sessions {
+        let mut members: std::collections::HashMap<u32, Vec<(u32, u64)>> = Default::default();
+        if let Ok(dir) = fs::read_dir("/proc") {
+            for pid in dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok()) {
+                if let Some((sid, start)) = stat_of(pid) {
+                    members.entry(sid).or_default().push((pid, start));
+                }
+            }
+        }
+        Sessions { members }
+    }
+
+    /// The members of session `sid` that started no later than `tick`.
+    pub(crate) fn started_by(&self, sid: u32, tick: u64) -> Vec<u32> {
+        let members = self.members.get(&sid).map(Vec::as_slice).unwrap_or_default();
+        members.iter().filter(|(_, start)| *start <= tick).map(|(pid, _)| *pid).collect()
+    }
+}
+
+/// Sends `signal` to the group `leader` and to each of `members`; returns how many members.
+pub(crate) fn signal_members(leader: u32, members: &[u32], signal: i32) -> usize {
+    // SAFETY: killpg and kill only send signals; a stale id fails with ESRCH.
+    unsafe {
+        libc::killpg(leader as libc::pid_t, signal);
+        for pid in members {
+            libc::kill(*pid as libc::pid_t, signal);
+        }
+    }
+    members.len()
+}
+
 /// The session id and start time in `/proc/PID/stat`. The command name may hold spaces,
 /// parentheses and bytes that are not UTF-8, so the fields are counted after the last `)`.
 fn stat_of(pid: u32) -> Option<(u32, u64)> {
