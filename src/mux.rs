@@ -17,7 +17,7 @@ use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The session that `fugue_run_parallel` and `fugue_run_pipeline` put their panes in by default.
 pub(crate) const ORCHESTRATION_SESSION: &str = "__orchestration__";
@@ -432,56 +432,11 @@ fn window_index(session: &Session, key: &str) -> Option<usize> {
         .or_else(|| session.windows.iter().position(|w| w.name == key))
 }
 
-/// Closes panes together, so that ending two hundred takes about as long as ending one: each round
-/// (hang-up, terminate, kill) looks at /proc once for all of them and signals every pane still
-/// holding processes, then waits for the children on one shared deadline.
+/// Ends panes together (see `pane::close_panes`) and pairs each with how it ended.
 fn close_all(panes: Vec<Arc<Pane>>) -> Vec<(Arc<Pane>, Option<Exit>)> {
-    let grace = std::time::Duration::from_millis(300);
-    for pane in &panes {
-        pane.output().set_closed();
-    }
-    signal_all(&panes, &[libc::SIGHUP, libc::SIGCONT]);
-    wait_all(&panes, Instant::now() + grace);
-    if signal_all(&panes, &[libc::SIGTERM]) > 0 {
-        wait_all(&panes, Instant::now() + grace);
-    }
-    for _ in 0..10 {
-        if signal_all(&panes, &[libc::SIGKILL]) == 0 {
-            break;
-        }
-    }
-    wait_all(&panes, Instant::now() + std::time::Duration::from_secs(2));
-    panes
-        .into_iter()
-        .map(|pane| {
-            pane.release();
-            let exit = pane.output().exit();
-            (pane, exit)
-        })
-        .collect()
-}
-
-/// Sends each signal to every pane's remaining processes, from one look at /proc; returns how many
-/// processes were found.
-fn signal_all(panes: &[Arc<Pane>], signals: &[i32]) -> usize {
-    let sessions = crate::pane::process::Sessions::scan();
-    let mut found = 0;
-    for pane in panes {
-        for (i, signal) in signals.iter().enumerate() {
-            let n = pane.signal_in(&sessions, *signal);
-            if i == 0 {
-                found += n;
-            }
-        }
-    }
-    found
-}
-
-/// Waits until every pane's child has ended, or the deadline.
-fn wait_all(panes: &[Arc<Pane>], deadline: Instant) {
-    for pane in panes {
-        pane.wait_exit(deadline);
-    }
+    let refs: Vec<&Pane> = panes.iter().map(|p| p.as_ref()).collect();
+    let exits = crate::pane::close_panes(&refs);
+    panes.iter().cloned().zip(exits).collect()
 }
 
 pub(crate) fn new_id() -> String {

@@ -186,14 +186,6 @@ impl Pane {
         Ok(())
     }
 
-    /// Starts ending the pane: a hang-up to every process of its session. `finish_close` completes it.
-    pub(crate) fn hang_up(&self) {
-        // Waiters learn that the pane is going away before its process dies of the hang-up.
-        self.output.set_closed();
-        self.signal(libc::SIGHUP);
-        self.signal(libc::SIGCONT);
-    }
-
     /// Sends `signal` once to the child's process group, as Ctrl-C does to a shell's foreground
     /// job, while the child is not reaped (after that its pid may be a stranger's). For a shell
     /// without job control the group holds the commands it runs; the shell decides what to do.
@@ -206,26 +198,13 @@ impl Pane {
         }
     }
 
-    /// Signals what is left of the pane; returns how many of its processes were found. While the
-    /// child lives, its pid names its session and group. Once the child is reaped the number is
-    /// free again — unless a process of the session still holds it, since a session id is never
-    /// reused while the session lives. A member that started before the reaping proves the
-    /// session is still the pane's; a session with that number and no such member is a
-    /// stranger's, made after the number came round, and is left alone.
-    fn signal(&self, signal: i32) -> usize {
-        let reaped = self.reaped.load(Ordering::SeqCst);
-        if reaped == 0 {
-            return process::signal_session(self.pid, signal);
-        }
-        if process::session_members_started_by(self.pid, reaped).is_empty() {
-            return 0;
-        }
-        process::signal_session(self.pid, signal)
-    }
-
-    /// `signal` with the processes taken from a snapshot of /proc shared by many panes; the same
-    /// rules for a reaped child as `signal`.
-    pub(crate) fn signal_in(&self, sessions: &process::Sessions, signal: i32) -> usize {
+    /// Signals what is left of the pane, as found in a snapshot of /proc; returns how many of its
+    /// processes were found. While the child lives, its pid names its session and group. Once the
+    /// child is reaped the number is free again — unless a process of the session still holds it,
+    /// since a session id is never reused while the session lives. A member that started before
+    /// the reaping proves the session is still the pane's; a session with that number and no such
+    /// member is a stranger's, made after the number came round, and is left alone.
+    fn signal_in(&self, sessions: &process::Sessions, signal: i32) -> usize {
         let reaped = self.reaped.load(Ordering::SeqCst);
         let members = sessions.started_by(self.pid, u64::MAX);
         if reaped != 0 && sessions.started_by(self.pid, reaped).is_empty() {
@@ -236,45 +215,14 @@ impl Pane {
 
     /// Lets the terminal go once every process is ended: the input thread stops and dropping the
     /// master hangs up what may still hold the terminal.
-    pub(crate) fn release(&self) {
+    fn release(&self) {
         self.input.close();
         self.master.lock().take();
     }
 
-    /// Ends the pane: hang-up, terminate, kill, each with a short grace, until the child is reaped
-    /// and no process of its session is left. Returns how the child ended.
+    /// Ends the pane and returns how its child ended; see `close_panes`.
     pub(crate) fn close(&self) -> Option<Exit> {
-        let reaped = self.reaped.load(Ordering::SeqCst);
-        if reaped != 0 && process::session_members_started_by(self.pid, reaped).is_empty() {
-            // Reaped, and nothing of its session left: that session can never gain a member
-            // again, so there is nothing to signal. One look at /proc instead of one per signal
-            // (four), which is most of the cost of closing a finished command's pane.
-            self.output.set_closed();
-            let exit = self.wait_exit(Instant::now() + CLOSE_GRACE + Duration::from_secs(2));
-            self.master.lock().take();
-            return exit;
-        }
-        self.hang_up();
-        self.finish_close(Instant::now() + CLOSE_GRACE)
-    }
-
-    /// The rest of `close`, after the hang-up was sent; waits for the child until `deadline` before
-    /// escalating.
-    pub(crate) fn finish_close(&self, deadline: Instant) -> Option<Exit> {
-        let mut exit = self.wait_exit(deadline);
-        // Signal 0 only counts what is left.
-        if exit.is_none() || self.signal(0) > 0 {
-            self.signal(libc::SIGTERM);
-            exit = self.wait_exit(Instant::now() + CLOSE_GRACE);
-        }
-        for _ in 0..10 {
-            if self.signal(libc::SIGKILL) == 0 {
-                break;
-            }
-        }
-        let exit = exit.or_else(|| self.wait_exit(Instant::now() + Duration::from_secs(2)));
-        self.release();
-        exit
+        close_panes(&[self]).pop().flatten()
     }
 
     /// Waits for the child's exit until `deadline`.
@@ -288,6 +236,61 @@ impl Pane {
                 return self.output.exit();
             }
         }
+    }
+}
+
+/// Ends panes together: hang-up, then terminate, then kill, each with a short grace, until every
+/// child is reaped and no process of their sessions is left; returns how each child ended. Each
+/// round looks at /proc once for all the panes, so ending two hundred costs about what ending one
+/// does, and a finished command's pane with nothing left costs one look.
+pub(crate) fn close_panes(panes: &[&Pane]) -> Vec<Option<Exit>> {
+    for pane in panes {
+        // Waiters learn that the pane is going away before its process dies of the hang-up.
+        pane.output.set_closed();
+    }
+    // A child not yet reaped is always found in its own session, so finding nothing means every
+    // child is reaped and nothing of theirs is left to signal.
+    if signal_all(panes, &[libc::SIGHUP, libc::SIGCONT]) > 0 {
+        wait_all(panes, Instant::now() + CLOSE_GRACE);
+        if signal_all(panes, &[libc::SIGTERM]) > 0 {
+            wait_all(panes, Instant::now() + CLOSE_GRACE);
+        }
+        for _ in 0..10 {
+            if signal_all(panes, &[libc::SIGKILL]) == 0 {
+                break;
+            }
+        }
+    }
+    wait_all(panes, Instant::now() + Duration::from_secs(2));
+    panes
+        .iter()
+        .map(|pane| {
+            pane.release();
+            pane.output.exit()
+        })
+        .collect()
+}
+
+/// Sends each signal to every pane's remaining processes, from one look at /proc; returns how many
+/// processes were found.
+fn signal_all(panes: &[&Pane], signals: &[i32]) -> usize {
+    let sessions = process::Sessions::scan();
+    let mut found = 0;
+    for pane in panes {
+        for (i, signal) in signals.iter().enumerate() {
+            let n = pane.signal_in(&sessions, *signal);
+            if i == 0 {
+                found += n;
+            }
+        }
+    }
+    found
+}
+
+/// Waits until every pane's child has ended, or the deadline.
+fn wait_all(panes: &[&Pane], deadline: Instant) {
+    for pane in panes {
+        pane.wait_exit(deadline);
     }
 }
 

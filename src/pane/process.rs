@@ -43,23 +43,6 @@ pub(crate) fn boot_ticks() -> u64 {
     now.tv_sec as u64 * hz + now.tv_nsec as u64 * hz / 1_000_000_000
 }
 
-/// Sends `signal` to the session led by `leader`: its process group and every member found in /proc.
-/// Returns how many processes of the session were still there.
-pub(crate) fn signal_session(leader: u32, signal: i32) -> usize {
-    // SAFETY: killpg only sends a signal; a stale group id fails with ESRCH.
-    unsafe {
-        libc::killpg(leader as libc::pid_t, signal);
-    }
-    let members = session_members(leader);
-    for pid in &members {
-        // SAFETY: as above, for one process.
-        unsafe {
-            libc::kill(*pid as libc::pid_t, signal);
-        }
-    }
-    members.len()
-}
-
 /// The pids whose session id is `sid`.
 pub(crate) fn session_members(sid: u32) -> Vec<u32> {
     session_members_started_by(sid, u64::MAX)
