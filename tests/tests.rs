@@ -31,3 +31,6 @@ mod security;
 mod soak;
 // Megabytes of output: expect over large backlogs, long lines.
 mod bulk;
+// Activity: programs that wait for someone to type, told apart from those that work or wait on
+// something else.
+mod activity;

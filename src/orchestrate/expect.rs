@@ -11,6 +11,7 @@ use crate::config::config;
 use crate::error::{Error, ErrorKind, Result};
 use crate::mcp::tools::{Ctx, RUNS, Tool, schema::*};
 use crate::pane::Pane;
+use crate::pane::activity::{InputWatch, quiet_period};
 use crate::pane::output::{Format, ReadRequest};
 use crate::pane::text;
 use crate::pane::tools::add_exit;
@@ -43,8 +44,10 @@ pub(crate) static TOOL: Tool = Tool {
                   avoid matching the echoed command line. Without since: searches the last `lines` \
                   lines already there plus new output; with since: only output after that offset. \
                   status: matched (match, line, groups, offset after the match's line), timeout, or \
-                  exited (the process ended first). action: notify (default), close_pane, \
-                  return_output (adds the last `lines` lines).",
+                  exited (the process ended first), or input (with on_input: return, the program \
+                  waits for someone to type and has printed nothing for a second; `line` is its \
+                  question). action: notify (default), close_pane, return_output (adds the last \
+                  `lines` lines).",
     hints: RUNS,
     input: || {
         object(
@@ -62,6 +65,13 @@ pub(crate) static TOOL: Tool = Tool {
                     integer("Lines of existing output to search, and to return (default 100)"),
                 ),
                 ("since", integer("Search only output after this offset")),
+                (
+                    "on_input",
+                    json!({"type": "string", "enum": ["wait", "return"], "default": "wait",
+                           "description": "When the program waits for the terminal (a question, \
+                           a prompt) before the pattern appears: wait on (a dev server reading \
+                           keyboard shortcuts is quiet and reading too), or return status input"}),
+                ),
             ],
             &["pane_id", "pattern"],
         )
@@ -150,6 +160,13 @@ fn expect(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     args.u64("poll_interval_ms", 0, MAX_TIMEOUT_MS)?;
     let lines = args.u64("lines", 1, 100_000)?.unwrap_or(100) as usize;
     let since = args.u64("since", 0, u64::MAX)?;
+    let return_on_input = match args.str("on_input")?.unwrap_or("wait") {
+        "wait" => false,
+        "return" => true,
+        other => {
+            return Err(Error::invalid(format!("on_input {other:?} is not one of wait, return")));
+        }
+    };
 
     // Subscribe before the first look, so nothing printed in between is missed.
     let events = pane.output().subscribe();
@@ -165,6 +182,7 @@ fn expect(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let deadline = started + timeout;
     let heartbeat = if ctx.progress.is_wanted() { tick(HEARTBEAT) } else { never() };
     let mut pace = Pace::default();
+    let mut input = return_on_input.then(|| InputWatch::new(&pane, quiet_period()));
     loop {
         let step = scan.step(&pane);
         if let Some(found) = step.found {
@@ -179,6 +197,12 @@ fn expect(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
         if step.exited {
             return Ok(outcome(&pane, "exited", pattern, step.end, action, lines, started));
         }
+        if !step.behind && input.as_mut().is_some_and(InputWatch::check) {
+            let mut value = outcome(&pane, "input", pattern, step.end, action, lines, started);
+            value["line"] = json!(last_line(&pane));
+            return Ok(value);
+        }
+        let check_at = input.as_ref().and_then(InputWatch::next_check);
         let cancel = ctx.cancel.receiver();
         if step.behind && Instant::now() < deadline {
             if let Err(TryRecvError::Disconnected) = cancel.try_recv() {
@@ -202,6 +226,7 @@ fn expect(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
                 }
                 return Ok(outcome(&pane, "timeout", pattern, pane.output().end(), action, lines, started));
             }
+            recv(check_at.map_or_else(never, |at| after(at.saturating_duration_since(Instant::now())))) -> _ => {}
             recv(heartbeat) -> _ => {
                 let secs = started.elapsed().as_secs_f64();
                 ctx.progress.report(secs, Some(timeout.as_secs_f64()), &format!("waiting for /{pattern}/"));
@@ -325,6 +350,12 @@ fn outcome(
         value["output"] = json!(tail_text(pane, lines));
     }
     value
+}
+
+/// The last line that holds anything but blanks, in the text view: a waiting program's question.
+fn last_line(pane: &Pane) -> String {
+    let text = tail_text(pane, 5);
+    text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default().trim_end().to_string()
 }
 
 fn tail_text(pane: &Pane, lines: usize) -> String {

@@ -1,0 +1,329 @@
+//! Activity tests: does fugue tell a program that waits for someone to type from one that works
+//! or waits on something else? Each program of the issue's two lists runs in its own pane, and
+//! `fugue_expect` with `on_input: "return"` and a pattern that never appears answers `input`
+//! (the program asks) or `timeout` (it does not). The quiet period is 300 ms here, so a `timeout`
+//! after 2.5 s means about eight looks at /proc all said "busy".
+
+use crate::util::{Dir, Fugue};
+use serde_json::{Value, json};
+use std::process::Command;
+
+/// The quiet period the tests run with, in milliseconds.
+const QUIET_MS: &str = "300";
+/// How long a program that does not ask is watched.
+const NOT_ASKING_MS: u64 = 2500;
+
+fn fugue() -> Fugue {
+    Fugue::start_with(&[("FUGUE_INPUT_QUIET_MS", QUIET_MS)])
+}
+
+fn installed(program: &str) -> bool {
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {program}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        eprintln!("skipped: {program} not installed");
+    }
+    found
+}
+
+/// Waits on the pane for a pattern that never appears, returning at input.
+fn watch(f: &mut Fugue, pane: &str, timeout_ms: u64) -> Value {
+    f.call(
+        "fugue_expect",
+        json!({"pane_id": pane, "pattern": "^NEVER-PRINTED$", "on_input": "return",
+               "timeout_ms": timeout_ms}),
+    )
+}
+
+/// Runs `command` in a pane (through `sh -c`) and checks that fugue says it waits for input,
+/// long before the timeout; returns the answer.
+fn asks(f: &mut Fugue, command: &str) -> Value {
+    let pane = f.pane(command);
+    let answer = watch(f, &pane, 20_000);
+    assert_eq!(answer["status"], "input", "{command}: {answer}\n{}", f.text(&pane));
+    f.call("fugue_close_pane", json!({"pane_id": pane}));
+    answer
+}
+
+/// Runs `command` in a pane and checks that fugue never says it waits for input.
+fn does_not_ask(f: &mut Fugue, command: &str) {
+    let pane = f.pane(command);
+    let answer = watch(f, &pane, NOT_ASKING_MS);
+    assert_eq!(answer["status"], "timeout", "{command}: {answer}\n{}", f.text(&pane));
+    f.call("fugue_close_pane", json!({"pane_id": pane}));
+}
+
+// Programs that ask.
+
+#[test]
+fn bash_read_asks() {
+    let mut f = fugue();
+    let answer = asks(&mut f, "bash -c 'read -p \"ok? \" x; echo got $x'");
+    assert_eq!(answer["line"], "ok?");
+}
+
+#[test]
+fn bash_read_silent_asks() {
+    let mut f = fugue();
+    let answer = asks(&mut f, "bash -c 'read -s -p \"Password: \" x'");
+    assert_eq!(answer["line"], "Password:");
+}
+
+#[test]
+fn python_input_asks() {
+    if !installed("python3") {
+        return;
+    }
+    let mut f = fugue();
+    let answer = asks(&mut f, "python3 -c 'input(\"name? \")'");
+    assert_eq!(answer["line"], "name?");
+}
+
+#[test]
+fn python_getpass_asks() {
+    if !installed("python3") {
+        return;
+    }
+    let mut f = fugue();
+    asks(&mut f, "python3 -c 'import getpass; getpass.getpass(\"Secret: \")'");
+}
+
+#[test]
+fn a_yes_no_question_on_stdin_asks() {
+    if !installed("python3") {
+        return;
+    }
+    let mut f = fugue();
+    let answer = asks(
+        &mut f,
+        "python3 -c 'import sys; print(\"Continue? [Y/n] \", end=\"\", flush=True); \
+         sys.stdin.readline()'",
+    );
+    assert_eq!(answer["line"], "Continue? [Y/n]");
+}
+
+#[test]
+fn rm_interactive_asks() {
+    let dir = Dir::new("rm-i");
+    let file = dir.write("victim", "x");
+    let mut f = fugue();
+    let answer = asks(&mut f, &format!("rm -i {}", file.display()));
+    assert!(answer["line"].as_str().unwrap().contains("remove"), "{answer}");
+    assert!(file.exists(), "nobody answered, so the file stays");
+}
+
+#[test]
+fn the_python_repl_asks() {
+    if !installed("python3") {
+        return;
+    }
+    let mut f = fugue();
+    let answer = asks(&mut f, "python3 -q");
+    assert_eq!(answer["line"], ">>>");
+}
+
+#[test]
+fn less_asks() {
+    if !installed("less") {
+        return;
+    }
+    let dir = Dir::new("less");
+    let file = dir.write("long.txt", &"a line of text\n".repeat(200));
+    let mut f = fugue();
+    asks(&mut f, &format!("less {}", file.display()));
+}
+
+#[test]
+fn vim_asks() {
+    if !installed("vim") {
+        return;
+    }
+    let dir = Dir::new("vim");
+    let file = dir.write("notes.txt", "hello\n");
+    let mut f = fugue();
+    asks(&mut f, &format!("vim -u NONE -N {}", file.display()));
+}
+
+#[test]
+fn git_commit_opening_an_editor_asks() {
+    if !installed("git") || !installed("vim") {
+        return;
+    }
+    let dir = Dir::new("git-commit");
+    let repo = dir.path_str();
+    let setup = format!(
+        "cd {repo} && git init -q && git config user.email t@example.com && \
+         git config user.name t && echo x > f && git add f"
+    );
+    assert!(Command::new("sh").args(["-c", &setup]).status().unwrap().success());
+    let mut f = fugue();
+    asks(&mut f, &format!("cd {repo} && git -c core.editor='vim -u NONE -N' commit"));
+}
+
+#[test]
+fn cat_without_arguments_asks() {
+    let mut f = fugue();
+    asks(&mut f, "cat");
+}
+
+#[test]
+fn the_node_repl_asks() {
+    if !installed("node") {
+        return;
+    }
+    let mut f = fugue();
+    let answer = asks(&mut f, "node");
+    assert_eq!(answer["line"], ">");
+}
+
+#[test]
+fn a_question_before_any_output_is_found_and_output_restarts_the_quiet_period() {
+    // `cat` prints nothing at all; a program that prints every 100 ms never counts as asking,
+    // though it reads the terminal between prints.
+    let mut f = fugue();
+    asks(&mut f, "sleep 1; cat");
+    does_not_ask(&mut f, "bash -c 'while :; do read -t 0.1 x; printf .; done'");
+}
+
+// Programs that do not ask.
+
+#[test]
+fn sleep_does_not_ask() {
+    let mut f = fugue();
+    does_not_ask(&mut f, "sleep 30");
+}
+
+#[test]
+fn a_busy_loop_does_not_ask() {
+    let mut f = fugue();
+    does_not_ask(&mut f, "while :; do :; done");
+}
+
+#[test]
+fn tail_follow_does_not_ask() {
+    let dir = Dir::new("tail");
+    let file = dir.write("log", "");
+    let mut f = fugue();
+    does_not_ask(&mut f, &format!("tail -f {}", file.display()));
+}
+
+#[test]
+fn a_reader_of_a_pipe_does_not_ask() {
+    let mut f = fugue();
+    does_not_ask(&mut f, "sleep 30 | cat");
+}
+
+#[test]
+fn a_reader_of_a_fifo_does_not_ask() {
+    let dir = Dir::new("fifo");
+    let fifo = dir.join("fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let mut f = fugue();
+    does_not_ask(&mut f, &format!("cat {}", fifo.display()));
+}
+
+#[test]
+fn a_listening_socket_does_not_ask() {
+    let mut f = fugue();
+    if installed("nc") {
+        does_not_ask(&mut f, "nc -l 127.0.0.1 0");
+    }
+    if installed("python3") {
+        does_not_ask(
+            &mut f,
+            "python3 -c 'import socket; s = socket.socket(); s.bind((\"127.0.0.1\", 0)); \
+             s.listen(); s.accept()'",
+        );
+    }
+}
+
+#[test]
+fn make_waiting_for_its_child_does_not_ask() {
+    let mut f = fugue();
+    does_not_ask(&mut f, "sh -c 'sleep 30; true'");
+    if installed("make") {
+        let dir = Dir::new("make");
+        dir.write("Makefile", "all:\n\tsleep 30\n");
+        does_not_ask(&mut f, &format!("make -C {}", dir.path_str()));
+    }
+}
+
+#[test]
+fn a_select_over_the_terminal_and_a_socket_does_not_ask() {
+    if !installed("python3") {
+        return;
+    }
+    let mut f = fugue();
+    does_not_ask(
+        &mut f,
+        "python3 -c 'import select, socket, sys; a, b = socket.socketpair(); \
+         select.select([sys.stdin, a], [], [])'",
+    );
+}
+
+#[test]
+fn a_thread_reading_the_terminal_while_another_waits_on_a_socket_does_not_ask() {
+    // The shape of `docker attach`: one thread copies the keyboard to the daemon, another waits
+    // for the daemon's output. It reads the terminal, but it is not asking.
+    if !installed("python3") {
+        return;
+    }
+    let mut f = fugue();
+    does_not_ask(
+        &mut f,
+        "python3 -c 'import socket, sys, threading; a, b = socket.socketpair(); \
+         threading.Thread(target=sys.stdin.readline, daemon=True).start(); a.recv(1)'",
+    );
+}
+
+#[test]
+fn node_without_its_repl_does_not_ask() {
+    // The REPL's tell is the terminal in its event loop's set; a timer or a server has none.
+    if !installed("node") {
+        return;
+    }
+    let mut f = fugue();
+    does_not_ask(&mut f, "node -e 'setTimeout(() => {}, 30000)'");
+    does_not_ask(&mut f, "node -e 'require(\"net\").createServer().listen(0, \"127.0.0.1\")'");
+}
+
+#[test]
+fn docker_run_interactive_does_not_ask() {
+    if !installed("docker") {
+        return;
+    }
+    let reachable = Command::new("docker").arg("info").output().is_ok_and(|o| o.status.success());
+    if !reachable {
+        eprintln!("skipped: no docker daemon reachable");
+        return;
+    }
+    let mut f = fugue();
+    does_not_ask(&mut f, "docker run --rm -it busybox sleep 30");
+}
+
+#[test]
+fn on_input_wait_keeps_waiting_and_bad_values_are_refused() {
+    let mut f = fugue();
+    let pane = f.pane("bash -c 'read -p \"ok? \" x'");
+    f.expect(&pane, "ok\\?");
+    let answer =
+        f.call("fugue_expect", json!({"pane_id": pane, "pattern": "^NEVER$", "timeout_ms": 1500}));
+    assert_eq!(answer["status"], "timeout", "the default is wait: {answer}");
+    let err =
+        f.call_err("fugue_expect", json!({"pane_id": pane, "pattern": "x", "on_input": "stop"}));
+    assert_eq!(err["code"], "invalid_argument");
+    assert!(err["message"].as_str().unwrap().contains("wait, return"), "{err}");
+}
+
+#[test]
+fn a_match_wins_over_input() {
+    let mut f = fugue();
+    let pane = f.pane("bash -c 'read -p \"ok? \" x'");
+    let answer = f.call(
+        "fugue_expect",
+        json!({"pane_id": pane, "pattern": "ok\\?", "on_input": "return", "timeout_ms": 20000}),
+    );
+    assert_eq!(answer["status"], "matched", "{answer}");
+}
