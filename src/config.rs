@@ -30,6 +30,8 @@ pub(crate) struct Config {
     pub(crate) max_regex_bytes: usize,
     /// Agent pipelines that can exist at once.
     pub(crate) max_pipelines: usize,
+    /// Interactive shells start with fugue's shell integration (`FUGUE_SHELL_INTEGRATION=0`: no).
+    pub(crate) shell_integration: bool,
     /// Size of a new window.
     pub(crate) rows: u16,
     pub(crate) cols: u16,
@@ -55,6 +57,8 @@ impl Config {
             max_output_bytes: number("FUGUE_MAX_OUTPUT_BYTES", 1 << 20, 1024, 64 << 20),
             max_regex_bytes: number("FUGUE_MAX_REGEX_BYTES", 1 << 20, 1024, 64 << 20),
             max_pipelines: number("FUGUE_MAX_PIPELINES", 32, 1, 1024),
+            shell_integration: std::env::var("FUGUE_SHELL_INTEGRATION")
+                .map_or(true, |v| v.trim() != "0"),
             rows: number("FUGUE_ROWS", 24, 2, 500) as u16,
             cols: number("FUGUE_COLS", 80, 10, 500) as u16,
         }

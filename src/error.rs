@@ -32,6 +32,8 @@ pub(crate) enum ErrorKind {
     PaneExited,
     /// The pane was closed while the call waited on it.
     PaneClosed,
+    /// The pane's shell is running a command, so nothing is typed into it.
+    PaneBusy,
     /// The request was cancelled by the client.
     Cancelled,
     /// A git operation failed.
@@ -57,6 +59,7 @@ impl ErrorKind {
             ErrorKind::NameTaken => "name_taken",
             ErrorKind::PaneExited => "pane_exited",
             ErrorKind::PaneClosed => "pane_closed",
+            ErrorKind::PaneBusy => "pane_busy",
             ErrorKind::Cancelled => "cancelled",
             ErrorKind::Git => "git_failed",
             ErrorKind::InvalidState => "invalid_state",

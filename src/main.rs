@@ -20,6 +20,7 @@ mod mux;
 mod orchestrate;
 mod pane;
 mod rpc;
+mod shell;
 
 use call::{Cancel, Progress};
 use mcp::Mcp;

@@ -23,12 +23,14 @@ use std::time::{SystemTime, UNIX_EPOCH};
 pub(crate) const ORCHESTRATION_SESSION: &str = "__orchestration__";
 
 /// What a new pane runs, where, and under what name.
-#[derive(Default, Clone)]
+#[derive(Clone)]
 pub(crate) struct PaneArgs {
     pub(crate) name: Option<String>,
     pub(crate) command: Option<String>,
     pub(crate) cwd: Option<PathBuf>,
     pub(crate) env: Vec<(String, String)>,
+    /// An interactive shell gets fugue's shell integration (on unless `integration: false`).
+    pub(crate) integration: bool,
 }
 
 pub(crate) struct Session {
@@ -332,6 +334,7 @@ impl Inner {
             env: args.env.clone(),
             rows,
             cols,
+            integration: args.integration,
         })
     }
 

@@ -34,3 +34,7 @@ mod bulk;
 // Activity: programs that wait for someone to type, told apart from those that work or wait on
 // something else.
 mod activity;
+// fugue_exec and live shells: exact commands in interactive panes, in every installed shell.
+mod exec;
+// Live shells: rc files and hooks kept, integration off, cleanup, wait_ms in non-shell panes.
+mod live_shell;

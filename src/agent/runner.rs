@@ -218,6 +218,7 @@ impl Runner {
             command: Some(command.to_string()),
             cwd: Some(PathBuf::from(&job.worktree)),
             env,
+            integration: false,
         };
         let pane = self.open_pane(&format!("{stage}-{attempt}"), args)?;
         self.panes.insert(stage, pane.id.clone());

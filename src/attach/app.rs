@@ -59,6 +59,13 @@ pub(crate) struct PaneView {
     pub(crate) status: String,
     pub(crate) exit_code: Option<i64>,
     pub(crate) signal: Option<String>,
+    /// prompt, busy or input while it runs (see `fugue_get_status`).
+    #[serde(default)]
+    pub(crate) activity: Option<String>,
+    #[serde(default)]
+    pub(crate) last_exit_code: Option<i64>,
+    #[serde(default)]
+    pub(crate) current_command: Option<String>,
     pub(crate) rect: Area,
     pub(crate) cursor: Cursor,
     pub(crate) application_cursor: bool,

@@ -296,10 +296,20 @@ fn label(pane: &PaneView) -> String {
 
 fn state(pane: &PaneView) -> String {
     match (pane.status.as_str(), pane.exit_code, &pane.signal) {
-        ("running", _, _) => "running".to_string(),
+        ("running", _, _) => live_state(pane),
         (_, Some(code), _) => format!("exited {code}"),
         (_, None, Some(signal)) => format!("killed by {signal}"),
         _ => "exited".to_string(),
+    }
+}
+
+/// A running pane's activity, with the shell's last exit code at its prompt or the command it runs.
+fn live_state(pane: &PaneView) -> String {
+    match (pane.activity.as_deref(), pane.last_exit_code, &pane.current_command) {
+        (Some("prompt"), Some(code), _) => format!("prompt (last exit {code})"),
+        (Some(activity), _, Some(command)) => format!("{activity}: {command}"),
+        (Some(activity), _, None) => activity.to_string(),
+        (None, _, _) => "running".to_string(),
     }
 }
 

@@ -108,7 +108,7 @@ fn describe_window(session: &str, window: &Value, out: &mut String) {
     for pane in panes {
         let id = pane["id"].as_str().unwrap_or("");
         let state = match (pane["status"].as_str(), &pane["exit_code"], pane["signal"].as_str()) {
-            (Some("running"), _, _) => "running".to_string(),
+            (Some("running"), _, _) => live_state(pane),
             (_, Value::Number(code), _) => format!("exited {code}"),
             (_, _, Some(signal)) => format!("killed by {signal}"),
             _ => "exited".to_string(),
@@ -122,6 +122,22 @@ fn describe_window(session: &str, window: &Value, out: &mut String) {
             pane["pid"]
         );
     }
+}
+
+/// A running pane's activity (prompt, busy, input), its shell's last exit code, its directory and
+/// the command its shell runs, as far as they are known.
+fn live_state(pane: &Value) -> String {
+    let mut state = pane["activity"].as_str().unwrap_or("running").to_string();
+    if let Some(code) = pane["last_exit_code"].as_i64() {
+        let _ = write!(state, " (last exit {code})");
+    }
+    if let Some(cwd) = pane["cwd"].as_str() {
+        let _ = write!(state, "  in {}", clean(cwd));
+    }
+    if let Some(command) = pane["current_command"].as_str() {
+        let _ = write!(state, "  running {}", clean(command));
+    }
+    state
 }
 
 fn uptime(started_ms: u64) -> String {

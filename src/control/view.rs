@@ -180,7 +180,7 @@ fn pane_view(pane: &Pane, rect: Rect, view: (u16, u16)) -> Value {
     let exit = pane.output().exit();
     let (row, col) = styled.cursor;
     let visible = !styled.hide_cursor && exit.is_none() && row < rows && col < cols;
-    json!({
+    let mut value = json!({
         "id": pane.id,
         "name": pane.name,
         "command": pane.command,
@@ -191,5 +191,7 @@ fn pane_view(pane: &Pane, rect: Rect, view: (u16, u16)) -> Value {
         "cursor": {"row": row, "col": col, "visible": visible},
         "application_cursor": styled.application_cursor,
         "lines": if rows == 0 || cols == 0 { Vec::new() } else { styled.rows },
-    })
+    });
+    crate::shell::status::add_live(&mut value, pane);
+    value
 }

@@ -58,6 +58,7 @@ pub(crate) fn all() -> &'static [&'static Tool] {
     ALL.get_or_init(|| {
         crate::pane::tools::TOOLS
             .iter()
+            .chain(std::iter::once(&crate::shell::exec::TOOL))
             .chain(crate::orchestrate::TOOLS.iter().copied())
             .chain(crate::agent::TOOLS.iter())
             .collect()

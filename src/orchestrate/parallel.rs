@@ -172,7 +172,10 @@ fn parse_task(index: usize, item: &Value) -> Result<Task> {
     }
     let name = item.name("name")?.unwrap_or_else(|| format!("task-{}", index + 1));
     let env = item.env("env")?;
-    Ok(Task { name, pane: PaneArgs { name: None, command: Some(command), cwd, env } })
+    Ok(Task {
+        name,
+        pane: PaneArgs { name: None, command: Some(command), cwd, env, integration: false },
+    })
 }
 
 impl Place {

@@ -233,6 +233,7 @@ fn start_pane(ctx: &Ctx<'_>, plan: &Plan, dir: &PrivateDir) -> Result<Arc<Pane>>
         command: Some(command),
         cwd: plan.cwd.clone(),
         env: plan.env.clone(),
+        integration: false,
     };
     ctx.mux.create_window(&session, Some(format!("pipeline-{}", &new_id()[..8])), args)
 }
@@ -251,7 +252,7 @@ fn driver_shell(shell: &str) -> (&str, bool) {
 }
 
 /// One word for a POSIX shell (and for fish and zsh, which read `'\''` the same way).
-fn quote(word: &str) -> String {
+pub(crate) fn quote(word: &str) -> String {
     format!("'{}'", word.replace('\'', r"'\''"))
 }
 
@@ -539,11 +540,11 @@ fn parse_event(line: &str) -> Option<Event> {
     }
 }
 
-/// The temporary directories of pipelines in progress, so that fugue can remove them when it
-/// exits without waiting for the calls to unwind.
+/// The temporary directories of pipelines in progress and of live shells, so that fugue can remove
+/// them when it exits without waiting for the calls to unwind.
 static LIVE_DIRS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
-/// Removes every pipeline directory still there; called when fugue stops.
+/// Removes every private directory still there; called when fugue stops.
 pub(crate) fn remove_temp_dirs() {
     for path in LIVE_DIRS.lock().drain(..) {
         let _ = std::fs::remove_dir_all(path);
@@ -551,17 +552,22 @@ pub(crate) fn remove_temp_dirs() {
 }
 
 /// A directory only the user can enter, removed on drop.
-struct PrivateDir {
-    path: PathBuf,
+pub(crate) struct PrivateDir {
+    pub(crate) path: PathBuf,
 }
 
 impl PrivateDir {
     fn create() -> Result<PrivateDir> {
+        PrivateDir::create_for("pipeline")
+    }
+
+    /// A new directory named after `what` (`pipeline`, `shell`) and fugue's pid.
+    pub(crate) fn create_for(what: &str) -> Result<PrivateDir> {
         let mut base = std::env::temp_dir();
         if base.is_relative() {
             base = std::env::current_dir()?.join(base);
         }
-        let path = base.join(format!("fugue-pipeline-{}-{}", std::process::id(), new_id()));
+        let path = base.join(format!("fugue-{what}-{}-{}", std::process::id(), new_id()));
         std::fs::DirBuilder::new().mode(0o700).create(&path).map_err(|e| {
             Error::new(ErrorKind::Io, format!("cannot create {}: {e}", path.display()))
         })?;
@@ -569,7 +575,8 @@ impl PrivateDir {
         Ok(PrivateDir { path })
     }
 
-    fn write(&self, name: &str, text: &str) -> Result<()> {
+    /// Creates file `name` (mode 0600; it must not exist) holding `text`.
+    pub(crate) fn write(&self, name: &str, text: &str) -> Result<()> {
         let path = self.path.join(name);
         let mut file =
             std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path)?;
@@ -599,7 +606,7 @@ impl PrivateDir {
 
     /// A FIFO opened for reading and writing: the open does not wait for the driver, reads never
     /// see end of file, and fugue can write its own `q` line to wake its reader.
-    fn fifo(&self, name: &str) -> Result<File> {
+    pub(crate) fn fifo(&self, name: &str) -> Result<File> {
         let path = self.path.join(name);
         let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
             .map_err(|_| Error::internal("the temporary directory's path holds NUL"))?;

@@ -69,6 +69,8 @@ pub(crate) struct Spec {
     pub(crate) env: Vec<(String, String)>,
     pub(crate) rows: u16,
     pub(crate) cols: u16,
+    /// Start an interactive shell with fugue's shell integration (see `crate::shell`).
+    pub(crate) integration: bool,
 }
 
 pub(crate) struct Pane {
@@ -83,6 +85,8 @@ pub(crate) struct Pane {
     pub(crate) started: Instant,
     output: Arc<Output>,
     input: Arc<Input>,
+    /// The shell integration of an interactive shell pane.
+    shell: Option<Arc<crate::shell::Shell>>,
     /// `None` once the pane is closed: dropping the master hangs up the terminal.
     master: Mutex<Option<Box<dyn MasterPty + Send>>>,
     size: Mutex<(u16, u16)>,
@@ -99,10 +103,21 @@ impl Pane {
         let pair = portable_pty::native_pty_system()
             .openpty(size)
             .map_err(|e| Error::new(ErrorKind::SpawnFailed, format!("cannot open a pty: {e}")))?;
-        let cmd = command_builder(&cfg.shell, &spec, &cwd);
+        let live = match spec.command {
+            None if spec.integration && crate::shell::enabled() => {
+                crate::shell::Shell::prepare(&cfg.shell, &spec.env)?
+            }
+            _ => None,
+        };
+        let launch = live.as_ref().map(|(_, launch)| launch);
+        let cmd = command_builder(&cfg.shell, &spec, &cwd, launch);
         let child = pair.slave.spawn_command(cmd).map_err(|e| {
+            if let Some((shell, _)) = &live {
+                shell.stop();
+            }
             Error::new(ErrorKind::SpawnFailed, format!("cannot start {}: {e}", cfg.shell))
         })?;
+        let shell = live.map(|(shell, _)| shell);
         // Our copy of the slave must go, or the reader never sees end of file.
         drop(pair.slave);
         let pid = child.process_id().ok_or_else(|| Error::internal("the child has no pid"))?;
@@ -129,6 +144,7 @@ impl Pane {
             started: Instant::now(),
             output,
             input,
+            shell,
             master: Mutex::new(Some(pair.master)),
             size: Mutex::new((spec.rows, spec.cols)),
             reaped,
@@ -137,6 +153,33 @@ impl Pane {
 
     pub(crate) fn output(&self) -> &Arc<Output> {
         &self.output
+    }
+
+    /// The shell integration, for a pane that runs an interactive shell with it.
+    pub(crate) fn shell(&self) -> Option<&crate::shell::Shell> {
+        self.shell.as_deref()
+    }
+
+    /// The command line of the job in the terminal's foreground when it is not the pane's own
+    /// process (a shell's running command); `None` when the pane's process has the terminal.
+    pub(crate) fn foreground_job(&self) -> Option<String> {
+        let group = {
+            let master = self.master.lock();
+            let fd = master.as_ref()?.as_raw_fd()?;
+            // SAFETY: tcgetpgrp only reads the terminal's state; the fd lives while the lock is
+            // held.
+            unsafe { libc::tcgetpgrp(fd) }
+        };
+        if group <= 0 || group as u32 == self.pid {
+            return None;
+        }
+        let cmdline = std::fs::read(format!("/proc/{group}/cmdline")).unwrap_or_default();
+        let words: Vec<String> = cmdline
+            .split(|b| *b == 0)
+            .filter(|w| !w.is_empty())
+            .map(|w| String::from_utf8_lossy(w).into_owned())
+            .collect();
+        Some(if words.is_empty() { format!("process group {group}") } else { words.join(" ") })
     }
 
     pub(crate) fn size(&self) -> (u16, u16) {
@@ -217,6 +260,9 @@ impl Pane {
     /// Lets the terminal go once every process is ended: the input thread stops and dropping the
     /// master hangs up what may still hold the terminal.
     fn release(&self) {
+        if let Some(shell) = &self.shell {
+            shell.stop();
+        }
         self.input.close();
         self.master.lock().take();
     }
@@ -313,11 +359,19 @@ fn resolve_cwd(cwd: Option<PathBuf>) -> Result<PathBuf> {
     }
 }
 
-fn command_builder(shell: &str, spec: &Spec, cwd: &std::path::Path) -> CommandBuilder {
+fn command_builder(
+    shell: &str,
+    spec: &Spec,
+    cwd: &std::path::Path,
+    launch: Option<&crate::shell::Launch>,
+) -> CommandBuilder {
     let mut cmd = CommandBuilder::new(shell);
     if let Some(command) = &spec.command {
         cmd.arg("-c");
         cmd.arg(command);
+    }
+    for arg in launch.map(|l| l.args.as_slice()).unwrap_or_default() {
+        cmd.arg(arg);
     }
     cmd.cwd(cwd);
     for (key, value) in [
@@ -335,6 +389,10 @@ fn command_builder(shell: &str, spec: &Spec, cwd: &std::path::Path) -> CommandBu
     cmd.env_remove("COLUMNS");
     cmd.env_remove("LINES");
     for (key, value) in &spec.env {
+        cmd.env(key, value);
+    }
+    // After the pane's own variables: the init script restores ENV or ZDOTDIR from them.
+    for (key, value) in launch.map(|l| l.env.as_slice()).unwrap_or_default() {
         cmd.env(key, value);
     }
     cmd

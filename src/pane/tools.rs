@@ -46,6 +46,7 @@ pub(crate) static TOOLS: [Tool; 10] = [
                     ("command", string("Command for the first pane (default: interactive shell)")),
                     ("cwd", string("Working directory (default: fugue's)")),
                     ("env", env()),
+                    ("integration", integration()),
                 ],
                 &[],
             )
@@ -73,6 +74,7 @@ pub(crate) static TOOLS: [Tool; 10] = [
                     ("command", string("Command (default: interactive shell)")),
                     ("cwd", string("Working directory")),
                     ("env", env()),
+                    ("integration", integration()),
                 ],
                 &["session_id"],
             )
@@ -95,6 +97,7 @@ pub(crate) static TOOLS: [Tool; 10] = [
                     ("command", string("Command (default: interactive shell)")),
                     ("cwd", string("Working directory")),
                     ("env", env()),
+                    ("integration", integration()),
                     ("name", string("Unique pane name, usable as pane_id")),
                 ],
                 &["session_id", "window_id"],
@@ -110,7 +113,10 @@ pub(crate) static TOOLS: [Tool; 10] = [
                       Backspace, Up/Down/Left/Right, Home, End, PageUp, PageDown, F1-F12, C-a..C-z, \
                       C-\\), then Enter if `submit`. Returns the output offset before the write: \
                       pass it as `since` to read or expect only what the input caused. `pending`: \
-                      bytes the program has not read yet.",
+                      bytes the program has not read yet. With wait_ms (alone: only wait) it then \
+                      waits like fugue_exec until the command or program ends (ok/failed, \
+                      exit_code, cwd), waits for the terminal again (input), or wait_ms passes \
+                      (running), and adds status and the output since the write.",
         hints: STARTS,
         input: || {
             object(
@@ -123,6 +129,15 @@ pub(crate) static TOOLS: [Tool; 10] = [
                                     "description": "Named keys pressed after input"}),
                     ),
                     ("submit", boolean("Press Enter at the end (default false)")),
+                    (
+                        "wait_ms",
+                        integer("Then wait up to this long, as fugue_exec does (0: don't wait)"),
+                    ),
+                    (
+                        "max_bytes",
+                        json!({"type": "integer", "default": 16384,
+                                         "description": "Output cap with wait_ms"}),
+                    ),
                 ],
                 &["pane_id"],
             )
@@ -166,8 +181,10 @@ pub(crate) static TOOLS: [Tool; 10] = [
     Tool {
         name: "fugue_get_status",
         title: "Get pane status",
-        description: "A pane's status (running/exited), exit_code, signal, pid, command, cwd, size, \
-                      output offset and timings.",
+        description: "A pane's status (running/exited), exit_code, signal, pid, command, size, \
+                      output offset and timings; while it runs, activity (prompt: its shell waits \
+                      at the prompt; busy; input: it waits for someone to type), cwd, and for \
+                      shells last_exit_code and current_command.",
         hints: READS,
         input: || object(&[("pane_id", string("Pane id or name"))], &["pane_id"]),
         output: || {
@@ -181,6 +198,9 @@ pub(crate) static TOOLS: [Tool; 10] = [
                 ("rows", t("integer")),
                 ("cols", t("integer")),
                 ("runtime_ms", t("integer")),
+                ("activity", t("string")),
+                ("last_exit_code", t("integer")),
+                ("cwd", t("string")),
             ])
         },
         call: get_status,
@@ -274,6 +294,7 @@ fn pane_json(pane: &Pane) -> Value {
         "cols": cols,
     });
     add_exit(&mut value, pane);
+    crate::shell::status::add_live(&mut value, pane);
     value
 }
 
@@ -301,7 +322,14 @@ fn pane_args(args: &Args<'_>, name_key: Option<&str>) -> Result<PaneArgs> {
         command,
         cwd: args.path("cwd")?,
         env: args.env("env")?,
+        integration: args.bool("integration")?.unwrap_or(true),
     })
+}
+
+/// The `integration` argument of the create tools.
+fn integration() -> Value {
+    json!({"type": "boolean", "default": true,
+           "description": "Shell integration for fugue_exec (interactive shell only)"})
 }
 
 fn create_session(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
@@ -331,8 +359,15 @@ fn send_input(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let input = args.str("input")?.unwrap_or("");
     let keys = args.strings("keys")?;
     let submit = args.bool("submit")?.unwrap_or(false);
+    let wait = crate::shell::wait::wait_ms(args)?;
+    let max_bytes = crate::shell::exec::max_bytes(args)?;
     if input.is_empty() && keys.is_empty() && !submit {
-        return Err(Error::invalid("nothing to send: give input, keys, or submit: true"));
+        if let Some(wait) = wait {
+            return crate::shell::wait::after_input(ctx, &pane, None, wait, max_bytes);
+        }
+        return Err(Error::invalid(
+            "nothing to send: give input, keys, or submit: true (or wait_ms to only wait)",
+        ));
     }
     if input.len() > MAX_INPUT_BYTES {
         return Err(Error::invalid(format!(
@@ -357,8 +392,15 @@ fn send_input(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
         .into_iter()
         .filter(|part| !part.is_empty())
         .collect();
+    let seen = pane.shell().map(|s| s.with(|st| st.prompts));
     let (offset, pending) = pane.send(&parts)?;
     let written: usize = parts.iter().map(|p| p.len()).sum();
+    if let Some(wait) = wait {
+        let mut value =
+            crate::shell::wait::after_input(ctx, &pane, Some((offset, seen)), wait, max_bytes)?;
+        value["bytes"] = json!(written);
+        return Ok(value);
+    }
     let mut value = json!({"bytes": written, "offset": offset});
     if pending > 0 {
         // The program is not reading its input (yet); the rest goes in when it does.
@@ -422,6 +464,7 @@ fn get_status(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
         "runtime_ms": runtime.as_millis() as u64,
     });
     add_exit(&mut value, &pane);
+    crate::shell::status::add_live(&mut value, &pane);
     Ok(value)
 }
 

@@ -1,0 +1,221 @@
+//! `fugue_exec`: one command in a live shell, answered in one call.
+//!
+//! The command is never typed: it goes into a 0600 file in the shell's private directory, and
+//! fugue types a fixed line that reads the file and `eval`s it in the shell itself (so `cd`,
+//! `export`, functions and aliases stay). The shell's next prompt record, which names the exec,
+//! gives the status and the directory; the marks tagged with the exec's id and the prompt's number
+//! delimit its output. A pane that is busy gets `pane_busy` and nothing is typed; a shell still
+//! starting is waited for. Without `pane_id` the command goes to fugue's own shell pane, made on
+//! first use in the session `shell`.
+
+use super::Shell;
+use super::wait::{self, Outcome, Until, Wait};
+use crate::args::Args;
+use crate::error::{Error, ErrorKind, Result};
+use crate::mcp::tools::{Ctx, RUNS, Tool, schema::*};
+use crate::mux::PaneArgs;
+use crate::pane::Pane;
+use crossbeam_channel::{after, select};
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The session of fugue's own shell pane.
+pub(crate) const SHELL_SESSION: &str = "shell";
+
+const DEFAULT_TIMEOUT_MS: u64 = 30_000;
+const MAX_TIMEOUT_MS: u64 = 86_400_000;
+const DEFAULT_MAX_BYTES: u64 = 16_384;
+/// The longest command accepted, in bytes.
+const MAX_COMMAND_BYTES: usize = 1 << 20;
+
+pub(crate) static TOOL: Tool = Tool {
+    name: "fugue_exec",
+    title: "Run a command in a live shell",
+    description: "Run shell text (several lines, quotes, heredocs) in a pane's interactive shell and \
+                  answer when it ends: status ok/failed (exit_code), input (the program waits for \
+                  the terminal; its question ends output; answer with fugue_send_input + wait_ms), \
+                  running (timeout_ms passed; it still runs), or exited (it ended the shell). cwd, \
+                  duration_ms, offset, and output: the command's own output, head and tail past \
+                  max_bytes. cd, export, functions persist. Without pane_id: fugue's own shell \
+                  pane (session 'shell'). Busy pane: error pane_busy. Cancelling or a timeout \
+                  stops only the wait, never the command: stop it with fugue_send_input keys \
+                  [\"C-c\"] or fugue_close_pane.",
+    hints: RUNS,
+    input: || {
+        object(
+            &[
+                ("command", string("Shell text to run")),
+                ("pane_id", string("A shell pane (default: fugue's own, made on first use)")),
+                (
+                    "timeout_ms",
+                    json!({"type": "integer", "default": DEFAULT_TIMEOUT_MS,
+                           "description": "Answer running after this long"}),
+                ),
+                (
+                    "max_bytes",
+                    json!({"type": "integer", "default": DEFAULT_MAX_BYTES,
+                           "description": "Output cap (head and tail kept)"}),
+                ),
+            ],
+            &["command"],
+        )
+    },
+    output: || {
+        result(&[
+            ("status", t("string")),
+            ("exit_code", t("integer")),
+            ("cwd", t("string")),
+            ("duration_ms", t("integer")),
+            ("pane_id", t("string")),
+            ("offset", t("integer")),
+            ("output", t("string")),
+        ])
+    },
+    call: exec,
+};
+
+fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
+    let started = Instant::now();
+    let command = crate::orchestrate::command(args, "fugue_exec")?;
+    if command.len() > MAX_COMMAND_BYTES {
+        return Err(Error::invalid(format!(
+            "command is {} bytes; the limit is {MAX_COMMAND_BYTES}",
+            command.len()
+        )));
+    }
+    let timeout = args.u64("timeout_ms", 1, MAX_TIMEOUT_MS)?.unwrap_or(DEFAULT_TIMEOUT_MS);
+    let max_bytes = max_bytes(args)?;
+    let deadline = started + Duration::from_millis(timeout);
+    let pane = match args.str("pane_id")? {
+        Some(id) => ctx.mux.pane(id)?,
+        None => default_pane(ctx)?,
+    };
+    let shell = live_shell(&pane)?;
+    wait_for_prompt(ctx, &pane, shell, deadline)?;
+    let (id, stub) = shell.prepare_exec(&command)?;
+    let sent = pane.send(&[stub.as_bytes()]);
+    let outcome = sent.and_then(|(typed, _)| {
+        let wait =
+            Wait { pane: &pane, shell: Some(shell), until: Until::Exec { id, typed }, deadline };
+        Ok((typed, wait.run(ctx)?))
+    });
+    if !matches!(outcome, Ok((_, Outcome::Input | Outcome::Running))) {
+        shell.forget_exec(id);
+    }
+    let (typed, outcome) = outcome?;
+    let from = wait::find_mark(&pane, &shell.begin_mark(id), typed).map_or(typed, |(_, end)| end);
+    let cwd = shell.with(|s| s.last().map(|p| p.cwd.clone()));
+    let mut value = wait::answer(&pane, &outcome, from, max_bytes, cwd, true);
+    value["duration_ms"] = json!(started.elapsed().as_millis() as u64);
+    value["pane_id"] = json!(pane.id);
+    Ok(value)
+}
+
+/// The `max_bytes` argument of `fugue_exec` and `fugue_send_input`.
+pub(crate) fn max_bytes(args: &Args<'_>) -> Result<usize> {
+    let ceiling = crate::config::config().max_output_bytes as u64;
+    Ok(args.u64("max_bytes", 64, ceiling)?.unwrap_or(DEFAULT_MAX_BYTES.min(ceiling)) as usize)
+}
+
+/// The pane's shell integration, or the error that says why there is none.
+pub(crate) fn live_shell(pane: &Pane) -> Result<&Shell> {
+    match pane.shell() {
+        Some(shell) => Ok(shell),
+        None if pane.command.is_some() => Err(Error::new(
+            ErrorKind::InvalidState,
+            format!(
+                "pane {} runs a command, not an interactive shell; use fugue_send_input with \
+                 wait_ms, or fugue_exec on a shell pane",
+                pane.id
+            ),
+        )),
+        None => Err(Error::new(
+            ErrorKind::InvalidState,
+            format!(
+                "pane {} has no shell integration (integration: false, FUGUE_SHELL_INTEGRATION=0, \
+                 or a shell fugue does not know); use fugue_send_input with wait_ms instead",
+                pane.id
+            ),
+        )),
+    }
+}
+
+/// Waits until the shell sits at its prompt with nothing running: a shell still starting is
+/// waited for until `deadline`; a busy one is an error at once.
+fn wait_for_prompt(ctx: &Ctx<'_>, pane: &Pane, shell: &Shell, deadline: Instant) -> Result<()> {
+    let records = shell.subscribe();
+    let ending = pane.output().subscribe_status();
+    loop {
+        if !pane.is_running() {
+            return Err(Error::new(
+                ErrorKind::PaneExited,
+                format!("the shell of pane {} has exited; open a new pane", pane.id),
+            ));
+        }
+        let (prompts, pending) = shell.with(|s| (s.prompts, s.pending.clone()));
+        if let Some((_, command)) = pending {
+            return Err(busy(
+                pane,
+                &format!("fugue_exec {:?} is still running", first_line(&command)),
+            ));
+        }
+        if prompts > 0 {
+            return match pane.foreground_job() {
+                Some(job) => Err(busy(pane, &format!("{job:?} is running"))),
+                None => Ok(()),
+            };
+        }
+        select! {
+            recv(records) -> _ => {}
+            recv(ending) -> _ => {}
+            recv(ctx.cancel.receiver()) -> _ => return Err(Error::cancelled()),
+            recv(after(deadline.saturating_duration_since(Instant::now()))) -> _ => {
+                return Err(Error::new(
+                    ErrorKind::InvalidState,
+                    format!(
+                        "the shell of pane {} did not show its first prompt within timeout_ms; \
+                         its output: {:?}",
+                        pane.id,
+                        crate::orchestrate::tail(pane, 0, pane.output().end(), 3)
+                    ),
+                ));
+            }
+        }
+    }
+}
+
+fn busy(pane: &Pane, what: &str) -> Error {
+    Error::new(
+        ErrorKind::PaneBusy,
+        format!(
+            "pane {} is busy: {what}; wait with fugue_send_input wait_ms, stop it with keys \
+             [\"C-c\"], or use another pane",
+            pane.id
+        ),
+    )
+}
+
+fn first_line(command: &str) -> &str {
+    let line = command.lines().next().unwrap_or("");
+    &line[..line.len().min(line.char_indices().nth(60).map_or(line.len(), |(i, _)| i))]
+}
+
+/// fugue's own shell pane: made on first use in the session `shell`, in fugue's directory, and
+/// kept between calls; made again if it was closed or its shell exited.
+fn default_pane(ctx: &Ctx<'_>) -> Result<Arc<Pane>> {
+    static DEFAULT: Mutex<Option<String>> = Mutex::new(None);
+    let mut id = DEFAULT.lock();
+    if let Some(pane) = id.as_deref().and_then(|id| ctx.mux.pane(id).ok())
+        && pane.is_running()
+    {
+        return Ok(pane);
+    }
+    let args =
+        PaneArgs { name: None, command: None, cwd: None, env: Vec::new(), integration: true };
+    let session = ctx.mux.ensure_session(SHELL_SESSION)?;
+    let pane = ctx.mux.create_window(&session, None, args)?;
+    *id = Some(pane.id.clone());
+    Ok(pane)
+}

@@ -1,0 +1,46 @@
+# fugue shell integration for dash, ksh93, mksh and other POSIX shells (see fugue(1), LIVE
+# SHELLS). fugue points ENV here; this file reads the user's own ENV file (or the shell's default
+# one), restores ENV, and puts a hook in front of PS1. These shells have no hook that runs before a
+# command, so only the prompt reports.
+#
+# The hook writes a record to a FIFO that only fugue reads, opened by path so that no command
+# inherits it (a nonce, the prompt's number, the id of the last fugue_exec, `$?` and `$PWD`), and
+# prints OSC 133/7 marks tagged with the number and the nonce straight to the terminal. ksh93 and
+# mksh run it in the shell itself (`${ ...;}`); dash only has `$(...)`, a subshell, so the prompt's
+# number is counted by an arithmetic expansion inside PS1. The nonce comes from a file deleted here.
+__fugue_dir=@DIR@
+IFS= read -r __fugue_nonce <"$__fugue_dir/nonce"
+command rm -f -- "$__fugue_dir/nonce"
+__fugue_p=0
+__fugue_k=0
+__fugue_e=$(printf '\033')
+__fugue_g=$(printf '\007')
+__fugue_a="$__fugue_e]133;A$__fugue_g"
+@RESTORE_ENV@
+if [ -n "$__fugue_env" ] && [ -r "$__fugue_env" ]; then
+    . "$__fugue_env"
+fi
+unset __fugue_env
+@OUT@
+__fugue_prompt() {
+    __fugue_tty "$__fugue_e]133;D;$1;fugue=$__fugue_k.$__fugue_nonce$__fugue_g"\
+"$__fugue_e]7;file://${HOSTNAME-}$PWD$__fugue_g"
+    __fugue_rec "$__fugue_nonce P $__fugue_k $__fugue_p $1 $PWD"
+}
+__fugue_next() {
+    __fugue_k=$((__fugue_k + 1))
+    __fugue_prompt "$1"
+    __fugue_tty "$__fugue_a"
+}
+# fugue_exec types ` __fugue_b ID;eval "$__fugue_c"`: the command never passes through the
+# terminal. The file is read line by line with builtins only (a command may have changed PATH).
+__fugue_b() {
+    __fugue_p=$1
+    __fugue_c=
+    while IFS= read -r __fugue_l || [ -n "$__fugue_l" ]; do
+        __fugue_c="$__fugue_c$__fugue_l
+"
+    done <"$__fugue_dir/c$1"
+    __fugue_tty "$__fugue_e]133;C;fugue=x$1.$__fugue_nonce$__fugue_g"
+}
+PS1=@PS1_HOOK@"${PS1-\$ }"

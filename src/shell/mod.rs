@@ -1,0 +1,393 @@
+//! Live shells: fugue's shell integration in interactive panes.
+//!
+//! A pane that runs an interactive shell starts it with a small init script (one per shell family,
+//! next to this file) that leaves the user's rc files to the shell as usual and adds a prompt hook
+//! beside the user's own. After each command the hook writes one record to a FIFO in a private
+//! 0700 directory — a per-pane nonce, the prompt's number, the id of the last `fugue_exec`, the
+//! exit status and the working directory — and prints OSC 133/7 marks tagged with the prompt's
+//! number and the nonce into the pane's output. The FIFO is the authority (nothing printed in the
+//! pane can reach it); the marks only say where in the output a command's output begins and ends,
+//! and count only when a FIFO record names them. The nonce reaches the shell in a 0600 file that
+//! the init script reads and deletes, never in the environment.
+//!
+//! `Shell` owns the directory and a reader thread that turns records into `State` and wakes
+//! subscribers; waiters (`fugue_exec`, `fugue_send_input` with `wait_ms`) block on that channel.
+//! The directory goes when the pane is closed, and with every other private directory when fugue
+//! stops.
+
+pub(crate) mod exec;
+pub(crate) mod status;
+pub(crate) mod wait;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::mux::new_id;
+use crate::orchestrate::pipeline::{PrivateDir, quote};
+use crate::pane::output::Watch;
+use crossbeam_channel::Receiver;
+use parking_lot::Mutex;
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+const BASH: &str = include_str!("init.bash");
+const ZSH: &str = include_str!("init.zsh");
+const FISH: &str = include_str!("init.fish");
+const POSIX: &str = include_str!("init.sh");
+/// How the POSIX script writes to the terminal and to the FIFO, with builtins only.
+const PRINTF_OUT: &str = r#"__fugue_tty() { printf '%s' "$1" 2>/dev/null >/dev/tty; }
+__fugue_rec() { printf '%s\0' "$1" 2>/dev/null >"$__fugue_dir/r"; }"#;
+const MKSH_OUT: &str = r#"__fugue_tty() { print -rn -- "$1" 2>/dev/null >/dev/tty; }
+__fugue_rec() { print -n -- "${1//\\/\\\\}\0" 2>/dev/null >"$__fugue_dir/r"; }"#;
+
+/// A record is far below PIPE_BUF, so the shell's one write of it is atomic; a longer one is junk.
+const MAX_RECORD: u64 = 4096;
+
+/// How many recent prompt records a shell keeps for waiters that look back.
+const RECENT: usize = 64;
+
+/// The families of shells fugue can integrate with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Bash,
+    Zsh,
+    Fish,
+    /// dash and other shells with only `$(...)` in PS1; `default_env` is the rc file the shell
+    /// reads when ENV is unset.
+    Dash,
+    /// ksh93 and mksh: `${ ...;}` runs the hook in the shell itself.
+    Ksh {
+        default_env: &'static str,
+    },
+}
+
+impl Kind {
+    /// The family of the shell at `path`, by its name; `None` for shells fugue cannot integrate.
+    pub(crate) fn of(path: &str) -> Option<Kind> {
+        let base = Path::new(path).file_name()?.to_str()?;
+        match base {
+            "bash" => Some(Kind::Bash),
+            "zsh" => Some(Kind::Zsh),
+            "fish" => Some(Kind::Fish),
+            "sh" | "dash" | "ash" => Some(Kind::Dash),
+            "ksh" | "ksh93" => Some(Kind::Ksh { default_env: ".kshrc" }),
+            "mksh" | "lksh" => Some(Kind::Ksh { default_env: ".mkshrc" }),
+            _ => None,
+        }
+    }
+
+    /// The separator between commands on the typed line.
+    fn stub(self, id: u64) -> String {
+        // The leading space keeps the line out of the history where the shell is told to.
+        match self {
+            Kind::Fish => format!(" __fugue_b {id}; eval $__fugue_c\r"),
+            _ => format!(" __fugue_b {id};eval \"$__fugue_c\"\r"),
+        }
+    }
+}
+
+/// How to start a shell with the integration: extra arguments and environment.
+#[derive(Default)]
+pub(crate) struct Launch {
+    pub(crate) args: Vec<String>,
+    pub(crate) env: Vec<(String, String)>,
+}
+
+/// One prompt as the shell reported it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Prompt {
+    /// The prompt's number, counted by the shell from 1.
+    pub(crate) number: u64,
+    /// The id of the last `fugue_exec` the shell started (0: none yet).
+    pub(crate) exec: u64,
+    pub(crate) status: i32,
+    pub(crate) cwd: String,
+}
+
+/// What fugue knows of the shell, from its records.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct State {
+    /// Prompt records received; 0 while the shell is starting.
+    pub(crate) prompts: u64,
+    /// The latest prompts, oldest first.
+    pub(crate) recent: VecDeque<Prompt>,
+    /// A `fugue_exec` typed whose prompt has not come yet: its id and command.
+    pub(crate) pending: Option<(u64, String)>,
+}
+
+impl State {
+    pub(crate) fn last(&self) -> Option<&Prompt> {
+        self.recent.back()
+    }
+
+    /// The prompts after the first `seen` ones.
+    pub(crate) fn since(&self, seen: u64) -> impl Iterator<Item = &Prompt> {
+        let skip = self.recent.len().saturating_sub((self.prompts.saturating_sub(seen)) as usize);
+        self.recent.iter().skip(skip)
+    }
+}
+
+pub(crate) struct Shell {
+    pub(crate) kind: Kind,
+    nonce: String,
+    /// `None` once stopped.
+    dir: Mutex<Option<PrivateDir>>,
+    /// Our read and write end of the FIFO: the write end wakes the reader when the shell stops.
+    fifo: File,
+    state: Mutex<State>,
+    watch: Watch,
+    next_exec: AtomicU64,
+}
+
+impl Shell {
+    /// Sets up the integration for `shell`, about to start in a pane with `env` (the pane's own
+    /// variables, which win over fugue's environment). `None` when the shell is not one fugue can
+    /// integrate with.
+    pub(crate) fn prepare(
+        shell: &str,
+        env: &[(String, String)],
+    ) -> Result<Option<(Arc<Shell>, Launch)>> {
+        let Some(kind) = Kind::of(shell) else { return Ok(None) };
+        let dir = PrivateDir::create_for("shell")?;
+        let nonce = new_id().replace('-', "");
+        dir.write("nonce", &format!("{nonce}\n"))?;
+        let launch = write_init(kind, &dir, env)?;
+        let fifo = dir.fifo("r")?;
+        let reader = fifo.try_clone()?;
+        let shell = Arc::new(Shell {
+            kind,
+            nonce,
+            dir: Mutex::new(Some(dir)),
+            fifo,
+            state: Mutex::new(State::default()),
+            watch: Watch::default(),
+            next_exec: AtomicU64::new(1),
+        });
+        let for_reader = shell.clone();
+        std::thread::Builder::new()
+            .name("shell-records".into())
+            .stack_size(64 << 10)
+            .spawn(move || for_reader.read_records(reader))
+            .map_err(|e| {
+                Error::new(ErrorKind::SpawnFailed, format!("cannot start a thread: {e}"))
+            })?;
+        Ok(Some((shell, launch)))
+    }
+
+    /// Ends the reader thread and removes the directory; the pane is closing.
+    pub(crate) fn stop(&self) {
+        if self.dir.lock().take().is_some() {
+            let mut fifo = &self.fifo;
+            let _ = fifo.write_all(b"q\0");
+        }
+        self.watch.notify();
+    }
+
+    /// A channel that receives a token after every record. Subscribe before looking at `state`.
+    pub(crate) fn subscribe(&self) -> Receiver<()> {
+        self.watch.subscribe()
+    }
+
+    /// Reads `f` out of the state under its lock.
+    pub(crate) fn with<T>(&self, f: impl FnOnce(&State) -> T) -> T {
+        f(&self.state.lock())
+    }
+
+    /// Writes `command` for the shell to read and returns its id and the line to type.
+    pub(crate) fn prepare_exec(&self, command: &str) -> Result<(u64, String)> {
+        let id = self.next_exec.fetch_add(1, Ordering::SeqCst);
+        let dir = self.dir.lock();
+        let dir =
+            dir.as_ref().ok_or_else(|| Error::new(ErrorKind::PaneClosed, "the pane is closing"))?;
+        dir.write(&format!("c{id}"), command)?;
+        self.state.lock().pending = Some((id, command.to_string()));
+        Ok((id, self.kind.stub(id)))
+    }
+
+    /// Removes the command file of exec `id`, once the shell has read it or never will.
+    pub(crate) fn forget_exec(&self, id: u64) {
+        if let Some(dir) = self.dir.lock().as_ref() {
+            let _ = std::fs::remove_file(dir.path.join(format!("c{id}")));
+        }
+    }
+
+    /// The mark the shell prints where exec `id`'s output begins.
+    pub(crate) fn begin_mark(&self, id: u64) -> String {
+        format!("\x1b]133;C;fugue=x{id}.{}\x07", self.nonce)
+    }
+
+    /// The mark the shell prints where a command's output ends, before prompt `prompt`.
+    pub(crate) fn end_mark(&self, prompt: &Prompt) -> String {
+        format!("\x1b]133;D;{};fugue={}.{}\x07", prompt.status, prompt.number, self.nonce)
+    }
+
+    /// The reader thread: records into state until fugue's own `q`.
+    fn read_records(&self, fifo: File) {
+        let mut reader = BufReader::new(fifo);
+        let mut record = Vec::new();
+        loop {
+            record.clear();
+            match reader.by_ref().take(MAX_RECORD).read_until(0, &mut record) {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+            if record.as_slice() == b"q\0" {
+                return;
+            }
+            if let Some(prompt) = parse_record(&record, &self.nonce) {
+                self.apply(prompt);
+            }
+        }
+    }
+
+    fn apply(&self, prompt: Prompt) {
+        {
+            let mut state = self.state.lock();
+            if state.pending.as_ref().is_some_and(|(id, _)| *id == prompt.exec) {
+                state.pending = None;
+            }
+            state.prompts += 1;
+            if state.recent.len() == RECENT {
+                state.recent.pop_front();
+            }
+            state.recent.push_back(prompt);
+        }
+        self.watch.notify();
+    }
+}
+
+/// `nonce P number exec status cwd\0`; anything else, or another nonce, is ignored.
+fn parse_record(record: &[u8], nonce: &str) -> Option<Prompt> {
+    let text = std::str::from_utf8(record.strip_suffix(b"\0")?).ok()?;
+    let mut words = text.splitn(6, ' ');
+    if words.next()? != nonce || words.next()? != "P" {
+        return None;
+    }
+    Some(Prompt {
+        number: words.next()?.parse().ok()?,
+        exec: words.next()?.parse().ok()?,
+        status: words.next()?.parse().ok()?,
+        cwd: words.next()?.to_string(),
+    })
+}
+
+/// Writes the init files for `kind` into `dir` and says how to start the shell with them.
+fn write_init(kind: Kind, dir: &PrivateDir, env: &[(String, String)]) -> Result<Launch> {
+    let path = |name: &str| dir.path.join(name).to_string_lossy().into_owned();
+    let quoted_dir = quote(&dir.path.to_string_lossy());
+    let user = |name: &str| {
+        env.iter()
+            .rev()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+            .or_else(|| std::env::var(name).ok())
+    };
+    let mut launch = Launch::default();
+    match kind {
+        Kind::Bash => {
+            dir.write("init.bash", &BASH.replace("@DIR@", &quoted_dir))?;
+            launch.args = vec!["--init-file".into(), path("init.bash")];
+        }
+        Kind::Zsh => {
+            let restore = match user("ZDOTDIR") {
+                Some(orig) => format!("export ZDOTDIR={}", quote(&orig)),
+                None => "unset ZDOTDIR".to_string(),
+            };
+            std::fs::DirBuilder::new().create(dir.path.join("z"))?;
+            let text = ZSH.replace("@DIR@", &quoted_dir).replace("@RESTORE_ZDOTDIR@", &restore);
+            dir.write("z/.zshenv", &text)?;
+            launch.env.push(("ZDOTDIR".into(), path("z")));
+        }
+        Kind::Fish => {
+            dir.write("init.fish", &FISH.replace("@DIR@", &quoted_dir))?;
+            launch.args =
+                vec!["--init-command".into(), format!("source {}", quote(&path("init.fish")))];
+        }
+        Kind::Dash | Kind::Ksh { .. } => {
+            let restore = match (user("ENV"), kind) {
+                (Some(orig), _) => format!("__fugue_env={0}\nexport ENV={0}", quote(&orig)),
+                (None, Kind::Ksh { default_env }) => {
+                    format!("__fugue_env=\"$HOME\"/{default_env}\nunset ENV")
+                }
+                (None, _) => "__fugue_env=\nunset ENV".to_string(),
+            };
+            let hook = match kind {
+                Kind::Dash => r"'${__fugue_a%$((__fugue_k=__fugue_k+1))}$(__fugue_prompt $?)'",
+                _ => r"'${ __fugue_next $?;}'",
+            };
+            // mksh has no printf builtin, and an external one would show the nonce in /proc.
+            let out = match kind {
+                Kind::Ksh { default_env: ".mkshrc" } => MKSH_OUT,
+                _ => PRINTF_OUT,
+            };
+            let text = POSIX
+                .replace("@OUT@", out)
+                .replace("@DIR@", &quoted_dir)
+                .replace("@RESTORE_ENV@", &restore)
+                .replace("@PS1_HOOK@", hook);
+            dir.write("init.sh", &text)?;
+            launch.env.push(("ENV".into(), path("init.sh")));
+        }
+    }
+    Ok(launch)
+}
+
+/// Whether live shells are on for this fugue (`FUGUE_SHELL_INTEGRATION=0` turns them off).
+pub(crate) fn enabled() -> bool {
+    crate::config::config().shell_integration
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_parse_and_forgeries_are_ignored() {
+        let rec = b"abc P 3 7 2 /tmp/a b\0";
+        let p = parse_record(rec, "abc").unwrap();
+        assert_eq!((p.number, p.exec, p.status, p.cwd.as_str()), (3, 7, 2, "/tmp/a b"));
+        assert_eq!(parse_record(rec, "abd"), None, "another nonce");
+        assert_eq!(parse_record(b"abc P 3 7 x /\0", "abc"), None);
+        assert_eq!(parse_record(b"abc P 3 7 0 /", "abc"), None, "no terminator");
+        assert_eq!(parse_record(b"q\0", "abc"), None);
+    }
+
+    #[test]
+    fn shells_are_recognised_by_name() {
+        assert_eq!(Kind::of("/usr/bin/bash"), Some(Kind::Bash));
+        assert_eq!(Kind::of("/bin/sh"), Some(Kind::Dash));
+        assert_eq!(Kind::of("mksh"), Some(Kind::Ksh { default_env: ".mkshrc" }));
+        assert_eq!(Kind::of("/usr/bin/nu"), None);
+    }
+
+    #[test]
+    fn since_skips_what_was_seen() {
+        let mut state = State::default();
+        for n in 1..=3 {
+            state.prompts += 1;
+            state.recent.push_back(Prompt { number: n, exec: 0, status: 0, cwd: "/".into() });
+        }
+        let numbers: Vec<u64> = state.since(1).map(|p| p.number).collect();
+        assert_eq!(numbers, [2, 3]);
+        assert_eq!(state.since(3).count(), 0);
+    }
+
+    #[test]
+    fn every_placeholder_is_filled() {
+        for shell in ["bash", "zsh", "fish", "dash", "ksh", "mksh"] {
+            let (sh, launch) = Shell::prepare(shell, &[]).unwrap().unwrap();
+            let dir = sh.dir.lock().as_ref().unwrap().path.clone();
+            for name in ["init.bash", "z/.zshenv", "init.fish", "init.sh"] {
+                if let Ok(text) = std::fs::read_to_string(dir.join(name)) {
+                    assert!(!text.contains("@DIR@") && !text.contains("@RESTORE"), "{name}");
+                    assert!(!text.contains("@PS1"), "{name}");
+                }
+            }
+            assert!(!launch.args.is_empty() || !launch.env.is_empty(), "{shell}");
+            sh.stop();
+            assert!(!dir.exists(), "{shell}: the directory goes with the shell");
+        }
+    }
+}

@@ -1,0 +1,316 @@
+//! Waiting for a command in a pane to end, ask, or outlast the deadline: the one wait behind
+//! `fugue_exec` and `fugue_send_input`'s `wait_ms`.
+//!
+//! In: the pane, its shell integration (if any), what ends the wait (the prompt after a given
+//! exec, or any prompt printed after a given output offset), and the deadline. The wait blocks in
+//! `select!` on the shell's records, the pane's end, the call's cancel channel, the deadline, the
+//! input watch's next look and the progress heartbeat. Out: an `Answer` whose JSON holds `status`
+//! (ok, failed, input, running, exited), `exit_code`, `cwd`, `output` and `offset`.
+
+use super::{Prompt, Shell};
+use crate::args::Args;
+use crate::error::{Error, Result};
+use crate::mcp::tools::Ctx;
+use crate::orchestrate::HEARTBEAT;
+use crate::pane::Pane;
+use crate::pane::activity::{InputWatch, quiet_period};
+use crate::pane::output::Exit;
+use crate::pane::text;
+use crossbeam_channel::{after, never, select, tick};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How long to wait for a mark the shell printed before its record: the record arrived, so the
+/// mark is in the terminal already; the bound only guards against a wedged reader.
+const CATCH_UP: Duration = Duration::from_secs(2);
+
+/// How far before the write a prompt's end mark is looked for, to tell a prompt printed just
+/// before the write (whose record arrived late) from the one after the command.
+const LOOK_BACK: u64 = 64 << 10;
+
+/// What ends the wait, besides the pane's end, a question and the deadline.
+#[derive(Clone, Copy)]
+pub(crate) enum Until {
+    /// The prompt after `fugue_exec` number `id`, which was typed at output offset `typed`.
+    Exec { id: u64, typed: u64 },
+    /// The first prompt printed after output offset `from`, among the records after the first
+    /// `seen`.
+    PromptAfter { from: u64, seen: u64 },
+}
+
+/// How the wait ended.
+pub(crate) enum Outcome {
+    /// The shell showed its prompt again: the command ended with this status, in this directory;
+    /// its output ends at `end`.
+    Ended { prompt: Prompt, end: u64 },
+    /// The pane's process ended.
+    Exited(Option<Exit>),
+    /// The program waits for the terminal.
+    Input,
+    /// The deadline passed.
+    Running,
+}
+
+pub(crate) struct Wait<'a> {
+    pub(crate) pane: &'a Arc<Pane>,
+    pub(crate) shell: Option<&'a Shell>,
+    pub(crate) until: Until,
+    pub(crate) deadline: Instant,
+}
+
+impl Wait<'_> {
+    /// Blocks until the wait ends; `Err` only when the call is cancelled.
+    pub(crate) fn run(&self, ctx: &Ctx<'_>) -> Result<Outcome> {
+        let records = self.shell.map_or_else(never, Shell::subscribe);
+        let ending = self.pane.output().subscribe_status();
+        let heartbeat = if ctx.progress.is_wanted() { tick(HEARTBEAT) } else { never() };
+        let mut watch = InputWatch::new(self.pane, quiet_period());
+        let started = Instant::now();
+        loop {
+            if let Some(outcome) = self.ended() {
+                return Ok(outcome);
+            }
+            if !self.pane.is_running() {
+                return Ok(Outcome::Exited(self.pane.output().exit()));
+            }
+            if watch.check() {
+                return Ok(Outcome::Input);
+            }
+            let check_at = watch.next_check().map_or_else(never, |at| after(until(at)));
+            select! {
+                recv(records) -> _ => {}
+                recv(ending) -> _ => {}
+                recv(check_at) -> _ => {}
+                recv(ctx.cancel.receiver()) -> _ => return Err(Error::cancelled()),
+                recv(after(until(self.deadline))) -> _ => return Ok(Outcome::Running),
+                recv(heartbeat) -> _ => self.report(ctx, started),
+            }
+        }
+    }
+
+    /// The prompt that ends the wait, once its record has come.
+    fn ended(&self) -> Option<Outcome> {
+        let shell = self.shell?;
+        match self.until {
+            Until::Exec { id, typed } => {
+                let prompt =
+                    shell.with(|s| s.recent.iter().rev().find(|p| p.exec == id).cloned())?;
+                let end = find_mark(self.pane, &shell.end_mark(&prompt), typed);
+                Some(Outcome::Ended {
+                    end: end.map_or_else(|| self.pane.output().end(), |m| m.0),
+                    prompt,
+                })
+            }
+            Until::PromptAfter { from, seen } => {
+                let prompts: Vec<Prompt> = shell.with(|s| s.since(seen).cloned().collect());
+                let look_from = from.saturating_sub(LOOK_BACK);
+                prompts.into_iter().find_map(|prompt| {
+                    match find_mark(self.pane, &shell.end_mark(&prompt), look_from) {
+                        // Printed before the write: the prompt the input went to, not the next.
+                        Some((at, _)) if at < from => None,
+                        Some((at, _)) => Some(Outcome::Ended { prompt, end: at }),
+                        None => Some(Outcome::Ended { end: self.pane.output().end(), prompt }),
+                    }
+                })
+            }
+        }
+    }
+
+    fn report(&self, ctx: &Ctx<'_>, started: Instant) {
+        let from = match self.until {
+            Until::Exec { typed, .. } => typed,
+            Until::PromptAfter { from, .. } => from,
+        };
+        let end = self.pane.output().end();
+        let line = crate::orchestrate::tail(self.pane, from, end, 1);
+        let total = self.deadline.saturating_duration_since(started).as_secs_f64();
+        ctx.progress.report(started.elapsed().as_secs_f64(), Some(total), line.trim_end());
+    }
+}
+
+/// The longest `wait_ms`: one day.
+const MAX_WAIT_MS: u64 = 86_400_000;
+
+/// The `wait_ms` argument of `fugue_send_input`; 0 or absent: no wait.
+pub(crate) fn wait_ms(args: &Args<'_>) -> Result<Option<Duration>> {
+    let ms = args.u64("wait_ms", 0, MAX_WAIT_MS)?.unwrap_or(0);
+    Ok((ms > 0).then(|| Duration::from_millis(ms)))
+}
+
+/// `fugue_send_input`'s wait: after a write at output offset `written.0` (when the shell had
+/// reported `written.1` prompts), or with nothing written, until the command or program ends,
+/// waits for the terminal, or `wait` passes. Answers with `status`, `exit_code`, `cwd`, `output`
+/// since the write and `offset`.
+pub(crate) fn after_input(
+    ctx: &Ctx<'_>,
+    pane: &Arc<Pane>,
+    written: Option<(u64, Option<u64>)>,
+    wait: Duration,
+    max_bytes: usize,
+) -> Result<Value> {
+    let shell = pane.shell();
+    let shell_pane = pane.command.is_none();
+    let (from, seen) = match written {
+        Some((offset, seen)) => (offset, seen),
+        None => (pane.output().end(), shell.map(|s| s.with(|st| st.prompts))),
+    };
+    let cwd = || shell.and_then(|s| s.with(|st| st.last().map(|p| p.cwd.clone())));
+    if written.is_none()
+        && let Some(prompt) = shell.and_then(|s| idle(pane, s))
+    {
+        // Nothing runs and nothing was typed: the last command's outcome is the answer.
+        let outcome = Outcome::Ended { prompt, end: from };
+        return Ok(answer(pane, &outcome, from, max_bytes, None, shell_pane));
+    }
+    let until = Until::PromptAfter { from, seen: seen.unwrap_or(0) };
+    let deadline = Instant::now() + wait;
+    let outcome = Wait { pane, shell, until, deadline }.run(ctx)?;
+    Ok(answer(pane, &outcome, from, max_bytes, cwd(), shell_pane))
+}
+
+/// The last prompt when the shell sits at it with nothing running.
+fn idle(pane: &Pane, shell: &Shell) -> Option<Prompt> {
+    let (last, pending) = shell.with(|s| (s.last().cloned(), s.pending.is_some()));
+    if pending || !pane.is_running() || pane.foreground_job().is_some() {
+        return None;
+    }
+    last
+}
+
+fn until(at: Instant) -> Duration {
+    at.saturating_duration_since(Instant::now())
+}
+
+/// Where `mark` sits in the pane's output at or after `from` (start and end offsets), waiting a
+/// moment for a mark still in the terminal.
+pub(crate) fn find_mark(pane: &Pane, mark: &str, from: u64) -> Option<(u64, u64)> {
+    let events = pane.output().subscribe();
+    let deadline = Instant::now() + CATCH_UP;
+    loop {
+        let (bytes, start, settled) = pane.output().with(|s| {
+            let (bytes, start) = s.ring.copy(from, u64::MAX);
+            (bytes, start, s.eof || s.closed)
+        });
+        if let Some(at) = find(&bytes, mark.as_bytes()) {
+            let at = start + at as u64;
+            return Some((at, at + mark.len() as u64));
+        }
+        if settled || events.recv_deadline(deadline).is_err() {
+            return None;
+        }
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// The answer's fields for `outcome`: `status`, `exit_code` where there is one, `cwd`, `output`
+/// (the text view of the output from `from`, cut to `max_bytes` in the middle) and `offset`.
+/// `shell_pane` says whether the pane's own process is the shell: its end is then `exited`.
+pub(crate) fn answer(
+    pane: &Pane,
+    outcome: &Outcome,
+    from: u64,
+    max_bytes: usize,
+    cwd: Option<String>,
+    shell_pane: bool,
+) -> Value {
+    let end = match outcome {
+        Outcome::Ended { end, .. } => *end,
+        _ => pane.output().end(),
+    };
+    let mut value = match outcome {
+        Outcome::Ended { prompt, .. } => json!({
+            "status": if prompt.status == 0 { "ok" } else { "failed" },
+            "exit_code": prompt.status,
+            "cwd": prompt.cwd,
+        }),
+        Outcome::Exited(exit) => {
+            let mut value = json!({"status": exited_status(*exit, shell_pane)});
+            crate::orchestrate::add_exit(&mut value, *exit);
+            value
+        }
+        Outcome::Input => json!({"status": "input"}),
+        Outcome::Running => json!({"status": "running"}),
+    };
+    if !matches!(outcome, Outcome::Ended { .. })
+        && let Some(cwd) = cwd
+    {
+        value["cwd"] = json!(cwd);
+    }
+    value["output"] = json!(output_between(pane, from, end, max_bytes));
+    value["offset"] = json!(pane.output().end());
+    value
+}
+
+fn exited_status(exit: Option<Exit>, shell_pane: bool) -> &'static str {
+    match exit {
+        _ if shell_pane => "exited",
+        Some(exit) if exit.success() => "ok",
+        _ => "failed",
+    }
+}
+
+/// The text view of the output between two offsets; past `max_bytes`, its head and its tail with
+/// one line between them saying how much was left out.
+pub(crate) fn output_between(pane: &Pane, from: u64, to: u64, max_bytes: usize) -> String {
+    if to <= from {
+        return String::new();
+    }
+    let (bytes, _) = pane.output().with(|s| s.ring.copy(from, to));
+    clip_middle(text::render_joined(&bytes), max_bytes)
+}
+
+/// `text` whole if it fits `max` bytes, else its first and last lines, about half the budget each,
+/// joined by a line that says how many lines and bytes were left out.
+pub(crate) fn clip_middle(text: String, max: usize) -> String {
+    if text.len() <= max {
+        return text;
+    }
+    let half = max / 2;
+    let mut head_end = half;
+    while !text.is_char_boundary(head_end) {
+        head_end -= 1;
+    }
+    if let Some(nl) = text[..head_end].rfind('\n') {
+        head_end = nl;
+    }
+    let mut tail_start = text.len() - half;
+    while !text.is_char_boundary(tail_start) {
+        tail_start += 1;
+    }
+    if let Some(nl) = text[tail_start..].find('\n') {
+        tail_start += nl + 1;
+    }
+    let tail_start = tail_start.max(head_end);
+    let cut = &text[head_end..tail_start];
+    let lines = cut.matches('\n').count().saturating_sub(1);
+    format!(
+        "{}\n[... {lines} lines, {} bytes left out ...]\n{}",
+        &text[..head_end],
+        cut.len(),
+        &text[tail_start..]
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_output_keeps_its_head_and_tail() {
+        let text: String = (1..=1000).map(|i| format!("line {i}\n")).collect();
+        let text = text.trim_end().to_string();
+        let clipped = clip_middle(text.clone(), 200);
+        assert!(clipped.starts_with("line 1\nline 2\n"), "{clipped}");
+        assert!(clipped.ends_with("line 999\nline 1000"), "{clipped}");
+        assert!(clipped.len() <= 200 + 60, "{}", clipped.len());
+        let note = clipped.lines().find(|l| l.starts_with("[...")).unwrap();
+        let kept = clipped.lines().count() - 1;
+        let left: usize = note.split_whitespace().nth(1).unwrap().parse().unwrap();
+        assert_eq!(kept + left, 1000, "{note}");
+        assert_eq!(clip_middle("short".into(), 200), "short");
+    }
+}
