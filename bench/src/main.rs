@@ -9,6 +9,7 @@
 mod client;
 mod clock;
 mod figures;
+mod live;
 mod pty;
 mod report;
 
@@ -27,7 +28,8 @@ Usage:
 
   --fugue PATH   the binary under test (default: $FUGUE_BIN, else target/release/fugue)
   --quick        fewer repetitions, for a quick look
-  FIGURE         any of: ingest parallel wake herd init memory panes tools size (default: all)
+  FIGURE         any of: ingest parallel wake herd init memory panes exec tools
+                 size (default: all)
 
 Exit status: 0 when every measured figure meets its target, 1 otherwise.
 ";
@@ -35,7 +37,7 @@ Exit status: 0 when every measured figure meets its target, 1 otherwise.
 type Figure = fn(&Bench) -> client::R<Vec<Row>>;
 
 /// The figures in table order: (name on the command line, row name for errors, target, function).
-const FIGURES: [(&str, &str, Figure); 9] = [
+const FIGURES: [(&str, &str, Figure); 10] = [
     ("ingest", figures::INGEST, figures::ingestion),
     ("parallel", figures::TRUE_FIG, figures::parallel),
     ("wake", figures::WAKE_FIG, figures::wake),
@@ -43,6 +45,7 @@ const FIGURES: [(&str, &str, Figure); 9] = [
     ("init", figures::INIT_FIG, figures::startup),
     ("memory", figures::MEM_FIG, figures::memory),
     ("panes", figures::PANES_FIG, figures::many_panes),
+    ("exec", live::EXEC_FIG, live::exec),
     ("tools", figures::TOOLS_FIG, figures::tools_list),
     ("size", figures::SIZE_FIG, figures::binary_size),
 ];

@@ -57,7 +57,8 @@ pub fn drain(command: &str) -> R<(u64, Duration, Duration)> {
     Ok((total, started.elapsed(), cpu))
 }
 
-fn open() -> R<(OwnedFd, OwnedFd)> {
+/// A fresh 24×80 PTY pair, both ends close-on-exec.
+pub fn open() -> R<(OwnedFd, OwnedFd)> {
     let (mut master, mut slave) = (-1, -1);
     let size = libc::winsize { ws_row: 24, ws_col: 80, ws_xpixel: 0, ws_ypixel: 0 };
     // SAFETY: openpty writes the two descriptors; the name and termios pointers may be null.
