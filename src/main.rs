@@ -67,6 +67,7 @@ fn main() -> ExitCode {
 }
 
 fn serve() -> ExitCode {
+    orchestrate::tempdir::sweep_stale();
     let (stop_tx, stop_rx) = crossbeam_channel::bounded::<Stop>(8);
     let on_signal = stop_tx.clone();
     if let Err(e) = ctrlc::set_handler(move || {
@@ -115,6 +116,7 @@ fn call(name: &str, json: &str) -> ExitCode {
         Ok(_) => return usage_error("the arguments must be a JSON object"),
         Err(e) => return usage_error(&format!("the arguments are not valid JSON: {e}")),
     };
+    orchestrate::tempdir::sweep_stale();
     let mux = Arc::new(Mux::default());
     agent::start(mux.clone(), false);
     let cancel = Arc::new(Cancel::default());
