@@ -7,9 +7,7 @@
 //! process fugue started and removes the socket.
 
 mod agent;
-mod args;
 mod attach;
-mod call;
 mod config;
 mod control;
 mod error;
@@ -20,8 +18,8 @@ mod mux;
 mod orchestrate;
 mod pane;
 mod rpc;
+mod tool;
 
-use call::{Cancel, Progress};
 use mcp::Mcp;
 use mux::Mux;
 use rpc::{Server, Stop, Writer};
@@ -29,6 +27,7 @@ use serde_json::{Map, Value};
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
+use tool::call::{Cancel, Progress};
 
 const USAGE: &str = "\
 fugue — a terminal multiplexer for AI agents, speaking MCP over stdio
@@ -107,7 +106,7 @@ fn serve() -> ExitCode {
 }
 
 fn call(name: &str, json: &str) -> ExitCode {
-    let Some(tool) = mcp::tools::find(name) else {
+    let Some(tool) = tool::find(name) else {
         return usage_error(&format!("unknown tool {name:?}; `fugue tools` lists them"));
     };
     let arguments: Map<String, Value> = match serde_json::from_str(json) {
@@ -121,8 +120,8 @@ fn call(name: &str, json: &str) -> ExitCode {
     let on_signal = cancel.clone();
     let _ = ctrlc::set_handler(move || on_signal.cancel());
     let progress = Progress::none();
-    let ctx = mcp::tools::Ctx { mux: &mux, cancel: &cancel, progress: &progress };
-    let result = mcp::tools::call(tool, &ctx, &arguments);
+    let ctx = tool::Ctx { mux: &mux, cancel: &cancel, progress: &progress };
+    let result = tool::call(tool, &ctx, &arguments);
     mux.shutdown();
     orchestrate::pipeline::remove_temp_dirs();
     let failed = result["isError"] == Value::Bool(true);
@@ -133,7 +132,7 @@ fn call(name: &str, json: &str) -> ExitCode {
 
 fn list_tools() -> ExitCode {
     let mut text = String::new();
-    for tool in mcp::tools::all() {
+    for tool in tool::all() {
         let first = tool.description.split(". ").next().unwrap_or("").trim_end_matches('.');
         text.push_str(&format!("{:<32} {first}\n", tool.name));
     }

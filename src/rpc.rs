@@ -6,9 +6,9 @@
 //! on stdout as a whole line. A flight's `closed` flag is taken under its lock before anything is
 //! written for it, so after a cancel nothing more — no progress, no response — goes out for that id.
 
-use crate::call::{Cancel, Progress};
 use crate::config::config;
 use crate::mcp::{self, Mcp, Request, Route, RpcError};
+use crate::tool::call::{Cancel, Progress};
 use crossbeam_channel::{Receiver, Sender};
 use parking_lot::{Condvar, Mutex};
 use serde_json::{Map, Value, json};

@@ -15,11 +15,11 @@ pub(crate) mod runner;
 pub(crate) mod store;
 pub(crate) mod verdict;
 
-use crate::args::Args;
 use crate::config::config;
 use crate::error::{Error, Result};
-use crate::mcp::tools::{Ctx, RUNS, SETS, Tool, schema::*};
 use crate::mux::Mux;
+use crate::tool::args::Args;
+use crate::tool::{Ctx, RUNS, SETS, Tool, schema::*};
 use crossbeam_channel::{after, never, select, tick};
 use machine::{Agents, Control, Limits, Pipeline, PipelineStatus, StageType};
 use manager::{Handle, Manager, NewPipeline, now};

@@ -6,11 +6,10 @@
 //! info); `initialize` opens the legacy era for the process. Both share the tool registry. The
 //! client's name, from `initialize` or the modern envelope, is kept for `fugue ls`.
 
-pub(crate) mod tools;
-
-use crate::call::{Cancel, Progress};
 use crate::error::{Error, ErrorKind};
 use crate::mux::Mux;
+use crate::tool;
+use crate::tool::call::{Cancel, Progress};
 use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
 use std::sync::{Arc, OnceLock};
@@ -199,7 +198,7 @@ impl Mcp {
         if method != "tools/call" {
             return Err(RpcError::new(INTERNAL_ERROR, message));
         }
-        let result = tools::failure(&Error::new(ErrorKind::LimitReached, message));
+        let result = tool::failure(&Error::new(ErrorKind::LimitReached, message));
         Ok(match era {
             Era::Modern => decorate(result, false),
             Era::Legacy => result,
@@ -224,14 +223,14 @@ impl Mcp {
                 ));
             }
         };
-        let tool = tools::find(name).ok_or_else(|| {
+        let tool = tool::find(name).ok_or_else(|| {
             RpcError::new(
                 INVALID_PARAMS,
                 format!("Unknown tool: {name}; tools/list shows the tools"),
             )
         })?;
-        let ctx = tools::Ctx { mux: &self.mux, cancel: req.cancel, progress: req.progress };
-        Ok(tools::call(tool, &ctx, arguments))
+        let ctx = tool::Ctx { mux: &self.mux, cancel: req.cancel, progress: req.progress };
+        Ok(tool::call(tool, &ctx, arguments))
     }
 }
 
@@ -273,7 +272,7 @@ fn list_tools(params: &Map<String, Value>) -> Result<Value, RpcError> {
         return Err(RpcError::new(INVALID_PARAMS, "Invalid cursor"));
     }
     let mut result = json!({});
-    result["tools"] = tools::list().clone();
+    result["tools"] = tool::list().clone();
     Ok(result)
 }
 

@@ -6,14 +6,14 @@
 //! the client cancels. Each wake scans only from the first line not yet complete, so a long wait
 //! over a chatty pane does linear work.
 
-use crate::args::Args;
 use crate::config::config;
 use crate::error::{Error, ErrorKind, Result};
-use crate::mcp::tools::{Ctx, RUNS, Tool, schema::*};
 use crate::pane::Pane;
 use crate::pane::output::{Format, ReadRequest};
 use crate::pane::text;
 use crate::pane::tools::add_exit;
+use crate::tool::args::Args;
+use crate::tool::{Ctx, RUNS, Tool, schema::*};
 use crossbeam_channel::{RecvTimeoutError, TryRecvError, after, never, select, tick};
 use regex::{Regex, RegexBuilder};
 use serde_json::{Value, json};

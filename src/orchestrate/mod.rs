@@ -9,13 +9,13 @@ pub(crate) mod expect;
 pub(crate) mod parallel;
 pub(crate) mod pipeline;
 
-use crate::args::Args;
 use crate::error::{Error, ErrorKind, Result};
-use crate::mcp::tools::Tool;
 use crate::mux::Mux;
 use crate::pane::output::Exit;
 use crate::pane::process::signal_name;
 use crate::pane::{Pane, text};
+use crate::tool::Tool;
+use crate::tool::args::Args;
 use serde_json::{Value, json};
 use std::path::Path;
 use std::sync::Arc;

@@ -9,11 +9,11 @@
 //! timed-out ones carry an `output_tail`, so a green run stays small.
 
 use super::{HEARTBEAT, add_exit, check_cwd, check_unique, close_panes, command, tail};
-use crate::args::Args;
 use crate::error::{Error, Result};
-use crate::mcp::tools::{Ctx, RUNS, Tool, schema::*};
 use crate::mux::{Mux, ORCHESTRATION_SESSION, PaneArgs, new_id};
 use crate::pane::Pane;
+use crate::tool::args::Args;
+use crate::tool::{Ctx, RUNS, Tool, schema::*};
 use crossbeam_channel::{Receiver, Select, never, tick};
 use serde_json::{Value, json};
 use std::sync::Arc;

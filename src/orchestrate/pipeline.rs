@@ -16,14 +16,14 @@
 //! killed. The directory is removed when the call ends, however it ends.
 
 use super::{HEARTBEAT, add_exit, check_cwd, check_unique, command, tail};
-use crate::args::Args;
-use crate::call::Progress;
 use crate::config::config;
 use crate::error::{Error, ErrorKind, Result};
-use crate::mcp::tools::{Ctx, RUNS, Tool, schema::*};
 use crate::mux::{ORCHESTRATION_SESSION, PaneArgs, new_id};
 use crate::pane::Pane;
 use crate::pane::output::Exit;
+use crate::tool::args::Args;
+use crate::tool::call::Progress;
+use crate::tool::{Ctx, RUNS, Tool, schema::*};
 use crossbeam_channel::{Receiver, Sender, after, never, select, tick};
 use parking_lot::Mutex;
 use serde_json::{Value, json};

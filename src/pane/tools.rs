@@ -7,11 +7,11 @@
 use super::Pane;
 use super::output::{Format, ReadRequest};
 use super::process::signal_name;
-use crate::args::Args;
 use crate::config::config;
 use crate::error::{Error, Result};
-use crate::mcp::tools::{Ctx, ENDS, READS, SETS, STARTS, Tool, schema::*};
 use crate::mux::{PaneArgs, Session, unix_ms};
+use crate::tool::args::Args;
+use crate::tool::{Ctx, ENDS, READS, SETS, STARTS, Tool, schema::*};
 use serde_json::{Value, json};
 use std::sync::Arc;
 

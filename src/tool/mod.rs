@@ -5,10 +5,13 @@
 //! what is advertised and what is dispatched cannot drift apart, and `call` turns a handler's
 //! `Result` into the MCP result shape (structured content plus its compact text copy).
 
-use crate::args::Args;
-use crate::call::{Cancel, Progress};
+pub(crate) mod args;
+pub(crate) mod call;
+
 use crate::error::Error;
 use crate::mux::Mux;
+use args::Args;
+use call::{Cancel, Progress};
 use serde_json::{Map, Value, json};
 use std::sync::OnceLock;
 
