@@ -18,11 +18,13 @@ mod mux;
 mod orchestrate;
 mod pane;
 mod rpc;
+mod runtime;
 mod tool;
 
 use mcp::Mcp;
 use mux::Mux;
 use rpc::{Server, Stop, Writer};
+use runtime::Runtime;
 use serde_json::{Map, Value};
 use std::io::Write;
 use std::process::ExitCode;
@@ -75,7 +77,7 @@ fn serve() -> ExitCode {
     }
     let mux = Arc::new(Mux::default());
     agent::start(mux.clone(), true);
-    let mcp = Arc::new(Mcp::new(mux.clone()));
+    let mcp = Arc::new(Mcp::new(Arc::new(Runtime { mux: mux.clone() })));
     // Before the stdin loop starts, so the socket exists once the client has its first answer.
     let control = control::server::start(mcp.clone())
         .map_err(|e| {
@@ -106,7 +108,7 @@ fn serve() -> ExitCode {
 }
 
 fn call(name: &str, json: &str) -> ExitCode {
-    let Some(tool) = tool::find(name) else {
+    let Some(tool) = mcp::registry::find(name) else {
         return usage_error(&format!("unknown tool {name:?}; `fugue tools` lists them"));
     };
     let arguments: Map<String, Value> = match serde_json::from_str(json) {
@@ -120,8 +122,9 @@ fn call(name: &str, json: &str) -> ExitCode {
     let on_signal = cancel.clone();
     let _ = ctrlc::set_handler(move || on_signal.cancel());
     let progress = Progress::none();
-    let ctx = tool::Ctx { mux: &mux, cancel: &cancel, progress: &progress };
-    let result = tool::call(tool, &ctx, &arguments);
+    let runtime = Runtime { mux: mux.clone() };
+    let ctx = tool::Ctx { runtime: &runtime, cancel: &cancel, progress: &progress };
+    let result = tool.call(&ctx, &arguments);
     mux.shutdown();
     orchestrate::pipeline::remove_temp_dirs();
     let failed = result["isError"] == Value::Bool(true);
@@ -132,7 +135,7 @@ fn call(name: &str, json: &str) -> ExitCode {
 
 fn list_tools() -> ExitCode {
     let mut text = String::new();
-    for tool in tool::all() {
+    for tool in mcp::registry::all().iter().map(|r| r.tool) {
         let first = tool.description.split(". ").next().unwrap_or("").trim_end_matches('.');
         text.push_str(&format!("{:<32} {first}\n", tool.name));
     }

@@ -18,8 +18,9 @@ pub(crate) mod verdict;
 use crate::config::config;
 use crate::error::{Error, Result};
 use crate::mux::Mux;
+use crate::runtime::{Ctx, Tool};
 use crate::tool::args::Args;
-use crate::tool::{Ctx, RUNS, SETS, Tool, schema::*};
+use crate::tool::{RUNS, SETS, schema::*};
 use crossbeam_channel::{after, never, select, tick};
 use machine::{Agents, Control, Limits, Pipeline, PipelineStatus, StageType};
 use manager::{Handle, Manager, NewPipeline, now};
@@ -59,7 +60,7 @@ fn manager() -> Result<&'static Arc<Manager>> {
     MANAGER.get().ok_or_else(|| Error::internal("the pipeline manager is not running"))
 }
 
-pub(crate) static TOOLS: [Tool; 3] = [
+pub(crate) static TOOLS: &[Tool] = &[
     Tool {
         name: "fugue_agent_pipeline_create",
         title: "Create agent pipeline",

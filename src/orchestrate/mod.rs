@@ -14,7 +14,7 @@ use crate::mux::Mux;
 use crate::pane::output::Exit;
 use crate::pane::process::signal_name;
 use crate::pane::{Pane, text};
-use crate::tool::Tool;
+use crate::runtime::Tool;
 use crate::tool::args::Args;
 use serde_json::{Value, json};
 use std::path::Path;
@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The orchestration tools in `tools/list` order.
-pub(crate) static TOOLS: [&Tool; 3] = [&expect::TOOL, &parallel::TOOL, &pipeline::TOOL];
+pub(crate) static TOOLS: &[Tool] = &[expect::TOOL, parallel::TOOL, pipeline::TOOL];
 
 /// How often a waiting call reports progress when the client asked for it (the spec wants at
 /// most 2 s between notifications).

@@ -21,9 +21,10 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::mux::{ORCHESTRATION_SESSION, PaneArgs, new_id};
 use crate::pane::Pane;
 use crate::pane::output::Exit;
+use crate::runtime::{Ctx, Tool};
 use crate::tool::args::Args;
 use crate::tool::call::Progress;
-use crate::tool::{Ctx, RUNS, Tool, schema::*};
+use crate::tool::{RUNS, schema::*};
 use crossbeam_channel::{Receiver, Sender, after, never, select, tick};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
@@ -47,7 +48,7 @@ const MAX_STATUS_LINE: u64 = 256;
 
 const DRIVER: &str = include_str!("driver.sh");
 
-pub(crate) static TOOL: Tool = Tool {
+pub(crate) const TOOL: Tool = Tool {
     name: "fugue_run_pipeline",
     title: "Run a command pipeline",
     description: "Run steps one after another in one pane and one shell (cd, export carry over). \
