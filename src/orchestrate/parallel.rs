@@ -10,11 +10,12 @@
 //! stays small.
 
 use super::{HEARTBEAT, add_exit, check_cwd, check_unique, close_panes, command, run_schema, tail};
-use crate::args::Args;
 use crate::error::{Error, Result};
-use crate::mcp::tools::{Ctx, RUNS, Tool, schema::*};
 use crate::mux::{self, Mux, ORCHESTRATION_SESSION, PaneArgs, Reserved, new_id};
 use crate::pane::Pane;
+use crate::runtime::{Ctx, Tool};
+use crate::tool::args::Args;
+use crate::tool::{RUNS, schema::*};
 use crossbeam_channel::{Receiver, Select, never, tick};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -22,7 +23,7 @@ use std::time::Instant;
 
 const MAX_COMMANDS: usize = 10;
 
-pub(crate) static TOOL: Tool = Tool {
+pub(crate) const TOOL: Tool = Tool {
     name: "fugue_run_parallel",
     title: "Run commands in parallel",
     description: "Run 1-10 commands at once, each in its own pane ($SHELL -c command); wait for \
@@ -114,22 +115,22 @@ fn run_parallel(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let tail_lines = super::tail_lines(args)?;
     let all_tails = super::all_tails(args)?;
 
-    let place = Place::prepare(ctx.mux, tiled)?;
-    let mut jobs = start_all(ctx.mux, &place, &tasks);
+    let place = Place::prepare(&ctx.mux, tiled)?;
+    let mut jobs = start_all(&ctx.mux, &place, &tasks);
     let end = wait_all(ctx, &jobs, started + timeout, started);
     if let End::Cancelled = end {
-        close_panes(ctx.mux, &panes(&jobs), true);
-        place.remove(ctx.mux);
+        close_panes(&ctx.mux, &panes(&jobs), true);
+        place.remove(&ctx.mux);
         return Err(Error::cancelled());
     }
     if let End::Deadline = end {
-        kill_unfinished(ctx.mux, &mut jobs, cleanup);
+        kill_unfinished(&ctx.mux, &mut jobs, cleanup);
     }
     let results: Vec<Value> =
         jobs.iter().map(|job| job_result(job, tail_lines, all_tails)).collect();
     if cleanup {
-        close_panes(ctx.mux, &panes(&jobs), true);
-        place.remove(ctx.mux);
+        close_panes(&ctx.mux, &panes(&jobs), true);
+        place.remove(&ctx.mux);
     }
     let status = match end {
         End::AllDone => "completed",

@@ -16,16 +16,16 @@
 //! killed. The directory is removed when the call ends, however it ends.
 
 use super::tempdir::PrivateDir;
-pub(crate) use super::tempdir::remove_temp_dirs;
 use super::{HEARTBEAT, add_exit, check_cwd, check_unique, command, run_schema, tail};
-use crate::args::Args;
-use crate::call::Progress;
 use crate::config::config;
 use crate::error::{Error, ErrorKind, Result};
-use crate::mcp::tools::{Ctx, RUNS, Tool, schema::*};
 use crate::mux::{ORCHESTRATION_SESSION, PaneArgs, Place, new_id};
 use crate::pane::Pane;
 use crate::pane::output::Exit;
+use crate::runtime::{Ctx, Tool};
+use crate::tool::args::Args;
+use crate::tool::call::Progress;
+use crate::tool::{RUNS, schema::*};
 use crossbeam_channel::{Receiver, Sender, after, never, select, tick};
 use serde_json::{Value, json};
 use std::fs::File;
@@ -49,7 +49,7 @@ const DRIVER: &str = include_str!("driver.sh");
 /// What the driver sources to run one step, so that an interrupt can `return` from it.
 const STEP: &str = include_str!("step.sh");
 
-pub(crate) static TOOL: Tool = Tool {
+pub(crate) const TOOL: Tool = Tool {
     name: "fugue_run_pipeline",
     title: "Run a command pipeline",
     description: "Run steps one after another in one pane and one shell (cd, export carry over). \
@@ -147,7 +147,7 @@ struct Run<'a> {
 fn run_pipeline(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let started = Instant::now();
     let plan = parse_plan(args)?;
-    let dir = PrivateDir::create()?;
+    let dir = PrivateDir::create(&ctx.temp_dirs)?;
     let nonce = new_id().replace('-', "");
     dir.write_steps(&plan, &nonce)?;
     let status = dir.fifo("status")?;
@@ -657,7 +657,7 @@ mod tests {
             tail_lines: 10,
             all_tails: false,
         };
-        let dir = PrivateDir::create().unwrap();
+        let dir = PrivateDir::create(&Arc::default()).unwrap();
         dir.write_steps(&plan, "abc").unwrap();
         let driver = std::fs::read_to_string(dir.path.join("run")).unwrap();
         assert!(!driver.contains('@'), "{driver}");

@@ -3,7 +3,7 @@
 //! Each directory is named `fugue-pipeline-<pid>-<start>-<uuid>`: the owning fugue's pid and its
 //! start time in `/proc/<pid>/stat` (clock ticks since boot), so a later pid that happens to reuse
 //! the number cannot pass for the owner. A directory is removed when its call ends and, for the
-//! calls still running, when fugue stops; one left by a fugue that was killed (SIGKILL leaves no
+//! calls still running, when fugue stops (the runtime's `TempDirs` registry); one left by a fugue that was killed (SIGKILL leaves no
 //! chance to clean up) is removed by the next fugue that starts, which sweeps the directories of
 //! this user whose owner is gone and leaves every live fugue's alone.
 
@@ -11,25 +11,14 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::log;
 use crate::mux::new_id;
 use crate::pane::process::live_start;
-use parking_lot::Mutex;
+use crate::runtime::TempDirs;
 use std::fs::File;
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 const PREFIX: &str = "fugue-pipeline-";
-
-/// The temporary directories of pipelines in progress, so that fugue can remove them when it
-/// exits without waiting for the calls to unwind.
-static LIVE_DIRS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
-
-/// Removes every pipeline directory still there; called when fugue stops.
-pub(crate) fn remove_temp_dirs() {
-    for path in LIVE_DIRS.lock().drain(..) {
-        let _ = std::fs::remove_dir_all(path);
-    }
-}
 
 /// Removes the pipeline directories that fugues of this user left behind when they were killed;
 /// called when fugue starts. Returns how many it removed.
@@ -104,17 +93,19 @@ fn base() -> Result<PathBuf> {
 /// A directory only the user can enter, removed on drop.
 pub(crate) struct PrivateDir {
     pub(crate) path: PathBuf,
+    /// Where it is registered, so that fugue removes it if it stops first.
+    registry: Arc<TempDirs>,
 }
 
 impl PrivateDir {
-    pub(crate) fn create() -> Result<PrivateDir> {
+    pub(crate) fn create(registry: &Arc<TempDirs>) -> Result<PrivateDir> {
         let name = format!("{PREFIX}{}-{}-{}", std::process::id(), own_start(), new_id());
         let path = base()?.join(name);
         std::fs::DirBuilder::new().mode(0o700).create(&path).map_err(|e| {
             Error::new(ErrorKind::Io, format!("cannot create {}: {e}", path.display()))
         })?;
-        LIVE_DIRS.lock().push(path.clone());
-        Ok(PrivateDir { path })
+        registry.add(path.clone());
+        Ok(PrivateDir { path, registry: registry.clone() })
     }
 
     pub(crate) fn write(&self, name: &str, text: &str) -> Result<()> {
@@ -148,7 +139,7 @@ fn make_fifo(path: &Path) -> Result<()> {
 impl Drop for PrivateDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.path);
-        LIVE_DIRS.lock().retain(|p| *p != self.path);
+        self.registry.forget(&self.path);
     }
 }
 
@@ -175,7 +166,7 @@ mod tests {
 
     #[test]
     fn this_process_owns_its_directories_and_a_reused_pid_does_not() {
-        let dir = PrivateDir::create().unwrap();
+        let dir = PrivateDir::create(&Arc::default()).unwrap();
         let name = dir.path.file_name().unwrap().to_str().unwrap().to_string();
         assert!(owner(&name).unwrap().alive(), "{name}");
         let me = std::process::id();
