@@ -10,12 +10,13 @@
 //! blocks, if its attempts are spent), and a blocked one waits for control again.
 
 use super::git;
-use super::machine::{self, Control, Event, EventKind, Limits, Pipeline, Step};
+use super::machine::{self, Control, Event, EventKind, Step};
+use super::record::{self, Limits, Pipeline, now};
 use super::runner::{self, Command};
 use super::store::{Lock, Problem, Store};
 use crate::config::config;
 use crate::error::{Error, ErrorKind, Result};
-use crate::mux::{Mux, new_id, unix_ms};
+use crate::mux::{Mux, new_id};
 use crate::pane::output::Watch;
 use crate::tool::call::Cancel;
 use crossbeam_channel::{Receiver, Sender, after, select};
@@ -23,16 +24,12 @@ use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 /// How long a control action waits for the runner to take it.
 const CONTROL_PATIENCE: Duration = Duration::from_secs(60);
 /// How long shutdown waits for the runners to let go.
 const SHUTDOWN_PATIENCE: Duration = Duration::from_secs(3);
-
-pub(crate) fn now() -> u64 {
-    unix_ms(SystemTime::now())
-}
 
 /// One pipeline as this process sees it.
 pub(crate) struct Handle {
@@ -139,7 +136,7 @@ pub(crate) struct NewPipeline {
     pub(crate) base_branch: Option<String>,
     pub(crate) name: Option<String>,
     pub(crate) idea_id: Option<String>,
-    pub(crate) agents: machine::Agents,
+    pub(crate) agents: record::Agents,
     pub(crate) env: Vec<(String, String)>,
     pub(crate) limits: Limits,
 }
@@ -342,7 +339,7 @@ impl Manager {
             store.discard_lock(&id, lock);
             return Err(e);
         }
-        let job = machine::Job {
+        let job = record::Job {
             repo: repo.display().to_string(),
             base_branch,
             base_commit: base_commit.clone(),
@@ -450,7 +447,7 @@ impl Manager {
 /// blocks when its attempts are spent); a blocked pipeline waits for control.
 fn resume(pipeline: Pipeline) -> (Pipeline, Step) {
     match pipeline.status {
-        machine::PipelineStatus::Running => {
+        record::PipelineStatus::Running => {
             let t = machine::next(&pipeline, Event { at: now(), kind: EventKind::Interrupted });
             match t.step {
                 Step::Refuse(_) => (pipeline, Step::Wait),

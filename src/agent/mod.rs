@@ -1,16 +1,17 @@
 //! The agent pipeline tools: create a pipeline, watch it, and unblock or cancel it.
 //!
 //! A pipeline takes one task through implementer → analyzer → QA → merger in its own git worktree
-//! (see `machine` for the policy, `runner` for the thread that drives it, `git` for the worktree
-//! and the merge, `store` for the state files, `verdict` for the analyzer's protocol). These
-//! handlers check arguments, hand the work to the runtime's `Manager`, and render a pipeline's
-//! state as something an agent can act on: where it is, which pane to read, why it is blocked and
-//! what it may do about it. `fugue_agent_pipeline_status` can wait, event-driven, for the next
+//! (see `machine` for the policy, `record` for the state it keeps, `runner` for the thread that
+//! drives it, `git` for the worktree and the merge, `store` for the state files, `verdict` for the
+//! analyzer's protocol). These handlers check arguments, hand the work to the runtime's `Manager`,
+//! and render a pipeline's state as something an agent can act on: where it is, which pane to
+//! read, why it is blocked and what it may do about it. `fugue_agent_pipeline_status` can wait, event-driven, for the next
 //! change.
 
 pub(crate) mod git;
 pub(crate) mod machine;
 pub(crate) mod manager;
+pub(crate) mod record;
 pub(crate) mod runner;
 pub(crate) mod store;
 pub(crate) mod verdict;
@@ -22,8 +23,9 @@ use crate::runtime::{Ctx, Tool};
 use crate::tool::args::Args;
 use crate::tool::{RUNS, SETS, schema::*};
 use crossbeam_channel::{after, never, select, tick};
-use machine::{Agents, Control, Limits, Pipeline, PipelineStatus, StageType};
-use manager::{Handle, Manager, NewPipeline, now};
+use machine::Control;
+use manager::{Handle, Manager, NewPipeline};
+use record::{Agents, Limits, Pipeline, PipelineStatus, StageType, now};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::sync::Arc;
@@ -430,7 +432,7 @@ fn add_details(value: &mut Value, p: &Pipeline) {
                 "status": s.status,
                 "attempt": s.attempt,
                 "failures": s.failures,
-                "verdict": s.verdict.map(machine::AnalyzerVerdict::name),
+                "verdict": s.verdict.map(record::AnalyzerVerdict::name),
                 "reason": s.reason,
                 "cost_usd": s.cost_usd,
                 "pane_id": s.run_id,

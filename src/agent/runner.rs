@@ -11,11 +11,9 @@
 //! the pane exists (so a status that says "running" can name the pane).
 
 use super::git;
-use super::machine::{
-    Control, Event, EventKind, Limits, Outcome, Pipeline, PipelineStatus, StageType, Step,
-    Transition, next, quote, short_commit,
-};
-use super::manager::{Handle, Manager, now};
+use super::machine::{Control, Event, EventKind, Outcome, Step, Transition, next, quote};
+use super::manager::{Handle, Manager};
+use super::record::{Limits, Pipeline, PipelineStatus, StageType, now, short_commit};
 use super::store::write_atomic;
 use super::verdict;
 use crate::error::{Error, ErrorKind, Result};

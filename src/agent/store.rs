@@ -9,7 +9,7 @@
 //! 0600. Ids are checked before they become paths, so no file name can leave the directory. A file
 //! that does not parse is renamed aside (`<id>.json.corrupt-<ms>`) and reported, never fatal.
 
-use super::machine::{Pipeline, SCHEMA_VERSION};
+use super::record::{Pipeline, SCHEMA_VERSION};
 use crate::error::{Error, ErrorKind, Result};
 use std::fs::{self, DirBuilder, File, OpenOptions};
 use std::io::Write;
@@ -300,7 +300,7 @@ fn io_error(what: &str, path: &Path, e: std::io::Error) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::machine::{Agents, Job, Limits};
+    use crate::agent::record::{Agents, Job, Limits};
 
     struct Temp(PathBuf);
 

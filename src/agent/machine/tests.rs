@@ -2,6 +2,7 @@
 //! the new state and the step.
 
 use super::*;
+use crate::agent::record::{Agents, Job, MAX_EVENTS};
 use AnalyzerVerdict as V;
 use StageType::*;
 
