@@ -255,14 +255,13 @@ fn status(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let single = args.str("pipeline_id")?.map(|key| manager.find(key)).transpose()?;
     let default_events = if single.is_some() { 5 } else { 0 };
     let events = args.u64("events", 0, 200)?.map_or(default_events, |n| n as usize);
-    let targets = || -> Vec<Arc<Handle>> {
+    // The wait looks at memory only: the pipelines that can still change. The answer then reads
+    // the finished ones from disk, and refreshes those another process drives.
+    let of_repo = |h: &Arc<Handle>| repo.as_deref().is_none_or(|r| h.snapshot().job.repo == r);
+    let live = || -> Vec<Arc<Handle>> {
         match &single {
             Some(handle) => vec![handle.clone()],
-            None => manager
-                .all()
-                .into_iter()
-                .filter(|h| repo.as_deref().is_none_or(|r| h.snapshot().job.repo == r))
-                .collect(),
+            None => manager.live().into_iter().filter(of_repo).collect(),
         }
     };
     let mut value = json!({});
@@ -271,11 +270,19 @@ fn status(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
             Some(handle) => handle.subscribe(),
             None => manager.subscribe(),
         };
-        let changed = wait(ctx, &targets, &events, Duration::from_millis(wait_ms), until)?;
+        let changed = wait(ctx, &live, &events, Duration::from_millis(wait_ms), until)?;
         value["changed"] = json!(changed);
     }
+    manager.refresh_foreign();
+    let targets = match &single {
+        Some(handle) => {
+            handle.refresh();
+            vec![handle.clone()]
+        }
+        None => manager.all().into_iter().filter(of_repo).collect(),
+    };
     let pipelines: Vec<Value> =
-        targets().iter().map(|h| render(h, events, single.is_some())).collect();
+        targets.iter().map(|h| render(h, events, single.is_some())).collect();
     value["pipelines"] = json!(pipelines);
     let problems = manager.problems();
     if !problems.is_empty() {
