@@ -5,24 +5,26 @@
 //! channel with deadlines; none of them sleeps to poll. This file holds what they share: argument
 //! checks, the text tail of a stretch of output, exit fields, and closing many panes at once.
 
+mod driver;
 pub(crate) mod expect;
 pub(crate) mod parallel;
 pub(crate) mod pipeline;
+pub(crate) mod tempdir;
 
-use crate::args::Args;
 use crate::error::{Error, ErrorKind, Result};
-use crate::mcp::tools::Tool;
 use crate::mux::Mux;
 use crate::pane::output::Exit;
 use crate::pane::process::signal_name;
 use crate::pane::{Pane, text};
+use crate::runtime::Tool;
+use crate::tool::args::Args;
 use serde_json::{Value, json};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 /// The orchestration tools in `tools/list` order.
-pub(crate) static TOOLS: [&Tool; 3] = [&expect::TOOL, &parallel::TOOL, &pipeline::TOOL];
+pub(crate) static TOOLS: &[Tool] = &[expect::TOOL, parallel::TOOL, pipeline::TOOL];
 
 /// How often a waiting call reports progress when the client asked for it (the spec wants at
 /// most 2 s between notifications).
@@ -50,6 +52,25 @@ pub(crate) fn run_timeout(args: &Args<'_>, default_ms: u64) -> Result<Duration> 
 /// The `tail_lines` argument, default 10; 0 turns tails off.
 pub(crate) fn tail_lines(args: &Args<'_>) -> Result<usize> {
     Ok(args.u64("tail_lines", 0, MAX_TAIL_LINES)?.unwrap_or(10) as usize)
+}
+
+/// The `tails` argument: whether green commands get an `output_tail` too (`all`), or only failed
+/// and timed-out ones (`failed`, the default: a green run stays small).
+pub(crate) fn all_tails(args: &Args<'_>) -> Result<bool> {
+    match args.str("tails")?.unwrap_or("failed") {
+        "failed" => Ok(false),
+        "all" => Ok(true),
+        other => Err(Error::invalid(format!("tails {other:?} is not one of failed, all"))),
+    }
+}
+
+/// The schema of the arguments both run tools share, each with its default.
+pub(crate) fn run_schema(timeout_ms: u64) -> [(&'static str, Value); 3] {
+    [
+        ("timeout_ms", json!({"type": "integer", "default": timeout_ms})),
+        ("tail_lines", json!({"type": "integer", "default": 10})),
+        ("tails", json!({"type": "string", "enum": ["failed", "all"], "default": "failed"})),
+    ]
 }
 
 /// A command to run: non-empty, no NUL (it cannot pass through exec or a file read by a shell).

@@ -17,6 +17,7 @@ pub(crate) mod text;
 pub(crate) mod tools;
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::runtime::TempDirs;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use input::Input;
 use output::{Exit, Output};
@@ -65,6 +66,9 @@ pub(crate) struct Spec {
     pub(crate) window_id: String,
     pub(crate) name: Option<String>,
     pub(crate) command: Option<String>,
+    /// What the pane's `command` shows, when not the command itself (a pipeline's steps rather
+    /// than its driver line).
+    pub(crate) shown: Option<String>,
     pub(crate) cwd: Option<PathBuf>,
     pub(crate) env: Vec<(String, String)>,
     pub(crate) rows: u16,
@@ -96,7 +100,8 @@ pub(crate) struct Pane {
 }
 
 impl Pane {
-    pub(crate) fn spawn(spec: Spec) -> Result<Arc<Pane>> {
+    /// Starts the pane; a live shell registers its private directory in `temp_dirs`.
+    pub(crate) fn spawn(spec: Spec, temp_dirs: &Arc<TempDirs>) -> Result<Arc<Pane>> {
         let cfg = crate::config::config();
         let cwd = resolve_cwd(spec.cwd.clone())?;
         let size = PtySize { rows: spec.rows, cols: spec.cols, pixel_width: 0, pixel_height: 0 };
@@ -105,7 +110,7 @@ impl Pane {
             .map_err(|e| Error::new(ErrorKind::SpawnFailed, format!("cannot open a pty: {e}")))?;
         let live = match spec.command {
             None if spec.integration && crate::shell::enabled() => {
-                crate::shell::Shell::prepare(&cfg.shell, &spec.env)?
+                crate::shell::Shell::prepare(&cfg.shell, &spec.env, temp_dirs)?
             }
             _ => None,
         };
@@ -137,7 +142,7 @@ impl Pane {
             session_id: spec.session_id,
             window_id: spec.window_id,
             name: spec.name,
-            command: spec.command,
+            command: spec.shown.or(spec.command),
             cwd,
             pid,
             created_at: SystemTime::now(),

@@ -10,11 +10,12 @@
 
 use super::Shell;
 use super::wait::{self, Outcome, Until, Wait};
-use crate::args::Args;
 use crate::error::{Error, ErrorKind, Result};
-use crate::mcp::tools::{Ctx, RUNS, Tool, schema::*};
 use crate::mux::PaneArgs;
 use crate::pane::Pane;
+use crate::runtime::{Ctx, Tool};
+use crate::tool::args::Args;
+use crate::tool::{RUNS, schema::*};
 use crossbeam_channel::{after, select};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
@@ -30,7 +31,7 @@ const DEFAULT_MAX_BYTES: u64 = 16_384;
 /// The longest command accepted, in bytes.
 const MAX_COMMAND_BYTES: usize = 1 << 20;
 
-pub(crate) static TOOL: Tool = Tool {
+pub(crate) const TOOL: Tool = Tool {
     name: "fugue_exec",
     title: "Run a command in a live shell",
     description: "Run shell text (several lines, quotes, heredocs) in a pane's interactive shell and \

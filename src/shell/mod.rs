@@ -19,10 +19,14 @@ pub(crate) mod exec;
 pub(crate) mod status;
 pub(crate) mod wait;
 
+/// The live-shell tools in `tools/list` order.
+pub(crate) static TOOLS: &[crate::runtime::Tool] = &[exec::TOOL];
+
 use crate::error::{Error, ErrorKind, Result};
 use crate::mux::new_id;
-use crate::orchestrate::pipeline::{PrivateDir, quote};
+use crate::orchestrate::tempdir::PrivateDir;
 use crate::pane::output::Watch;
+use crate::runtime::TempDirs;
 use crossbeam_channel::Receiver;
 use parking_lot::Mutex;
 use std::collections::VecDeque;
@@ -124,7 +128,8 @@ impl State {
 
     /// The prompts after the first `seen` ones.
     pub(crate) fn since(&self, seen: u64) -> impl Iterator<Item = &Prompt> {
-        let skip = self.recent.len().saturating_sub((self.prompts.saturating_sub(seen)) as usize);
+        let newer = self.prompts.saturating_sub(seen) as usize;
+        let skip = self.recent.len().saturating_sub(newer);
         self.recent.iter().skip(skip)
     }
 }
@@ -148,9 +153,10 @@ impl Shell {
     pub(crate) fn prepare(
         shell: &str,
         env: &[(String, String)],
+        temp_dirs: &Arc<TempDirs>,
     ) -> Result<Option<(Arc<Shell>, Launch)>> {
         let Some(kind) = Kind::of(shell) else { return Ok(None) };
-        let dir = PrivateDir::create_for("shell")?;
+        let dir = PrivateDir::create(temp_dirs)?;
         let nonce = new_id().replace('-', "");
         dir.write("nonce", &format!("{nonce}\n"))?;
         let launch = write_init(kind, &dir, env)?;
@@ -334,6 +340,11 @@ fn write_init(kind: Kind, dir: &PrivateDir, env: &[(String, String)]) -> Result<
     Ok(launch)
 }
 
+/// One word for a POSIX shell (and for fish and zsh, which read `'\''` the same way).
+fn quote(word: &str) -> String {
+    format!("'{}'", word.replace('\'', r"'\''"))
+}
+
 /// Whether live shells are on for this fugue (`FUGUE_SHELL_INTEGRATION=0` turns them off).
 pub(crate) fn enabled() -> bool {
     crate::config::config().shell_integration
@@ -377,7 +388,7 @@ mod tests {
     #[test]
     fn every_placeholder_is_filled() {
         for shell in ["bash", "zsh", "fish", "dash", "ksh", "mksh"] {
-            let (sh, launch) = Shell::prepare(shell, &[]).unwrap().unwrap();
+            let (sh, launch) = Shell::prepare(shell, &[], &Arc::default()).unwrap().unwrap();
             let dir = sh.dir.lock().as_ref().unwrap().path.clone();
             for name in ["init.bash", "z/.zshenv", "init.fish", "init.sh"] {
                 if let Ok(text) = std::fs::read_to_string(dir.join(name)) {

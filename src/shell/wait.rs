@@ -8,14 +8,14 @@
 //! (ok, failed, input, running, exited), `exit_code`, `cwd`, `output` and `offset`.
 
 use super::{Prompt, Shell};
-use crate::args::Args;
 use crate::error::{Error, Result};
-use crate::mcp::tools::Ctx;
 use crate::orchestrate::HEARTBEAT;
 use crate::pane::Pane;
 use crate::pane::activity::{InputWatch, quiet_period};
 use crate::pane::output::Exit;
 use crate::pane::text;
+use crate::runtime::Ctx;
+use crate::tool::args::Args;
 use crossbeam_channel::{after, never, select, tick};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -67,6 +67,9 @@ impl Wait<'_> {
         let heartbeat = if ctx.progress.is_wanted() { tick(HEARTBEAT) } else { never() };
         let mut watch = InputWatch::new(self.pane, quiet_period());
         let started = Instant::now();
+        // What was just typed may still sit unread in the terminal while the program's last
+        // print is long past: a question counts only once the quiet period has passed since.
+        let not_before = started + quiet_period();
         loop {
             if let Some(outcome) = self.ended() {
                 return Ok(outcome);
@@ -74,10 +77,11 @@ impl Wait<'_> {
             if !self.pane.is_running() {
                 return Ok(Outcome::Exited(self.pane.output().exit()));
             }
-            if watch.check() {
+            if Instant::now() >= not_before && watch.check() {
                 return Ok(Outcome::Input);
             }
-            let check_at = watch.next_check().map_or_else(never, |at| after(until(at)));
+            let check_at =
+                watch.next_check().map_or_else(never, |at| after(until(at.max(not_before))));
             select! {
                 recv(records) -> _ => {}
                 recv(ending) -> _ => {}
