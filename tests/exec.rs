@@ -2,20 +2,16 @@
 //! runs in every shell that is installed (bash, dash, zsh, fish, ksh, mksh) and says which were
 //! skipped.
 
-use crate::util::{Dir, Fugue};
+use crate::util::{Dir, Fugue, SHELLS, find_shell, installed, path_str};
 use serde_json::{Value, json};
 
-/// The shells every case runs in.
-pub const SHELLS: [&str; 6] = ["bash", "dash", "zsh", "fish", "ksh", "mksh"];
-
-/// The path of `shell`, or `None` (with a skip message) when it is not installed.
-pub fn find_shell(shell: &str) -> Option<String> {
-    let path = std::env::var_os("PATH")?;
-    let found = std::env::split_paths(&path).map(|d| d.join(shell)).find(|p| p.is_file());
+/// The path of `program`, or `None` (with a skip message) when it is not installed.
+pub fn find(program: &str) -> Option<String> {
+    let found = find_shell(program);
     if found.is_none() {
-        eprintln!("skipped: {shell} not installed");
+        eprintln!("skipped: {program} not installed");
     }
-    found.map(|p| p.to_string_lossy().into_owned())
+    found.map(|p| path_str(&p).to_string())
 }
 
 /// fugue with `shell` as its shell and a quiet period short enough for tests.
@@ -29,10 +25,9 @@ pub fn fugue_with(shell: &str, home: &Dir) -> Fugue {
 
 /// Runs `case` once per installed shell, each with a fresh fugue, home and shell pane.
 pub fn each_shell(case: impl Fn(&str, &mut Fugue, &str)) {
-    for name in SHELLS {
-        let Some(shell) = find_shell(name) else { continue };
+    for (name, shell) in installed(&SHELLS) {
         let home = Dir::new(&format!("exec-{name}"));
-        let mut f = fugue_with(&shell, &home);
+        let mut f = fugue_with(path_str(&shell), &home);
         let pane =
             f.call("fugue_create_session", json!({}))["pane_id"].as_str().unwrap().to_string();
         case(name, &mut f, &pane);
@@ -221,4 +216,55 @@ fn marks_are_hidden_in_text_and_shown_in_raw() {
         assert!(raw.contains("\u{1b}]7;file://"), "{name}: {raw:?}");
         assert_eq!(done["output"], "visible", "{name}");
     });
+}
+
+/// Under load (a busy loop per core), back-to-back commands in one shell keep their own output,
+/// status and directory: no answer takes the previous command's prompt or the next one's output.
+#[test]
+fn back_to_back_commands_stay_exact_under_load() {
+    let _busy = crate::util::BusyLoops::one_per_core();
+    each_shell(|name, f, pane| {
+        for i in 0..15 {
+            let dir = if i % 2 == 0 { "/tmp" } else { "/" };
+            let command = format!("cd {dir}; echo out-{i}; sh -c 'exit {}'", i % 4);
+            let done = exec(f, pane, &command);
+            assert_eq!(done["output"], format!("out-{i}"), "{name} {i}: {done}");
+            assert_eq!(done["exit_code"], i % 4, "{name} {i}: {done}");
+            assert_eq!(done["cwd"], dir, "{name} {i}: {done}");
+        }
+    });
+}
+
+/// Progress notifications carry the last output line; cancelling ends the wait, and the command
+/// goes on: it finishes later and its file appears.
+#[test]
+fn progress_shows_the_last_line_and_cancelling_leaves_the_command_running() {
+    let Some(bash) = find("bash") else { return };
+    let home = Dir::new("exec-cancel");
+    let mut f = fugue_with(&bash, &home);
+    let pane = f.call("fugue_create_session", json!({}))["pane_id"].as_str().unwrap().to_string();
+    let marker = home.join("finished");
+    let command = format!("echo step-one; sleep 3; touch '{}'", path_str(&marker));
+    let id = f.submit(
+        "tools/call",
+        json!({"name": "fugue_exec", "arguments": {"pane_id": pane, "command": command},
+               "_meta": {"progressToken": "exec"}}),
+    );
+    let deadline = std::time::Instant::now() + crate::util::PATIENCE;
+    let progress = loop {
+        let m = f.next_message(deadline).expect("a progress notification");
+        if m["method"] == "notifications/progress"
+            && m["params"]["message"].as_str().is_some_and(|s| s.contains("step-one"))
+        {
+            break m;
+        }
+    };
+    assert_eq!(progress["params"]["progressToken"], "exec");
+    f.notify("notifications/cancelled", json!({"requestId": id, "reason": "test"}));
+    let status = f.call("fugue_get_status", json!({"pane_id": pane}));
+    assert_eq!(status["activity"], "busy", "{status}");
+    // The command was not stopped: waiting on the pane sees it end well.
+    let done = f.call("fugue_send_input", json!({"pane_id": pane, "wait_ms": 20000}));
+    assert_eq!(done["status"], "ok", "{done}");
+    assert!(marker.exists(), "the cancelled command did not finish");
 }

@@ -2,7 +2,7 @@
 //! turned off, cleans up after itself, and `fugue_send_input` with `wait_ms` answers in panes whose
 //! program is not a shell.
 
-use crate::exec::{find_shell, fugue_with};
+use crate::exec::{find, fugue_with};
 use crate::util::{Dir, Fugue};
 use serde_json::{Value, json};
 
@@ -35,7 +35,7 @@ fn the_users_rc_files_are_read_and_their_prompt_hooks_still_run() {
         ("mksh", ".mkshrc", "FROM_RC=mksh\nPS1='$(echo x >> \"$HOME/hook\")'\"$PS1\"\n"),
     ];
     for (name, rc, text) in cases {
-        let Some(shell) = find_shell(name) else { continue };
+        let Some(shell) = find(name) else { continue };
         let home = Dir::new(&format!("rc-{name}"));
         home.write(rc, text);
         let mut f = if name == "dash" {
@@ -61,7 +61,7 @@ fn the_users_rc_files_are_read_and_their_prompt_hooks_still_run() {
 
 #[test]
 fn integration_off_makes_fugue_exec_a_clear_error() {
-    let Some(bash) = find_shell("bash") else { return };
+    let Some(bash) = find("bash") else { return };
     let home = Dir::new("integration-off");
     let mut f = fugue_with(&bash, &home);
     let pane = f.call("fugue_create_session", json!({"integration": false}))["pane_id"]
@@ -98,7 +98,7 @@ fn a_command_pane_is_not_a_shell_for_fugue_exec() {
 
 #[test]
 fn the_default_shell_pane_is_made_once_and_kept() {
-    let Some(bash) = find_shell("bash") else { return };
+    let Some(bash) = find("bash") else { return };
     let home = Dir::new("default-pane");
     let mut f = fugue_with(&bash, &home);
     let first = f.call("fugue_exec", json!({"command": "cd /tmp && echo one"}));
@@ -124,7 +124,7 @@ fn the_default_shell_pane_is_made_once_and_kept() {
 /// The private directory of a live shell goes with its pane, and with fugue.
 #[test]
 fn temporary_files_go_with_the_pane_and_with_fugue() {
-    let Some(bash) = find_shell("bash") else { return };
+    let Some(bash) = find("bash") else { return };
     let home = Dir::new("cleanup");
     let mut f = fugue_with(&bash, &home);
     let pid = f.pid();
@@ -161,7 +161,7 @@ fn temporary_files_go_with_the_pane_and_with_fugue() {
 
 #[test]
 fn a_python_repl_answers_in_the_same_call() {
-    if find_shell("python3").is_none() {
+    if find("python3").is_none() {
         return;
     }
     let mut f = Fugue::start_with(&[("FUGUE_INPUT_QUIET_MS", "400")]);

@@ -1,18 +1,19 @@
 # fugue shell integration for dash, ksh93, mksh and other POSIX shells (see fugue(1), LIVE
 # SHELLS). fugue points ENV here; this file reads the user's own ENV file (or the shell's default
-# one), restores ENV, and puts a hook in front of PS1. These shells have no hook that runs before a
-# command, so only the prompt reports.
+# one), restores ENV, and puts hooks in front of PS1 and behind it. These shells have no hook
+# that runs before a command, so only the prompt reports.
 #
-# The hook writes a record to a FIFO that only fugue reads, opened by path so that no command
+# The hooks write a record to a FIFO that only fugue reads, opened by path so that no command
 # inherits it (a nonce, the prompt's number, the id of the last fugue_exec, `$?` and `$PWD`), and
 # prints OSC 133/7 marks tagged with the number and the nonce straight to the terminal. ksh93 and
-# mksh run it in the shell itself (`${ ...;}`); dash only has `$(...)`, a subshell, so the prompt's
+# mksh run them in the shell itself (`${ ...;}`); dash only has `$(...)`, a subshell, so the prompt's
 # number is counted by an arithmetic expansion inside PS1. The nonce comes from a file deleted here.
 __fugue_dir=@DIR@
 IFS= read -r __fugue_nonce <"$__fugue_dir/nonce"
 command rm -f -- "$__fugue_dir/nonce"
 __fugue_p=0
 __fugue_k=0
+__fugue_s=0
 __fugue_e=$(printf '\033')
 __fugue_g=$(printf '\007')
 __fugue_a="$__fugue_e]133;A$__fugue_g"
@@ -22,14 +23,19 @@ if [ -n "$__fugue_env" ] && [ -r "$__fugue_env" ]; then
 fi
 unset __fugue_env
 @OUT@
-__fugue_prompt() {
+# First in PS1: mark where the command's output ended ($1 is its status).
+__fugue_mark() {
     __fugue_tty "$__fugue_e]133;D;$1;fugue=$__fugue_k.$__fugue_nonce$__fugue_g"\
 "$__fugue_e]7;file://${HOSTNAME-}$PWD$__fugue_g"
+}
+# Last in PS1, after the user's own substitutions: report.
+__fugue_report() {
     __fugue_rec "$__fugue_nonce P $__fugue_k $__fugue_p $1 $PWD"
 }
 __fugue_next() {
+    __fugue_s=$1
     __fugue_k=$((__fugue_k + 1))
-    __fugue_prompt "$1"
+    __fugue_mark "$1"
     __fugue_tty "$__fugue_a"
 }
 # fugue_exec types ` __fugue_b ID;eval "$__fugue_c"`: the command never passes through the
@@ -43,4 +49,4 @@ __fugue_b() {
     done <"$__fugue_dir/c$1"
     __fugue_tty "$__fugue_e]133;C;fugue=x$1.$__fugue_nonce$__fugue_g"
 }
-PS1=@PS1_HOOK@"${PS1-\$ }"
+PS1=@PS1_HEAD@"${PS1-\$ }"@PS1_TAIL@

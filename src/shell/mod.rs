@@ -319,9 +319,12 @@ fn write_init(kind: Kind, dir: &PrivateDir, env: &[(String, String)]) -> Result<
                 }
                 (None, _) => "__fugue_env=\nunset ENV".to_string(),
             };
-            let hook = match kind {
-                Kind::Dash => r"'${__fugue_a%$((__fugue_k=__fugue_k+1))}$(__fugue_prompt $?)'",
-                _ => r"'${ __fugue_next $?;}'",
+            let (head, tail) = match kind {
+                Kind::Dash => (
+                    r"'${__fugue_a%$((__fugue_k=__fugue_k+1))}$(__fugue_mark $?)'",
+                    r"'$(__fugue_report $?)'",
+                ),
+                _ => (r"'${ __fugue_next $?;}'", r"'${ __fugue_report $__fugue_s;}'"),
             };
             // mksh has no printf builtin, and an external one would show the nonce in /proc.
             let out = match kind {
@@ -332,7 +335,8 @@ fn write_init(kind: Kind, dir: &PrivateDir, env: &[(String, String)]) -> Result<
                 .replace("@OUT@", out)
                 .replace("@DIR@", &quoted_dir)
                 .replace("@RESTORE_ENV@", &restore)
-                .replace("@PS1_HOOK@", hook);
+                .replace("@PS1_HEAD@", head)
+                .replace("@PS1_TAIL@", tail);
             dir.write("init.sh", &text)?;
             launch.env.push(("ENV".into(), path("init.sh")));
         }
