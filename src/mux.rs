@@ -95,6 +95,12 @@ impl Reserved {
     pub(crate) fn show_as(&mut self, shown: String) {
         self.spec.shown = Some(shown);
     }
+
+    /// Gives the pane a shell integration made beforehand, for a command that ends by starting an
+    /// interactive shell with it (the pipeline driver's kept shell).
+    pub(crate) fn with_shell(&mut self, shell: Arc<crate::shell::Shell>) {
+        self.spec.live = Some(shell);
+    }
 }
 
 impl Mux {
@@ -380,6 +386,7 @@ impl Inner {
             rows: window.rows,
             cols: window.cols,
             integration: args.integration,
+            live: None,
         };
         self.reserved_panes += 1;
         if let Some(name) = &args.name {

@@ -25,12 +25,19 @@ pub fn fugue_with(shell: &str, home: &Dir) -> Fugue {
 
 /// Runs `case` once per installed shell, each with a fresh fugue, home and shell pane.
 pub fn each_shell(case: impl Fn(&str, &mut Fugue, &str)) {
+    each_shell_fugue(|name, f| {
+        let pane =
+            f.call("fugue_create_session", json!({}))["pane_id"].as_str().unwrap().to_string();
+        case(name, f, &pane);
+    });
+}
+
+/// Runs `case` once per installed shell, each with a fresh fugue and home.
+pub fn each_shell_fugue(case: impl Fn(&str, &mut Fugue)) {
     for (name, shell) in installed(&SHELLS) {
         let home = Dir::new(&format!("exec-{name}"));
         let mut f = fugue_with(path_str(&shell), &home);
-        let pane =
-            f.call("fugue_create_session", json!({}))["pane_id"].as_str().unwrap().to_string();
-        case(name, &mut f, &pane);
+        case(name, &mut f);
     }
 }
 

@@ -243,3 +243,28 @@ fn a_command_pane_shows_input_while_it_asks() {
     assert!(status.get("last_exit_code").is_none(), "{status}");
     assert!(status["cwd"].as_str().is_some_and(|c| c.starts_with('/')), "{status}");
 }
+
+/// The shell a pipeline keeps is a live shell too: `fugue_exec` runs in it, where the steps left.
+#[test]
+fn a_kept_pipeline_pane_takes_fugue_exec() {
+    crate::exec::each_shell_fugue(|name, f| {
+        let done = f.call(
+            "fugue_run_pipeline",
+            json!({"commands": [{"command": "cd /tmp"}, {"command": "export KEPT=yes"}]}),
+        );
+        assert_eq!(done["status"], "completed", "{name}: {done}");
+        let pane = done["pane_id"].as_str().unwrap().to_string();
+        let ran = exec(f, &pane, "echo $PWD");
+        assert_eq!(
+            (ran["status"].as_str(), ran["output"].as_str()),
+            (Some("ok"), Some("/tmp")),
+            "{name}: {ran}"
+        );
+        let status = f.call("fugue_get_status", json!({"pane_id": pane}));
+        assert_eq!(status["activity"], "prompt", "{name}: {status}");
+        // What the steps exported is there in the POSIX shells that ran them.
+        if name != "fish" {
+            assert_eq!(exec(f, &pane, "echo $KEPT")["output"], "yes", "{name}");
+        }
+    });
+}

@@ -39,6 +39,8 @@ pub(super) struct Options {
     pub(super) stop_on_error: bool,
     /// Hand the pane over to an interactive shell when the steps are done.
     pub(super) keep: bool,
+    /// How that shell starts with fugue's shell integration, when it gets it.
+    pub(super) keep_launch: Option<crate::shell::Launch>,
 }
 
 /// Writes the step files, the driver and its step file into `dir`.
@@ -54,6 +56,7 @@ pub(super) fn write(
     let shell = &config().shell;
     let (sh, check) = driver_shell(shell);
     let flag = |b: bool| if b { "1" } else { "0" };
+    let (keep_env, keep_args) = options.keep_launch.as_ref().map(|l| l.words()).unwrap_or_default();
     let driver = DRIVER
         .replace("@DIR@", &quote(&dir.path.to_string_lossy()))
         .replace("@COUNT@", &steps.len().to_string())
@@ -62,6 +65,8 @@ pub(super) fn write(
         .replace("@CHECK@", flag(check))
         .replace("@SH@", &quote(sh))
         .replace("@KEEP@", flag(options.keep))
+        .replace("@KEEP_ENV@", &keep_env)
+        .replace("@KEEP_ARGS@", &keep_args)
         .replace("@SHELL@", &quote(shell));
     dir.write("step", STEP)?;
     dir.write("run", &driver)

@@ -52,6 +52,8 @@ exec 4>&-
 # The INT trap stays to the end: exec resets it for the next program, and a late interrupt must
 # not end this shell between the loop and the exec.
 if [ "$__fugue_keep" = 1 ]; then
-    exec "$__fugue_shell" -i
+    # With fugue's shell integration, as in any interactive shell pane (see fugue(1), LIVE SHELLS).
+    @KEEP_ENV@
+    exec "$__fugue_shell" @KEEP_ARGS@ -i
 fi
 exit "$__fugue_rc"

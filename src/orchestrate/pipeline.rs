@@ -131,10 +131,20 @@ fn run_pipeline(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let dir = PrivateDir::create(&ctx.temp_dirs)?;
     let nonce = new_id().replace('-', "");
     let steps: Vec<&str> = plan.steps.iter().map(|s| s.command.as_str()).collect();
-    let options = driver::Options { stop_on_error: plan.stop_on_error, keep: !plan.cleanup };
+    // The shell the pane keeps gets fugue's shell integration, made now so the driver can start
+    // it with it; the pane owns it from its start.
+    let kept = match plan.cleanup {
+        false if crate::shell::enabled() => {
+            crate::shell::Shell::prepare(&crate::config::config().shell, &plan.env, &ctx.temp_dirs)?
+        }
+        _ => None,
+    };
+    let (live, keep_launch) = kept.unzip();
+    let options =
+        driver::Options { stop_on_error: plan.stop_on_error, keep: !plan.cleanup, keep_launch };
     driver::write(&dir, &steps, &nonce, &options)?;
     let status = dir.fifo("status")?;
-    let pane = start_pane(ctx, &plan, &dir)?;
+    let pane = start_pane(ctx, &plan, &dir, live)?;
     let mut run = Run {
         plan: &plan,
         pane,
@@ -235,7 +245,12 @@ fn parse_step(index: usize, item: &Value) -> Result<Step> {
 }
 
 /// The pipeline's pane: a window of its own in the orchestration session, running the driver.
-fn start_pane(ctx: &Ctx<'_>, plan: &Plan, dir: &PrivateDir) -> Result<Arc<Pane>> {
+fn start_pane(
+    ctx: &Ctx<'_>,
+    plan: &Plan,
+    dir: &PrivateDir,
+    live: Option<Arc<crate::shell::Shell>>,
+) -> Result<Arc<Pane>> {
     let session = ctx.mux.ensure_session(ORCHESTRATION_SESSION)?;
     let command = driver::command(dir);
     let args = PaneArgs {
@@ -253,6 +268,9 @@ fn start_pane(ctx: &Ctx<'_>, plan: &Plan, dir: &PrivateDir) -> Result<Arc<Pane>>
         .pop()
         .ok_or_else(|| Error::internal("no reservation for the pipeline's pane"))??;
     reserved.show_as(plan.shown());
+    if let Some(shell) = live {
+        reserved.with_shell(shell);
+    }
     ctx.mux.start(reserved)
 }
 

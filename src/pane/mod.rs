@@ -75,6 +75,8 @@ pub(crate) struct Spec {
     pub(crate) cols: u16,
     /// Start an interactive shell with fugue's shell integration (see `crate::shell`).
     pub(crate) integration: bool,
+    /// An integration made beforehand, for a command that starts the shell itself.
+    pub(crate) live: Option<Arc<crate::shell::Shell>>,
 }
 
 pub(crate) struct Pane {
@@ -101,20 +103,22 @@ pub(crate) struct Pane {
 
 impl Pane {
     /// Starts the pane; a live shell registers its private directory in `temp_dirs`.
-    pub(crate) fn spawn(spec: Spec, temp_dirs: &Arc<TempDirs>) -> Result<Arc<Pane>> {
+    pub(crate) fn spawn(mut spec: Spec, temp_dirs: &Arc<TempDirs>) -> Result<Arc<Pane>> {
         let cfg = crate::config::config();
         let cwd = resolve_cwd(spec.cwd.clone())?;
         let size = PtySize { rows: spec.rows, cols: spec.cols, pixel_width: 0, pixel_height: 0 };
         let pair = portable_pty::native_pty_system()
             .openpty(size)
             .map_err(|e| Error::new(ErrorKind::SpawnFailed, format!("cannot open a pty: {e}")))?;
-        let live = match spec.command {
-            None if spec.integration && crate::shell::enabled() => {
+        let live = match (spec.live.take(), &spec.command) {
+            (Some(shell), _) => Some((shell, None)),
+            (None, None) if spec.integration && crate::shell::enabled() => {
                 crate::shell::Shell::prepare(&cfg.shell, &spec.env, temp_dirs)?
+                    .map(|(shell, launch)| (shell, Some(launch)))
             }
             _ => None,
         };
-        let launch = live.as_ref().map(|(_, launch)| launch);
+        let launch = live.as_ref().and_then(|(_, launch)| launch.as_ref());
         let cmd = command_builder(&cfg.shell, &spec, &cwd, launch);
         let child = pair.slave.spawn_command(cmd).map_err(|e| {
             if let Some((shell, _)) = &live {

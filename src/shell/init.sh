@@ -14,8 +14,9 @@ command rm -f -- "$__fugue_dir/nonce"
 __fugue_p=0
 __fugue_k=0
 __fugue_s=0
-__fugue_e=$(printf '\033')
-__fugue_g=$(printf '\007')
+# ESC and BEL, written here by fugue as they are (no subshell needed to make them).
+__fugue_e='@ESC@'
+__fugue_g='@BEL@'
 __fugue_a="$__fugue_e]133;A$__fugue_g"
 @RESTORE_ENV@
 if [ -n "$__fugue_env" ] && [ -r "$__fugue_env" ]; then

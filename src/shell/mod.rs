@@ -99,6 +99,16 @@ pub(crate) struct Launch {
     pub(crate) env: Vec<(String, String)>,
 }
 
+impl Launch {
+    /// The same as shell text, for a script that starts the shell: `export` lines, and the
+    /// arguments as quoted words.
+    pub(crate) fn words(&self) -> (String, String) {
+        let env = self.env.iter().map(|(k, v)| format!("export {k}={}", quote(v)));
+        let args = self.args.iter().map(|a| quote(a));
+        (env.collect::<Vec<_>>().join("\n"), args.collect::<Vec<_>>().join(" "))
+    }
+}
+
 /// One prompt as the shell reported it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Prompt {
@@ -134,16 +144,24 @@ impl State {
     }
 }
 
+/// A pane's shell integration. Dropping it (with the pane) stops it as `stop` does.
 pub(crate) struct Shell {
     pub(crate) kind: Kind,
-    nonce: String,
+    /// What the reader thread shares: the nonce, the state and its watch.
+    records: Arc<Records>,
     /// `None` once stopped.
     dir: Mutex<Option<PrivateDir>>,
     /// Our read and write end of the FIFO: the write end wakes the reader when the shell stops.
     fifo: File,
+    next_exec: AtomicU64,
+}
+
+/// The records' side, owned with the reader thread: it holds no directory, so a shell that is
+/// dropped without `stop` still ends its thread and removes its directory.
+struct Records {
+    nonce: String,
     state: Mutex<State>,
     watch: Watch,
-    next_exec: AtomicU64,
 }
 
 impl Shell {
@@ -162,16 +180,19 @@ impl Shell {
         let launch = write_init(kind, &dir, env)?;
         let fifo = dir.fifo("r")?;
         let reader = fifo.try_clone()?;
-        let shell = Arc::new(Shell {
-            kind,
+        let records = Arc::new(Records {
             nonce,
-            dir: Mutex::new(Some(dir)),
-            fifo,
             state: Mutex::new(State::default()),
             watch: Watch::default(),
+        });
+        let shell = Arc::new(Shell {
+            kind,
+            records: records.clone(),
+            dir: Mutex::new(Some(dir)),
+            fifo,
             next_exec: AtomicU64::new(1),
         });
-        let for_reader = shell.clone();
+        let for_reader = records;
         std::thread::Builder::new()
             .name("shell-records".into())
             .stack_size(64 << 10)
@@ -188,17 +209,17 @@ impl Shell {
             let mut fifo = &self.fifo;
             let _ = fifo.write_all(b"q\0");
         }
-        self.watch.notify();
+        self.records.watch.notify();
     }
 
     /// A channel that receives a token after every record. Subscribe before looking at `state`.
     pub(crate) fn subscribe(&self) -> Receiver<()> {
-        self.watch.subscribe()
+        self.records.watch.subscribe()
     }
 
     /// Reads `f` out of the state under its lock.
     pub(crate) fn with<T>(&self, f: impl FnOnce(&State) -> T) -> T {
-        f(&self.state.lock())
+        f(&self.records.state.lock())
     }
 
     /// Writes `command` for the shell to read and returns its id and the line to type.
@@ -208,7 +229,7 @@ impl Shell {
         let dir =
             dir.as_ref().ok_or_else(|| Error::new(ErrorKind::PaneClosed, "the pane is closing"))?;
         dir.write(&format!("c{id}"), command)?;
-        self.state.lock().pending = Some((id, command.to_string()));
+        self.records.state.lock().pending = Some((id, command.to_string()));
         Ok((id, self.kind.stub(id)))
     }
 
@@ -221,14 +242,22 @@ impl Shell {
 
     /// The mark the shell prints where exec `id`'s output begins.
     pub(crate) fn begin_mark(&self, id: u64) -> String {
-        format!("\x1b]133;C;fugue=x{id}.{}\x07", self.nonce)
+        format!("\x1b]133;C;fugue=x{id}.{}\x07", self.records.nonce)
     }
 
     /// The mark the shell prints where a command's output ends, before prompt `prompt`.
     pub(crate) fn end_mark(&self, prompt: &Prompt) -> String {
-        format!("\x1b]133;D;{};fugue={}.{}\x07", prompt.status, prompt.number, self.nonce)
+        format!("\x1b]133;D;{};fugue={}.{}\x07", prompt.status, prompt.number, self.records.nonce)
     }
+}
 
+impl Drop for Shell {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+impl Records {
     /// The reader thread: records into state until fugue's own `q`.
     fn read_records(&self, fifo: File) {
         let mut reader = BufReader::new(fifo);
@@ -333,6 +362,8 @@ fn write_init(kind: Kind, dir: &PrivateDir, env: &[(String, String)]) -> Result<
             };
             let text = POSIX
                 .replace("@OUT@", out)
+                .replace("@ESC@", "\x1b")
+                .replace("@BEL@", "\x07")
                 .replace("@DIR@", &quoted_dir)
                 .replace("@RESTORE_ENV@", &restore)
                 .replace("@PS1_HEAD@", head)

@@ -154,7 +154,8 @@ pub(crate) fn after_input(
     max_bytes: usize,
 ) -> Result<Value> {
     let shell = pane.shell();
-    let shell_pane = pane.command.is_none();
+    // The pane's own process is the shell (a kept pipeline pane's driver became one).
+    let shell_pane = pane.command.is_none() || shell.is_some();
     let (from, seen) = match written {
         Some((offset, seen)) => (offset, seen),
         None => (pane.output().end(), shell.map(|s| s.with(|st| st.prompts))),
