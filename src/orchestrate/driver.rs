@@ -173,9 +173,19 @@ mod tests {
     #[test]
     fn every_placeholder_is_filled() {
         let dir = PrivateDir::create(&Arc::default()).unwrap();
-        write(&dir, &["true"], "abc", &Options { stop_on_error: true, keep: true }).unwrap();
+        let launch = crate::shell::Launch {
+            args: vec!["--init-file".into(), "/it's/init".into()],
+            env: vec![("ENV".into(), "/x".into())],
+        };
+        let options = Options { stop_on_error: true, keep: true, keep_launch: Some(launch) };
+        write(&dir, &["true"], "abc", &options).unwrap();
         let driver = std::fs::read_to_string(dir.path.join("run")).unwrap();
         assert!(!driver.contains('@'), "{driver}");
+        assert!(driver.contains("export ENV='/x'\n"), "{driver}");
+        assert!(
+            driver.contains(r#"exec "$__fugue_shell" '--init-file' '/it'\''s/init' -i"#),
+            "{driver}"
+        );
         let mode = std::fs::metadata(&dir.path).unwrap().permissions();
         assert_eq!(std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777, 0o700);
         let path = dir.path.clone();
