@@ -540,3 +540,30 @@ fn name_taken(what: &str, name: &str) -> Error {
         format!("a {what} named {name:?} already exists; pick another name"),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sizes(slots: &[Result<Reserved>]) -> Vec<(u16, u16)> {
+        slots.iter().map(|r| r.as_ref().map(|r| (r.spec.rows, r.spec.cols)).unwrap()).collect()
+    }
+
+    #[test]
+    fn panes_reserved_together_get_their_final_tiles() {
+        let mux = Mux::default();
+        let session = mux.ensure_session("s").unwrap();
+        let window = mux.add_window(&session, None).unwrap();
+        let (rows, cols) = (config().rows, config().cols);
+        let place = Place::Window { session: &session, window: &window };
+        let three =
+            mux.reserve(&place, &[PaneArgs::default(), PaneArgs::default(), PaneArgs::default()]);
+        let want: Vec<(u16, u16)> =
+            layout::tile(3, rows, cols).iter().map(|r| (r.rows, r.cols)).collect();
+        assert_eq!(sizes(&three), want);
+        // A slot still starting counts: the next pane is sized as the fourth.
+        let fourth = mux.reserve(&place, &[PaneArgs::default()]);
+        let tile = layout::tile(4, rows, cols)[3];
+        assert_eq!(sizes(&fourth), [(tile.rows, tile.cols)]);
+    }
+}
