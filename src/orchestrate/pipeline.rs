@@ -513,3 +513,35 @@ impl Run<'_> {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(commands: &[&str], stop_on_error: bool) -> Plan {
+        Plan {
+            steps: commands
+                .iter()
+                .map(|c| Step { name: String::new(), command: (*c).to_string() })
+                .collect(),
+            cwd: None,
+            env: Vec::new(),
+            stop_on_error,
+            timeout: Duration::from_secs(1),
+            cleanup: false,
+            tail_lines: 10,
+            all_tails: false,
+        }
+    }
+
+    #[test]
+    fn the_pane_shows_the_steps_joined_as_they_run() {
+        assert_eq!(
+            plan(&["cd /src", "make\nmake test "], true).shown(),
+            "cd /src && make; make test"
+        );
+        assert_eq!(plan(&["false", "true"], false).shown(), "false ; true");
+        let long = plan(&[&"é".repeat(200)], true).shown();
+        assert!(long.len() <= MAX_SHOWN + '…'.len_utf8() && long.ends_with('…'), "{long}");
+    }
+}
