@@ -78,17 +78,37 @@ pub(crate) enum Place<'a> {
 }
 
 /// A pane's slot, held in the registry from `reserve` until `start`: it counts against the limits,
-/// holds its name and its tile, and knows its size.
-pub(crate) struct Reserved {
+/// holds its name and its tile, and knows its size. Dropped without being started, it gives all
+/// of that back.
+pub(crate) struct Reserved<'m> {
+    mux: &'m Mux,
+    /// `None` once started.
+    slot: Option<Slot>,
+}
+
+struct Slot {
     spec: Spec,
     /// The window was made for this pane, so it goes if the pane cannot start.
     own_window: bool,
 }
 
-impl Reserved {
+impl Reserved<'_> {
     /// Sets what the pane's `command` shows in place of the command it runs.
     pub(crate) fn show_as(&mut self, shown: String) {
-        self.spec.shown = Some(shown);
+        if let Some(slot) = &mut self.slot {
+            slot.spec.shown = Some(shown);
+        }
+    }
+}
+
+impl Drop for Reserved<'_> {
+    fn drop(&mut self) {
+        if let Some(slot) = self.slot.take() {
+            let spec = &slot.spec;
+            let name = spec.name.as_ref();
+            self.mux.inner.lock().release(&spec.id, &spec.window_id, name, slot.own_window);
+            self.mux.changes.notify();
+        }
     }
 }
 
@@ -265,30 +285,34 @@ impl Mux {
 
     /// Reserves a slot for each pane at `place`, all under one lock, and sizes each to the tile it
     /// will have once all of them are there. A `NewWindow` place makes a window for each.
-    pub(crate) fn reserve(&self, place: &Place<'_>, args: &[PaneArgs]) -> Vec<Result<Reserved>> {
+    pub(crate) fn reserve(
+        &self,
+        place: &Place<'_>,
+        args: &[PaneArgs],
+    ) -> Vec<Result<Reserved<'_>>> {
         let mut inner = self.inner.lock();
-        let mut slots: Vec<Result<Reserved>> =
-            args.iter().map(|a| inner.reserve(place, a)).collect();
-        for reserved in slots.iter_mut().flatten() {
-            inner.size(&mut reserved.spec);
+        let mut slots: Vec<Result<Slot>> = args.iter().map(|a| inner.reserve(place, a)).collect();
+        for slot in slots.iter_mut().flatten() {
+            inner.size(&mut slot.spec);
         }
-        slots
+        slots.into_iter().map(|slot| slot.map(|s| Reserved { mux: self, slot: Some(s) })).collect()
     }
 
     /// Spawns a reserved pane at its reserved size and puts it in its place.
-    pub(crate) fn start(&self, reserved: Reserved) -> Result<Arc<Pane>> {
-        let Reserved { spec, own_window } = reserved;
+    pub(crate) fn start(&self, mut reserved: Reserved<'_>) -> Result<Arc<Pane>> {
+        let Some(Slot { spec, own_window }) = reserved.slot.take() else {
+            return Err(Error::internal("a pane's slot was started twice"));
+        };
         let (id, window, name) = (spec.id.clone(), spec.window_id.clone(), spec.name.clone());
         let spawned = Pane::spawn(spec);
         let mut inner = self.inner.lock();
-        inner.reserved_panes -= 1;
-        if let Some(name) = &name {
-            inner.reserved_names.remove(name);
-        }
         let pane = match spawned {
-            Ok(pane) => pane,
+            Ok(pane) => {
+                inner.unreserve(name.as_ref());
+                pane
+            }
             Err(e) => {
-                inner.release_slot(&window, &id, own_window);
+                inner.release(&id, &window, name.as_ref(), own_window);
                 drop(inner);
                 self.changes.notify();
                 return Err(e);
@@ -329,7 +353,7 @@ impl Inner {
 
     /// Checks limits and names, creates the window if asked, and holds a slot for the pane at the
     /// end of its window. The size is set by `size` once every slot of a batch is taken.
-    fn reserve(&mut self, place: &Place<'_>, args: &PaneArgs) -> Result<Reserved> {
+    fn reserve(&mut self, place: &Place<'_>, args: &PaneArgs) -> Result<Slot> {
         let cfg = config();
         if self.panes.len() + self.reserved_panes >= cfg.max_panes {
             return Err(Error::new(
@@ -374,7 +398,7 @@ impl Inner {
         if let Some(name) = &args.name {
             self.reserved_names.insert(name.clone());
         }
-        Ok(Reserved { spec, own_window: matches!(place, Place::NewWindow { .. }) })
+        Ok(Slot { spec, own_window: matches!(place, Place::NewWindow { .. }) })
     }
 
     /// Sets a reserved pane's size to its tile in its window as the window is now.
@@ -445,12 +469,21 @@ impl Inner {
         }
     }
 
-    /// Gives up the slot of a pane that failed to start; a window made for it goes too.
-    fn release_slot(&mut self, window_id: &str, pane_id: &str, own_window: bool) {
+    /// Ends a reservation's hold on the limits and the pane's name.
+    fn unreserve(&mut self, name: Option<&String>) {
+        self.reserved_panes -= 1;
+        if let Some(name) = name {
+            self.reserved_names.remove(name);
+        }
+    }
+
+    /// Gives up the slot of a pane that did not start; a window made for it goes too.
+    fn release(&mut self, id: &str, window_id: &str, name: Option<&String>, own_window: bool) {
+        self.unreserve(name);
         let mut retile = None;
         for session in &mut self.sessions {
             if let Some(window) = session.windows.iter_mut().find(|w| w.id == window_id) {
-                window.panes.retain(|id| id != pane_id);
+                window.panes.retain(|pane| pane != id);
                 retile = Some((window.panes.clone(), window.rows, window.cols));
                 if own_window && window.panes.is_empty() {
                     session.windows.retain(|w| w.id != window_id);
@@ -545,8 +578,9 @@ fn name_taken(what: &str, name: &str) -> Error {
 mod tests {
     use super::*;
 
-    fn sizes(slots: &[Result<Reserved>]) -> Vec<(u16, u16)> {
-        slots.iter().map(|r| r.as_ref().map(|r| (r.spec.rows, r.spec.cols)).unwrap()).collect()
+    fn sizes(slots: &[Result<Reserved<'_>>]) -> Vec<(u16, u16)> {
+        let size = |r: &Reserved<'_>| r.slot.as_ref().map(|s| (s.spec.rows, s.spec.cols)).unwrap();
+        slots.iter().map(|r| size(r.as_ref().unwrap())).collect()
     }
 
     #[test]
@@ -565,5 +599,18 @@ mod tests {
         let fourth = mux.reserve(&place, &[PaneArgs::default()]);
         let tile = layout::tile(4, rows, cols)[3];
         assert_eq!(sizes(&fourth), [(tile.rows, tile.cols)]);
+    }
+
+    #[test]
+    fn a_slot_dropped_unstarted_is_given_back() {
+        let mux = Mux::default();
+        let session = mux.ensure_session("s").unwrap();
+        let named = PaneArgs { name: Some("p".into()), ..PaneArgs::default() };
+        let place = Place::NewWindow { session: &session, name: None };
+        drop(mux.reserve(&place, std::slice::from_ref(&named)));
+        let inner = mux.inner.lock();
+        assert_eq!(inner.reserved_panes, 0);
+        assert!(inner.reserved_names.is_empty());
+        assert!(inner.sessions[0].windows.is_empty(), "the window made for it goes too");
     }
 }
