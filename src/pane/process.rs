@@ -5,7 +5,7 @@
 //! session id is the child's pid, found in `/proc`, plus its process group: interactive shells put
 //! each job in a group of its own, so the group alone would miss them.
 
-use super::output::Exit;
+use super::exit::Exit;
 use std::fs;
 use std::io::Read;
 

@@ -93,6 +93,13 @@ impl<'a> Args<'a> {
         Ok(Some(n))
     }
 
+    /// An optional integer within `[min, max]`, for sizes such as rows and columns.
+    pub(crate) fn u16(&self, key: &str, min: u16, max: u16) -> Result<Option<u16>> {
+        let n = self.u64(key, u64::from(min), u64::from(max))?;
+        // In range by the check above, so the conversion cannot fail.
+        Ok(n.and_then(|n| u16::try_from(n).ok()))
+    }
+
     pub(crate) fn array(&self, key: &str) -> Result<Option<&'a Vec<Value>>> {
         match self.get(key) {
             None => Ok(None),
