@@ -297,10 +297,10 @@ impl Inner {
                 ),
             ));
         }
-        if let Some(name) = &args.name {
-            if self.find_pane(name).is_some() || self.reserved_names.contains(name) {
-                return Err(name_taken("pane", name));
-            }
+        if let Some(name) = &args.name
+            && (self.find_pane(name).is_some() || self.reserved_names.contains(name))
+        {
+            return Err(name_taken("pane", name));
         }
         let (session_id, window_id, rows, cols) = match place {
             Place::NewWindow { session, name } => self.new_window(session, name.clone())?,

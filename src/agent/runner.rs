@@ -23,7 +23,7 @@ use crate::mux::{Mux, PaneArgs, short_id};
 use crate::pane::Pane;
 use crate::pane::exit::Exit;
 use crate::pane::output::Watch;
-use crate::pane::process::session_members;
+use crate::pane::process::{pid_t, session_members};
 use crossbeam_channel::{Receiver, Sender, after, select};
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -485,7 +485,7 @@ pub(crate) fn end_strays(pipeline: &Pipeline) {
         crate::log::info(&format!("pipeline {}: ending stray agent process {pid}", pipeline.id));
         // SAFETY: kill only sends a signal to a process we identified above.
         unsafe {
-            libc::kill(pid as libc::pid_t, libc::SIGKILL);
+            libc::kill(pid_t(pid), libc::SIGKILL);
         }
     }
 }

@@ -320,8 +320,8 @@ fn peer_uid(stream: &UnixStream) -> Option<u32> {
             stream.as_raw_fd(),
             libc::SOL_SOCKET,
             libc::SO_PEERCRED,
-            (&mut cred as *mut libc::ucred).cast(),
-            &mut len,
+            (&raw mut cred).cast(),
+            &raw mut len,
         )
     };
     (r == 0).then_some(cred.uid)

@@ -66,7 +66,7 @@ mod tests {
         let mut value = json!({});
         write_exit(&mut value, exited, SignalField::WhenSignalled);
         assert_eq!(value, json!({"exit_code": 3}));
-        assert_eq!(exited.unwrap().describe(), "exited with code 3");
-        assert_eq!(killed.unwrap().describe(), "was killed by SIGKILL");
+        assert_eq!(Exit { code: Some(3), signal: None }.describe(), "exited with code 3");
+        assert_eq!(Exit { code: None, signal: Some(9) }.describe(), "was killed by SIGKILL");
     }
 }

@@ -200,7 +200,7 @@ impl Pane {
         if self.reaped.load(Ordering::SeqCst) == 0 {
             // SAFETY: killpg only sends a signal; a stale group id fails with ESRCH.
             unsafe {
-                libc::killpg(self.pid as libc::pid_t, signal);
+                libc::killpg(process::pid_t(self.pid), signal);
             }
         }
     }
