@@ -31,3 +31,5 @@ mod security;
 mod soak;
 // Megabytes of output: expect over large backlogs, long lines.
 mod bulk;
+// The manual names exactly the tools, environment variables and error codes fugue has.
+mod docs;
