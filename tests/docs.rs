@@ -140,3 +140,24 @@ fn readme_and_man_list_exactly_the_error_codes() {
     let man = read("man/fugue.1");
     same("man/fugue.1 error codes", &listed(between(&man, "The codes are\n", ".\n.")), &codes);
 }
+
+#[test]
+fn the_development_map_names_every_folder_and_top_file_of_src() {
+    let readme = read("README.md");
+    let map = between(&readme, "## Development", "\n## ");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut missing = Vec::new();
+    for entry in std::fs::read_dir(&src).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        let shown = if src.join(&name).is_dir() {
+            format!("`src/{name}/`")
+        } else {
+            format!("`src/{name}`")
+        };
+        if !map.contains(&shown) {
+            missing.push(shown);
+        }
+    }
+    missing.sort();
+    assert!(missing.is_empty(), "README's Development section does not name {missing:?}");
+}
