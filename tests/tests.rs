@@ -44,3 +44,7 @@ mod activity;
 mod exec;
 // Live shells: rc files and hooks kept, integration off, cleanup, wait_ms in non-shell panes.
 mod live_shell;
+// The names fugue gives the sessions and windows it creates.
+mod names;
+// The manual names exactly the tools, environment variables and error codes fugue has.
+mod docs;

@@ -9,14 +9,15 @@
 //! timed-out ones carry an `output_tail` (unless `tails: all` asks for every one), so a green run
 //! stays small.
 
-use super::{HEARTBEAT, add_exit, check_cwd, check_unique, close_panes, command, run_schema, tail};
+use super::{check_cwd, check_unique, close_panes, command, run_schema, tail};
 use crate::error::{Error, Result};
-use crate::mux::{self, Mux, ORCHESTRATION_SESSION, PaneArgs, Reserved, new_id};
+use crate::mux::{self, Mux, ORCHESTRATION_SESSION, PaneArgs, Reserved, new_id, short_id};
 use crate::pane::Pane;
+use crate::pane::exit::{SignalField, write_exit};
 use crate::runtime::{Ctx, Tool};
 use crate::tool::args::Args;
 use crate::tool::{RUNS, schema::*};
-use crossbeam_channel::{Receiver, Select, never, tick};
+use crossbeam_channel::{Receiver, Select};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Instant;
@@ -192,7 +193,7 @@ impl Place {
         if !tiled {
             return Ok(Place::Hidden { session: mux.ensure_session(ORCHESTRATION_SESSION)? });
         }
-        let name = format!("parallel-{}", &new_id()[..8]);
+        let name = format!("parallel-{}", short_id(&new_id()));
         let session = mux.ensure_session(&name)?;
         match mux.add_window(&session, Some("parallel".to_string())) {
             Ok(window) => Ok(Place::Tiled { session, window }),
@@ -206,7 +207,7 @@ impl Place {
     /// Takes every command's slot at once, so that each pane starts at the size of its tile
     /// among all of them (a tiled pane sized for a window it would share with fewer panes would
     /// show its program the wrong size until a late resize).
-    fn reserve(&self, mux: &Mux, tasks: &[Task]) -> Vec<Result<Reserved>> {
+    fn reserve<'m>(&self, mux: &'m Mux, tasks: &[Task]) -> Vec<Result<Reserved<'m>>> {
         let args: Vec<PaneArgs> = tasks.iter().map(|t| t.pane.clone()).collect();
         let place = match self {
             Place::Hidden { session } => mux::Place::NewWindow { session, name: None },
@@ -259,7 +260,7 @@ impl Job<'_> {
 /// Blocks until every command has ended, the deadline passes, or the call is cancelled. Wakes
 /// only on events: a pane's exit (not its output), the cancel channel, the heartbeat.
 fn wait_all(ctx: &Ctx<'_>, jobs: &[Job<'_>], deadline: Instant, started: Instant) -> End {
-    let heartbeat = if ctx.progress.is_wanted() { tick(HEARTBEAT) } else { never() };
+    let heartbeat = ctx.progress.heartbeat();
     let mut reported = usize::MAX;
     loop {
         let pending: Vec<&Job<'_>> = jobs.iter().filter(|j| j.running()).collect();
@@ -353,7 +354,8 @@ fn job_result(job: &Job<'_>, tail_lines: usize, all_tails: bool) -> Value {
         (None, _) => "failed",
     };
     value["status"] = json!(status);
-    add_exit(&mut value, if job.timed_out.is_some() { None } else { exit });
+    let exit = if job.timed_out.is_some() { None } else { exit };
+    write_exit(&mut value, exit, SignalField::WhenSignalled);
     let ended = job.timed_out.or(exited_at).unwrap_or_else(Instant::now);
     value["duration_ms"] = json!(ended.saturating_duration_since(pane.started).as_millis() as u64);
     if status != "ok" || all_tails {

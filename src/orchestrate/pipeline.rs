@@ -17,16 +17,16 @@
 
 use super::driver::{self, Event, WakeReader, find, read_status};
 use super::tempdir::PrivateDir;
-use super::{HEARTBEAT, add_exit, check_cwd, check_unique, command, run_schema, tail};
+use super::{check_cwd, check_unique, command, run_schema, tail};
 use crate::error::{Error, ErrorKind, Result};
-use crate::mux::{ORCHESTRATION_SESSION, PaneArgs, Place, new_id};
+use crate::mux::{ORCHESTRATION_SESSION, PaneArgs, Place, new_id, short_id};
 use crate::pane::Pane;
-use crate::pane::output::Exit;
+use crate::pane::exit::{Exit, SignalField, write_exit};
 use crate::runtime::{Ctx, Tool};
 use crate::tool::args::Args;
 use crate::tool::call::Progress;
 use crate::tool::{RUNS, schema::*};
-use crossbeam_channel::{Receiver, after, never, select, tick};
+use crossbeam_channel::{Receiver, after, never, select};
 use serde_json::{Value, json};
 use std::fs::File;
 use std::io::Write;
@@ -260,8 +260,8 @@ fn start_pane(
         env: plan.env.clone(),
         integration: false,
     };
-    let place =
-        Place::NewWindow { session: &session, name: Some(format!("pipeline-{}", &new_id()[..8])) };
+    let window = format!("run-pipeline-{}", short_id(&new_id()));
+    let place = Place::NewWindow { session: &session, name: Some(window) };
     let mut reserved = ctx
         .mux
         .reserve(&place, &[args])
@@ -286,7 +286,7 @@ impl Run<'_> {
     ) -> Result<()> {
         // The shell's exit, not its output, is what the loop condition needs to see.
         let ending = self.pane.output().subscribe_status();
-        let heartbeat = if ctx.progress.is_wanted() { tick(HEARTBEAT) } else { never() };
+        let heartbeat = ctx.progress.heartbeat();
         let mut status = events.clone();
         let mut deadline = deadline;
         while !self.done && self.pane.is_running() {
@@ -470,7 +470,11 @@ impl Run<'_> {
                 at
             }
             None => {
-                add_exit(&mut value, if status == "exited" { self.shell_exit } else { None });
+                write_exit(
+                    &mut value,
+                    if status == "exited" { self.shell_exit } else { None },
+                    SignalField::WhenSignalled,
+                );
                 self.pane.output().with(|s| s.exited_at).unwrap_or_else(Instant::now)
             }
         };
@@ -530,5 +534,37 @@ impl Run<'_> {
             ErrorKind::SpawnFailed,
             format!("the pipeline's shell ended {how} before its first step: {said:?}"),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(commands: &[&str], stop_on_error: bool) -> Plan {
+        Plan {
+            steps: commands
+                .iter()
+                .map(|c| Step { name: String::new(), command: (*c).to_string() })
+                .collect(),
+            cwd: None,
+            env: Vec::new(),
+            stop_on_error,
+            timeout: Duration::from_secs(1),
+            cleanup: false,
+            tail_lines: 10,
+            all_tails: false,
+        }
+    }
+
+    #[test]
+    fn the_pane_shows_the_steps_joined_as_they_run() {
+        assert_eq!(
+            plan(&["cd /src", "make\nmake test "], true).shown(),
+            "cd /src && make; make test"
+        );
+        assert_eq!(plan(&["false", "true"], false).shown(), "false ; true");
+        let long = plan(&[&"é".repeat(200)], true).shown();
+        assert!(long.len() <= MAX_SHOWN + '…'.len_utf8() && long.ends_with('…'), "{long}");
     }
 }

@@ -9,14 +9,13 @@
 
 use super::{Prompt, Shell};
 use crate::error::{Error, Result};
-use crate::orchestrate::HEARTBEAT;
 use crate::pane::Pane;
 use crate::pane::activity::{InputWatch, quiet_period};
-use crate::pane::output::Exit;
+use crate::pane::exit::{Exit, SignalField, write_exit};
 use crate::pane::text;
 use crate::runtime::Ctx;
 use crate::tool::args::Args;
-use crossbeam_channel::{after, never, select, tick};
+use crossbeam_channel::{after, never, select};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -64,7 +63,7 @@ impl Wait<'_> {
     pub(crate) fn run(&self, ctx: &Ctx<'_>) -> Result<Outcome> {
         let records = self.shell.map_or_else(never, Shell::subscribe);
         let ending = self.pane.output().subscribe_status();
-        let heartbeat = if ctx.progress.is_wanted() { tick(HEARTBEAT) } else { never() };
+        let heartbeat = ctx.progress.heartbeat();
         let mut watch = InputWatch::new(self.pane, quiet_period());
         let started = Instant::now();
         // What was just typed may still sit unread in the terminal while the program's last
@@ -234,7 +233,7 @@ pub(crate) fn answer(
         }),
         Outcome::Exited(exit) => {
             let mut value = json!({"status": exited_status(*exit, shell_pane)});
-            crate::orchestrate::add_exit(&mut value, *exit);
+            write_exit(&mut value, *exit, SignalField::WhenSignalled);
             value
         }
         Outcome::Input => json!({"status": "input"}),
