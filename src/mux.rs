@@ -38,6 +38,12 @@ pub(crate) struct PaneArgs {
     pub(crate) integration: bool,
 }
 
+impl Default for PaneArgs {
+    fn default() -> PaneArgs {
+        PaneArgs { name: None, command: None, cwd: None, env: Vec::new(), integration: true }
+    }
+}
+
 pub(crate) struct Session {
     pub(crate) id: String,
     pub(crate) name: String,

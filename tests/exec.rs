@@ -173,6 +173,8 @@ fn a_question_answers_input_and_send_input_wait_ms_finishes_it() {
 #[test]
 fn a_long_command_answers_running_and_is_waited_on_later() {
     each_shell(|name, f, pane| {
+        // The short timeout is for the command, not for the shell's start.
+        exec(f, pane, "true");
         let started = f.call(
             "fugue_exec",
             json!({"pane_id": pane, "command": "sleep 1; echo done; false", "timeout_ms": 200}),

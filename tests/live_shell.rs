@@ -133,12 +133,10 @@ fn temporary_files_go_with_the_pane_and_with_fugue() {
             .unwrap()
             .filter_map(|e| e.ok())
             .map(|e| e.path())
-            // Live shells share the pipelines' private directories (and their sweep).
             .filter(|p| {
                 p.file_name()
                     .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.starts_with(&format!("fugue-pipeline-{pid}-")))
-                    && p.join("init.bash").exists()
+                    .is_some_and(|n| n.starts_with(&format!("fugue-shell-{pid}-")))
             })
             .collect()
     };

@@ -1,4 +1,5 @@
-//! The private temporary directories of `fugue_run_pipeline`, and the sweep of stale ones.
+//! The private temporary directories of `fugue_run_pipeline` and of live shells, and the sweep of
+//! stale ones.
 //!
 //! Each directory is named `fugue-pipeline-<pid>-<start>-<uuid>`: the owning fugue's pid and its
 //! start time in `/proc/<pid>/stat` (clock ticks since boot), so a later pid that happens to reuse
@@ -18,7 +19,8 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-const PREFIX: &str = "fugue-pipeline-";
+/// The name prefixes of the directories of `fugue_run_pipeline` calls and of live shells.
+const PREFIXES: [&str; 2] = ["fugue-pipeline-", "fugue-shell-"];
 
 /// Removes the pipeline directories that fugues of this user left behind when they were killed;
 /// called when fugue starts. Returns how many it removed.
@@ -67,7 +69,8 @@ impl Owner {
 
 /// The owner in a name `fugue-pipeline-<pid>-<start>-<uuid>`; `None` for any other name.
 fn owner(name: &str) -> Option<Owner> {
-    let mut parts = name.strip_prefix(PREFIX)?.splitn(3, '-');
+    let rest = PREFIXES.iter().find_map(|prefix| name.strip_prefix(prefix))?;
+    let mut parts = rest.splitn(3, '-');
     let pid = parts.next()?.parse().ok()?;
     let start = parts.next()?;
     parts.next()?;
@@ -99,7 +102,16 @@ pub(crate) struct PrivateDir {
 
 impl PrivateDir {
     pub(crate) fn create(registry: &Arc<TempDirs>) -> Result<PrivateDir> {
-        let name = format!("{PREFIX}{}-{}-{}", std::process::id(), own_start(), new_id());
+        PrivateDir::create_named(registry, PREFIXES[0])
+    }
+
+    /// A live shell's directory: named `fugue-shell-…`, swept like a pipeline's.
+    pub(crate) fn create_for_shell(registry: &Arc<TempDirs>) -> Result<PrivateDir> {
+        PrivateDir::create_named(registry, PREFIXES[1])
+    }
+
+    fn create_named(registry: &Arc<TempDirs>, prefix: &str) -> Result<PrivateDir> {
+        let name = format!("{prefix}{}-{}-{}", std::process::id(), own_start(), new_id());
         let path = base()?.join(name);
         std::fs::DirBuilder::new().mode(0o700).create(&path).map_err(|e| {
             Error::new(ErrorKind::Io, format!("cannot create {}: {e}", path.display()))
@@ -154,6 +166,7 @@ mod tests {
             Some(Owner { pid: 12, start: Some(3456) })
         );
         assert_eq!(owner("fugue-pipeline-12-unknown-a"), Some(Owner { pid: 12, start: None }));
+        assert_eq!(owner("fugue-shell-7-1-a"), Some(Owner { pid: 7, start: Some(1) }));
         for other in [
             "fugue-pipeline-x-1-a",
             "fugue-pipeline-12",

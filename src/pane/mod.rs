@@ -186,7 +186,7 @@ impl Pane {
             // held.
             unsafe { libc::tcgetpgrp(fd) }
         };
-        if group <= 0 || group as u32 == self.pid {
+        if group <= 0 || u32::try_from(group).ok() == Some(self.pid) {
             return None;
         }
         let cmdline = std::fs::read(format!("/proc/{group}/cmdline")).unwrap_or_default();

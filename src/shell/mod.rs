@@ -174,7 +174,7 @@ impl Shell {
         temp_dirs: &Arc<TempDirs>,
     ) -> Result<Option<(Arc<Shell>, Launch)>> {
         let Some(kind) = Kind::of(shell) else { return Ok(None) };
-        let dir = PrivateDir::create(temp_dirs)?;
+        let dir = PrivateDir::create_for_shell(temp_dirs)?;
         let nonce = new_id().replace('-', "");
         dir.write("nonce", &format!("{nonce}\n"))?;
         let launch = write_init(kind, &dir, env)?;
