@@ -329,7 +329,7 @@ fn pane_args(args: &Args<'_>, name_key: Option<&str>) -> Result<PaneArgs> {
 /// The `integration` argument of the create tools.
 fn integration() -> Value {
     json!({"type": "boolean", "default": true,
-           "description": "Shell integration for fugue_exec (interactive shell only)"})
+           "description": "Shell integration (fugue_exec)"})
 }
 
 fn create_session(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {

@@ -34,15 +34,13 @@ const MAX_COMMAND_BYTES: usize = 1 << 20;
 pub(crate) const TOOL: Tool = Tool {
     name: "fugue_exec",
     title: "Run a command in a live shell",
-    description: "Run shell text (several lines, quotes, heredocs) in a pane's interactive shell and \
-                  answer when it ends: status ok/failed (exit_code), input (the program waits for \
-                  the terminal; its question ends output; answer with fugue_send_input + wait_ms), \
-                  running (timeout_ms passed; it still runs), or exited (it ended the shell). cwd, \
-                  duration_ms, offset, and output: the command's own output, head and tail past \
-                  max_bytes. cd, export, functions persist. Without pane_id: fugue's own shell \
-                  pane (session 'shell'). Busy pane: error pane_busy. Cancelling or a timeout \
-                  stops only the wait, never the command: stop it with fugue_send_input keys \
-                  [\"C-c\"] or fugue_close_pane.",
+    description: "Run shell text (lines, quotes, heredocs) in a pane's interactive shell; answer \
+                  when it ends: status ok/failed (exit_code), input (it waits for the terminal; \
+                  its question ends output; reply with fugue_send_input + wait_ms), running \
+                  (timeout_ms passed), or exited (it ended the shell); cwd, duration_ms, offset, \
+                  output (its own; head+tail past max_bytes). cd/export/functions persist. No \
+                  pane_id: fugue's own shell pane. Busy pane: pane_busy. A timeout or cancel ends \
+                  only the wait: stop the command with keys [\"C-c\"] or fugue_close_pane.",
     hints: RUNS,
     input: || {
         object(

@@ -47,4 +47,5 @@ if [ "${#PROMPT_COMMAND[@]}" -gt 1 ]; then
 else
     PROMPT_COMMAND="__fugue_prompt;${PROMPT_COMMAND:+$PROMPT_COMMAND;}__fugue_report"
 fi
-PS0='\[\e]133;C\a\]'${PS0-}
+# PS0 is printed as it is, not by readline: no \[ \] around the mark.
+PS0='\e]133;C\a'${PS0-}
