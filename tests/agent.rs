@@ -236,6 +236,24 @@ fn the_happy_path_merges_into_the_base_branch() {
     assert_eq!(all["pipelines"][0]["events"], json!([]));
 }
 
+/// An analyzer whose whole script is `fugue verdict complete`: no reason, no cost.
+#[test]
+fn a_bare_complete_verdict_is_accepted() {
+    let dir = Dir::new("agent-bare");
+    let repo = repo(&dir);
+    let analyzer = script(&dir, "analyzer", &format!("{BIN} verdict complete\n"));
+    let mut f = start(&[]);
+    let id = create(
+        &mut f,
+        json!({"repo": repo, "task": "t", "implementer": implementer(&dir), "analyzer": analyzer}),
+    );
+    let p = settle(&mut f, &id);
+    assert_eq!(p["status"], "complete", "{p}");
+    assert_eq!(stage(&p, "analyzer")["verdict"], "complete");
+    assert_eq!(stage(&p, "analyzer")["reason"], "no reason given");
+    assert_eq!(git(&repo, &["show", "main:feature.txt"]), "line 1");
+}
+
 #[test]
 fn followup_then_complete() {
     let dir = Dir::new("agent-followup");
@@ -789,7 +807,6 @@ fn the_verdict_command_writes_valid_json_atomically() {
     );
     for bad in [
         &["followup", "--reason", "r"][..],
-        &["complete"],
         &["maybe", "--reason", "r"],
         &["failed", "--reason", "r", "--cost", "x"],
     ] {
