@@ -206,6 +206,28 @@ fn pane_environment_defaults_and_overrides() {
     assert_eq!(e["code"], "invalid_argument");
 }
 
+/// A relative `cwd` is taken from fugue's working directory and reported as the absolute path the
+/// pane runs in, in fugue_get_status and fugue_list_sessions alike.
+#[test]
+fn a_relative_cwd_is_reported_as_an_absolute_path() {
+    let dir = Dir::new("relcwd");
+    std::fs::create_dir_all(dir.join("proj")).unwrap();
+    let mut cmd = Fugue::command(&[]);
+    cmd.current_dir(&dir.path);
+    let mut f = Fugue::spawn_command(cmd);
+    f.handshake();
+    let created = f.call("fugue_create_session", json!({"command": "pwd", "cwd": "proj"}));
+    let pane = created["pane_id"].as_str().unwrap();
+    f.wait_exit(pane);
+    let proj = dir.join("proj");
+    let proj = proj.to_str().unwrap();
+    assert_eq!(f.text(pane), proj, "the pane ran in fugue's proj");
+    let status = f.call("fugue_get_status", json!({"pane_id": pane}));
+    assert_eq!(status["cwd"], proj, "{status}");
+    let list = f.call("fugue_list_sessions", json!({}));
+    assert_eq!(list["sessions"][0]["windows"][0]["panes"][0]["cwd"], proj, "{list}");
+}
+
 #[test]
 fn cwd_is_used_and_a_bad_one_is_refused() {
     let mut f = Fugue::start();

@@ -298,9 +298,12 @@ fn spawn_err(e: impl std::fmt::Display) -> Error {
     Error::new(ErrorKind::SpawnFailed, format!("cannot set up the pty: {e}"))
 }
 
+/// The pane's working directory as an absolute path: a relative `cwd` is taken from fugue's own,
+/// so that what the pane reports is where it runs, whatever directory the reader is in.
 fn resolve_cwd(cwd: Option<PathBuf>) -> Result<PathBuf> {
     let cwd = match cwd {
-        Some(dir) => dir,
+        Some(dir) => std::path::absolute(&dir)
+            .map_err(|e| Error::new(ErrorKind::BadCwd, format!("cwd {}: {e}", dir.display())))?,
         None => return Ok(std::env::current_dir()?),
     };
     match std::fs::metadata(&cwd) {
