@@ -29,5 +29,7 @@ mod hygiene;
 mod security;
 // The soak (ignored; `make soak`): thousands of mixed calls, resources flat from start to end.
 mod soak;
+// The text view and what fugue_expect returns: output after `since`, the main screen only.
+mod text_view;
 // Megabytes of output: expect over large backlogs, long lines.
 mod bulk;

@@ -44,7 +44,8 @@ pub(crate) static TOOL: Tool = Tool {
                   lines already there plus new output; with since: only output after that offset. \
                   status: matched (match, line, groups, offset after the match's line), timeout, or \
                   exited (the process ended first). action: notify (default), close_pane, \
-                  return_output (adds the last `lines` lines).",
+                  return_output (adds `output`: the last `lines` lines; with since, of the output after \
+                  it).",
     hints: RUNS,
     input: || {
         object(
@@ -82,6 +83,30 @@ enum Action {
     Notify,
     ClosePane,
     ReturnOutput,
+}
+
+/// What the answer carries besides the match: the action, and for `return_output` which output.
+struct Answer {
+    action: Action,
+    lines: usize,
+    /// With `since`, the output returned begins there; otherwise 0.
+    since: u64,
+}
+
+impl Answer {
+    /// Adds `output` for `return_output`: the last `lines` lines, of what came after `since`.
+    fn add_output(&self, value: &mut Value, pane: &Pane) {
+        if self.action != Action::ReturnOutput {
+            return;
+        }
+        let req = ReadRequest {
+            format: Format::Text,
+            lines: self.lines,
+            since: None,
+            max_bytes: config().max_output_bytes,
+        };
+        value["output"] = json!(pane.output().read_tail_after(&req, self.since).output);
+    }
 }
 
 /// One search in progress: where the unsearched text begins.
@@ -162,13 +187,14 @@ fn expect(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
         None => Ok(s.ring.tail_start(lines, 4 << 20)),
     })?;
     let mut scan = Scan { regex, from };
+    let answer = Answer { action, lines, since: since.unwrap_or(0) };
     let deadline = started + timeout;
     let heartbeat = if ctx.progress.is_wanted() { tick(HEARTBEAT) } else { never() };
     let mut pace = Pace::default();
     loop {
         let step = scan.step(&pane);
         if let Some(found) = step.found {
-            return Ok(finish_match(ctx, &pane, pattern, found, action, lines, started));
+            return Ok(finish_match(ctx, &pane, pattern, found, &answer, started));
         }
         if step.closed {
             return Err(Error::new(
@@ -177,7 +203,7 @@ fn expect(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
             ));
         }
         if step.exited {
-            return Ok(outcome(&pane, "exited", pattern, step.end, action, lines, started));
+            return Ok(outcome(&pane, "exited", pattern, step.end, &answer, started));
         }
         let cancel = ctx.cancel.receiver();
         if step.behind && Instant::now() < deadline {
@@ -198,9 +224,9 @@ fn expect(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
             recv(after(deadline.saturating_duration_since(Instant::now()))) -> _ => {
                 // One last look: output may have arrived with the deadline.
                 if let Some(found) = scan.step(&pane).found {
-                    return Ok(finish_match(ctx, &pane, pattern, found, action, lines, started));
+                    return Ok(finish_match(ctx, &pane, pattern, found, &answer, started));
                 }
-                return Ok(outcome(&pane, "timeout", pattern, pane.output().end(), action, lines, started));
+                return Ok(outcome(&pane, "timeout", pattern, pane.output().end(), &answer, started));
             }
             recv(heartbeat) -> _ => {
                 let secs = started.elapsed().as_secs_f64();
@@ -278,8 +304,7 @@ fn finish_match(
     pane: &Pane,
     pattern: &str,
     found: Found,
-    action: Action,
-    lines: usize,
+    answer: &Answer,
     started: Instant,
 ) -> Value {
     let mut value = json!({
@@ -291,10 +316,8 @@ fn finish_match(
         "duration_ms": started.elapsed().as_millis() as u64,
         "offset": found.offset,
     });
-    if action == Action::ReturnOutput {
-        value["output"] = json!(tail_text(pane, lines));
-    }
-    if action == Action::ClosePane {
+    answer.add_output(&mut value, pane);
+    if answer.action == Action::ClosePane {
         // Through the registry, so the pane leaves the session as with fugue_close_pane; if
         // someone closed it meanwhile, it is gone all the same.
         let _ = ctx.mux.close_pane(&pane.id);
@@ -308,8 +331,7 @@ fn outcome(
     status: &str,
     pattern: &str,
     offset: u64,
-    action: Action,
-    lines: usize,
+    answer: &Answer,
     started: Instant,
 ) -> Value {
     let mut value = json!({
@@ -321,20 +343,8 @@ fn outcome(
     if status == "exited" {
         add_exit(&mut value, pane);
     }
-    if action == Action::ReturnOutput {
-        value["output"] = json!(tail_text(pane, lines));
-    }
+    answer.add_output(&mut value, pane);
     value
-}
-
-fn tail_text(pane: &Pane, lines: usize) -> String {
-    let req = ReadRequest {
-        format: Format::Text,
-        lines,
-        since: None,
-        max_bytes: config().max_output_bytes,
-    };
-    pane.output().read(&req).map(|r| r.output).unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -192,9 +192,15 @@ impl Output {
 
     /// The last `lines` lines, cut from the front to `max_bytes`.
     fn read_tail(&self, req: &ReadRequest) -> Read {
+        self.read_tail_after(req, 0)
+    }
+
+    /// The last `lines` lines of what came after raw offset `after`, cut from the front to
+    /// `max_bytes`: what a waiter that started at `after` saw, and no more.
+    pub(crate) fn read_tail_after(&self, req: &ReadRequest, after: u64) -> Read {
         let (bytes, from, held_from) = {
             let state = self.state.lock();
-            let start = state.ring.tail_start(req.lines, TAIL_SCAN_LIMIT);
+            let start = state.ring.tail_start(req.lines, TAIL_SCAN_LIMIT).max(after);
             let (bytes, from) = state.ring.copy(start, u64::MAX);
             (bytes, from, state.ring.start())
         };
