@@ -401,8 +401,7 @@ fn a_program_asking_for_the_cursor_position_gets_an_answer() {
 fn screen_view_says_when_a_program_is_on_the_alternate_screen() {
     let mut f = Fugue::start();
     let pane = f.pane("echo before; printf '\\033[?1049h'; echo on-alt; sleep 30");
-    f.expect(&pane, "on-alt");
-    let screen = f.call("fugue_get_output", json!({"pane_id": pane, "format": "screen"}));
+    let screen = f.screen_until(&pane, "on-alt");
     assert_eq!(screen["alternate_screen"], true);
     assert_eq!(screen["output"], "on-alt");
     let plain = f.pane("echo plain; sleep 30");

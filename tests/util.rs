@@ -235,6 +235,23 @@ impl Fugue {
         found
     }
 
+    /// Waits until the pane's screen view shows `needle`; returns that read. The screen has no
+    /// event of its own (a full-screen program's drawing is not in the text view that fugue_expect
+    /// searches), so this looks again every 20 ms, up to `PATIENCE`.
+    #[track_caller]
+    pub fn screen_until(&mut self, pane: &str, needle: &str) -> Value {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let screen =
+                self.call("fugue_get_output", json!({"pane_id": pane, "format": "screen"}));
+            if screen["output"].as_str().is_some_and(|s| s.contains(needle)) {
+                return screen;
+            }
+            assert!(Instant::now() < deadline, "{needle:?} never appeared on the screen: {screen}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     pub fn text(&mut self, pane: &str) -> String {
         let out = self.call("fugue_get_output", json!({"pane_id": pane, "lines": 1000}));
         out["output"].as_str().unwrap().to_string()

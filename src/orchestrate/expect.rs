@@ -257,17 +257,21 @@ impl Scan {
             let (bytes, start) = s.ring.copy(self.from, to);
             (bytes, start, s.ring.end(), s.exit.is_some(), s.closed)
         });
+        // Whether each searched range begins on the alternate screen, which the text view leaves
+        // out: a full-screen program's drawing must not match as if the shell had printed it.
+        let alt_at = |offset: u64| pane.output().with(|s| s.alt.at(offset));
         let behind = start + (bytes.len() as u64) < end;
         let keep = text::complete_len(&bytes);
         let scanned = start + keep as u64;
         let line_start = bytes[..keep].iter().rposition(|b| *b == b'\n').map_or(0, |nl| nl + 1);
         let tail_from = line_start.max(keep.saturating_sub(RESCAN_LIMIT));
         let found = if tail_from == line_start {
-            self.search(&bytes[..keep], start)
+            self.search(&bytes[..keep], start, alt_at(start))
         } else {
             // An endless line: the complete lines, then only the end of the unfinished one.
-            self.search(&bytes[..line_start], start)
-                .or_else(|| self.search(&bytes[tail_from..keep], start + tail_from as u64))
+            let tail_start = start + tail_from as u64;
+            self.search(&bytes[..line_start], start, alt_at(start))
+                .or_else(|| self.search(&bytes[tail_from..keep], tail_start, alt_at(tail_start)))
         };
         if found.is_none() {
             // Complete lines are done; the unfinished line is searched again next time.
@@ -276,8 +280,10 @@ impl Scan {
         Step { found, exited: exited && !behind, closed, end: scanned, behind }
     }
 
-    fn search(&self, raw: &[u8], start: u64) -> Option<Found> {
-        let joined = text::render_joined(raw);
+    /// Searches the text view of `raw`, which begins at raw offset `start`, on the alternate
+    /// screen when `alt`.
+    fn search(&self, raw: &[u8], start: u64, alt: bool) -> Option<Found> {
+        let joined = text::render_joined(raw, alt);
         let caps = self.regex.captures(&joined)?;
         let whole = caps.get(0)?;
         let first_line = joined[..whole.start()].matches('\n').count();
@@ -371,7 +377,7 @@ mod tests {
     #[test]
     fn a_match_maps_back_to_its_raw_line() {
         let scan = Scan { regex: compile(r"b(\d)").unwrap(), from: 0 };
-        let found = scan.search(b"a\r\n\x1b[1mb7\x1b[0m\r\nc\r\n", 100).unwrap();
+        let found = scan.search(b"a\r\n\x1b[1mb7\x1b[0m\r\nc\r\n", 100, false).unwrap();
         assert_eq!((found.matched.as_str(), found.line.as_str()), ("b7", "b7"));
         assert_eq!(found.groups, vec![json!("7")]);
         assert_eq!(found.offset, 100 + 15);
