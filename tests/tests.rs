@@ -31,5 +31,7 @@ mod security;
 mod soak;
 // The text view and what fugue_expect returns: output after `since`, the main screen only.
 mod text_view;
+// What tools/list tells a model: declared defaults, the traps named.
+mod schemas;
 // Megabytes of output: expect over large backlogs, long lines.
 mod bulk;

@@ -27,6 +27,15 @@ const HEARTBEAT: Duration = Duration::from_secs(1);
 /// a match at its end was missed until the deadline. A match inside such a line must fit in its
 /// last 64 KiB.
 const RESCAN_LIMIT: usize = 64 << 10;
+// Defaults of absent arguments, declared in the schema and applied by the handler.
+/// `timeout_ms`: one minute.
+const TIMEOUT_MS: u64 = 60_000;
+/// `action`.
+const ACTION: &str = "notify";
+/// `poll_interval_ms`: the seed's value; accepted and unused, since the wait is event-driven.
+const POLL_INTERVAL_MS: u64 = 200;
+/// `lines`.
+const LINES: u64 = 100;
 /// The longest wait one call accepts: one hour.
 const MAX_TIMEOUT_MS: u64 = 3_600_000;
 /// The most output one scan step copies and renders. A waiter that fell behind a fast pane catches
@@ -38,30 +47,44 @@ const PACE: Duration = Duration::from_millis(1);
 pub(crate) static TOOL: Tool = Tool {
     name: "fugue_expect",
     title: "Expect pattern",
-    description: "Wait until a pane's output (text view) matches a regex; event-driven, returns the \
-                  moment it appears. `^`/`$` match at line ends, so anchor patterns (`^READY$`) to \
-                  avoid matching the echoed command line. Without since: searches the last `lines` \
-                  lines already there plus new output; with since: only output after that offset. \
-                  status: matched (match, line, groups, offset after the match's line), timeout, or \
-                  exited (the process ended first). action: notify (default), close_pane, \
-                  return_output (adds `output`: the last `lines` lines; with since, of the output after \
-                  it).",
+    description: "Wait until a pane's output (text view: the main screen, not a full-screen \
+                  program's) matches a regex; event-driven, returns the moment it appears. `^`/`$` \
+                  match at line ends, so anchor patterns (`^READY$`) to avoid matching the echoed \
+                  command line. Rust regex: no look-around or backreferences. Without since: \
+                  searches the last `lines` lines already there plus new output; with since: only \
+                  output after that offset. status: matched (match, line, groups, offset after the \
+                  match's line), timeout, or exited (the process ended first). action: notify, \
+                  close_pane, return_output (adds `output`: the last `lines` lines; with since, of \
+                  the output after it).",
     hints: RUNS,
     input: || {
         object(
             &[
                 ("pane_id", string("Pane id or name")),
-                ("pattern", string("Regex (Rust syntax), multi-line mode")),
-                ("timeout_ms", integer("Give up after this long (default 60000)")),
+                (
+                    "pattern",
+                    string(
+                        "Regex, Rust `regex` syntax, multi-line mode. No look-around, no \
+                         backreferences: match the line itself instead",
+                    ),
+                ),
+                ("timeout_ms", integer_or("Give up after this long", TIMEOUT_MS)),
                 (
                     "action",
-                    json!({"type": "string", "enum": ["notify", "close_pane", "return_output"]}),
+                    choice(
+                        "What to do on a match",
+                        &["notify", "close_pane", "return_output"],
+                        ACTION,
+                    ),
                 ),
-                ("poll_interval_ms", integer("Accepted for compatibility; unused (event-driven)")),
                 (
-                    "lines",
-                    integer("Lines of existing output to search, and to return (default 100)"),
+                    "poll_interval_ms",
+                    integer_or(
+                        "Accepted for compatibility; unused (event-driven)",
+                        POLL_INTERVAL_MS,
+                    ),
                 ),
+                ("lines", integer_or("Lines of existing output to search, and to return", LINES)),
                 ("since", integer("Search only output after this offset")),
             ],
             &["pane_id", "pattern"],
@@ -161,8 +184,8 @@ fn expect(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let pattern = args.required_str("pattern")?;
     let regex = compile(pattern)?;
     let timeout =
-        Duration::from_millis(args.u64("timeout_ms", 0, MAX_TIMEOUT_MS)?.unwrap_or(60_000));
-    let action = match args.str("action")?.unwrap_or("notify") {
+        Duration::from_millis(args.u64("timeout_ms", 0, MAX_TIMEOUT_MS)?.unwrap_or(TIMEOUT_MS));
+    let action = match args.str("action")?.unwrap_or(ACTION) {
         "notify" => Action::Notify,
         "close_pane" => Action::ClosePane,
         "return_output" => Action::ReturnOutput,
@@ -173,7 +196,7 @@ fn expect(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
         }
     };
     args.u64("poll_interval_ms", 0, MAX_TIMEOUT_MS)?;
-    let lines = args.u64("lines", 1, 100_000)?.unwrap_or(100) as usize;
+    let lines = args.u64("lines", 1, 100_000)?.unwrap_or(LINES) as usize;
     let since = args.u64("since", 0, u64::MAX)?;
 
     // Subscribe before the first look, so nothing printed in between is missed.
