@@ -269,7 +269,7 @@ fn a_resize_storm_while_printing_leaves_the_last_size() {
     let pid = f.pid();
     let busy = f.pane("yes resize-storm | head -c 50000000; exec sleep 1000");
     let shell = f.shell();
-    let mut rng = crate::hostile::Rng::new(crate::hostile::seed());
+    let mut rng = Rng::new(seed());
     let mut storm = |f: &mut Fugue| {
         let (mut applied, mut refused) = (0, 0);
         for pane in [&busy, &shell] {
