@@ -1,31 +1,34 @@
 //! The agent pipeline tools: create a pipeline, watch it, and unblock or cancel it.
 //!
 //! A pipeline takes one task through implementer → analyzer → QA → merger in its own git worktree
-//! (see `machine` for the policy, `runner` for the thread that drives it, `git` for the worktree
-//! and the merge, `store` for the state files, `verdict` for the analyzer's protocol). These
-//! handlers check arguments, hand the work to the process-wide `Manager`, and render a pipeline's
-//! state as something an agent can act on: where it is, which pane to read, why it is blocked and
-//! what it may do about it. `fugue_agent_pipeline_status` can wait, event-driven, for the next
+//! (see `machine` for the policy, `record` for the state it keeps, `runner` for the thread that
+//! drives it, `git` for the worktree and the merge, `store` for the state files, `verdict` for the
+//! analyzer's protocol). These handlers check arguments, hand the work to the runtime's `Manager`,
+//! and render a pipeline's state as something an agent can act on: where it is, which pane to
+//! read, why it is blocked and what it may do about it. `fugue_agent_pipeline_status` can wait, event-driven, for the next
 //! change.
 
 pub(crate) mod git;
 pub(crate) mod machine;
 pub(crate) mod manager;
+pub(crate) mod record;
 pub(crate) mod runner;
 pub(crate) mod store;
 pub(crate) mod verdict;
 
-use crate::args::Args;
 use crate::config::config;
 use crate::error::{Error, Result};
-use crate::mcp::tools::{Ctx, RUNS, SETS, Tool, schema::*};
 use crate::mux::Mux;
+use crate::runtime::{Ctx, Tool};
+use crate::tool::args::Args;
+use crate::tool::{RUNS, SETS, schema::*};
 use crossbeam_channel::{after, never, select, tick};
-use machine::{Agents, Control, Limits, Pipeline, PipelineStatus, StageType};
-use manager::{Handle, Manager, NewPipeline, now};
+use machine::Control;
+use manager::{Handle, Manager, NewPipeline};
+use record::{Agents, Limits, Pipeline, PipelineStatus, StageType, now};
 use serde_json::{Value, json};
 use std::path::Path;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The longest `wait_ms`: one hour.
@@ -35,28 +38,16 @@ const HEARTBEAT: Duration = Duration::from_secs(1);
 /// The longest task or prompt accepted.
 const MAX_PROMPT_BYTES: usize = 1 << 20;
 
-static MANAGER: OnceLock<Arc<Manager>> = OnceLock::new();
-
 /// Starts the pipeline manager and resumes the pipelines in `FUGUE_STATE_DIR`. `drive` is false
 /// for `fugue call`, which only reads.
-pub(crate) fn start(mux: Arc<Mux>, drive: bool) {
-    let manager = MANAGER.get_or_init(|| Manager::new(mux, drive));
+pub(crate) fn start(mux: Arc<Mux>, drive: bool) -> Arc<Manager> {
+    let manager = Manager::new(mux, drive);
     if let Some(root) = &config().state_dir
         && let Err(e) = manager.load_root(root, false)
     {
         crate::log::warn(&format!("cannot load pipelines from {}: {e}", root.display()));
     }
-}
-
-/// Stops the runners, leaving every pipeline's state for the next fugue to resume.
-pub(crate) fn shutdown() {
-    if let Some(manager) = MANAGER.get() {
-        manager.shutdown();
-    }
-}
-
-fn manager() -> Result<&'static Arc<Manager>> {
-    MANAGER.get().ok_or_else(|| Error::internal("the pipeline manager is not running"))
+    manager
 }
 
 // Defaults of absent arguments, declared in the schemas and applied by the handlers (the limits'
@@ -66,7 +57,7 @@ const WAIT_MS: u64 = 0;
 /// `fugue_agent_pipeline_status` `until`.
 const UNTIL: &str = "change";
 
-pub(crate) static TOOLS: [Tool; 3] = [
+pub(crate) static TOOLS: &[Tool] = &[
     Tool {
         name: "fugue_agent_pipeline_create",
         title: "Create agent pipeline",
@@ -181,7 +172,7 @@ fn limits_schema(defaults: Option<&Limits>) -> Value {
            "additionalProperties": false})
 }
 
-fn create(_ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
+fn create(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let repo = args.path("repo")?.ok_or_else(|| Error::invalid("argument 'repo' is required"))?;
     let task =
         prompt_text(args, "task")?.ok_or_else(|| Error::invalid("argument 'task' is required"))?;
@@ -203,7 +194,7 @@ fn create(_ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
         env: args.env("env")?,
         limits,
     };
-    let handle = manager()?.create(request)?;
+    let handle = ctx.agents.create(request)?;
     let p = handle.snapshot();
     Ok(json!({
         "pipeline_id": p.id,
@@ -281,7 +272,7 @@ enum Until {
 }
 
 fn status(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
-    let manager = manager()?;
+    let manager = &ctx.agents;
     let repo = match args.path("repo")? {
         Some(path) => Some(load_repo(manager, &path)?),
         None => None,
@@ -295,14 +286,13 @@ fn status(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let single = args.str("pipeline_id")?.map(|key| manager.find(key)).transpose()?;
     let default_events = if single.is_some() { 5 } else { 0 };
     let events = args.u64("events", 0, 200)?.map_or(default_events, |n| n as usize);
-    let targets = || -> Vec<Arc<Handle>> {
+    // The wait looks at memory only: the pipelines that can still change. The answer then reads
+    // the finished ones from disk, and refreshes those another process drives.
+    let of_repo = |h: &Arc<Handle>| repo.as_deref().is_none_or(|r| h.snapshot().job.repo == r);
+    let live = || -> Vec<Arc<Handle>> {
         match &single {
             Some(handle) => vec![handle.clone()],
-            None => manager
-                .all()
-                .into_iter()
-                .filter(|h| repo.as_deref().is_none_or(|r| h.snapshot().job.repo == r))
-                .collect(),
+            None => manager.live().into_iter().filter(of_repo).collect(),
         }
     };
     let mut value = json!({});
@@ -311,11 +301,19 @@ fn status(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
             Some(handle) => handle.subscribe(),
             None => manager.subscribe(),
         };
-        let changed = wait(ctx, &targets, &events, Duration::from_millis(wait_ms), until)?;
+        let changed = wait(ctx, &live, &events, Duration::from_millis(wait_ms), until)?;
         value["changed"] = json!(changed);
     }
+    manager.refresh_foreign();
+    let targets = match &single {
+        Some(handle) => {
+            handle.refresh();
+            vec![handle.clone()]
+        }
+        None => manager.all().into_iter().filter(of_repo).collect(),
+    };
     let pipelines: Vec<Value> =
-        targets().iter().map(|h| render(h, events, single.is_some())).collect();
+        targets.iter().map(|h| render(h, events, single.is_some())).collect();
     value["pipelines"] = json!(pipelines);
     let problems = manager.problems();
     if !problems.is_empty() {
@@ -396,7 +394,7 @@ fn wait(
 }
 
 fn control(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
-    let manager = manager()?;
+    let manager = &ctx.agents;
     let handle = manager.find(args.required_str("pipeline_id")?)?;
     let prompt = prompt_text(args, "prompt")?;
     let action = match (args.required_str("action")?, prompt) {
@@ -472,7 +470,7 @@ fn add_details(value: &mut Value, p: &Pipeline) {
                 "status": s.status,
                 "attempt": s.attempt,
                 "failures": s.failures,
-                "verdict": s.verdict.map(machine::AnalyzerVerdict::name),
+                "verdict": s.verdict.map(record::AnalyzerVerdict::name),
                 "reason": s.reason,
                 "cost_usd": s.cost_usd,
                 "pane_id": s.run_id,

@@ -7,11 +7,12 @@
 use super::Pane;
 use super::output::{Format, ReadRequest};
 use super::process::signal_name;
-use crate::args::Args;
 use crate::config::config;
 use crate::error::{Error, Result};
-use crate::mcp::tools::{Ctx, ENDS, READS, SETS, STARTS, Tool, schema::*};
 use crate::mux::{PaneArgs, Session, unix_ms};
+use crate::runtime::{Ctx, Tool};
+use crate::tool::args::Args;
+use crate::tool::{ENDS, READS, SETS, STARTS, schema::*};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -25,13 +26,13 @@ const MAX_INPUT_BYTES: usize = 1 << 20;
 /// `fugue_send_input` `submit`.
 const SUBMIT: bool = false;
 /// `fugue_get_output` `lines`.
-pub(crate) const LINES: u64 = 100;
+const LINES: u64 = 100;
 /// `fugue_get_output` `format`.
 const FORMAT: &str = "text";
 /// `fugue_get_output` `max_bytes`, lowered to `FUGUE_MAX_OUTPUT_BYTES` when that is smaller.
 const MAX_BYTES: u64 = 64 << 10;
 
-pub(crate) static TOOLS: [Tool; 10] = [
+pub(crate) static TOOLS: &[Tool] = &[
     Tool {
         name: "fugue_list_sessions",
         title: "List sessions",

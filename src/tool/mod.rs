@@ -1,22 +1,35 @@
-//! The tool registry: every tool's name, description, schemas, hints and handler in one value.
+//! The tool framework: what a tool is, what its handler is given, and how its answer is shaped.
 //!
-//! Each module that offers tools defines a `TOOLS` slice of `Tool`s next to their handlers; `all`
-//! concatenates them in a fixed order. `tools/list` and `tools/call` both read this one list, so
-//! what is advertised and what is dispatched cannot drift apart, and `call` turns a handler's
-//! `Result` into the MCP result shape (structured content plus its compact text copy).
+//! A `Tool` is one value — name, description, schemas, hints and handler — defined next to its
+//! handler in the module that offers it. Handlers get a `Ctx` (the runtime they act on, and their
+//! call's cancellation and progress) and typed `Args`; `Registered::call` checks argument names
+//! against the schema, runs the handler and turns its `Result` into the MCP result shape
+//! (structured content plus its compact text copy). This module is a leaf: it knows nothing of
+//! panes, pipelines or the protocol, and is generic over the runtime `R` its handlers act on.
 
-use crate::args::Args;
-use crate::call::{Cancel, Progress};
+pub(crate) mod args;
+pub(crate) mod call;
+
 use crate::error::Error;
-use crate::mux::Mux;
+use args::Args;
+use call::{Cancel, Progress};
 use serde_json::{Map, Value, json};
-use std::sync::OnceLock;
+use std::ops::Deref;
 
-/// What a handler gets: the registry, and its call's cancellation and progress.
-pub(crate) struct Ctx<'a> {
-    pub(crate) mux: &'a Mux,
+/// What a handler gets: the runtime it acts on, and its call's cancellation and progress.
+pub(crate) struct Ctx<'a, R> {
+    pub(crate) runtime: &'a R,
     pub(crate) cancel: &'a Cancel,
     pub(crate) progress: &'a Progress,
+}
+
+/// A handler reaches the runtime's parts directly (`ctx.mux`): the runtime is what it acts on.
+impl<R> Deref for Ctx<'_, R> {
+    type Target = R;
+
+    fn deref(&self) -> &R {
+        self.runtime
+    }
 }
 
 /// The MCP tool annotations, which clients treat as hints.
@@ -38,9 +51,11 @@ pub(crate) const ENDS: Hints = Hints { read_only: false, destructive: true, idem
 /// Runs arbitrary commands, which may do anything.
 pub(crate) const RUNS: Hints = Hints { read_only: false, destructive: true, idempotent: false };
 
-pub(crate) type Handler = fn(&Ctx<'_>, &Args<'_>) -> crate::error::Result<Value>;
+/// A tool's handler: checked arguments in, a result object or an error out.
+pub(crate) type Handler<R> = fn(&Ctx<'_, R>, &Args<'_>) -> crate::error::Result<Value>;
 
-pub(crate) struct Tool {
+/// One tool, whole: what `tools/list` shows of it and the handler `tools/call` runs.
+pub(crate) struct Tool<R: 'static> {
     pub(crate) name: &'static str,
     pub(crate) title: &'static str,
     pub(crate) description: &'static str,
@@ -49,70 +64,64 @@ pub(crate) struct Tool {
     pub(crate) input: fn() -> Value,
     /// The JSON Schema of a successful result (an object schema).
     pub(crate) output: fn() -> Value,
-    pub(crate) call: Handler,
+    pub(crate) call: Handler<R>,
 }
 
-/// Every tool, in the order `tools/list` gives them.
-pub(crate) fn all() -> &'static [&'static Tool] {
-    static ALL: OnceLock<Vec<&'static Tool>> = OnceLock::new();
-    ALL.get_or_init(|| {
-        crate::pane::tools::TOOLS
-            .iter()
-            .chain(crate::orchestrate::TOOLS.iter().copied())
-            .chain(crate::agent::TOOLS.iter())
-            .collect()
-    })
+impl<R> Tool<R> {
+    /// The tool's `tools/list` entry.
+    pub(crate) fn describe(&self) -> Value {
+        json!({
+            "name": self.name,
+            "title": self.title,
+            "description": self.description,
+            "inputSchema": (self.input)(),
+            "outputSchema": (self.output)(),
+            "annotations": {
+                "readOnlyHint": self.hints.read_only,
+                "destructiveHint": self.hints.destructive,
+                "idempotentHint": self.hints.idempotent,
+                "openWorldHint": !self.hints.read_only,
+            },
+        })
+    }
 }
 
-pub(crate) fn find(name: &str) -> Option<&'static Tool> {
-    all().iter().copied().find(|t| t.name == name)
+/// A tool ready to be called: the names its schema accepts, read once rather than on every call.
+pub(crate) struct Registered<R: 'static> {
+    pub(crate) tool: &'static Tool<R>,
+    known: Vec<String>,
 }
 
-/// The `tools/list` entries, built once: the list never varies within a process.
-pub(crate) fn list() -> &'static Value {
-    static LIST: OnceLock<Value> = OnceLock::new();
-    LIST.get_or_init(|| Value::Array(all().iter().map(|t| describe(t)).collect()))
-}
+impl<R> Registered<R> {
+    pub(crate) fn new(tool: &'static Tool<R>) -> Registered<R> {
+        let schema = (tool.input)();
+        let known = schema["properties"]
+            .as_object()
+            .map(|p| p.keys().cloned().collect())
+            .unwrap_or_default();
+        Registered { tool, known }
+    }
 
-fn describe(tool: &Tool) -> Value {
-    json!({
-        "name": tool.name,
-        "title": tool.title,
-        "description": tool.description,
-        "inputSchema": (tool.input)(),
-        "outputSchema": (tool.output)(),
-        "annotations": {
-            "readOnlyHint": tool.hints.read_only,
-            "destructiveHint": tool.hints.destructive,
-            "idempotentHint": tool.hints.idempotent,
-            "openWorldHint": !tool.hints.read_only,
-        },
-    })
-}
-
-/// Runs a tool and shapes its MCP result. Argument names are checked against the schema first, so
-/// a misspelt option is an error instead of being silently ignored.
-pub(crate) fn call(tool: &Tool, ctx: &Ctx<'_>, arguments: &Map<String, Value>) -> Value {
-    let args = Args::new(arguments);
-    let schema = (tool.input)();
-    let known: Vec<&str> = schema["properties"]
-        .as_object()
-        .map(|p| p.keys().map(String::as_str).collect())
-        .unwrap_or_default();
-    let unknown = args.unknown(&known);
-    let outcome = if unknown.is_empty() {
-        (tool.call)(ctx, &args)
-    } else {
-        Err(Error::invalid(format!(
-            "unknown argument {} for {}; it takes: {}",
-            unknown.iter().map(|k| format!("'{k}'")).collect::<Vec<_>>().join(", "),
-            tool.name,
-            if known.is_empty() { "no arguments".to_string() } else { known.join(", ") }
-        )))
-    };
-    match outcome {
-        Ok(value) => success(value),
-        Err(err) => failure(&err),
+    /// Runs the tool and shapes its MCP result. Argument names are checked against the schema
+    /// first, so a misspelt option is an error instead of being silently ignored.
+    pub(crate) fn call(&self, ctx: &Ctx<'_, R>, arguments: &Map<String, Value>) -> Value {
+        let args = Args::new(arguments);
+        let known: Vec<&str> = self.known.iter().map(String::as_str).collect();
+        let unknown = args.unknown(&known);
+        let outcome = if unknown.is_empty() {
+            (self.tool.call)(ctx, &args)
+        } else {
+            Err(Error::invalid(format!(
+                "unknown argument {} for {}; it takes: {}",
+                unknown.iter().map(|k| format!("'{k}'")).collect::<Vec<_>>().join(", "),
+                self.tool.name,
+                if known.is_empty() { "no arguments".to_string() } else { known.join(", ") }
+            )))
+        };
+        match outcome {
+            Ok(value) => success(value),
+            Err(err) => failure(&err),
+        }
     }
 }
 
@@ -208,24 +217,39 @@ pub(crate) mod schema {
 mod tests {
     use super::*;
 
-    #[test]
-    fn names_are_unique_and_valid() {
-        let mut names: Vec<_> = all().iter().map(|t| t.name).collect();
-        assert!(
-            names.iter().all(|n| n.len() <= 128
-                && n.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c)))
-        );
-        names.sort();
-        names.dedup();
-        assert_eq!(names.len(), all().len());
+    fn echo(_: &Ctx<'_, ()>, args: &Args<'_>) -> crate::error::Result<Value> {
+        Ok(json!({"said": args.str("word")?}))
+    }
+
+    const ECHO: Tool<()> = Tool {
+        name: "echo",
+        title: "Echo",
+        description: "Says the word back.",
+        hints: READS,
+        input: || schema::object(&[("word", schema::string("What to say"))], &[]),
+        output: || schema::result(&[("said", schema::t("string"))]),
+        call: echo,
+    };
+
+    fn call(arguments: Value) -> Value {
+        let (cancel, progress) = (Cancel::default(), Progress::none());
+        let ctx = Ctx { runtime: &(), cancel: &cancel, progress: &progress };
+        Registered::new(&ECHO).call(&ctx, arguments.as_object().unwrap())
     }
 
     #[test]
-    fn schemas_have_object_roots() {
-        for tool in all() {
-            assert_eq!((tool.input)()["type"], "object", "{}", tool.name);
-            assert_eq!((tool.output)()["type"], "object", "{}", tool.name);
-            assert!(!tool.description.is_empty());
-        }
+    fn a_result_carries_its_text_copy() {
+        let result = call(json!({"word": "hi"}));
+        assert_eq!(result["structuredContent"], json!({"said": "hi"}));
+        assert_eq!(result["content"][0]["text"], r#"{"said":"hi"}"#);
+        assert!(result.get("isError").is_none());
+    }
+
+    #[test]
+    fn unknown_arguments_are_named_with_the_known_ones() {
+        let result = call(json!({"wrod": "hi"}));
+        assert_eq!(result["isError"], true);
+        let message = result["structuredContent"]["error"]["message"].as_str().unwrap();
+        assert_eq!(message, "unknown argument 'wrod' for echo; it takes: word");
     }
 }
