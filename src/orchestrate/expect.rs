@@ -52,8 +52,8 @@ pub(crate) const TOOL: Tool = Tool {
                   program's) matches a regex; event-driven, returns the moment it appears. `^`/`$` \
                   match at line ends, so anchor patterns (`^READY$`) to avoid matching the echoed \
                   command line. Rust regex: no look-around or backreferences. Without since: \
-                  searches the last `lines` lines already there plus new output; with since: only \
-                  output after that offset. status: matched (match, line, groups, offset after the \
+                  searches the last `lines` lines already there plus new output, so an old line can \
+                  match; with since (send_input's offset): only output after it. status: matched (match, line, groups, offset after the \
                   match's line), timeout, or exited (the process ended first). action: notify, \
                   close_pane, return_output (adds `output`: the last `lines` lines; with since, of \
                   the output after it).",

@@ -148,7 +148,7 @@ pub(crate) static TOOLS: &[Tool] = &[
                       colours dropped; the main screen only, not a full-screen program's), raw \
                       (bytes as printed), screen (visible grid + cursor). Without since: the last \
                       `lines` lines. With since (an offset from send_input or an earlier read): \
-                      output after it, at most `lines` lines; continue from the returned offset. \
+                      the first `lines` lines after it; continue from the returned offset. \
                       max_bytes caps it.",
         hints: READS,
         input: || {
