@@ -120,3 +120,18 @@ fn vim_leaves_nothing_in_the_text_view() {
     );
     assert_eq!(missed["status"], "timeout", "{missed}");
 }
+
+/// A failed command's `output_tail` is the text view too: when its last lines begin on the
+/// alternate screen, what was drawn there is left out.
+#[test]
+fn an_output_tail_leaves_out_the_alternate_screen() {
+    let mut f = Fugue::start();
+    let command = "printf '\\033[?1049h'; seq 1 20 | sed 's/^/drawn-/'; printf '\\033[?1049l'; \
+                   echo failed-here; exit 3";
+    let run = f.call("fugue_run_parallel", json!({"commands": [{"command": command}]}));
+    let result = &run["results"][0];
+    assert_eq!(result["exit_code"], 3, "{run}");
+    let tail = result["output_tail"].as_str().unwrap();
+    assert!(tail.contains("failed-here"), "{run}");
+    assert!(!tail.contains("drawn-"), "the alternate screen is in output_tail: {tail:?}");
+}

@@ -21,8 +21,8 @@ pub(crate) fn render_joined(bytes: &[u8], alt: bool) -> String {
 }
 
 /// The lines of `render_joined`, one string each.
-pub(crate) fn render(bytes: &[u8]) -> Vec<String> {
-    let (text, lines) = run(bytes, false);
+pub(crate) fn render(bytes: &[u8], alt: bool) -> Vec<String> {
+    let (text, lines) = run(bytes, alt);
     if lines == 0 { Vec::new() } else { text.split('\n').map(String::from).collect() }
 }
 
@@ -322,7 +322,7 @@ mod tests {
 
     fn text(bytes: &[u8]) -> String {
         let joined = render_joined(bytes, false);
-        assert_eq!(joined, render(bytes).join("\n"));
+        assert_eq!(joined, render(bytes, false).join("\n"));
         joined
     }
 
@@ -383,16 +383,16 @@ mod tests {
 
     #[test]
     fn prompt_without_newline_is_a_line() {
-        assert_eq!(render(b"out\r\n$ "), vec!["out", "$"]);
-        assert_eq!(render(b"out\r\n"), vec!["out"]);
+        assert_eq!(render(b"out\r\n$ ", false), vec!["out", "$"]);
+        assert_eq!(render(b"out\r\n", false), vec!["out"]);
     }
 
     #[test]
     fn empty_lines_are_kept_and_no_lines_is_none() {
-        assert_eq!(render(b"a\n\n  \nb\n"), vec!["a", "", "", "b"]);
-        assert_eq!(render(b"\n"), vec![""]);
-        assert!(render(b"").is_empty());
-        assert!(render(b"   ").is_empty());
+        assert_eq!(render(b"a\n\n  \nb\n", false), vec!["a", "", "", "b"]);
+        assert_eq!(render(b"\n", false), vec![""]);
+        assert!(render(b"", false).is_empty());
+        assert!(render(b"   ", false).is_empty());
         assert_eq!(render_joined(b"a\n\nb", false), "a\n\nb");
     }
 
@@ -418,7 +418,7 @@ mod tests {
     fn an_endless_line_keeps_its_newest_columns() {
         let mut line = vec![b'x'; 3 * MAX_COLUMNS];
         line.extend_from_slice(b"END");
-        let rendered = render(&line);
+        let rendered = render(&line, false);
         assert_eq!(rendered.len(), 1);
         assert!(rendered[0].len() <= MAX_COLUMNS && rendered[0].ends_with("xEND"));
     }
@@ -426,10 +426,10 @@ mod tests {
     #[test]
     fn padding_is_bounded_by_the_input() {
         let hostile = b"\x1b[9999Cx".repeat(10_000);
-        let rendered: usize = render(&hostile).iter().map(String::len).sum();
+        let rendered: usize = render(&hostile, false).iter().map(String::len).sum();
         assert!(rendered <= 2 * hostile.len() + PAD_SLACK, "{rendered}");
         let inserts = b"ab\x1b[1G\x1b[9999@".repeat(10_000);
-        let rendered: usize = render(&inserts).iter().map(String::len).sum();
+        let rendered: usize = render(&inserts, false).iter().map(String::len).sum();
         assert!(rendered <= 2 * inserts.len() + PAD_SLACK, "{rendered}");
         // Ordinary tabs and moves are untouched.
         assert_eq!(text(b"a\tb\x1b[3Cc\n"), "a       b   c");
