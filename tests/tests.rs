@@ -35,3 +35,7 @@ mod text_view;
 mod schemas;
 // Megabytes of output: expect over large backlogs, long lines.
 mod bulk;
+// The names fugue gives the sessions and windows it creates.
+mod names;
+// The manual names exactly the tools, environment variables and error codes fugue has.
+mod docs;

@@ -76,7 +76,6 @@ impl AltScreen {
         self.scan = match (self.scan, byte) {
             (_, 0x1b) => Scan::Escape,
             (Scan::Escape, b'[') => Scan::Other,
-            (Scan::Escape, _) | (Scan::Ground, _) => Scan::Ground,
             (Scan::Other, b'?') if self.params.is_empty() => {
                 self.params.push('?');
                 Scan::Private
@@ -85,7 +84,7 @@ impl AltScreen {
                 self.switch(byte, after);
                 Scan::Ground
             }
-            (Scan::Other, 0x40..=0x7e) => Scan::Ground,
+            (Scan::Escape | Scan::Ground, _) | (Scan::Other, 0x40..=0x7e) => Scan::Ground,
             (Scan::Private, _) => {
                 if self.params.len() < MAX_PARAMS {
                     self.params.push(char::from(byte));
@@ -93,8 +92,11 @@ impl AltScreen {
                 Scan::Private
             }
             (Scan::Other, _) => {
-                // Parameters of a sequence that is not private: mark it so `?` is not taken later.
-                self.params.push('-');
+                // A parameter of a sequence that is not private: one mark, so that a `?` later in
+                // it is not taken for a private mode.
+                if self.params.is_empty() {
+                    self.params.push('-');
+                }
                 Scan::Other
             }
         };
@@ -179,6 +181,17 @@ mod tests {
         let alt = fed(&[&storm, b"\x1b[?47h"]);
         assert_eq!(alt.switches.len(), MAX_SWITCHES);
         assert!(alt.at(storm.len() as u64 + 6) && !alt.at(storm.len() as u64));
+    }
+
+    #[test]
+    fn an_endless_sequence_keeps_no_more_than_a_few_bytes() {
+        let mut alt = AltScreen::default();
+        alt.feed(b"\x1b[", 0);
+        alt.feed(&b"1;".repeat(100_000), 2);
+        assert!(alt.params.len() <= MAX_PARAMS);
+        alt.feed(b"\x1b[?", 200_002);
+        alt.feed(&b"1;".repeat(100_000), 200_005);
+        assert!(alt.params.len() <= MAX_PARAMS);
     }
 
     #[test]
