@@ -21,7 +21,7 @@ fn property<'a>(tools: &'a [Value], tool: &str, path: &[&str]) -> &'a Value {
 }
 
 /// The defaults README.md and the seeds (FEAT-094/095/096) document, as the schemas must declare
-/// them. fugue_run_parallel and fugue_run_pipeline are checked with their own tests.
+/// them. fugue_run_parallel and fugue_run_pipeline: `parallel::the_run_tools_declare_their_defaults`.
 #[test]
 fn the_documented_defaults_are_in_the_schemas() {
     let tools = tools();
