@@ -13,7 +13,7 @@ use super::git;
 use super::machine::{self, Control, Event, EventKind, Step};
 use super::record::{self, Limits, Pipeline, now};
 use super::runner::{self, Command, Env, Latest};
-use super::store::{Lock, Problem, Store};
+use super::store::{Lock, Problem, Store, valid_id};
 use crate::config::config;
 use crate::error::{Error, ErrorKind, Result};
 use crate::mux::{Mux, new_id, short_id};
@@ -412,15 +412,18 @@ impl Manager {
                 .or_else(|| handles.iter().find(|h| h.name.as_deref() == Some(key)))
                 .cloned()
         };
-        named(&self.live()).or_else(|| named(&self.finished())).ok_or_else(|| {
-            Error::new(
-                ErrorKind::PipelineNotFound,
-                format!(
-                    "no pipeline with id or name {key:?}; fugue_agent_pipeline_status lists \
+        named(&self.live())
+            .or_else(|| self.finished_by_id(key))
+            .or_else(|| named(&self.finished()))
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::PipelineNotFound,
+                    format!(
+                        "no pipeline with id or name {key:?}; fugue_agent_pipeline_status lists \
                      them (give `repo` to load a repository's pipelines)"
-                ),
-            )
-        })
+                    ),
+                )
+            })
     }
 
     /// The pipelines in memory (the unfinished ones, and any just finishing), oldest first.
@@ -436,6 +439,18 @@ impl Manager {
         all.extend(live);
         all.sort_by_key(|h| h.created_at);
         all
+    }
+
+    /// The finished pipeline with this id, read from its state file: one file, not all of them.
+    fn finished_by_id(&self, id: &str) -> Option<Arc<Handle>> {
+        if !valid_id(id) {
+            return None;
+        }
+        let stores: Vec<Arc<Store>> = self.inner.lock().stores.values().cloned().collect();
+        stores.iter().find_map(|store| {
+            let pipeline = store.load(id).ok().filter(|p| p.status.is_terminal())?;
+            Some(Arc::new(Handle::new(store, pipeline, Arc::default())))
+        })
     }
 
     /// The finished pipelines of every loaded state root, read from disk now.
