@@ -35,6 +35,10 @@ mod hygiene;
 mod security;
 // The soak (ignored; `make soak`): thousands of mixed calls, resources flat from start to end.
 mod soak;
+// The text view and what fugue_expect returns: output after `since`, the main screen only.
+mod text_view;
+// What tools/list tells a model: declared defaults, the traps named.
+mod schemas;
 // Megabytes of output: expect over large backlogs, long lines.
 mod bulk;
 // Activity: programs that wait for someone to type, told apart from those that work or wait on

@@ -6,6 +6,7 @@
 //! resize, read views and close; closing ends every process of the pane's session and waits for it.
 
 pub(crate) mod activity;
+pub(crate) mod alt;
 pub(crate) mod exit;
 pub(crate) mod fd;
 pub(crate) mod input;
@@ -361,9 +362,16 @@ fn spawn_err(e: impl std::fmt::Display) -> Error {
     Error::new(ErrorKind::SpawnFailed, format!("cannot set up the pty: {e}"))
 }
 
+/// The pane's working directory as an absolute path: a relative `cwd` is taken from fugue's own,
+/// so that what the pane reports is where it runs, whatever directory the reader is in.
 fn resolve_cwd(cwd: Option<PathBuf>) -> Result<PathBuf> {
     match cwd {
-        Some(dir) => check_cwd(&dir).map(|()| dir),
+        Some(dir) => {
+            let dir = std::path::absolute(&dir).map_err(|e| {
+                Error::new(ErrorKind::BadCwd, format!("cwd {}: {e}", dir.display()))
+            })?;
+            check_cwd(&dir).map(|()| dir)
+        }
         None => Ok(std::env::current_dir()?),
     }
 }

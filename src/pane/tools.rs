@@ -22,6 +22,16 @@ const MAX_KEY_BYTES: usize = 64 << 10;
 /// The largest `input` one `fugue_send_input` writes.
 const MAX_INPUT_BYTES: usize = 1 << 20;
 
+// Defaults of absent arguments, declared in the schemas and applied by the handlers.
+/// `fugue_send_input` `submit`.
+const SUBMIT: bool = false;
+/// `fugue_get_output` `lines`.
+const LINES: u64 = 100;
+/// `fugue_get_output` `format`.
+const FORMAT: &str = "text";
+/// `fugue_get_output` `max_bytes`, lowered to `FUGUE_MAX_OUTPUT_BYTES` when that is smaller.
+const MAX_BYTES: u64 = 64 << 10;
+
 pub(crate) static TOOLS: &[Tool] = &[
     Tool {
         name: "fugue_list_sessions",
@@ -129,15 +139,17 @@ pub(crate) static TOOLS: &[Tool] = &[
                         json!({"type": "array", "items": {"type": "string"},
                                     "description": "Named keys pressed after input"}),
                     ),
-                    ("submit", boolean("Press Enter at the end (default false)")),
+                    ("submit", boolean_or("Press Enter at the end", SUBMIT)),
                     (
                         "wait_ms",
                         integer("Then wait up to this long, as fugue_exec does (0: don't wait)"),
                     ),
                     (
                         "max_bytes",
-                        json!({"type": "integer", "default": 16384,
-                                         "description": "Output cap with wait_ms"}),
+                        integer_or(
+                            "Output cap with wait_ms",
+                            crate::shell::exec::DEFAULT_MAX_BYTES,
+                        ),
                     ),
                 ],
                 &["pane_id"],
@@ -149,20 +161,24 @@ pub(crate) static TOOLS: &[Tool] = &[
     Tool {
         name: "fugue_get_output",
         title: "Get output",
-        description: "Read a pane. format: text (default; what a person sees: \\r and cursor moves \
-                      resolved, colours dropped), raw (bytes as printed), screen (visible grid + \
-                      cursor). Without since: the last `lines` lines (default 100). With since (an \
-                      offset from send_input or an earlier read): output after it, at most `lines` \
-                      lines; continue from the returned offset. max_bytes caps it (default 65536).",
+        description: "Read a pane. format: text (what a person sees: \\r and cursor moves resolved, \
+                      colours dropped; the main screen only, not a full-screen program's), raw \
+                      (bytes as printed), screen (visible grid + cursor). Without since: the last \
+                      `lines` lines. With since (an offset from send_input or an earlier read): \
+                      the first `lines` lines after it; continue from the returned offset. \
+                      max_bytes caps it.",
         hints: READS,
         input: || {
             object(
                 &[
                     ("pane_id", string("Pane id or name")),
-                    ("lines", integer("Lines to return (default 100)")),
-                    ("format", json!({"type": "string", "enum": ["text", "raw", "screen"]})),
+                    ("lines", integer_or("Lines to return", LINES)),
+                    ("format", choice("View", &["text", "raw", "screen"], FORMAT)),
                     ("since", integer("Return only output after this offset")),
-                    ("max_bytes", integer("Byte cap (default 65536, max 1 MiB)")),
+                    (
+                        "max_bytes",
+                        integer_or("Byte cap (at most FUGUE_MAX_OUTPUT_BYTES, 1 MiB)", MAX_BYTES),
+                    ),
                 ],
                 &["pane_id"],
             )
@@ -231,7 +247,9 @@ pub(crate) static TOOLS: &[Tool] = &[
         name: "fugue_close_pane",
         title: "Close pane",
         description: "Close a pane: hang-up, then SIGTERM, then SIGKILL to every process it started; \
-                      its output is discarded. Returns how it ended.",
+                      its output is discarded. Closing a window's last pane removes the window, and \
+                      a session's last pane the session (its id and name are gone). Returns how it \
+                      ended.",
         hints: ENDS,
         input: || object(&[("pane_id", string("Pane id or name"))], &["pane_id"]),
         output: || {
@@ -322,15 +340,17 @@ fn pane_args(args: &Args<'_>, name_key: Option<&str>) -> Result<PaneArgs> {
         command,
         cwd: args.path("cwd")?,
         env: args.env("env")?,
-        integration: args.bool("integration")?.unwrap_or(true),
+        integration: args.bool("integration")?.unwrap_or(INTEGRATION),
     })
 }
 
 /// The `integration` argument of the create tools.
 fn integration() -> Value {
-    json!({"type": "boolean", "default": true,
-           "description": "Shell integration (fugue_exec)"})
+    boolean_or("Shell integration (fugue_exec)", INTEGRATION)
 }
+
+/// Interactive shells get fugue's shell integration unless asked not to.
+const INTEGRATION: bool = true;
 
 fn create_session(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let name = args.name("name")?;
@@ -358,7 +378,7 @@ fn send_input(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let pane = ctx.mux.pane(args.required_str("pane_id")?)?;
     let input = args.str("input")?.unwrap_or("");
     let keys = args.strings("keys")?;
-    let submit = args.bool("submit")?.unwrap_or(false);
+    let submit = args.bool("submit")?.unwrap_or(SUBMIT);
     let wait = crate::shell::wait::wait_ms(args)?;
     let max_bytes = crate::shell::exec::max_bytes(args)?;
     if input.is_empty() && keys.is_empty() && !submit {
@@ -411,7 +431,7 @@ fn send_input(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
 
 fn get_output(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let pane = ctx.mux.pane(args.required_str("pane_id")?)?;
-    let format = match args.str("format")?.unwrap_or("text") {
+    let format = match args.str("format")?.unwrap_or(FORMAT) {
         "text" => Format::Text,
         "raw" => Format::Raw,
         "screen" => Format::Screen,
@@ -424,9 +444,10 @@ fn get_output(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let max_output = config().max_output_bytes as u64;
     let req = ReadRequest {
         format,
-        lines: args.u64("lines", 1, 1_000_000)?.unwrap_or(100) as usize,
+        lines: args.u64("lines", 1, 1_000_000)?.unwrap_or(LINES) as usize,
         since: args.u64("since", 0, u64::MAX)?,
-        max_bytes: args.u64("max_bytes", 1, max_output)?.unwrap_or(65536.min(max_output)) as usize,
+        max_bytes: args.u64("max_bytes", 1, max_output)?.unwrap_or(MAX_BYTES.min(max_output))
+            as usize,
     };
     let read = pane.output().read(&req)?;
     let mut value =

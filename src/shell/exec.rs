@@ -27,7 +27,7 @@ pub(crate) const SHELL_SESSION: &str = "shell";
 
 const DEFAULT_TIMEOUT_MS: u64 = 30_000;
 const MAX_TIMEOUT_MS: u64 = 86_400_000;
-const DEFAULT_MAX_BYTES: u64 = 16_384;
+pub(crate) const DEFAULT_MAX_BYTES: u64 = 16_384;
 /// The longest command accepted, in bytes.
 const MAX_COMMAND_BYTES: usize = 1 << 20;
 
@@ -47,16 +47,8 @@ pub(crate) const TOOL: Tool = Tool {
             &[
                 ("command", string("Shell text to run")),
                 ("pane_id", string("A shell pane (default: fugue's own, made on first use)")),
-                (
-                    "timeout_ms",
-                    json!({"type": "integer", "default": DEFAULT_TIMEOUT_MS,
-                           "description": "Answer running after this long"}),
-                ),
-                (
-                    "max_bytes",
-                    json!({"type": "integer", "default": DEFAULT_MAX_BYTES,
-                           "description": "Output cap (head and tail kept)"}),
-                ),
+                ("timeout_ms", integer_or("Answer running after this long", DEFAULT_TIMEOUT_MS)),
+                ("max_bytes", integer_or("Output cap (head and tail kept)", DEFAULT_MAX_BYTES)),
             ],
             &["command"],
         )

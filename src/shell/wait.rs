@@ -263,8 +263,9 @@ pub(crate) fn output_between(pane: &Pane, from: u64, to: u64, max_bytes: usize) 
     if to <= from {
         return String::new();
     }
-    let (bytes, _) = pane.output().with(|s| s.ring.copy(from, to));
-    clip_middle(text::render_joined(&bytes), max_bytes)
+    // A full-screen program's drawing is left out, as in the text view.
+    let (bytes, alt) = pane.output().with(|s| (s.ring.copy(from, to).0, s.alt.at(from)));
+    clip_middle(text::render_joined(&bytes, alt), max_bytes)
 }
 
 /// `text` whole if it fits `max` bytes, else its first and last lines, about half the budget each,
