@@ -126,39 +126,55 @@ impl InputWatch {
     /// When the waiter should wake next to call `check`; None when there is nothing to watch
     /// (the pane's process ended).
     pub(crate) fn next_check(&self) -> Option<Instant> {
-        if !self.pane.is_running() {
-            return None;
-        }
-        let quiet_at = self.pane.output().last_print() + self.quiet;
-        Some(quiet_at.max(self.next_probe))
+        self.pane.is_running().then(|| self.due())
+    }
+
+    /// The earliest moment of the next look. The first of the two agreeing looks comes
+    /// `CONFIRM_GAP` before the quiet period ends and the second as it ends, so a question is
+    /// answered at the end of the quiet period, not a gap after it.
+    fn due(&self) -> Instant {
+        let last_print = self.pane.output().last_print();
+        let quiet_for = match self.first_yes {
+            None => self.quiet.saturating_sub(CONFIRM_GAP),
+            Some(_) => self.quiet,
+        };
+        (last_print + quiet_for).max(self.next_probe)
     }
 
     /// True once the pane has printed nothing for `quiet` and two looks `CONFIRM_GAP` apart, with
     /// no output between them, both say it waits for the terminal.
     pub(crate) fn check(&mut self) -> bool {
-        let end = self.pane.output().end();
-        if end != self.seen_end {
-            self.seen_end = end;
-            self.first_yes = None;
-        }
-        let now = Instant::now();
-        if !self.pane.is_running()
-            || self.pane.output().last_print() + self.quiet > now
-            || now < self.next_probe
-        {
+        self.saw_output();
+        if !self.pane.is_running() || Instant::now() < self.due() {
             return false;
         }
-        if !waits_for_terminal(&self.pane) {
+        let yes = waits_for_terminal(&self.pane);
+        let now = Instant::now();
+        if self.saw_output() {
+            return false;
+        }
+        if !yes {
             self.first_yes = None;
             self.next_probe = now + RETRY_GAP;
             return false;
         }
-        if self.first_yes.is_some() && self.pane.output().end() == self.seen_end {
+        if self.first_yes.is_some() {
             return true;
         }
         self.first_yes = Some(now);
         self.next_probe = now + CONFIRM_GAP;
         false
+    }
+
+    /// Whether the pane printed since the last look; output voids a first "yes".
+    fn saw_output(&mut self) -> bool {
+        let end = self.pane.output().end();
+        if end == self.seen_end {
+            return false;
+        }
+        self.seen_end = end;
+        self.first_yes = None;
+        true
     }
 }
 
