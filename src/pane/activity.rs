@@ -14,8 +14,8 @@ use crate::log;
 use std::fs;
 use std::io::ErrorKind;
 use std::os::unix::fs::FileExt;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 mod syscalls;
@@ -60,14 +60,10 @@ impl serde::Serialize for Activity {
     }
 }
 
-/// `FUGUE_INPUT_QUIET_MS`, default 1000 (read once): how long a program must have printed nothing
-/// before its wait for the terminal counts as a question.
+/// `FUGUE_INPUT_QUIET_MS`, default 1000, 100 to 600000 (read once, with the other settings): how
+/// long a program must have printed nothing before its wait for the terminal counts as a question.
 pub(crate) fn quiet_period() -> Duration {
-    static QUIET: OnceLock<Duration> = OnceLock::new();
-    *QUIET.get_or_init(|| {
-        let ms = std::env::var("FUGUE_INPUT_QUIET_MS").ok().and_then(|v| v.trim().parse().ok());
-        Duration::from_millis(ms.unwrap_or(1000))
-    })
+    Duration::from_millis(crate::config::config().input_quiet_ms as u64)
 }
 
 /// Busy or Input for a live pane right now: Input only if it printed nothing for
