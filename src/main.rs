@@ -1,15 +1,13 @@
 //! fugue: a terminal multiplexer for AI agents, speaking MCP over stdio.
 //!
 //! This file is the command line: it parses arguments by hand and hands each command to one
-//! function. `serve` wires the pieces together — the registry of panes (`mux`), the protocol
-//! (`mcp`), the line loop (`rpc`), the control socket that `ls` and `attach` use (`control`) — and
-//! waits for a reason to stop: end of input, a signal, or a broken stdout. Stopping ends every
-//! process fugue started and removes the socket.
+//! function. `serve` wires the pieces together — the runtime that owns panes and agent pipelines
+//! (`runtime`), the protocol (`mcp`), the line loop (`rpc`), the control socket that `ls` and
+//! `attach` use (`control`) — and waits for a reason to stop: end of input, a signal, or a broken
+//! stdout. Stopping ends every process fugue started and removes the socket.
 
 mod agent;
-mod args;
 mod attach;
-mod call;
 mod config;
 mod control;
 mod error;
@@ -20,15 +18,17 @@ mod mux;
 mod orchestrate;
 mod pane;
 mod rpc;
+mod runtime;
+mod tool;
 
-use call::{Cancel, Progress};
 use mcp::Mcp;
-use mux::Mux;
 use rpc::{Server, Stop, Writer};
+use runtime::Runtime;
 use serde_json::{Map, Value};
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
+use tool::call::{Cancel, Progress};
 
 const USAGE: &str = "\
 fugue — a terminal multiplexer for AI agents, speaking MCP over stdio
@@ -74,9 +74,8 @@ fn serve() -> ExitCode {
     }) {
         log::warn(&format!("cannot install the signal handler: {e}"));
     }
-    let mux = Arc::new(Mux::default());
-    agent::start(mux.clone(), true);
-    let mcp = Arc::new(Mcp::new(mux.clone()));
+    let runtime = Arc::new(Runtime::start(true));
+    let mcp = Arc::new(Mcp::new(runtime.clone()));
     // Before the stdin loop starts, so the socket exists once the client has its first answer.
     let control = control::server::start(mcp.clone())
         .map_err(|e| {
@@ -96,18 +95,15 @@ fn serve() -> ExitCode {
     let why = stop_rx.recv().unwrap_or(Stop::Eof);
     log::info(&format!("stopping: {why:?}"));
     server.cancel_all();
-    // Runners stop first, so the panes ending below are not taken for failed attempts.
-    agent::shutdown();
     // Gone from `fugue ls` at once; attached clients see the end when the process exits.
     drop(control);
-    mux.shutdown();
-    orchestrate::pipeline::remove_temp_dirs();
+    runtime.shutdown();
     // The stdin thread may be blocked in read(); the process exit ends it.
     std::process::exit(0)
 }
 
 fn call(name: &str, json: &str) -> ExitCode {
-    let Some(tool) = mcp::tools::find(name) else {
+    let Some(tool) = mcp::registry::find(name) else {
         return usage_error(&format!("unknown tool {name:?}; `fugue tools` lists them"));
     };
     let arguments: Map<String, Value> = match serde_json::from_str(json) {
@@ -115,16 +111,14 @@ fn call(name: &str, json: &str) -> ExitCode {
         Ok(_) => return usage_error("the arguments must be a JSON object"),
         Err(e) => return usage_error(&format!("the arguments are not valid JSON: {e}")),
     };
-    let mux = Arc::new(Mux::default());
-    agent::start(mux.clone(), false);
+    let runtime = Runtime::start(false);
     let cancel = Arc::new(Cancel::default());
     let on_signal = cancel.clone();
     let _ = ctrlc::set_handler(move || on_signal.cancel());
     let progress = Progress::none();
-    let ctx = mcp::tools::Ctx { mux: &mux, cancel: &cancel, progress: &progress };
-    let result = mcp::tools::call(tool, &ctx, &arguments);
-    mux.shutdown();
-    orchestrate::pipeline::remove_temp_dirs();
+    let ctx = tool::Ctx { runtime: &runtime, cancel: &cancel, progress: &progress };
+    let result = tool.call(&ctx, &arguments);
+    runtime.shutdown();
     let failed = result["isError"] == Value::Bool(true);
     let body = serde_json::to_string_pretty(&result["structuredContent"]).unwrap_or_default();
     print_out(&format!("{body}\n"));
@@ -133,7 +127,7 @@ fn call(name: &str, json: &str) -> ExitCode {
 
 fn list_tools() -> ExitCode {
     let mut text = String::new();
-    for tool in mcp::tools::all() {
+    for tool in mcp::registry::all().iter().map(|r| r.tool) {
         let first = tool.description.split(". ").next().unwrap_or("").trim_end_matches('.');
         text.push_str(&format!("{:<32} {first}\n", tool.name));
     }
