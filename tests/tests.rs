@@ -34,3 +34,5 @@ mod bulk;
 // Activity: programs that wait for someone to type, told apart from those that work or wait on
 // something else.
 mod activity;
+// Questions in orchestration: run tools stop a command that asks and answer `input`; pipeline cwd.
+mod asking;

@@ -13,13 +13,19 @@
 //! `select!` on those events, the pane's output events (to see the shell die), the cancel channel,
 //! the deadline and a heartbeat. At the deadline it creates a `stop` file and interrupts the
 //! pane's processes (SIGINT, which the driver survives); what does not stop within a grace is
-//! killed. The directory is removed when the call ends, however it ends.
+//! killed. A step whose program — or the shell itself, in `read` — waits for someone to type is
+//! interrupted the same way when the next look at /proc finds it asking (unless `on_input: wait`)
+//! and reported `input`. After each step the driver also writes the shell's directory to the
+//! FIFO, which becomes the answer's `cwd`. The directory is removed when the call ends, however
+//! it ends.
 
+use super::asking::{self, Asked};
 use super::{HEARTBEAT, add_exit, check_cwd, check_unique, command, tail};
 use crate::config::config;
 use crate::error::{Error, ErrorKind, Result};
 use crate::mux::{ORCHESTRATION_SESSION, PaneArgs, new_id};
 use crate::pane::Pane;
+use crate::pane::activity::{InputWatch, quiet_period};
 use crate::pane::output::Exit;
 use crate::runtime::{Ctx, TempDirs, Tool};
 use crate::tool::args::Args;
@@ -42,8 +48,9 @@ const INTERRUPT_GRACE: Duration = Duration::from_secs(2);
 /// end-of-step mark still in the terminal once its status has arrived. Both were written before
 /// what we already saw, so they arrive at once; the bound only guards against a wedged reader.
 const CATCH_UP: Duration = Duration::from_secs(2);
-/// The longest status line the driver writes is about 30 bytes.
-const MAX_STATUS_LINE: u64 = 256;
+/// The longest status line the driver writes: a directory line, `c` and a path of up to 4096
+/// bytes. Each line is one write of less than PIPE_BUF, so lines never interleave.
+const MAX_STATUS_LINE: u64 = 4200;
 
 const DRIVER: &str = include_str!("driver.sh");
 
@@ -52,9 +59,11 @@ pub(crate) const TOOL: Tool = Tool {
     title: "Run a command pipeline",
     description: "Run steps one after another in one pane and one shell (cd, export carry over). \
                   Per step: exact exit_code, duration_ms, status ok/failed/timeout/exited (it ended \
-                  the shell). stop_on_error=true stops at the first failure; failed_at names it, \
-                  output_tail holds its last tail_lines=10 lines. timeout_ms=600000 interrupts the \
-                  running step. The pane stays, with an interactive shell for follow-ups, unless \
+                  the shell)/input. stop_on_error=true stops at the first failure; failed_at names \
+                  it, output_tail holds its last tail_lines=10 lines. timeout_ms=600000 interrupts \
+                  the running step; so does a step waiting for someone to type, after a quiet \
+                  second (status input, its question in output_tail; on_input=wait lets it \
+                  wait). cwd: the shell's directory after the last step. The pane stays, with an interactive shell for follow-ups, unless \
                   cleanup=true.",
     hints: RUNS,
     input: || {
@@ -72,6 +81,7 @@ pub(crate) const TOOL: Tool = Tool {
                 ("timeout_ms", t("integer")),
                 ("cleanup", t("boolean")),
                 ("tail_lines", t("integer")),
+                asking::schema("step"),
             ],
             &["commands"],
         )
@@ -81,6 +91,7 @@ pub(crate) const TOOL: Tool = Tool {
             ("status", t("string")),
             ("pane_id", t("string")),
             ("steps", t("array")),
+            ("cwd", t("string")),
             ("total_duration_ms", t("integer")),
         ])
     },
@@ -100,6 +111,8 @@ struct Plan {
     timeout: Duration,
     cleanup: bool,
     tail_lines: usize,
+    /// `on_input: stop`: interrupt a step found asking.
+    stop_asking: bool,
 }
 
 /// A line from the driver.
@@ -109,6 +122,8 @@ enum Event {
     Begin(usize),
     /// Step n ended with this status.
     End(usize, i32),
+    /// The shell's directory after a step.
+    Cwd(String),
     /// The driver left its loop; nothing more will come.
     Done,
     /// fugue's own line: everything the driver wrote before it has been read.
@@ -136,6 +151,10 @@ struct Run<'a> {
     shell_exit: Option<Exit>,
     /// When the deadline passed and the running step was interrupted.
     interrupted: Option<Instant>,
+    /// When a step was found asking and interrupted.
+    asked: Option<Asked>,
+    /// The shell's directory after the last step that ended.
+    cwd: Option<String>,
 }
 
 fn run_pipeline(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
@@ -154,6 +173,8 @@ fn run_pipeline(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
         done: false,
         shell_exit: None,
         interrupted: None,
+        asked: None,
+        cwd: None,
     };
     let outcome = std::thread::scope(|scope| {
         let (tx, rx) = crossbeam_channel::unbounded();
@@ -205,6 +226,7 @@ fn parse_plan(args: &Args<'_>) -> Result<Plan> {
         timeout: super::run_timeout(args, 600_000)?,
         cleanup: args.bool("cleanup")?.unwrap_or(false),
         tail_lines: super::tail_lines(args)?,
+        stop_asking: asking::stops(args)?,
     })
 }
 
@@ -270,7 +292,20 @@ impl Run<'_> {
         let heartbeat = if ctx.progress.is_wanted() { tick(HEARTBEAT) } else { never() };
         let mut status = events.clone();
         let mut deadline = deadline;
+        let mut watch = self.plan.stop_asking.then(|| InputWatch::new(&self.pane, quiet_period()));
         while !self.done && self.pane.is_running() {
+            if self.step_running() && watch.as_mut().is_some_and(InputWatch::check) {
+                // Stopped as at the deadline, with the same grace.
+                watch = None;
+                self.asked = Some(Asked::now(&self.pane));
+                self.interrupt(dir);
+                deadline = Instant::now() + INTERRUPT_GRACE;
+            }
+            // Between steps nothing is watched; the next step's begin line wakes the loop.
+            let check = watch.as_ref().filter(|_| self.step_running());
+            let check = check
+                .and_then(InputWatch::next_check)
+                .map_or_else(never, |at| after(at.saturating_duration_since(Instant::now())));
             select! {
                 recv(status) -> event => match event {
                     Ok(event) => self.apply(event, ctx.progress),
@@ -288,9 +323,16 @@ impl Run<'_> {
                     }
                 }
                 recv(heartbeat) -> _ => self.report(ctx.progress),
+                // A look at /proc is due: the next round makes it.
+                recv(check) -> _ => {}
             }
         }
         Ok(())
+    }
+
+    /// Whether a step has begun and not ended: only then can a question be the step's.
+    fn step_running(&self) -> bool {
+        self.records.last().is_some_and(|r| r.ended.is_none())
     }
 
     fn apply(&mut self, event: Event, progress: &Progress) {
@@ -315,6 +357,7 @@ impl Run<'_> {
                     self.report(progress);
                 }
             }
+            Event::Cwd(dir) => self.cwd = Some(dir),
             Event::Done => self.done = true,
             Event::Begin(_) | Event::Caught => {}
         }
@@ -383,7 +426,9 @@ impl Run<'_> {
         let steps: Vec<Value> =
             (0..self.records.len()).map(|i| self.step(i, statuses[i])).collect();
         let failed = statuses.iter().position(|s| *s != "ok");
-        let status = if self.interrupted.is_some() {
+        let status = if self.asked.is_some() {
+            "input"
+        } else if self.interrupted.is_some() {
             "timeout"
         } else if failed.is_some() || self.records.len() < self.plan.steps.len() {
             "failed"
@@ -396,9 +441,16 @@ impl Run<'_> {
             "steps": steps,
             "total_duration_ms": started.elapsed().as_millis() as u64,
         });
+        if let Some(cwd) = &self.cwd {
+            value["cwd"] = json!(cwd);
+        }
         if let Some(i) = failed {
             value["failed_at"] = json!(self.plan.steps[i].name);
-            let (from, to) = self.range(i);
+            let (from, mut to) = self.range(i);
+            if statuses[i] == "input" {
+                // The question, not what the interrupted program printed as it went.
+                to = self.asked.map_or(to, |a| a.end).clamp(from, to);
+            }
             let tail = tail(&self.pane, from, to, self.plan.tail_lines);
             if !tail.is_empty() {
                 value["output_tail"] = json!(tail);
@@ -409,11 +461,12 @@ impl Run<'_> {
 
     fn status(&self, i: usize) -> &'static str {
         let ended = self.records[i].ended;
-        // A step that had not ended when the deadline passed timed out, whatever it said after.
+        // A step that had not ended when the deadline passed timed out, whatever it said after;
+        // one that had not ended when it was found asking was stopped for its question.
         if let Some(at) = self.interrupted
             && ended.is_none_or(|(end, _)| end >= at)
         {
-            return "timeout";
+            return if self.asked.is_some() { "input" } else { "timeout" };
         }
         match ended {
             Some((_, 0)) => "ok",
@@ -429,7 +482,8 @@ impl Run<'_> {
         let mut value = json!({"name": step.name, "command": step.command, "status": status});
         let ended_at = match record.ended {
             Some((at, rc)) => {
-                value["exit_code"] = if status == "timeout" { Value::Null } else { json!(rc) };
+                let stopped = matches!(status, "timeout" | "input");
+                value["exit_code"] = if stopped { Value::Null } else { json!(rc) };
                 at
             }
             None => {
@@ -529,6 +583,10 @@ fn read_status(file: &File, tx: Sender<Event>) {
 }
 
 fn parse_event(line: &str) -> Option<Event> {
+    // A path may hold spaces: everything after `c ` up to the newline.
+    if let Some(dir) = line.strip_prefix("c ") {
+        return Some(Event::Cwd(dir.strip_suffix('\n')?.to_string()));
+    }
     let words: Vec<&str> = line.split_whitespace().collect();
     match words.as_slice() {
         ["b", n] => Some(Event::Begin(n.parse().ok()?)),
@@ -620,6 +678,8 @@ mod tests {
         assert_eq!(parse_event("e 2 127\n"), Some(Event::End(2, 127)));
         assert_eq!(parse_event("x 0\n"), Some(Event::Done));
         assert_eq!(parse_event("q\n"), Some(Event::Caught));
+        assert_eq!(parse_event("c /tmp/a  b\n"), Some(Event::Cwd("/tmp/a  b".into())));
+        assert_eq!(parse_event("c /cut-short"), None);
         for junk in ["", "e 1\n", "b x\n", "e 1 2 3\n", "hello\n"] {
             assert_eq!(parse_event(junk), None, "{junk:?}");
         }
@@ -648,6 +708,7 @@ mod tests {
             timeout: Duration::from_secs(1),
             cleanup: false,
             tail_lines: 10,
+            stop_asking: true,
         };
         let dir = PrivateDir::create(&Arc::default()).unwrap();
         dir.write_steps(&plan, "abc").unwrap();
