@@ -12,14 +12,11 @@ use serde_json::{Value, json};
 use std::time::Instant;
 
 /// The `on_input` argument of `fugue_run_parallel` and `fugue_run_pipeline`, with its default.
-pub(crate) fn schema(what: &str) -> (&'static str, Value) {
+pub(crate) fn schema() -> (&'static str, Value) {
     (
         "on_input",
         json!({"type": "string", "enum": ["stop", "wait"], "default": "stop",
-               "description": format!("When a {what}'s program waits for someone to type (a \
-               question, a password, a REPL) and has printed nothing for a second: stop it and \
-               answer status input with the question in output_tail, or wait (for a {what} meant \
-               to be answered with fugue_send_input)")}),
+               "description": "stop: end a program waiting for keyboard input, status input"}),
     )
 }
 

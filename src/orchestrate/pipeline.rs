@@ -81,7 +81,7 @@ pub(crate) const TOOL: Tool = Tool {
                 ("timeout_ms", t("integer")),
                 ("cleanup", t("boolean")),
                 ("tail_lines", t("integer")),
-                asking::schema("step"),
+                asking::schema(),
             ],
             &["commands"],
         )
