@@ -146,19 +146,16 @@ impl InputWatch {
         }
         let yes = waits_for_terminal(&self.pane);
         let now = Instant::now();
-        if self.saw_output() {
-            return false;
-        }
-        if !yes {
+        // Every look spaces the next one, whatever follows: at most one per `CONFIRM_GAP`.
+        self.next_probe = now + if yes { CONFIRM_GAP } else { RETRY_GAP };
+        if self.saw_output() || !yes {
             self.first_yes = None;
-            self.next_probe = now + RETRY_GAP;
             return false;
         }
         if self.first_yes.is_some() {
             return true;
         }
         self.first_yes = Some(now);
-        self.next_probe = now + CONFIRM_GAP;
         false
     }
 
