@@ -29,6 +29,8 @@ impl Runtime {
     /// A runtime with no panes, its agent pipelines loaded from `FUGUE_STATE_DIR`. `drive` is false
     /// for `fugue call`, which ends with its one call and so only reads pipelines.
     pub(crate) fn start(drive: bool) -> Runtime {
+        // Before any call makes directories of its own: those of fugues that were killed go.
+        crate::orchestrate::tempdir::sweep_stale();
         let mux = Arc::new(Mux::default());
         let agents = agent::start(mux.clone(), drive);
         Runtime { mux, agents, temp_dirs: Arc::default() }

@@ -146,7 +146,8 @@ fn tools_list_is_fixed_ordered_and_truthful() {
         }
     }
     let size = first["result"].to_string().len();
-    assert!(size <= 16 * 1024, "tools/list is {size} bytes; the budget is 16 KB");
+    // Issues 11 and 13 let it grow to 20 KB for schema defaults and the activity arguments.
+    assert!(size <= 20 * 1024, "tools/list is {size} bytes; the budget is 20 KB");
 }
 
 #[test]

@@ -9,8 +9,14 @@ mod procfs;
 mod protocol;
 // The ten pane tools against real shells.
 mod panes;
-// fugue_expect, fugue_run_parallel and fugue_run_pipeline against real shells.
-mod orchestrate;
+// fugue_expect against real shells.
+mod expect;
+// fugue_run_parallel: exit codes, tails, timeouts, layouts (tiles sized before programs start).
+mod parallel;
+// fugue_run_pipeline: one shell, exact exit codes, timeouts, the kept pane, temp directories.
+mod pipeline;
+// The shell matrix: pipelines and kept panes under bash, dash, zsh, fish, ksh and mksh.
+mod shells;
 // The command line: call, tools, help, version.
 mod cli;
 // The agent pipeline with fake agents in real git repositories.

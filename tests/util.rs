@@ -341,3 +341,191 @@ impl Drop for Dir {
 pub fn path_str(p: &Path) -> &str {
     p.to_str().unwrap()
 }
+
+// ---------------------------------------------------------------------------------------------
+// Helpers of the orchestration tests (expect.rs, parallel.rs, pipeline.rs, shells.rs)
+
+/// Waits until `cond` holds, checking every 10 ms, for at most `PATIENCE`.
+pub fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + PATIENCE;
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Reads a pid a command wrote to `path`, waiting for the file to be complete.
+pub fn pid_in(path: &std::path::Path) -> u32 {
+    let mut pid = 0;
+    wait_until(&format!("a pid in {}", path.display()), || {
+        pid = std::fs::read_to_string(path)
+            .ok()
+            .filter(|s| s.ends_with('\n'))
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0);
+        pid != 0
+    });
+    pid
+}
+
+/// Every pane in every session, with its session and window names added.
+pub fn all_panes(f: &mut Fugue) -> Vec<Value> {
+    let list = f.call("fugue_list_sessions", json!({}));
+    let mut panes = Vec::new();
+    for session in list["sessions"].as_array().unwrap() {
+        for window in session["windows"].as_array().unwrap() {
+            for pane in window["panes"].as_array().unwrap() {
+                let mut pane = pane.clone();
+                pane["session"] = session["name"].clone();
+                pane["window"] = window["name"].clone();
+                pane["window_rows"] = window["rows"].clone();
+                pane["window_cols"] = window["cols"].clone();
+                panes.push(pane);
+            }
+        }
+    }
+    panes
+}
+
+/// Waits until a pane whose command contains `needle` exists; returns it.
+pub fn find_pane(f: &mut Fugue, needle: &str) -> Value {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let found = all_panes(f)
+            .into_iter()
+            .find(|p| p["command"].as_str().is_some_and(|c| c.contains(needle)));
+        if let Some(pane) = found {
+            return pane;
+        }
+        assert!(Instant::now() < deadline, "no pane running {needle:?}");
+    }
+}
+
+/// An interactive shell pane that has printed its first prompt. Input typed earlier is echoed by
+/// the terminal before the prompt, which would put the prompt in front of the command's output.
+pub fn ready_shell(f: &mut Fugue) -> String {
+    let pane = f.shell();
+    f.expect(&pane, r"^[#$%>]$");
+    pane
+}
+
+pub fn tool_params(tool: &str, args: Value, token: Option<&str>) -> Value {
+    let mut params = json!({"name": tool, "arguments": args});
+    if let Some(token) = token {
+        params["_meta"] = json!({"progressToken": token});
+    }
+    params
+}
+
+/// Submits a tool call without waiting; returns the request id.
+pub fn submit(f: &mut Fugue, tool: &str, args: Value) -> Value {
+    f.submit("tools/call", tool_params(tool, args, None))
+}
+
+pub fn structured(response: &Value) -> Value {
+    assert!(response.get("error").is_none(), "{response}");
+    response["result"]["structuredContent"].clone()
+}
+
+/// Reads messages until a progress notification for `token` has arrived.
+pub fn wait_for_progress(f: &mut Fugue, token: &str) {
+    let deadline = Instant::now() + PATIENCE;
+    while progress_for(f, token).is_empty() {
+        let message = f.next_message(deadline).expect("a progress notification");
+        f.backlog.push(message);
+    }
+}
+
+/// The progress notifications received so far for `token`.
+pub fn progress_for(f: &Fugue, token: &str) -> Vec<Value> {
+    f.backlog
+        .iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .filter(|m| m["params"]["progressToken"] == token)
+        .map(|m| m["params"].clone())
+        .collect()
+}
+
+pub fn run_parallel(f: &mut Fugue, args: Value) -> Value {
+    f.call("fugue_run_parallel", args)
+}
+
+pub fn run_pipeline(f: &mut Fugue, args: Value) -> Value {
+    f.call("fugue_run_pipeline", args)
+}
+
+/// The size of a result as a client receives it: the compact JSON text block.
+pub fn json_size(value: &Value) -> usize {
+    serde_json::to_string(value).unwrap().len()
+}
+
+/// Pipeline temp directories of this fugue that still exist.
+pub fn pipeline_dirs(f: &Fugue) -> Vec<String> {
+    let prefix = format!("fugue-pipeline-{}-", f.pid());
+    std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with(&prefix))
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Load and the shell matrix (parallel.rs, pipeline.rs, shells.rs)
+
+/// Busy loops, one per core, that keep the machine busy while they live; each is killed by its
+/// pid when this is dropped, also when the test panics.
+pub struct BusyLoops {
+    loops: Vec<Child>,
+}
+
+impl BusyLoops {
+    pub fn one_per_core() -> BusyLoops {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let loops = (0..cores)
+            .map(|_| {
+                Command::new("sh")
+                    .args(["-c", "while :; do :; done"])
+                    .stdin(Stdio::null())
+                    .spawn()
+                    .expect("start a busy loop")
+            })
+            .collect();
+        BusyLoops { loops }
+    }
+}
+
+impl Drop for BusyLoops {
+    fn drop(&mut self) {
+        for child in &mut self.loops {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// The shells of the matrix: the POSIX family and fish.
+pub const SHELLS: [&str; 6] = ["bash", "dash", "zsh", "fish", "ksh", "mksh"];
+
+/// Where `name` is installed, from `PATH`.
+pub fn find_shell(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|dir| dir.join(name)).find(|p| {
+        std::fs::metadata(p).is_ok_and(|m| {
+            std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0 && m.is_file()
+        })
+    })
+}
+
+/// The installed shells of `names`, with their paths; says which ones were skipped.
+pub fn installed(names: &[&'static str]) -> Vec<(&'static str, PathBuf)> {
+    names
+        .iter()
+        .filter_map(|name| {
+            let found = find_shell(name);
+            if found.is_none() {
+                eprintln!("skipped: {name} not installed");
+            }
+            found.map(|path| (*name, path))
+        })
+        .collect()
+}

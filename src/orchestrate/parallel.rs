@@ -8,12 +8,13 @@
 //! session) and reported `timeout`. A command whose program waits for someone to type is stopped
 //! the same way, on its own, and reported `input` (unless `on_input: wait`): the call also wakes
 //! when the next look at /proc is due. The answer lists every command in order; only failed,
-//! timed-out and asking ones carry an `output_tail`, so a green run stays small.
+//! timed-out and asking ones carry an `output_tail` (unless `tails: all` asks for every one), so a
+//! green run stays small.
 
 use super::asking::{self, Asked};
-use super::{HEARTBEAT, add_exit, check_cwd, check_unique, close_panes, command, tail};
+use super::{HEARTBEAT, add_exit, check_cwd, check_unique, close_panes, command, run_schema, tail};
 use crate::error::{Error, Result};
-use crate::mux::{Mux, ORCHESTRATION_SESSION, PaneArgs, new_id};
+use crate::mux::{self, Mux, ORCHESTRATION_SESSION, PaneArgs, Reserved, new_id};
 use crate::pane::Pane;
 use crate::pane::activity::{InputWatch, quiet_period};
 use crate::runtime::{Ctx, Tool};
@@ -31,12 +32,12 @@ pub(crate) const TOOL: Tool = Tool {
     title: "Run commands in parallel",
     description: "Run 1-10 commands at once, each in its own pane ($SHELL -c command); wait for \
                   all. Per command: status ok/failed/timeout/input/error, exact exit_code (signal \
-                  if killed), duration_ms, pane_id, and output_tail (last tail_lines=10 lines) only \
-                  if not ok. A command that waits for someone to type (a question, a password) is \
-                  stopped after a quiet second and reported input, its question in output_tail \
-                  (on_input=wait lets it wait). layout: hidden (default; __orchestration__ session) or \
-                  tiled (new session, side by side). timeout_ms=300000 kills what still runs; \
-                  cleanup=true closes the panes.",
+                  if killed), duration_ms, pane_id, and output_tail (last tail_lines lines) if not \
+                  ok, or always with tails=all. A command waiting for keyboard input (a question, \
+                  a password) is stopped after a quiet second: status input, its question in \
+                  output_tail (on_input=wait lets it wait). layout: hidden (__orchestration__ \
+                  session) or tiled (new session, side by side). timeout_ms kills what still runs; \
+                  cleanup closes the panes.",
     hints: RUNS,
     input: || {
         let item = object(
@@ -48,16 +49,21 @@ pub(crate) const TOOL: Tool = Tool {
             ],
             &["command"],
         );
+        let [timeout, tail_lines, tails] = run_schema(300_000);
         object(
             &[
                 (
                     "commands",
                     json!({"type": "array", "items": item, "minItems": 1, "maxItems": MAX_COMMANDS}),
                 ),
-                ("layout", json!({"type": "string", "enum": ["hidden", "tiled"]})),
-                ("timeout_ms", t("integer")),
-                ("cleanup", t("boolean")),
-                ("tail_lines", t("integer")),
+                (
+                    "layout",
+                    json!({"type": "string", "enum": ["hidden", "tiled"], "default": "hidden"}),
+                ),
+                timeout,
+                ("cleanup", json!({"type": "boolean", "default": true})),
+                tail_lines,
+                tails,
                 asking::schema(),
             ],
             &["commands"],
@@ -120,6 +126,7 @@ fn run_parallel(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let timeout = super::run_timeout(args, 300_000)?;
     let cleanup = args.bool("cleanup")?.unwrap_or(true);
     let tail_lines = super::tail_lines(args)?;
+    let all_tails = super::all_tails(args)?;
     let stop_asking = asking::stops(args)?;
 
     let place = Place::prepare(&ctx.mux, tiled)?;
@@ -138,7 +145,8 @@ fn run_parallel(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     if let End::Deadline = end {
         kill_unfinished(&ctx.mux, &mut jobs, cleanup);
     }
-    let results: Vec<Value> = jobs.iter().map(|job| job_result(job, tail_lines)).collect();
+    let results: Vec<Value> =
+        jobs.iter().map(|job| job_result(job, tail_lines, all_tails)).collect();
     if cleanup {
         close_panes(&ctx.mux, &panes(&jobs), true);
         place.remove(&ctx.mux);
@@ -212,11 +220,16 @@ impl Place {
         }
     }
 
-    fn spawn(&self, mux: &Mux, task: &Task) -> Result<Arc<Pane>> {
-        match self {
-            Place::Hidden { session } => mux.create_window(session, None, task.pane.clone()),
-            Place::Tiled { session, window } => mux.create_pane(session, window, task.pane.clone()),
-        }
+    /// Takes every command's slot at once, so that each pane starts at the size of its tile
+    /// among all of them (a tiled pane sized for a window it would share with fewer panes would
+    /// show its program the wrong size until a late resize).
+    fn reserve(&self, mux: &Mux, tasks: &[Task]) -> Vec<Result<Reserved>> {
+        let args: Vec<PaneArgs> = tasks.iter().map(|t| t.pane.clone()).collect();
+        let place = match self {
+            Place::Hidden { session } => mux::Place::NewWindow { session, name: None },
+            Place::Tiled { session, window } => mux::Place::Window { session, window },
+        };
+        mux.reserve(&place, &args)
     }
 
     /// Removes the session made for a tiled call (the orchestration session stays).
@@ -230,10 +243,12 @@ impl Place {
 /// Starts every command at once: the first on this thread, each other on a thread of its own, so
 /// they begin together rather than one after another, and a single command pays for no thread.
 fn start_all<'a>(mux: &Mux, place: &Place, tasks: &'a [Task], stop_asking: bool) -> Vec<Job<'a>> {
+    let mut slots = place.reserve(mux, tasks).into_iter();
+    let first = slots.next();
     let panes: Vec<Result<Arc<Pane>>> = std::thread::scope(|scope| {
         let handles: Vec<_> =
-            tasks.iter().skip(1).map(|task| scope.spawn(move || place.spawn(mux, task))).collect();
-        let first = tasks.first().map(|task| place.spawn(mux, task));
+            slots.map(|slot| scope.spawn(move || slot.and_then(|s| mux.start(s)))).collect();
+        let first = first.map(|slot| slot.and_then(|s| mux.start(s)));
         first
             .into_iter()
             .chain(handles.into_iter().map(|h| {
@@ -362,7 +377,7 @@ fn panes(jobs: &[Job<'_>]) -> Vec<Arc<Pane>> {
 }
 
 /// One command's entry in the answer; optional fields appear only when they say something.
-fn job_result(job: &Job<'_>, tail_lines: usize) -> Value {
+fn job_result(job: &Job<'_>, tail_lines: usize, all_tails: bool) -> Value {
     let mut value = json!({"name": job.task.name, "command": job.task.pane.command});
     let pane = match &job.pane {
         Ok(pane) => pane,
@@ -387,7 +402,7 @@ fn job_result(job: &Job<'_>, tail_lines: usize) -> Value {
     add_exit(&mut value, if stopped.is_some() { None } else { exit });
     let ended = stopped.or(exited_at).unwrap_or_else(Instant::now);
     value["duration_ms"] = json!(ended.saturating_duration_since(pane.started).as_millis() as u64);
-    if status != "ok" {
+    if status != "ok" || all_tails {
         let end = job.asked.map_or(end, |a| a.end);
         let tail = tail(pane, 0, end, tail_lines);
         if !tail.is_empty() {

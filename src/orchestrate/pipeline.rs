@@ -20,14 +20,15 @@
 //! it ends.
 
 use super::asking::{self, Asked};
-use super::{HEARTBEAT, add_exit, check_cwd, check_unique, command, tail};
+use super::tempdir::PrivateDir;
+use super::{HEARTBEAT, add_exit, check_cwd, check_unique, command, run_schema, tail};
 use crate::config::config;
 use crate::error::{Error, ErrorKind, Result};
-use crate::mux::{ORCHESTRATION_SESSION, PaneArgs, new_id};
+use crate::mux::{ORCHESTRATION_SESSION, PaneArgs, Place, new_id};
 use crate::pane::Pane;
 use crate::pane::activity::{InputWatch, quiet_period};
 use crate::pane::output::Exit;
-use crate::runtime::{Ctx, TempDirs, Tool};
+use crate::runtime::{Ctx, Tool};
 use crate::tool::args::Args;
 use crate::tool::call::Progress;
 use crate::tool::{RUNS, schema::*};
@@ -35,7 +36,6 @@ use crossbeam_channel::{Receiver, Sender, after, never, select, tick};
 use serde_json::{Value, json};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -53,22 +53,26 @@ const CATCH_UP: Duration = Duration::from_secs(2);
 const MAX_STATUS_LINE: u64 = 4200;
 
 const DRIVER: &str = include_str!("driver.sh");
+/// What the driver sources to run one step, so that an interrupt can `return` from it.
+const STEP: &str = include_str!("step.sh");
 
 pub(crate) const TOOL: Tool = Tool {
     name: "fugue_run_pipeline",
     title: "Run a command pipeline",
     description: "Run steps one after another in one pane and one shell (cd, export carry over). \
                   Per step: exact exit_code, duration_ms, status ok/failed/timeout/exited (it ended \
-                  the shell)/input. stop_on_error=true stops at the first failure; failed_at names \
-                  it, output_tail holds its last tail_lines=10 lines. timeout_ms=600000 interrupts \
-                  the running step; so does a step waiting for someone to type, after a quiet \
-                  second (status input, its question in output_tail; on_input=wait lets it \
-                  wait). cwd: the shell's directory after the last step. The pane stays, with an interactive shell for follow-ups, unless \
-                  cleanup=true.",
+                  the shell)/input. stop_on_error stops at the first failure; failed_at names it, \
+                  output_tail holds its last tail_lines lines; tails=all gives every step its \
+                  output_tail. timeout_ms interrupts the running step; so does a step waiting for \
+                  keyboard input, after a quiet second (status input, its question in \
+                  output_tail; on_input=wait lets it wait). cwd: the shell's directory after the \
+                  last step. The pane stays, with an interactive shell for follow-ups, unless \
+                  cleanup.",
     hints: RUNS,
     input: || {
         let step =
             object(&[("command", t("string")), ("name", string("Default step-N"))], &["command"]);
+        let [timeout, tail_lines, tails] = run_schema(600_000);
         object(
             &[
                 (
@@ -77,10 +81,11 @@ pub(crate) const TOOL: Tool = Tool {
                 ),
                 ("cwd", t("string")),
                 ("env", env()),
-                ("stop_on_error", t("boolean")),
-                ("timeout_ms", t("integer")),
-                ("cleanup", t("boolean")),
-                ("tail_lines", t("integer")),
+                ("stop_on_error", json!({"type": "boolean", "default": true})),
+                timeout,
+                ("cleanup", json!({"type": "boolean", "default": false})),
+                tail_lines,
+                tails,
                 asking::schema(),
             ],
             &["commands"],
@@ -111,6 +116,8 @@ struct Plan {
     timeout: Duration,
     cleanup: bool,
     tail_lines: usize,
+    /// Every step gets its `output_tail`, not only the failed one.
+    all_tails: bool,
     /// `on_input: stop`: interrupt a step found asking.
     stop_asking: bool,
 }
@@ -226,8 +233,31 @@ fn parse_plan(args: &Args<'_>) -> Result<Plan> {
         timeout: super::run_timeout(args, 600_000)?,
         cleanup: args.bool("cleanup")?.unwrap_or(false),
         tail_lines: super::tail_lines(args)?,
+        all_tails: super::all_tails(args)?,
         stop_asking: asking::stops(args)?,
     })
+}
+
+/// The longest `command` a pipeline's pane shows.
+const MAX_SHOWN: usize = 256;
+
+impl Plan {
+    /// What the pipeline's pane shows as its `command`: the steps as one command line, joined as
+    /// they run (`&&` when the first failure stops them, `;` otherwise), cut at `MAX_SHOWN` bytes.
+    fn shown(&self) -> String {
+        let join = if self.stop_on_error { " && " } else { " ; " };
+        let steps: Vec<String> =
+            self.steps.iter().map(|s| s.command.trim().replace('\n', "; ")).collect();
+        let line = steps.join(join);
+        if line.len() <= MAX_SHOWN {
+            return line;
+        }
+        let mut end = MAX_SHOWN;
+        while !line.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!("{}…", &line[..end])
+    }
 }
 
 fn parse_step(index: usize, item: &Value) -> Result<Step> {
@@ -256,7 +286,15 @@ fn start_pane(ctx: &Ctx<'_>, plan: &Plan, dir: &PrivateDir) -> Result<Arc<Pane>>
         cwd: plan.cwd.clone(),
         env: plan.env.clone(),
     };
-    ctx.mux.create_window(&session, Some(format!("pipeline-{}", &new_id()[..8])), args)
+    let place =
+        Place::NewWindow { session: &session, name: Some(format!("pipeline-{}", &new_id()[..8])) };
+    let mut reserved = ctx
+        .mux
+        .reserve(&place, &[args])
+        .pop()
+        .ok_or_else(|| Error::internal("no reservation for the pipeline's pane"))??;
+    reserved.show_as(plan.shown());
+    ctx.mux.start(reserved)
 }
 
 /// The shell that runs the driver and so the steps: the user's shell when it speaks the POSIX
@@ -392,6 +430,17 @@ impl Run<'_> {
         if !self.done {
             self.shell_exit = self.pane.output().exit();
         }
+        self.settle();
+    }
+
+    /// Waits until the output of the last step that ended is in the pane's output state, so that
+    /// an answer saying a step is done means its output is readable: the driver prints the
+    /// step's end mark to the terminal before it writes the status, but the status can arrive
+    /// first, and the terminal's bytes may still be on their way through the reader.
+    fn settle(&self) {
+        if let Some(i) = self.records.iter().rposition(|r| r.ended.is_some()) {
+            self.mark(i, self.records[i].begin);
+        }
     }
 
     fn report(&self, progress: &Progress) {
@@ -480,6 +529,13 @@ impl Run<'_> {
         let record = &self.records[i];
         let step = &self.plan.steps[i];
         let mut value = json!({"name": step.name, "command": step.command, "status": status});
+        if self.plan.all_tails {
+            let (from, to) = self.range(i);
+            let tail = tail(&self.pane, from, to, self.plan.tail_lines);
+            if !tail.is_empty() {
+                value["output_tail"] = json!(tail);
+            }
+        }
         let ended_at = match record.ended {
             Some((at, rc)) => {
                 let stopped = matches!(status, "timeout" | "input");
@@ -597,35 +653,7 @@ fn parse_event(line: &str) -> Option<Event> {
     }
 }
 
-/// A directory only the user can enter, removed on drop.
-struct PrivateDir {
-    path: PathBuf,
-    /// Where it is registered, so that fugue removes it if it stops first.
-    registry: Arc<TempDirs>,
-}
-
 impl PrivateDir {
-    fn create(registry: &Arc<TempDirs>) -> Result<PrivateDir> {
-        let mut base = std::env::temp_dir();
-        if base.is_relative() {
-            base = std::env::current_dir()?.join(base);
-        }
-        let path = base.join(format!("fugue-pipeline-{}-{}", std::process::id(), new_id()));
-        std::fs::DirBuilder::new().mode(0o700).create(&path).map_err(|e| {
-            Error::new(ErrorKind::Io, format!("cannot create {}: {e}", path.display()))
-        })?;
-        registry.add(path.clone());
-        Ok(PrivateDir { path, registry: registry.clone() })
-    }
-
-    fn write(&self, name: &str, text: &str) -> Result<()> {
-        let path = self.path.join(name);
-        let mut file =
-            std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path)?;
-        file.write_all(text.as_bytes())?;
-        Ok(())
-    }
-
     /// The step files and the driver that runs them.
     fn write_steps(&self, plan: &Plan, nonce: &str) -> Result<()> {
         for (i, step) in plan.steps.iter().enumerate() {
@@ -643,28 +671,8 @@ impl PrivateDir {
             .replace("@SH@", &quote(sh))
             .replace("@KEEP@", flag(!plan.cleanup))
             .replace("@SHELL@", &quote(shell));
+        self.write("step", STEP)?;
         self.write("run", &driver)
-    }
-
-    /// A FIFO opened for reading and writing: the open does not wait for the driver, reads never
-    /// see end of file, and fugue can write its own `q` line to wake its reader.
-    fn fifo(&self, name: &str) -> Result<File> {
-        let path = self.path.join(name);
-        let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
-            .map_err(|_| Error::internal("the temporary directory's path holds NUL"))?;
-        // SAFETY: mkfifo reads the NUL-terminated path, which outlives the call.
-        if unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) } != 0 {
-            let e = std::io::Error::last_os_error();
-            return Err(Error::new(ErrorKind::Io, format!("cannot create a FIFO: {e}")));
-        }
-        Ok(std::fs::OpenOptions::new().read(true).write(true).open(&path)?)
-    }
-}
-
-impl Drop for PrivateDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.path);
-        self.registry.forget(&self.path);
     }
 }
 
@@ -708,6 +716,7 @@ mod tests {
             timeout: Duration::from_secs(1),
             cleanup: false,
             tail_lines: 10,
+            all_tails: false,
             stop_asking: true,
         };
         let dir = PrivateDir::create(&Arc::default()).unwrap();

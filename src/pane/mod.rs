@@ -65,6 +65,9 @@ pub(crate) struct Spec {
     pub(crate) window_id: String,
     pub(crate) name: Option<String>,
     pub(crate) command: Option<String>,
+    /// What the pane's `command` shows, when not the command itself (a pipeline's steps rather
+    /// than its driver line).
+    pub(crate) shown: Option<String>,
     pub(crate) cwd: Option<PathBuf>,
     pub(crate) env: Vec<(String, String)>,
     pub(crate) rows: u16,
@@ -122,7 +125,7 @@ impl Pane {
             session_id: spec.session_id,
             window_id: spec.window_id,
             name: spec.name,
-            command: spec.command,
+            command: spec.shown.or(spec.command),
             cwd,
             pid,
             created_at: SystemTime::now(),
