@@ -169,3 +169,26 @@ fn a_pipeline_answers_the_directory_its_steps_left_the_shell_in() {
     );
     assert_eq!((answer["status"].as_str(), answer["cwd"].as_str()), (Some("failed"), Some("/tmp")));
 }
+
+#[test]
+fn a_kept_pipeline_pane_stopped_at_a_question_becomes_an_interactive_shell() {
+    for shell in ["/bin/bash", "/bin/dash", "/usr/bin/zsh"] {
+        if !shell_present(shell) {
+            continue;
+        }
+        let mut f = fugue_with(shell);
+        let answer = f.call(
+            "fugue_run_pipeline",
+            json!({"commands": [{"command": "cd /tmp"}, {"command": "read -r answer"}],
+                   "timeout_ms": LONG_MS}),
+        );
+        assert_eq!(answer["status"], "input", "{shell}: {answer}");
+        assert_eq!(answer["cwd"], "/tmp", "{shell}: {answer}");
+        let pane = answer["pane_id"].as_str().unwrap();
+        let sent = f.call(
+            "fugue_send_input",
+            json!({"pane_id": pane, "input": "echo alive-$((40+2)) in $PWD", "submit": true}),
+        );
+        f.expect_since(pane, r"^alive-42 in /tmp$", &sent["offset"]);
+    }
+}
