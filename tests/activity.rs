@@ -309,18 +309,76 @@ fn node_without_its_repl_does_not_ask() {
 }
 
 #[test]
-fn docker_run_interactive_does_not_ask() {
-    if !installed("docker") {
+fn docker_attach_does_not_ask() {
+    // `docker run -it` and `docker attach`: one thread copies the keyboard to the daemon, the Go
+    // runtime's poller waits on the daemon's sockets. Without a daemon, a fake one on a unix socket
+    // answers just enough of the API for the real CLI to attach.
+    if !installed("docker") || !installed("python3") {
         return;
     }
-    let reachable = Command::new("docker").arg("info").output().is_ok_and(|o| o.status.success());
-    if !reachable {
-        eprintln!("skipped: no docker daemon reachable");
-        return;
-    }
+    let dir = Dir::new("docker");
+    let socket = dir.join("docker.sock");
+    let mut daemon = Command::new("python3")
+        .arg(dir.write("fake_daemon.py", FAKE_DOCKER_DAEMON))
+        .arg(&socket)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut ready = String::new();
+    BufReader::new(daemon.stdout.take().unwrap()).read_line(&mut ready).unwrap();
+    assert_eq!(ready.trim(), "ready");
     let mut f = fugue();
-    does_not_ask(&mut f, "docker run --rm -it busybox sleep 30");
+    does_not_ask(&mut f, &format!("docker -H unix://{} attach c1", socket.display()));
+    daemon.kill().unwrap();
+    daemon.wait().unwrap();
 }
+
+/// A docker daemon that knows one running container with a terminal, `c1`, and attaches to it.
+const FAKE_DOCKER_DAEMON: &str = r#"import socketserver, sys, os, json, threading
+class H(socketserver.StreamRequestHandler):
+    def handle(self):
+        while True:
+            line = self.rfile.readline()
+            if not line:
+                return
+            method, path, _ = line.decode().split(' ', 2)
+            headers = {}
+            while True:
+                h = self.rfile.readline().decode()
+                if h in ('\r\n', '\n', ''):
+                    break
+                k, v = h.split(':', 1)
+                headers[k.strip().lower()] = v.strip()
+            n = int(headers.get('content-length', 0) or 0)
+            if n:
+                self.rfile.read(n)
+            sys.stderr.write(f"{method} {path}\n"); sys.stderr.flush()
+            if '/attach' in path:
+                self.wfile.write(b"HTTP/1.1 101 UPGRADED\r\nContent-Type: application/vnd.docker.raw-stream\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n")
+                self.wfile.flush()
+                while self.rfile.read(1):
+                    pass
+                return
+            if '/wait' in path:
+                self.wfile.write(b"HTTP/1.1 200 OK\r\nApi-Version: 1.47\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+                self.wfile.flush()
+                threading.Event().wait()
+            if path.endswith('/json'):
+                body = json.dumps({"Id": "c1", "Name": "/c1", "State": {"Running": True, "Paused": False, "Restarting": False, "Status": "running"},
+                                   "Config": {"Tty": True, "OpenStdin": True, "AttachStdin": True}}).encode()
+            else:
+                body = b"OK" if '_ping' in path else b"{}"
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nApi-Version: 1.47\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body) + (body if method != 'HEAD' else b''))
+            self.wfile.flush()
+class S(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+path = sys.argv[1]
+if os.path.exists(path): os.unlink(path)
+s = S(path, H)
+print("ready", flush=True)
+s.serve_forever()
+"#;
 
 #[test]
 fn on_input_wait_keeps_waiting_and_bad_values_are_refused() {
