@@ -195,7 +195,7 @@ impl Terminal {
         // SAFETY: an all-zero termios is valid, and tcgetattr only writes into it.
         let mut termios: libc::termios = unsafe { std::mem::zeroed() };
         // SAFETY: as above; the fd is valid while the lock is held.
-        let secret_prompt = unsafe { libc::tcgetattr(fd, &mut termios) } == 0
+        let secret_prompt = unsafe { libc::tcgetattr(fd, &raw mut termios) } == 0
             && termios.c_lflag & libc::ICANON != 0
             && termios.c_lflag & libc::ECHO == 0;
         Some(Terminal { group, path, secret_prompt })
@@ -280,10 +280,10 @@ fn thread_wait(pid: u32, tid: u32, tty: &str) -> Wait {
     let proc = Proc { pid, tty };
     match syscalls::classify(call.nr) {
         syscalls::Kind::Neutral => Wait::Neutral,
-        syscalls::Kind::Read => proc.set_wait(&[call.args[0]], 0),
+        // An epoll descriptor counts by its members, so both wait on the one descriptor `a0`.
+        syscalls::Kind::Read | syscalls::Kind::Epoll => proc.set_wait(&[call.args[0]], 0),
         syscalls::Kind::Poll => proc.poll_wait(call.args[0], call.args[1]),
         syscalls::Kind::Select => proc.select_wait(&call.args),
-        syscalls::Kind::Epoll => proc.set_wait(&[call.args[0]], 0),
         syscalls::Kind::Other => Wait::Busy,
     }
 }
