@@ -84,7 +84,7 @@ pub(crate) fn probe(pane: &Pane) -> Activity {
 pub(crate) fn waits_for_terminal(pane: &Pane) -> bool {
     PROBES.fetch_add(1, Ordering::Relaxed);
     let Some(terminal) = Terminal::of(pane) else { return false };
-    let verdict = Group::verdict(&terminal);
+    let verdict = group_wait(&terminal);
     log::debug(&format!("activity probe of pane {}: {verdict:?}", pane.id));
     match verdict {
         Wait::Terminal => true,
@@ -218,26 +218,22 @@ enum Wait {
 
 /// The foreground group's verdict: the worst of its threads (busy over denied over terminal over
 /// neutral), so a single thread waiting on a socket makes a forwarder busy.
-struct Group;
-
-impl Group {
-    fn verdict(terminal: &Terminal) -> Wait {
-        let members = group_members(terminal.group);
-        if members.is_empty() {
-            return Wait::Busy;
-        }
-        let mut worst = Wait::Neutral;
-        for pid in members {
-            let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else { return Wait::Busy };
-            for tid in tasks.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok()) {
-                worst = worst.max(thread_wait(pid, tid, &terminal.path));
-                if worst == Wait::Busy {
-                    return Wait::Busy;
-                }
+fn group_wait(terminal: &Terminal) -> Wait {
+    let members = group_members(terminal.group);
+    if members.is_empty() {
+        return Wait::Busy;
+    }
+    let mut worst = Wait::Neutral;
+    for pid in members {
+        let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else { return Wait::Busy };
+        for tid in tasks.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok()) {
+            worst = worst.max(thread_wait(pid, tid, &terminal.path));
+            if worst == Wait::Busy {
+                return Wait::Busy;
             }
         }
-        worst
     }
+    worst
 }
 
 /// The processes whose process group is `group`.
