@@ -13,7 +13,8 @@
 use crate::config::config;
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout;
-use crate::pane::output::{Exit, Watch};
+use crate::pane::exit::Exit;
+use crate::pane::output::Watch;
 use crate::pane::{Pane, Spec};
 use crossbeam_channel::Receiver;
 use parking_lot::Mutex;

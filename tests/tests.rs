@@ -42,3 +42,7 @@ mod bulk;
 mod activity;
 // Questions in orchestration: run tools stop a command that asks and answer `input`; pipeline cwd.
 mod asking;
+// The names fugue gives the sessions and windows it creates.
+mod names;
+// The manual names exactly the tools, environment variables and error codes fugue has.
+mod docs;

@@ -12,15 +12,16 @@
 //! green run stays small.
 
 use super::asking::{self, Asked};
-use super::{HEARTBEAT, add_exit, check_cwd, check_unique, close_panes, command, run_schema, tail};
+use super::{check_cwd, check_unique, close_panes, command, run_schema, tail};
 use crate::error::{Error, Result};
-use crate::mux::{self, Mux, ORCHESTRATION_SESSION, PaneArgs, Reserved, new_id};
+use crate::mux::{self, Mux, ORCHESTRATION_SESSION, PaneArgs, Reserved, new_id, short_id};
 use crate::pane::Pane;
 use crate::pane::activity::{InputWatch, quiet_period};
+use crate::pane::exit::{SignalField, write_exit};
 use crate::runtime::{Ctx, Tool};
 use crate::tool::args::Args;
 use crate::tool::{RUNS, schema::*};
-use crossbeam_channel::{Receiver, Select, never, tick};
+use crossbeam_channel::{Receiver, Select};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Instant;
@@ -209,7 +210,7 @@ impl Place {
         if !tiled {
             return Ok(Place::Hidden { session: mux.ensure_session(ORCHESTRATION_SESSION)? });
         }
-        let name = format!("parallel-{}", &new_id()[..8]);
+        let name = format!("parallel-{}", short_id(&new_id()));
         let session = mux.ensure_session(&name)?;
         match mux.add_window(&session, Some("parallel".to_string())) {
             Ok(window) => Ok(Place::Tiled { session, window }),
@@ -281,7 +282,7 @@ impl Job<'_> {
 /// is found asking. Wakes only on events: a pane's exit (not its output), the cancel channel, the
 /// heartbeat, and the next look at /proc that a watch wants.
 fn wait_all(ctx: &Ctx<'_>, jobs: &mut [Job<'_>], deadline: Instant, started: Instant) -> End {
-    let heartbeat = if ctx.progress.is_wanted() { tick(HEARTBEAT) } else { never() };
+    let heartbeat = ctx.progress.heartbeat();
     let mut reported = usize::MAX;
     loop {
         if let Some(i) = asking_job(jobs) {
@@ -399,7 +400,8 @@ fn job_result(job: &Job<'_>, tail_lines: usize, all_tails: bool) -> Value {
     };
     value["status"] = json!(status);
     let stopped = job.timed_out.or(job.asked.map(|a| a.at));
-    add_exit(&mut value, if stopped.is_some() { None } else { exit });
+    let exit = if stopped.is_some() { None } else { exit };
+    write_exit(&mut value, exit, SignalField::WhenSignalled);
     let ended = stopped.or(exited_at).unwrap_or_else(Instant::now);
     value["duration_ms"] = json!(ended.saturating_duration_since(pane.started).as_millis() as u64);
     if status != "ok" || all_tails {

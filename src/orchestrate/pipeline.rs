@@ -21,18 +21,18 @@
 
 use super::asking::{self, Asked};
 use super::tempdir::PrivateDir;
-use super::{HEARTBEAT, add_exit, check_cwd, check_unique, command, run_schema, tail};
+use super::{check_cwd, check_unique, command, run_schema, tail};
 use crate::config::config;
 use crate::error::{Error, ErrorKind, Result};
-use crate::mux::{ORCHESTRATION_SESSION, PaneArgs, Place, new_id};
+use crate::mux::{ORCHESTRATION_SESSION, PaneArgs, Place, new_id, short_id};
 use crate::pane::Pane;
 use crate::pane::activity::{InputWatch, quiet_period};
-use crate::pane::output::Exit;
+use crate::pane::exit::{Exit, SignalField, write_exit};
 use crate::runtime::{Ctx, Tool};
 use crate::tool::args::Args;
 use crate::tool::call::Progress;
 use crate::tool::{RUNS, schema::*};
-use crossbeam_channel::{Receiver, Sender, after, never, select, tick};
+use crossbeam_channel::{Receiver, Sender, after, never, select};
 use serde_json::{Value, json};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -286,8 +286,10 @@ fn start_pane(ctx: &Ctx<'_>, plan: &Plan, dir: &PrivateDir) -> Result<Arc<Pane>>
         cwd: plan.cwd.clone(),
         env: plan.env.clone(),
     };
-    let place =
-        Place::NewWindow { session: &session, name: Some(format!("pipeline-{}", &new_id()[..8])) };
+    let place = Place::NewWindow {
+        session: &session,
+        name: Some(format!("run-pipeline-{}", short_id(&new_id()))),
+    };
     let mut reserved = ctx
         .mux
         .reserve(&place, &[args])
@@ -327,7 +329,7 @@ impl Run<'_> {
     ) -> Result<()> {
         // The shell's exit, not its output, is what the loop condition needs to see.
         let ending = self.pane.output().subscribe_status();
-        let heartbeat = if ctx.progress.is_wanted() { tick(HEARTBEAT) } else { never() };
+        let heartbeat = ctx.progress.heartbeat();
         let mut status = events.clone();
         let mut deadline = deadline;
         let mut watch = self.plan.stop_asking.then(|| InputWatch::new(&self.pane, quiet_period()));
@@ -543,7 +545,11 @@ impl Run<'_> {
                 at
             }
             None => {
-                add_exit(&mut value, if status == "exited" { self.shell_exit } else { None });
+                write_exit(
+                    &mut value,
+                    if status == "exited" { self.shell_exit } else { None },
+                    SignalField::WhenSignalled,
+                );
                 self.pane.output().with(|s| s.exited_at).unwrap_or_else(Instant::now)
             }
         };
