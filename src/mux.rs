@@ -79,17 +79,37 @@ pub(crate) enum Place<'a> {
 }
 
 /// A pane's slot, held in the registry from `reserve` until `start`: it counts against the limits,
-/// holds its name and its tile, and knows its size.
-pub(crate) struct Reserved {
+/// holds its name and its tile, and knows its size. Dropped without being started, it gives all
+/// of that back.
+pub(crate) struct Reserved<'m> {
+    mux: &'m Mux,
+    /// `None` once started.
+    slot: Option<Slot>,
+}
+
+struct Slot {
     spec: Spec,
     /// The window was made for this pane, so it goes if the pane cannot start.
     own_window: bool,
 }
 
-impl Reserved {
+impl Reserved<'_> {
     /// Sets what the pane's `command` shows in place of the command it runs.
     pub(crate) fn show_as(&mut self, shown: String) {
-        self.spec.shown = Some(shown);
+        if let Some(slot) = &mut self.slot {
+            slot.spec.shown = Some(shown);
+        }
+    }
+}
+
+impl Drop for Reserved<'_> {
+    fn drop(&mut self) {
+        if let Some(slot) = self.slot.take() {
+            let spec = &slot.spec;
+            let name = spec.name.as_ref();
+            self.mux.inner.lock().release(&spec.id, &spec.window_id, name, slot.own_window);
+            self.mux.changes.notify();
+        }
     }
 }
 
@@ -266,30 +286,34 @@ impl Mux {
 
     /// Reserves a slot for each pane at `place`, all under one lock, and sizes each to the tile it
     /// will have once all of them are there. A `NewWindow` place makes a window for each.
-    pub(crate) fn reserve(&self, place: &Place<'_>, args: &[PaneArgs]) -> Vec<Result<Reserved>> {
+    pub(crate) fn reserve(
+        &self,
+        place: &Place<'_>,
+        args: &[PaneArgs],
+    ) -> Vec<Result<Reserved<'_>>> {
         let mut inner = self.inner.lock();
-        let mut slots: Vec<Result<Reserved>> =
-            args.iter().map(|a| inner.reserve(place, a)).collect();
-        for reserved in slots.iter_mut().flatten() {
-            inner.size(&mut reserved.spec);
+        let mut slots: Vec<Result<Slot>> = args.iter().map(|a| inner.reserve(place, a)).collect();
+        for slot in slots.iter_mut().flatten() {
+            inner.size(&mut slot.spec);
         }
-        slots
+        slots.into_iter().map(|slot| slot.map(|s| Reserved { mux: self, slot: Some(s) })).collect()
     }
 
     /// Spawns a reserved pane at its reserved size and puts it in its place.
-    pub(crate) fn start(&self, reserved: Reserved) -> Result<Arc<Pane>> {
-        let Reserved { spec, own_window } = reserved;
+    pub(crate) fn start(&self, mut reserved: Reserved<'_>) -> Result<Arc<Pane>> {
+        let Some(Slot { spec, own_window }) = reserved.slot.take() else {
+            return Err(Error::internal("a pane's slot was started twice"));
+        };
         let (id, window, name) = (spec.id.clone(), spec.window_id.clone(), spec.name.clone());
         let spawned = Pane::spawn(spec);
         let mut inner = self.inner.lock();
-        inner.reserved_panes -= 1;
-        if let Some(name) = &name {
-            inner.reserved_names.remove(name);
-        }
         let pane = match spawned {
-            Ok(pane) => pane,
+            Ok(pane) => {
+                inner.unreserve(name.as_ref());
+                pane
+            }
             Err(e) => {
-                inner.release_slot(&window, &id, own_window);
+                inner.release(&id, &window, name.as_ref(), own_window);
                 drop(inner);
                 self.changes.notify();
                 return Err(e);
@@ -330,7 +354,7 @@ impl Inner {
 
     /// Checks limits and names, creates the window if asked, and holds a slot for the pane at the
     /// end of its window. The size is set by `size` once every slot of a batch is taken.
-    fn reserve(&mut self, place: &Place<'_>, args: &PaneArgs) -> Result<Reserved> {
+    fn reserve(&mut self, place: &Place<'_>, args: &PaneArgs) -> Result<Slot> {
         let cfg = config();
         if self.panes.len() + self.reserved_panes >= cfg.max_panes {
             return Err(Error::new(
@@ -375,7 +399,7 @@ impl Inner {
         if let Some(name) = &args.name {
             self.reserved_names.insert(name.clone());
         }
-        Ok(Reserved { spec, own_window: matches!(place, Place::NewWindow { .. }) })
+        Ok(Slot { spec, own_window: matches!(place, Place::NewWindow { .. }) })
     }
 
     /// Sets a reserved pane's size to its tile in its window as the window is now.
@@ -446,12 +470,21 @@ impl Inner {
         }
     }
 
-    /// Gives up the slot of a pane that failed to start; a window made for it goes too.
-    fn release_slot(&mut self, window_id: &str, pane_id: &str, own_window: bool) {
+    /// Ends a reservation's hold on the limits and the pane's name.
+    fn unreserve(&mut self, name: Option<&String>) {
+        self.reserved_panes -= 1;
+        if let Some(name) = name {
+            self.reserved_names.remove(name);
+        }
+    }
+
+    /// Gives up the slot of a pane that did not start; a window made for it goes too.
+    fn release(&mut self, id: &str, window_id: &str, name: Option<&String>, own_window: bool) {
+        self.unreserve(name);
         let mut retile = None;
         for session in &mut self.sessions {
             if let Some(window) = session.windows.iter_mut().find(|w| w.id == window_id) {
-                window.panes.retain(|id| id != pane_id);
+                window.panes.retain(|pane| pane != id);
                 retile = Some((window.panes.clone(), window.rows, window.cols));
                 if own_window && window.panes.is_empty() {
                     session.windows.retain(|w| w.id != window_id);
@@ -541,3 +574,6 @@ fn name_taken(what: &str, name: &str) -> Error {
         format!("a {what} named {name:?} already exists; pick another name"),
     )
 }
+
+#[cfg(test)]
+mod tests;

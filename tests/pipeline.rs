@@ -363,7 +363,7 @@ fn a_green_five_step_pipeline_is_small() {
 fn a_completed_pipeline_answer_comes_after_its_output_under_load() {
     let _busy = BusyLoops::one_per_core();
     let mut f = Fugue::start();
-    for i in 0..150 {
+    for i in 0..100 {
         let out = run_pipeline(
             &mut f,
             json!({"commands": [{"command": format!("echo first-{i}")},

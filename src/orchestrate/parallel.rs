@@ -224,7 +224,7 @@ impl Place {
     /// Takes every command's slot at once, so that each pane starts at the size of its tile
     /// among all of them (a tiled pane sized for a window it would share with fewer panes would
     /// show its program the wrong size until a late resize).
-    fn reserve(&self, mux: &Mux, tasks: &[Task]) -> Vec<Result<Reserved>> {
+    fn reserve<'m>(&self, mux: &'m Mux, tasks: &[Task]) -> Vec<Result<Reserved<'m>>> {
         let args: Vec<PaneArgs> = tasks.iter().map(|t| t.pane.clone()).collect();
         let place = match self {
             Place::Hidden { session } => mux::Place::NewWindow { session, name: None },

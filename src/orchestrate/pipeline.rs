@@ -20,9 +20,9 @@
 //! it ends.
 
 use super::asking::{self, Asked};
+use super::driver::{self, Event, WakeReader, find, read_status};
 use super::tempdir::PrivateDir;
 use super::{check_cwd, check_unique, command, run_schema, tail};
-use crate::config::config;
 use crate::error::{Error, ErrorKind, Result};
 use crate::mux::{ORCHESTRATION_SESSION, PaneArgs, Place, new_id, short_id};
 use crate::pane::Pane;
@@ -32,11 +32,11 @@ use crate::runtime::{Ctx, Tool};
 use crate::tool::args::Args;
 use crate::tool::call::Progress;
 use crate::tool::{RUNS, schema::*};
-use crossbeam_channel::{Receiver, Sender, after, never, select};
+use crossbeam_channel::{Receiver, after, never, select};
 use serde_json::{Value, json};
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::path::{Path, PathBuf};
+use std::io::Write;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -48,13 +48,6 @@ const INTERRUPT_GRACE: Duration = Duration::from_secs(2);
 /// end-of-step mark still in the terminal once its status has arrived. Both were written before
 /// what we already saw, so they arrive at once; the bound only guards against a wedged reader.
 const CATCH_UP: Duration = Duration::from_secs(2);
-/// The longest status line the driver writes: a directory line, `c` and a path of up to 4096
-/// bytes. Each line is one write of less than PIPE_BUF, so lines never interleave.
-const MAX_STATUS_LINE: u64 = 4200;
-
-const DRIVER: &str = include_str!("driver.sh");
-/// What the driver sources to run one step, so that an interrupt can `return` from it.
-const STEP: &str = include_str!("step.sh");
 
 pub(crate) const TOOL: Tool = Tool {
     name: "fugue_run_pipeline",
@@ -122,21 +115,6 @@ struct Plan {
     stop_asking: bool,
 }
 
-/// A line from the driver.
-#[derive(Debug, PartialEq, Eq)]
-enum Event {
-    /// Step n (1-based) starts.
-    Begin(usize),
-    /// Step n ended with this status.
-    End(usize, i32),
-    /// The shell's directory after a step.
-    Cwd(String),
-    /// The driver left its loop; nothing more will come.
-    Done,
-    /// fugue's own line: everything the driver wrote before it has been read.
-    Caught,
-}
-
 /// What fugue saw of one step.
 struct Record {
     started: Instant,
@@ -169,7 +147,9 @@ fn run_pipeline(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let plan = parse_plan(args)?;
     let dir = PrivateDir::create(&ctx.temp_dirs)?;
     let nonce = new_id().replace('-', "");
-    dir.write_steps(&plan, &nonce)?;
+    let steps: Vec<&str> = plan.steps.iter().map(|s| s.command.as_str()).collect();
+    let options = driver::Options { stop_on_error: plan.stop_on_error, keep: !plan.cleanup };
+    driver::write(&dir, &steps, &nonce, &options)?;
     let status = dir.fifo("status")?;
     let pane = start_pane(ctx, &plan, &dir)?;
     let mut run = Run {
@@ -277,19 +257,15 @@ fn parse_step(index: usize, item: &Value) -> Result<Step> {
 /// The pipeline's pane: a window of its own in the orchestration session, running the driver.
 fn start_pane(ctx: &Ctx<'_>, plan: &Plan, dir: &PrivateDir) -> Result<Arc<Pane>> {
     let session = ctx.mux.ensure_session(ORCHESTRATION_SESSION)?;
-    let (sh, _) = driver_shell(&config().shell);
-    let source = format!(". {}", quote(&dir.path.join("run").to_string_lossy()));
-    let command = format!("exec {} -c {} fugue", quote(sh), quote(&source));
+    let command = driver::command(dir);
     let args = PaneArgs {
         name: None,
         command: Some(command),
         cwd: plan.cwd.clone(),
         env: plan.env.clone(),
     };
-    let place = Place::NewWindow {
-        session: &session,
-        name: Some(format!("run-pipeline-{}", short_id(&new_id()))),
-    };
+    let window = format!("run-pipeline-{}", short_id(&new_id()));
+    let place = Place::NewWindow { session: &session, name: Some(window) };
     let mut reserved = ctx
         .mux
         .reserve(&place, &[args])
@@ -297,24 +273,6 @@ fn start_pane(ctx: &Ctx<'_>, plan: &Plan, dir: &PrivateDir) -> Result<Arc<Pane>>
         .ok_or_else(|| Error::internal("no reservation for the pipeline's pane"))??;
     reserved.show_as(plan.shown());
     ctx.mux.start(reserved)
-}
-
-/// The shell that runs the driver and so the steps: the user's shell when it speaks the POSIX
-/// language (so bash users keep `set -o pipefail`, `[[`, `source`), else /bin/sh. The flag says
-/// whether steps need a syntax check first: bash survives a syntax error in `eval`, the others
-/// exit.
-fn driver_shell(shell: &str) -> (&str, bool) {
-    let base = Path::new(shell).file_name().and_then(|b| b.to_str()).unwrap_or("");
-    match base {
-        "bash" => (shell, false),
-        "sh" | "dash" | "ash" | "ksh" | "ksh93" | "mksh" | "yash" | "zsh" => (shell, true),
-        _ => ("/bin/sh", true),
-    }
-}
-
-/// One word for a POSIX shell (and for fish and zsh, which read `'\''` the same way).
-fn quote(word: &str) -> String {
-    format!("'{}'", word.replace('\'', r"'\''"))
 }
 
 impl Run<'_> {
@@ -612,127 +570,35 @@ impl Run<'_> {
     }
 }
 
-/// Writes fugue's own `q` line into the FIFO when dropped, which ends the reader thread.
-struct WakeReader<'a>(&'a File);
-
-impl Drop for WakeReader<'_> {
-    fn drop(&mut self) {
-        let mut file = self.0;
-        let _ = file.write_all(b"q\n");
-    }
-}
-
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
-}
-
-/// Turns the driver's lines into events until fugue's own `q` line; ignores anything malformed.
-fn read_status(file: &File, tx: Sender<Event>) {
-    let mut reader = BufReader::new(file);
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        match reader.by_ref().take(MAX_STATUS_LINE).read_until(b'\n', &mut line) {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {}
-        }
-        let Some(event) = parse_event(&String::from_utf8_lossy(&line)) else { continue };
-        let last = event == Event::Caught;
-        if tx.send(event).is_err() || last {
-            return;
-        }
-    }
-}
-
-fn parse_event(line: &str) -> Option<Event> {
-    // A path may hold spaces: everything after `c ` up to the newline.
-    if let Some(dir) = line.strip_prefix("c ") {
-        return Some(Event::Cwd(dir.strip_suffix('\n')?.to_string()));
-    }
-    let words: Vec<&str> = line.split_whitespace().collect();
-    match words.as_slice() {
-        ["b", n] => Some(Event::Begin(n.parse().ok()?)),
-        ["e", n, rc] => Some(Event::End(n.parse().ok()?, rc.parse().ok()?)),
-        ["x", _] => Some(Event::Done),
-        ["q"] => Some(Event::Caught),
-        _ => None,
-    }
-}
-
-impl PrivateDir {
-    /// The step files and the driver that runs them.
-    fn write_steps(&self, plan: &Plan, nonce: &str) -> Result<()> {
-        for (i, step) in plan.steps.iter().enumerate() {
-            self.write(&(i + 1).to_string(), &format!("{}\n", step.command))?;
-        }
-        let shell = &config().shell;
-        let (sh, check) = driver_shell(shell);
-        let flag = |b: bool| if b { "1" } else { "0" };
-        let driver = DRIVER
-            .replace("@DIR@", &quote(&self.path.to_string_lossy()))
-            .replace("@COUNT@", &plan.steps.len().to_string())
-            .replace("@NONCE@", nonce)
-            .replace("@STOP_ON_ERROR@", flag(plan.stop_on_error))
-            .replace("@CHECK@", flag(check))
-            .replace("@SH@", &quote(sh))
-            .replace("@KEEP@", flag(!plan.cleanup))
-            .replace("@SHELL@", &quote(shell));
-        self.write("step", STEP)?;
-        self.write("run", &driver)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn driver_lines_parse_and_junk_is_ignored() {
-        assert_eq!(parse_event("b 3\n"), Some(Event::Begin(3)));
-        assert_eq!(parse_event("e 2 127\n"), Some(Event::End(2, 127)));
-        assert_eq!(parse_event("x 0\n"), Some(Event::Done));
-        assert_eq!(parse_event("q\n"), Some(Event::Caught));
-        assert_eq!(parse_event("c /tmp/a  b\n"), Some(Event::Cwd("/tmp/a  b".into())));
-        assert_eq!(parse_event("c /cut-short"), None);
-        for junk in ["", "e 1\n", "b x\n", "e 1 2 3\n", "hello\n"] {
-            assert_eq!(parse_event(junk), None, "{junk:?}");
-        }
-    }
-
-    #[test]
-    fn words_are_quoted_for_the_shell() {
-        assert_eq!(quote("/tmp/a b"), "'/tmp/a b'");
-        assert_eq!(quote("it's"), r"'it'\''s'");
-    }
-
-    #[test]
-    fn posix_shells_run_the_driver_and_others_get_sh() {
-        assert_eq!(driver_shell("/usr/bin/bash"), ("/usr/bin/bash", false));
-        assert_eq!(driver_shell("/bin/dash"), ("/bin/dash", true));
-        assert_eq!(driver_shell("/usr/bin/fish"), ("/bin/sh", true));
-    }
-
-    #[test]
-    fn every_placeholder_is_filled() {
-        let plan = Plan {
-            steps: vec![Step { name: "a".into(), command: "true".into() }],
+    fn plan(commands: &[&str], stop_on_error: bool) -> Plan {
+        Plan {
+            steps: commands
+                .iter()
+                .map(|c| Step { name: String::new(), command: (*c).to_string() })
+                .collect(),
             cwd: None,
             env: Vec::new(),
-            stop_on_error: true,
+            stop_on_error,
             timeout: Duration::from_secs(1),
             cleanup: false,
             tail_lines: 10,
             all_tails: false,
             stop_asking: true,
-        };
-        let dir = PrivateDir::create(&Arc::default()).unwrap();
-        dir.write_steps(&plan, "abc").unwrap();
-        let driver = std::fs::read_to_string(dir.path.join("run")).unwrap();
-        assert!(!driver.contains('@'), "{driver}");
-        let mode = std::fs::metadata(&dir.path).unwrap().permissions();
-        assert_eq!(std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777, 0o700);
-        let path = dir.path.clone();
-        drop(dir);
-        assert!(!path.exists());
+        }
+    }
+
+    #[test]
+    fn the_pane_shows_the_steps_joined_as_they_run() {
+        assert_eq!(
+            plan(&["cd /src", "make\nmake test "], true).shown(),
+            "cd /src && make; make test"
+        );
+        assert_eq!(plan(&["false", "true"], false).shown(), "false ; true");
+        let long = plan(&[&"é".repeat(200)], true).shown();
+        assert!(long.len() <= MAX_SHOWN + '…'.len_utf8() && long.ends_with('…'), "{long}");
     }
 }
