@@ -32,6 +32,9 @@ pub(crate) struct Config {
     pub(crate) max_pipelines: usize,
     /// Interactive shells start with fugue's shell integration (`FUGUE_SHELL_INTEGRATION=0`: no).
     pub(crate) shell_integration: bool,
+    /// How long a program that waits for the terminal must have printed nothing before it counts
+    /// as asking, in milliseconds.
+    pub(crate) input_quiet_ms: usize,
     /// Size of a new window.
     pub(crate) rows: u16,
     pub(crate) cols: u16,
@@ -59,6 +62,7 @@ impl Config {
             max_pipelines: number("FUGUE_MAX_PIPELINES", 32, 1, 1024),
             shell_integration: std::env::var("FUGUE_SHELL_INTEGRATION")
                 .map_or(true, |v| v.trim() != "0"),
+            input_quiet_ms: number("FUGUE_INPUT_QUIET_MS", 1000, 100, 600_000),
             rows: number("FUGUE_ROWS", 24, 2, 500) as u16,
             cols: number("FUGUE_COLS", 80, 10, 500) as u16,
         }

@@ -6,7 +6,9 @@
 
 use crate::util::{Dir, Fugue};
 use serde_json::{Value, json};
-use std::process::Command;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
 
 /// The quiet period the tests run with, in milliseconds.
 const QUIET_MS: &str = "300";
@@ -187,6 +189,23 @@ fn a_question_before_any_output_is_found_and_output_restarts_the_quiet_period() 
     does_not_ask(&mut f, "bash -c 'while :; do read -t 0.1 x; printf .; done'");
 }
 
+#[test]
+fn input_is_told_apart_under_load() {
+    // Four busy loops on two cores: the probes see threads scheduled late, woken and preempted.
+    let mut load: Vec<Child> = (0..4)
+        .map(|_| Command::new("sh").args(["-c", "while :; do :; done"]).spawn().unwrap())
+        .collect();
+    let mut f = fugue();
+    for _ in 0..3 {
+        asks(&mut f, "bash -c 'read -p \"ok? \" x'");
+        does_not_ask(&mut f, "sleep 30 | cat");
+    }
+    for busy in &mut load {
+        busy.kill().unwrap();
+        busy.wait().unwrap();
+    }
+}
+
 // Programs that do not ask.
 
 #[test]
@@ -290,18 +309,76 @@ fn node_without_its_repl_does_not_ask() {
 }
 
 #[test]
-fn docker_run_interactive_does_not_ask() {
-    if !installed("docker") {
+fn docker_attach_does_not_ask() {
+    // `docker run -it` and `docker attach`: one thread copies the keyboard to the daemon, the Go
+    // runtime's poller waits on the daemon's sockets. Without a daemon, a fake one on a unix socket
+    // answers just enough of the API for the real CLI to attach.
+    if !installed("docker") || !installed("python3") {
         return;
     }
-    let reachable = Command::new("docker").arg("info").output().is_ok_and(|o| o.status.success());
-    if !reachable {
-        eprintln!("skipped: no docker daemon reachable");
-        return;
-    }
+    let dir = Dir::new("docker");
+    let socket = dir.join("docker.sock");
+    let mut daemon = Command::new("python3")
+        .arg(dir.write("fake_daemon.py", FAKE_DOCKER_DAEMON))
+        .arg(&socket)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut ready = String::new();
+    BufReader::new(daemon.stdout.take().unwrap()).read_line(&mut ready).unwrap();
+    assert_eq!(ready.trim(), "ready");
     let mut f = fugue();
-    does_not_ask(&mut f, "docker run --rm -it busybox sleep 30");
+    does_not_ask(&mut f, &format!("docker -H unix://{} attach c1", socket.display()));
+    daemon.kill().unwrap();
+    daemon.wait().unwrap();
 }
+
+/// A docker daemon that knows one running container with a terminal, `c1`, and attaches to it.
+const FAKE_DOCKER_DAEMON: &str = r#"import socketserver, sys, os, json, threading
+class H(socketserver.StreamRequestHandler):
+    def handle(self):
+        while True:
+            line = self.rfile.readline()
+            if not line:
+                return
+            method, path, _ = line.decode().split(' ', 2)
+            headers = {}
+            while True:
+                h = self.rfile.readline().decode()
+                if h in ('\r\n', '\n', ''):
+                    break
+                k, v = h.split(':', 1)
+                headers[k.strip().lower()] = v.strip()
+            n = int(headers.get('content-length', 0) or 0)
+            if n:
+                self.rfile.read(n)
+            sys.stderr.write(f"{method} {path}\n"); sys.stderr.flush()
+            if '/attach' in path:
+                self.wfile.write(b"HTTP/1.1 101 UPGRADED\r\nContent-Type: application/vnd.docker.raw-stream\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n")
+                self.wfile.flush()
+                while self.rfile.read(1):
+                    pass
+                return
+            if '/wait' in path:
+                self.wfile.write(b"HTTP/1.1 200 OK\r\nApi-Version: 1.47\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+                self.wfile.flush()
+                threading.Event().wait()
+            if path.endswith('/json'):
+                body = json.dumps({"Id": "c1", "Name": "/c1", "State": {"Running": True, "Paused": False, "Restarting": False, "Status": "running"},
+                                   "Config": {"Tty": True, "OpenStdin": True, "AttachStdin": True}}).encode()
+            else:
+                body = b"OK" if '_ping' in path else b"{}"
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nApi-Version: 1.47\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body) + (body if method != 'HEAD' else b''))
+            self.wfile.flush()
+class S(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+path = sys.argv[1]
+if os.path.exists(path): os.unlink(path)
+s = S(path, H)
+print("ready", flush=True)
+s.serve_forever()
+"#;
 
 #[test]
 fn on_input_wait_keeps_waiting_and_bad_values_are_refused() {
@@ -326,4 +403,103 @@ fn a_match_wins_over_input() {
         json!({"pane_id": pane, "pattern": "ok\\?", "on_input": "return", "timeout_ms": 20000}),
     );
     assert_eq!(answer["status"], "matched", "{answer}");
+}
+
+/// A private sshd on a free port of 127.0.0.1 that lets in one key; killed on drop.
+struct Sshd {
+    child: Child,
+    dir: Dir,
+    port: u16,
+}
+
+impl Sshd {
+    /// None (after saying why) when sshd is absent or will not start.
+    fn start() -> Option<Sshd> {
+        if !installed("ssh") || !installed("ssh-keygen") {
+            return None;
+        }
+        let sshd = ["/usr/sbin/sshd", "/usr/bin/sshd"].into_iter().find(|p| Path::new(p).exists());
+        let Some(sshd) = sshd else {
+            eprintln!("skipped: sshd not installed");
+            return None;
+        };
+        // sshd refuses to start without its privilege separation directory, which the service
+        // normally makes.
+        let _ = std::fs::create_dir_all("/run/sshd");
+        let dir = Dir::new("sshd");
+        for key in ["host", "user"] {
+            let made = Command::new("ssh-keygen")
+                .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+                .arg(dir.join(key))
+                .status()
+                .is_ok_and(|s| s.success());
+            assert!(made, "ssh-keygen failed");
+        }
+        std::fs::copy(dir.join("user.pub"), dir.join("authorized_keys")).unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let config = format!(
+            "Port {port}\nListenAddress 127.0.0.1\nHostKey {}\nAuthorizedKeysFile {}\n\
+             PermitRootLogin yes\nUsePAM no\nStrictModes no\nPidFile none\n",
+            dir.join("host").display(),
+            dir.join("authorized_keys").display()
+        );
+        let config = dir.write("sshd_config", &config);
+        let mut child = Command::new(sshd)
+            .args(["-D", "-e", "-f"])
+            .arg(&config)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // It says when it listens; a failure ends its stderr.
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let listening = lines.by_ref().map_while(Result::ok).any(|l| l.contains("listening"));
+        if !listening {
+            let _ = child.kill();
+            let _ = child.wait();
+            eprintln!("skipped: sshd would not start");
+            return None;
+        }
+        std::thread::spawn(move || lines.for_each(drop));
+        Some(Sshd { child, dir, port })
+    }
+
+    /// An ssh command line to this server; `known` skips the host key question.
+    fn ssh(&self, known: bool, options: &str, command: &str) -> String {
+        let key_check = if known {
+            "-i {key} -o StrictHostKeyChecking=no"
+        } else {
+            "-o StrictHostKeyChecking=ask"
+        };
+        format!(
+            "ssh -F /dev/null {} -o UserKnownHostsFile=/dev/null -o BatchMode={} -p {} {options} 127.0.0.1 {command}",
+            key_check.replace("{key}", &self.dir.join("user").display().to_string()),
+            if known { "yes" } else { "no" },
+            self.port
+        )
+    }
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn ssh_asking_about_a_host_key_asks() {
+    let Some(sshd) = Sshd::start() else { return };
+    let mut f = fugue();
+    let answer = asks(&mut f, &sshd.ssh(false, "", ""));
+    assert!(answer["line"].as_str().unwrap().contains("continue connecting"), "{answer}");
+}
+
+#[test]
+fn ssh_running_a_remote_command_does_not_ask() {
+    // `ssh host make`: it forwards the terminal to the remote command while it waits on the
+    // socket, so it reads the terminal without asking anything.
+    let Some(sshd) = Sshd::start() else { return };
+    let mut f = fugue();
+    does_not_ask(&mut f, &sshd.ssh(true, "", "sleep 30"));
+    does_not_ask(&mut f, &sshd.ssh(true, "-t", "sleep 30"));
 }

@@ -44,6 +44,8 @@ mod bulk;
 // Activity: programs that wait for someone to type, told apart from those that work or wait on
 // something else.
 mod activity;
+// Questions in orchestration: run tools stop a command that asks and answer `input`; pipeline cwd.
+mod asking;
 // fugue_exec and live shells: exact commands in interactive panes, in every installed shell.
 mod exec;
 // Live shells: rc files and hooks kept, integration off, cleanup, wait_ms in non-shell panes.

@@ -91,9 +91,8 @@ pub(crate) const TOOL: Tool = Tool {
                 (
                     "on_input",
                     json!({"type": "string", "enum": ["wait", "return"], "default": "wait",
-                           "description": "When the program waits for the terminal (a question, \
-                           a prompt) before the pattern appears: wait on (a dev server reading \
-                           keyboard shortcuts is quiet and reading too), or return status input"}),
+                           "description": "return: answer status input if the program waits for \
+                           keyboard input first"}),
                 ),
             ],
             &["pane_id", "pattern"],

@@ -14,8 +14,8 @@ use crate::log;
 use std::fs;
 use std::io::ErrorKind;
 use std::os::unix::fs::FileExt;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 mod syscalls;
@@ -60,14 +60,10 @@ impl serde::Serialize for Activity {
     }
 }
 
-/// `FUGUE_INPUT_QUIET_MS`, default 1000 (read once): how long a program must have printed nothing
-/// before its wait for the terminal counts as a question.
+/// `FUGUE_INPUT_QUIET_MS`, default 1000, 100 to 600000 (read once, with the other settings): how
+/// long a program must have printed nothing before its wait for the terminal counts as a question.
 pub(crate) fn quiet_period() -> Duration {
-    static QUIET: OnceLock<Duration> = OnceLock::new();
-    *QUIET.get_or_init(|| {
-        let ms = std::env::var("FUGUE_INPUT_QUIET_MS").ok().and_then(|v| v.trim().parse().ok());
-        Duration::from_millis(ms.unwrap_or(1000))
-    })
+    Duration::from_millis(crate::config::config().input_quiet_ms as u64)
 }
 
 /// Busy or Input for a live pane right now: Input only if it printed nothing for
@@ -88,7 +84,7 @@ pub(crate) fn probe(pane: &Pane) -> Activity {
 pub(crate) fn waits_for_terminal(pane: &Pane) -> bool {
     PROBES.fetch_add(1, Ordering::Relaxed);
     let Some(terminal) = Terminal::of(pane) else { return false };
-    let verdict = Group::verdict(&terminal);
+    let verdict = group_wait(&terminal);
     log::debug(&format!("activity probe of pane {}: {verdict:?}", pane.id));
     match verdict {
         Wait::Terminal => true,
@@ -126,39 +122,52 @@ impl InputWatch {
     /// When the waiter should wake next to call `check`; None when there is nothing to watch
     /// (the pane's process ended).
     pub(crate) fn next_check(&self) -> Option<Instant> {
-        if !self.pane.is_running() {
-            return None;
-        }
-        let quiet_at = self.pane.output().last_print() + self.quiet;
-        Some(quiet_at.max(self.next_probe))
+        self.pane.is_running().then(|| self.due())
+    }
+
+    /// The earliest moment of the next look. The first of the two agreeing looks comes
+    /// `CONFIRM_GAP` before the quiet period ends and the second as it ends, so a question is
+    /// answered at the end of the quiet period, not a gap after it.
+    fn due(&self) -> Instant {
+        let last_print = self.pane.output().last_print();
+        let quiet_for = match self.first_yes {
+            None => self.quiet.saturating_sub(CONFIRM_GAP),
+            Some(_) => self.quiet,
+        };
+        (last_print + quiet_for).max(self.next_probe)
     }
 
     /// True once the pane has printed nothing for `quiet` and two looks `CONFIRM_GAP` apart, with
     /// no output between them, both say it waits for the terminal.
     pub(crate) fn check(&mut self) -> bool {
-        let end = self.pane.output().end();
-        if end != self.seen_end {
-            self.seen_end = end;
-            self.first_yes = None;
+        self.saw_output();
+        if !self.pane.is_running() || Instant::now() < self.due() {
+            return false;
         }
+        let yes = waits_for_terminal(&self.pane);
         let now = Instant::now();
-        if !self.pane.is_running()
-            || self.pane.output().last_print() + self.quiet > now
-            || now < self.next_probe
-        {
-            return false;
-        }
-        if !waits_for_terminal(&self.pane) {
+        // Every look spaces the next one, whatever follows: at most one per `CONFIRM_GAP`.
+        self.next_probe = now + if yes { CONFIRM_GAP } else { RETRY_GAP };
+        if self.saw_output() || !yes {
             self.first_yes = None;
-            self.next_probe = now + RETRY_GAP;
             return false;
         }
-        if self.first_yes.is_some() && self.pane.output().end() == self.seen_end {
+        if self.first_yes.is_some() {
             return true;
         }
         self.first_yes = Some(now);
-        self.next_probe = now + CONFIRM_GAP;
         false
+    }
+
+    /// Whether the pane printed since the last look; output voids a first "yes".
+    fn saw_output(&mut self) -> bool {
+        let end = self.pane.output().end();
+        if end == self.seen_end {
+            return false;
+        }
+        self.seen_end = end;
+        self.first_yes = None;
+        true
     }
 }
 
@@ -209,26 +218,22 @@ enum Wait {
 
 /// The foreground group's verdict: the worst of its threads (busy over denied over terminal over
 /// neutral), so a single thread waiting on a socket makes a forwarder busy.
-struct Group;
-
-impl Group {
-    fn verdict(terminal: &Terminal) -> Wait {
-        let members = group_members(terminal.group);
-        if members.is_empty() {
-            return Wait::Busy;
-        }
-        let mut worst = Wait::Neutral;
-        for pid in members {
-            let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else { return Wait::Busy };
-            for tid in tasks.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok()) {
-                worst = worst.max(thread_wait(pid, tid, &terminal.path));
-                if worst == Wait::Busy {
-                    return Wait::Busy;
-                }
+fn group_wait(terminal: &Terminal) -> Wait {
+    let members = group_members(terminal.group);
+    if members.is_empty() {
+        return Wait::Busy;
+    }
+    let mut worst = Wait::Neutral;
+    for pid in members {
+        let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else { return Wait::Busy };
+        for tid in tasks.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok()) {
+            worst = worst.max(thread_wait(pid, tid, &terminal.path));
+            if worst == Wait::Busy {
+                return Wait::Busy;
             }
         }
-        worst
     }
+    worst
 }
 
 /// The processes whose process group is `group`.
@@ -271,7 +276,7 @@ fn thread_wait(pid: u32, tid: u32, tty: &str) -> Wait {
     let proc = Proc { pid, tty };
     match syscalls::classify(call.nr) {
         syscalls::Kind::Neutral => Wait::Neutral,
-        // A read's descriptor, or an epoll set's descriptor: both come first.
+        // An epoll descriptor counts by its members, so both wait on the one descriptor `a0`.
         syscalls::Kind::Read | syscalls::Kind::Epoll => proc.set_wait(&[call.args[0]], 0),
         syscalls::Kind::Poll => proc.poll_wait(call.args[0], call.args[1]),
         syscalls::Kind::Select => proc.select_wait(&call.args),

@@ -1,17 +1,17 @@
-//! The system calls a waiting thread can sit in, by number, for x86_64 and aarch64, and the line
+//! The system calls a waiting thread can sit in, by number, for `x86_64` and `aarch64`, and the line
 //! `/proc/PID/task/TID/syscall` shows for one: `nr a0 a1 a2 a3 a4 a5 sp pc` in hex, `running`, or
 //! `-1 sp pc` for a thread blocked outside a system call.
 
 /// What a blocking call means for the question "does it wait for the terminal?".
 #[derive(Debug, PartialEq, Eq)]
 pub(super) enum Kind {
-    /// read, readv, pread64 of `a0`.
+    /// `read`, `readv`, `pread64` of `a0`.
     Read,
-    /// poll, ppoll: `a0` points at `a1` pollfds.
+    /// `poll`, `ppoll`: `a0` points at `a1` pollfds.
     Poll,
-    /// select, pselect6: `a0` descriptors, sets at `a1`..`a3`.
+    /// `select`, `pselect6`: `a0` descriptors, sets at `a1`..`a3`.
     Select,
-    /// epoll_wait, epoll_pwait, epoll_pwait2 on the set `a0`.
+    /// `epoll_wait`, `epoll_pwait`, `epoll_pwait2` on the set `a0`.
     Epoll,
     /// A lock, a signal wait, a timer or a child: no outside event wakes it.
     Neutral,
@@ -25,8 +25,8 @@ mod table {
     pub(super) const POLL: &[i64] = &[7, 271]; // poll, ppoll
     pub(super) const SELECT: &[i64] = &[23, 270]; // select, pselect6
     pub(super) const EPOLL: &[i64] = &[232, 281, 441]; // epoll_wait, epoll_pwait, epoll_pwait2
-    /// pause, nanosleep, wait4, rt_sigtimedwait, rt_sigsuspend, futex, clock_nanosleep, waitid,
-    /// futex_waitv.
+    /// `pause`, `nanosleep`, `wait4`, `rt_sigtimedwait`, `rt_sigsuspend`, `futex`,
+    /// `clock_nanosleep`, `waitid`, `futex_waitv`.
     pub(super) const NEUTRAL: &[i64] = &[34, 35, 61, 128, 130, 202, 230, 247, 449];
 }
 
@@ -36,8 +36,8 @@ mod table {
     pub(super) const POLL: &[i64] = &[73]; // ppoll (there is no poll)
     pub(super) const SELECT: &[i64] = &[72]; // pselect6 (there is no select)
     pub(super) const EPOLL: &[i64] = &[22, 441]; // epoll_pwait, epoll_pwait2
-    /// waitid, futex, nanosleep, clock_nanosleep, rt_sigsuspend, rt_sigtimedwait, wait4,
-    /// futex_waitv.
+    /// `waitid`, `futex`, `nanosleep`, `clock_nanosleep`, `rt_sigsuspend`, `rt_sigtimedwait`,
+    /// `wait4`, `futex_waitv`.
     pub(super) const NEUTRAL: &[i64] = &[95, 98, 101, 115, 133, 137, 260, 449];
 }
 
