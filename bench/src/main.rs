@@ -38,8 +38,7 @@ Exit status: 0 when every measured figure meets its target, 1 otherwise.
 type Figure = fn(&Bench) -> client::R<Vec<Row>>;
 
 /// The figures in table order: (name on the command line, row name for errors, target, function).
-  FIGURE         any of: ingest parallel wake herd input probes init memory panes exec tools
-                 size (default: all)
+const FIGURES: [(&str, &str, Figure); 12] = [
     ("ingest", figures::INGEST, figures::ingestion),
     ("parallel", figures::TRUE_FIG, figures::parallel),
     ("wake", figures::WAKE_FIG, figures::wake),
