@@ -124,10 +124,9 @@ pub(crate) static TOOLS: &[Tool] = &[
                       Backspace, Up/Down/Left/Right, Home, End, PageUp, PageDown, F1-F12, C-a..C-z, \
                       C-\\), then Enter if `submit`. Returns the output offset before the write: \
                       pass it as `since` to read or expect only what the input caused. `pending`: \
-                      bytes the program has not read yet. With wait_ms (alone: only wait) it then \
-                      waits like fugue_exec until the command or program ends (ok/failed, \
-                      exit_code, cwd), waits for the terminal again (input), or wait_ms passes \
-                      (running), and adds status and the output since the write.",
+                      bytes the program has not read yet. wait_ms: then wait as fugue_exec does and \
+                      add status, exit_code, cwd and the output since the write (alone: only \
+                      wait).",
         hints: STARTS,
         input: || {
             object(
@@ -140,10 +139,7 @@ pub(crate) static TOOLS: &[Tool] = &[
                                     "description": "Named keys pressed after input"}),
                     ),
                     ("submit", boolean_or("Press Enter at the end", SUBMIT)),
-                    (
-                        "wait_ms",
-                        integer("Then wait up to this long, as fugue_exec does (0: don't wait)"),
-                    ),
+                    ("wait_ms", integer("Then wait this long for the outcome")),
                     (
                         "max_bytes",
                         integer_or(
@@ -199,9 +195,9 @@ pub(crate) static TOOLS: &[Tool] = &[
         name: "fugue_get_status",
         title: "Get pane status",
         description: "A pane's status (running/exited), exit_code, signal, pid, command, size, \
-                      output offset and timings; while it runs, activity (prompt: its shell waits \
-                      at the prompt; busy; input: it waits for someone to type), cwd, and for \
-                      shells last_exit_code and current_command.",
+                      output offset and timings; while running, activity (prompt: the shell waits \
+                      at its prompt, busy, input: it waits for someone to type), cwd, \
+                      last_exit_code, current_command.",
         hints: READS,
         input: || object(&[("pane_id", string("Pane id or name"))], &["pane_id"]),
         output: || {

@@ -36,17 +36,17 @@ pub(crate) const TOOL: Tool = Tool {
     title: "Run a command in a live shell",
     description: "Run shell text (lines, quotes, heredocs) in a pane's interactive shell; answer \
                   when it ends: status ok/failed (exit_code), input (it waits for the terminal; \
-                  its question ends output; reply with fugue_send_input + wait_ms), running \
-                  (timeout_ms passed), or exited (it ended the shell); cwd, duration_ms, offset, \
-                  output (its own; head+tail past max_bytes). cd/export/functions persist. No \
-                  pane_id: fugue's own shell pane. Busy pane: pane_busy. A timeout or cancel ends \
-                  only the wait: stop the command with keys [\"C-c\"] or fugue_close_pane.",
+                  question ends output; reply with fugue_send_input + wait_ms), running \
+                  (timeout_ms passed) or exited (it ended the shell); cwd, duration_ms, offset, \
+                  output (its own; head+tail past max_bytes). State persists. No pane_id: \
+                  fugue's own shell pane. Busy pane: pane_busy. Timeout or cancel ends only the \
+                  wait: stop the command with keys [\"C-c\"] or fugue_close_pane.",
     hints: RUNS,
     input: || {
         object(
             &[
                 ("command", string("Shell text to run")),
-                ("pane_id", string("A shell pane (default: fugue's own, made on first use)")),
+                ("pane_id", string("A shell pane (default: fugue's own)")),
                 ("timeout_ms", integer_or("Answer running after this long", DEFAULT_TIMEOUT_MS)),
                 ("max_bytes", integer_or("Output cap (head and tail kept)", DEFAULT_MAX_BYTES)),
             ],
