@@ -13,7 +13,9 @@ fn return_output_with_since_holds_only_what_came_after_it() {
         "fugue_send_input",
         json!({"pane_id": pane, "input": "echo early-$((6*7))", "submit": true}),
     );
-    f.expect(&pane, "^early-42$");
+    let early = f.expect(&pane, "^early-42$");
+    // The next prompt first: a line typed before it shows would be echoed ahead of it.
+    f.expect_since(&pane, r"^[$#%>]$", &early["offset"]);
     let sent = f.call(
         "fugue_send_input",
         json!({"pane_id": pane, "input": "echo late-$((6*7))", "submit": true}),
