@@ -20,6 +20,7 @@ mod mux;
 mod orchestrate;
 mod pane;
 mod rpc;
+mod server;
 
 use call::{Cancel, Progress};
 use mcp::Mcp;
@@ -35,16 +36,21 @@ fugue — a terminal multiplexer for AI agents, speaking MCP over stdio
 
 Usage:
   fugue [serve]            run the MCP server on stdin/stdout (logs go to stderr)
-  fugue call TOOL [JSON]   run one tool in-process and print its JSON result
+  fugue serve --shared [NAME]
+                           be a front for this user's shared server NAME (default: default),
+                           starting it if needed; its panes outlive the front (also FUGUE_SERVER)
+  fugue call [--shared NAME] TOOL [JSON]
+                           run one tool (in-process, or in shared server NAME) and print its result
+  fugue kill-server [NAME] end shared server NAME and every process it started
   fugue tools              list the tools, one line each
   fugue verdict complete|followup|failed --reason TEXT [--prompt TEXT] [--cost USD]
                            write an agent-pipeline verdict to $FUGUE_VERDICT_FILE
   fugue ls [--json]        list the running fugue servers with their sessions and panes
-  fugue attach [--server PID] [--input] [SESSION[:WINDOW]]
+  fugue attach [--server PID|NAME] [--input] [SESSION[:WINDOW]]
                            watch a window's panes live in this terminal (C-b ? lists the keys)
   fugue --help | --version
 
-Environment: FUGUE_SHELL, FUGUE_STATE_DIR, FUGUE_LOG, FUGUE_SCROLLBACK_BYTES, FUGUE_MAX_PANES,
+Environment: FUGUE_SERVER, FUGUE_SHELL, FUGUE_STATE_DIR, FUGUE_LOG, FUGUE_SCROLLBACK_BYTES, FUGUE_MAX_PANES,
 FUGUE_MAX_SESSIONS, FUGUE_MAX_CALLS, FUGUE_MAX_LINE_BYTES, FUGUE_MAX_OUTPUT_BYTES (see fugue(1)).
 ";
 
@@ -52,7 +58,16 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let words: Vec<&str> = args.iter().map(String::as_str).collect();
     match words.as_slice() {
-        [] | ["serve"] => serve(),
+        [] | ["serve"] => match std::env::var("FUGUE_SERVER") {
+            Ok(name) if !name.is_empty() => server::front::serve(&name),
+            _ => serve(),
+        },
+        ["serve", "--shared"] => server::front::serve("default"),
+        ["serve", "--shared", name] => server::front::serve(name),
+        ["__server", name] => server::daemon::main(name),
+        ["kill-server", rest @ ..] => server::cli::kill_server(rest),
+        ["call", "--shared", name, tool] => call_shared(name, tool, "{}"),
+        ["call", "--shared", name, tool, json] => call_shared(name, tool, json),
         ["-h" | "--help" | "help"] => print_out(USAGE),
         ["-V" | "--version"] => print_out(&format!("fugue {}\n", env!("CARGO_PKG_VERSION"))),
         ["tools"] => list_tools(),
@@ -106,14 +121,25 @@ fn serve() -> ExitCode {
     std::process::exit(0)
 }
 
-fn call(name: &str, json: &str) -> ExitCode {
+/// A tool and its arguments from the command line, checked.
+fn call_args(
+    name: &str,
+    json: &str,
+) -> Result<(&'static mcp::tools::Tool, Map<String, Value>), ExitCode> {
     let Some(tool) = mcp::tools::find(name) else {
-        return usage_error(&format!("unknown tool {name:?}; `fugue tools` lists them"));
+        return Err(usage_error(&format!("unknown tool {name:?}; `fugue tools` lists them")));
     };
-    let arguments: Map<String, Value> = match serde_json::from_str(json) {
-        Ok(Value::Object(map)) => map,
-        Ok(_) => return usage_error("the arguments must be a JSON object"),
-        Err(e) => return usage_error(&format!("the arguments are not valid JSON: {e}")),
+    match serde_json::from_str(json) {
+        Ok(Value::Object(map)) => Ok((tool, map)),
+        Ok(_) => Err(usage_error("the arguments must be a JSON object")),
+        Err(e) => Err(usage_error(&format!("the arguments are not valid JSON: {e}"))),
+    }
+}
+
+fn call(name: &str, json: &str) -> ExitCode {
+    let (tool, arguments) = match call_args(name, json) {
+        Ok(checked) => checked,
+        Err(code) => return code,
     };
     let mux = Arc::new(Mux::default());
     agent::start(mux.clone(), false);
@@ -125,6 +151,26 @@ fn call(name: &str, json: &str) -> ExitCode {
     let result = mcp::tools::call(tool, &ctx, &arguments);
     mux.shutdown();
     orchestrate::pipeline::remove_temp_dirs();
+    print_result(&result)
+}
+
+/// `fugue call --shared NAME TOOL JSON`: the same call, made in shared server NAME.
+fn call_shared(server: &str, name: &str, json: &str) -> ExitCode {
+    let (tool, arguments) = match call_args(name, json) {
+        Ok(checked) => checked,
+        Err(code) => return code,
+    };
+    match server::front::call(server, tool.name, Value::Object(arguments)) {
+        Ok(result) => print_result(&result),
+        Err(e) => {
+            log::error(&e);
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// A tool's result as `fugue call` prints it: the structured content; failing if it failed.
+fn print_result(result: &Value) -> ExitCode {
     let failed = result["isError"] == Value::Bool(true);
     let body = serde_json::to_string_pretty(&result["structuredContent"]).unwrap_or_default();
     print_out(&format!("{body}\n"));
@@ -150,7 +196,7 @@ fn print_out(text: &str) -> ExitCode {
     }
 }
 
-fn usage_error(message: &str) -> ExitCode {
+pub(crate) fn usage_error(message: &str) -> ExitCode {
     let _ = writeln!(std::io::stderr(), "fugue: {message}\n\n{USAGE}");
     ExitCode::from(2)
 }

@@ -31,3 +31,5 @@ mod security;
 mod soak;
 // Megabytes of output: expect over large backlogs, long lines.
 mod bulk;
+// Shared servers: fronts that come and go, kill-server, exit-empty, start races, stale sockets.
+mod shared;

@@ -55,6 +55,18 @@ pub(crate) fn shutdown() {
     }
 }
 
+/// Whether a pipeline driven here is running (a shared server does not end under it).
+pub(crate) fn busy() -> bool {
+    MANAGER.get().is_some_and(|m| {
+        m.all().iter().any(|h| h.is_driven_here() && h.snapshot().status == PipelineStatus::Running)
+    })
+}
+
+/// A channel woken when any pipeline changes; `None` before `start`.
+pub(crate) fn subscribe() -> Option<crossbeam_channel::Receiver<()>> {
+    MANAGER.get().map(|m| m.subscribe())
+}
+
 fn manager() -> Result<&'static Arc<Manager>> {
     MANAGER.get().ok_or_else(|| Error::internal("the pipeline manager is not running"))
 }

@@ -74,7 +74,9 @@ pub(crate) fn start(mcp: Arc<Mcp>) -> Result<Control> {
     let shared = Arc::new(Shared {
         mcp,
         started: SystemTime::now(),
-        cwd: std::env::current_dir().unwrap_or_default(),
+        cwd: crate::server::host::default_cwd()
+            .cloned()
+            .unwrap_or_else(|| std::env::current_dir().unwrap_or_default()),
         connections: AtomicUsize::new(0),
     });
     std::thread::Builder::new()
@@ -218,6 +220,7 @@ impl Conn<'_> {
             "cwd": self.shared.cwd,
             "client": client,
             "input": self.input,
+            "shared": crate::server::host::info(),
         })
     }
 

@@ -301,7 +301,11 @@ fn spawn_err(e: impl std::fmt::Display) -> Error {
 fn resolve_cwd(cwd: Option<PathBuf>) -> Result<PathBuf> {
     let cwd = match cwd {
         Some(dir) => dir,
-        None => return Ok(std::env::current_dir()?),
+        // A shared server sits in `/`; its panes start where its first front was started.
+        None => match crate::server::host::default_cwd() {
+            Some(dir) => return Ok(dir.clone()),
+            None => return Ok(std::env::current_dir()?),
+        },
     };
     match std::fs::metadata(&cwd) {
         Ok(meta) if meta.is_dir() => Ok(cwd),
