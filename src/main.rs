@@ -1,15 +1,13 @@
 //! fugue: a terminal multiplexer for AI agents, speaking MCP over stdio.
 //!
 //! This file is the command line: it parses arguments by hand and hands each command to one
-//! function. `serve` wires the pieces together — the registry of panes (`mux`), the protocol
-//! (`mcp`), the line loop (`rpc`), the control socket that `ls` and `attach` use (`control`) — and
-//! waits for a reason to stop: end of input, a signal, or a broken stdout. Stopping ends every
-//! process fugue started and removes the socket.
+//! function. `serve` wires the pieces together — the runtime that owns panes and agent pipelines
+//! (`runtime`), the protocol (`mcp`), the line loop (`rpc`), the control socket that `ls` and
+//! `attach` use (`control`) — and waits for a reason to stop: end of input, a signal, or a broken
+//! stdout. Stopping ends every process fugue started and removes the socket.
 
 mod agent;
-mod args;
 mod attach;
-mod call;
 mod config;
 mod control;
 mod error;
@@ -20,16 +18,18 @@ mod mux;
 mod orchestrate;
 mod pane;
 mod rpc;
+mod runtime;
 mod server;
+mod tool;
 
-use call::{Cancel, Progress};
 use mcp::Mcp;
-use mux::Mux;
 use rpc::{Server, Stop, Writer};
+use runtime::Runtime;
 use serde_json::{Map, Value};
 use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
+use tool::call::{Cancel, Progress};
 
 const USAGE: &str = "\
 fugue — a terminal multiplexer for AI agents, speaking MCP over stdio
@@ -39,8 +39,9 @@ Usage:
   fugue serve --shared [NAME]
                            be a front for this user's shared server NAME (default: default),
                            starting it if needed; its panes outlive the front (also FUGUE_SERVER)
-  fugue call [--shared NAME] TOOL [JSON]
-                           run one tool (in-process, or in shared server NAME) and print its result
+  fugue call TOOL [JSON]   run one tool in-process and print its JSON result
+  fugue call --shared NAME TOOL [JSON]
+                           the same, in shared server NAME (starting it if needed)
   fugue kill-server [NAME] end shared server NAME and every process it started
   fugue tools              list the tools, one line each
   fugue verdict complete|followup|failed --reason TEXT [--prompt TEXT] [--cost USD]
@@ -89,9 +90,8 @@ fn serve() -> ExitCode {
     }) {
         log::warn(&format!("cannot install the signal handler: {e}"));
     }
-    let mux = Arc::new(Mux::default());
-    agent::start(mux.clone(), true);
-    let mcp = Arc::new(Mcp::new(mux.clone()));
+    let runtime = Arc::new(Runtime::start(true));
+    let mcp = Arc::new(Mcp::new(runtime.clone()));
     // Before the stdin loop starts, so the socket exists once the client has its first answer.
     let control = control::server::start(mcp.clone())
         .map_err(|e| {
@@ -111,12 +111,9 @@ fn serve() -> ExitCode {
     let why = stop_rx.recv().unwrap_or(Stop::Eof);
     log::info(&format!("stopping: {why:?}"));
     server.cancel_all();
-    // Runners stop first, so the panes ending below are not taken for failed attempts.
-    agent::shutdown();
     // Gone from `fugue ls` at once; attached clients see the end when the process exits.
     drop(control);
-    mux.shutdown();
-    orchestrate::pipeline::remove_temp_dirs();
+    runtime.shutdown();
     // The stdin thread may be blocked in read(); the process exit ends it.
     std::process::exit(0)
 }
@@ -125,8 +122,8 @@ fn serve() -> ExitCode {
 fn call_args(
     name: &str,
     json: &str,
-) -> Result<(&'static mcp::tools::Tool, Map<String, Value>), ExitCode> {
-    let Some(tool) = mcp::tools::find(name) else {
+) -> Result<(&'static tool::Registered<Runtime>, Map<String, Value>), ExitCode> {
+    let Some(tool) = mcp::registry::find(name) else {
         return Err(usage_error(&format!("unknown tool {name:?}; `fugue tools` lists them")));
     };
     match serde_json::from_str(json) {
@@ -141,16 +138,14 @@ fn call(name: &str, json: &str) -> ExitCode {
         Ok(checked) => checked,
         Err(code) => return code,
     };
-    let mux = Arc::new(Mux::default());
-    agent::start(mux.clone(), false);
+    let runtime = Runtime::start(false);
     let cancel = Arc::new(Cancel::default());
     let on_signal = cancel.clone();
     let _ = ctrlc::set_handler(move || on_signal.cancel());
     let progress = Progress::none();
-    let ctx = mcp::tools::Ctx { mux: &mux, cancel: &cancel, progress: &progress };
-    let result = mcp::tools::call(tool, &ctx, &arguments);
-    mux.shutdown();
-    orchestrate::pipeline::remove_temp_dirs();
+    let ctx = tool::Ctx { runtime: &runtime, cancel: &cancel, progress: &progress };
+    let result = tool.call(&ctx, &arguments);
+    runtime.shutdown();
     print_result(&result)
 }
 
@@ -160,7 +155,7 @@ fn call_shared(server: &str, name: &str, json: &str) -> ExitCode {
         Ok(checked) => checked,
         Err(code) => return code,
     };
-    match server::front::call(server, tool.name, Value::Object(arguments)) {
+    match server::front::call(server, tool.tool.name, Value::Object(arguments)) {
         Ok(result) => print_result(&result),
         Err(e) => {
             log::error(&e);
@@ -179,7 +174,7 @@ fn print_result(result: &Value) -> ExitCode {
 
 fn list_tools() -> ExitCode {
     let mut text = String::new();
-    for tool in mcp::tools::all() {
+    for tool in mcp::registry::all().iter().map(|r| r.tool) {
         let first = tool.description.split(". ").next().unwrap_or("").trim_end_matches('.');
         text.push_str(&format!("{:<32} {first}\n", tool.name));
     }

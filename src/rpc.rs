@@ -6,9 +6,9 @@
 //! on stdout as a whole line. A flight's `closed` flag is taken under its lock before anything is
 //! written for it, so after a cancel nothing more — no progress, no response — goes out for that id.
 
-use crate::call::{Cancel, Progress};
 use crate::config::config;
-use crate::mcp::{self, Mcp, Request, Route, RpcError};
+use crate::mcp::{Mcp, Request, Route};
+use crate::tool::call::{Cancel, Progress};
 use crossbeam_channel::{Receiver, Sender};
 use parking_lot::{Condvar, Mutex};
 use serde_json::{Map, Value, json};
@@ -16,6 +16,36 @@ use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::sync::Arc;
 use std::time::Duration;
+
+/// A JSON-RPC error answer.
+#[derive(Debug)]
+pub(crate) struct RpcError {
+    pub(crate) code: i64,
+    pub(crate) message: String,
+    pub(crate) data: Option<Value>,
+}
+
+impl RpcError {
+    pub(crate) fn new(code: i64, message: impl Into<String>) -> RpcError {
+        RpcError { code, message: message.into(), data: None }
+    }
+
+    pub(crate) fn to_json(&self) -> Value {
+        let mut error = json!({"code": self.code, "message": self.message});
+        if let Some(data) = &self.data {
+            error["data"] = data.clone();
+        }
+        error
+    }
+}
+
+/// The JSON-RPC error codes fugue answers with (the last is MCP's, for an unknown protocol version).
+pub(crate) const PARSE_ERROR: i64 = -32700;
+pub(crate) const INVALID_REQUEST: i64 = -32600;
+pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
+pub(crate) const INVALID_PARAMS: i64 = -32602;
+pub(crate) const INTERNAL_ERROR: i64 = -32603;
+pub(crate) const UNSUPPORTED_VERSION: i64 = -32022;
 
 /// Why the server stops.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,7 +121,7 @@ impl Server {
                 Ok(Line::TooLong(n)) => self.reply_error(
                     &Value::Null,
                     RpcError::new(
-                        mcp::INVALID_REQUEST,
+                        INVALID_REQUEST,
                         format!(
                             "message of {n} bytes or more is over the {} byte limit \
                              (FUGUE_MAX_LINE_BYTES)",
@@ -127,16 +157,14 @@ impl Server {
             Ok(Value::Object(message)) => self.dispatch(message),
             Ok(Value::Array(_)) => self.reply_error(
                 &Value::Null,
-                RpcError::new(mcp::INVALID_REQUEST, "Invalid Request: batches are not supported"),
+                RpcError::new(INVALID_REQUEST, "Invalid Request: batches are not supported"),
             ),
             Ok(_) => self.reply_error(
                 &Value::Null,
-                RpcError::new(mcp::INVALID_REQUEST, "Invalid Request: a message is a JSON object"),
+                RpcError::new(INVALID_REQUEST, "Invalid Request: a message is a JSON object"),
             ),
-            Err(e) => self.reply_error(
-                &Value::Null,
-                RpcError::new(mcp::PARSE_ERROR, format!("Parse error: {e}")),
-            ),
+            Err(e) => self
+                .reply_error(&Value::Null, RpcError::new(PARSE_ERROR, format!("Parse error: {e}"))),
         }
     }
 
@@ -154,12 +182,12 @@ impl Server {
                 if let Some(id) = id.clone().filter(is_valid_id) {
                     self.reply_error(
                         &id,
-                        RpcError::new(mcp::INVALID_REQUEST, "Invalid Request: no method"),
+                        RpcError::new(INVALID_REQUEST, "Invalid Request: no method"),
                     );
                 } else if id.is_some() {
                     self.reply_error(
                         &Value::Null,
-                        RpcError::new(mcp::INVALID_REQUEST, "Invalid Request"),
+                        RpcError::new(INVALID_REQUEST, "Invalid Request"),
                     );
                 }
                 return;
@@ -172,7 +200,7 @@ impl Server {
                 if let Some(id) = id.clone().filter(is_valid_id) {
                     self.reply_error(
                         &id,
-                        RpcError::new(mcp::INVALID_PARAMS, "params must be an object"),
+                        RpcError::new(INVALID_PARAMS, "params must be an object"),
                     );
                 }
                 return;
@@ -183,17 +211,15 @@ impl Server {
             return;
         };
         if !is_valid_id(&id) {
-            let err = RpcError::new(
-                mcp::INVALID_REQUEST,
-                "Invalid Request: id must be a string or a number",
-            );
+            let err =
+                RpcError::new(INVALID_REQUEST, "Invalid Request: id must be a string or a number");
             self.reply_error(&Value::Null, err);
             return;
         }
         if message.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
             self.reply_error(
                 &id,
-                RpcError::new(mcp::INVALID_REQUEST, "Invalid Request: jsonrpc must be \"2.0\""),
+                RpcError::new(INVALID_REQUEST, "Invalid Request: jsonrpc must be \"2.0\""),
             );
             return;
         }
@@ -241,7 +267,7 @@ impl Server {
             if flights.calls.contains_key(&key(&id)) {
                 drop(flights);
                 let err = RpcError::new(
-                    mcp::INVALID_REQUEST,
+                    INVALID_REQUEST,
                     "Invalid Request: this id is already in use by a request in flight",
                 );
                 self.reply_error(&id, err);
@@ -296,7 +322,7 @@ impl Server {
         let outcome =
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.mcp.handle(&req)))
                 .unwrap_or_else(|_| {
-                    Err(RpcError::new(mcp::INTERNAL_ERROR, "internal error: the handler panicked"))
+                    Err(RpcError::new(INTERNAL_ERROR, "internal error: the handler panicked"))
                 });
         let mut closed = flight.closed.lock();
         if !*closed {

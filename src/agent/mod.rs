@@ -3,7 +3,7 @@
 //! A pipeline takes one task through implementer → analyzer → QA → merger in its own git worktree
 //! (see `machine` for the policy, `runner` for the thread that drives it, `git` for the worktree
 //! and the merge, `store` for the state files, `verdict` for the analyzer's protocol). These
-//! handlers check arguments, hand the work to the process-wide `Manager`, and render a pipeline's
+//! handlers check arguments, hand the work to the runtime's `Manager`, and render a pipeline's
 //! state as something an agent can act on: where it is, which pane to read, why it is blocked and
 //! what it may do about it. `fugue_agent_pipeline_status` can wait, event-driven, for the next
 //! change.
@@ -15,17 +15,18 @@ pub(crate) mod runner;
 pub(crate) mod store;
 pub(crate) mod verdict;
 
-use crate::args::Args;
 use crate::config::config;
 use crate::error::{Error, Result};
-use crate::mcp::tools::{Ctx, RUNS, SETS, Tool, schema::*};
 use crate::mux::Mux;
+use crate::runtime::{Ctx, Tool};
+use crate::tool::args::Args;
+use crate::tool::{RUNS, SETS, schema::*};
 use crossbeam_channel::{after, never, select, tick};
 use machine::{Agents, Control, Limits, Pipeline, PipelineStatus, StageType};
 use manager::{Handle, Manager, NewPipeline, now};
 use serde_json::{Value, json};
 use std::path::Path;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The longest `wait_ms`: one hour.
@@ -35,43 +36,19 @@ const HEARTBEAT: Duration = Duration::from_secs(1);
 /// The longest task or prompt accepted.
 const MAX_PROMPT_BYTES: usize = 1 << 20;
 
-static MANAGER: OnceLock<Arc<Manager>> = OnceLock::new();
-
 /// Starts the pipeline manager and resumes the pipelines in `FUGUE_STATE_DIR`. `drive` is false
 /// for `fugue call`, which only reads.
-pub(crate) fn start(mux: Arc<Mux>, drive: bool) {
-    let manager = MANAGER.get_or_init(|| Manager::new(mux, drive));
+pub(crate) fn start(mux: Arc<Mux>, drive: bool) -> Arc<Manager> {
+    let manager = Manager::new(mux, drive);
     if let Some(root) = &config().state_dir
         && let Err(e) = manager.load_root(root, false)
     {
         crate::log::warn(&format!("cannot load pipelines from {}: {e}", root.display()));
     }
+    manager
 }
 
-/// Stops the runners, leaving every pipeline's state for the next fugue to resume.
-pub(crate) fn shutdown() {
-    if let Some(manager) = MANAGER.get() {
-        manager.shutdown();
-    }
-}
-
-/// Whether a pipeline driven here is running (a shared server does not end under it).
-pub(crate) fn busy() -> bool {
-    MANAGER.get().is_some_and(|m| {
-        m.all().iter().any(|h| h.is_driven_here() && h.snapshot().status == PipelineStatus::Running)
-    })
-}
-
-/// A channel woken when any pipeline changes; `None` before `start`.
-pub(crate) fn subscribe() -> Option<crossbeam_channel::Receiver<()>> {
-    MANAGER.get().map(|m| m.subscribe())
-}
-
-fn manager() -> Result<&'static Arc<Manager>> {
-    MANAGER.get().ok_or_else(|| Error::internal("the pipeline manager is not running"))
-}
-
-pub(crate) static TOOLS: [Tool; 3] = [
+pub(crate) static TOOLS: &[Tool] = &[
     Tool {
         name: "fugue_agent_pipeline_create",
         title: "Create agent pipeline",
@@ -162,7 +139,7 @@ fn limits_schema() -> Value {
            max_duration_s 7200, max_cost_usd null (defaults)"})
 }
 
-fn create(_ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
+fn create(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let repo = args.path("repo")?.ok_or_else(|| Error::invalid("argument 'repo' is required"))?;
     let task =
         prompt_text(args, "task")?.ok_or_else(|| Error::invalid("argument 'task' is required"))?;
@@ -184,7 +161,7 @@ fn create(_ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
         env: args.env("env")?,
         limits,
     };
-    let handle = manager()?.create(request)?;
+    let handle = ctx.agents.create(request)?;
     let p = handle.snapshot();
     Ok(json!({
         "pipeline_id": p.id,
@@ -262,7 +239,7 @@ enum Until {
 }
 
 fn status(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
-    let manager = manager()?;
+    let manager = &ctx.agents;
     let repo = match args.path("repo")? {
         Some(path) => Some(load_repo(manager, &path)?),
         None => None,
@@ -377,7 +354,7 @@ fn wait(
 }
 
 fn control(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
-    let manager = manager()?;
+    let manager = &ctx.agents;
     let handle = manager.find(args.required_str("pipeline_id")?)?;
     let prompt = prompt_text(args, "prompt")?;
     let action = match (args.required_str("action")?, prompt) {

@@ -195,7 +195,7 @@ impl Conn<'_> {
                 Ok(self.info())
             }
             "info" => Ok(self.info()),
-            "tree" => Ok(view::tree(&self.shared.mcp.mux)),
+            "tree" => Ok(view::tree(&self.shared.mcp.runtime.mux)),
             "window" => self.window(req),
             "scrollback" => self.scrollback(req),
             "input" => self.input(req),
@@ -231,7 +231,7 @@ impl Conn<'_> {
         };
         let rows = param_u16(req, "rows", 1, 1000)?.unwrap_or(24);
         let cols = param_u16(req, "cols", 1, 1000)?.unwrap_or(80);
-        let (value, print) = view::window(&self.shared.mcp.mux, &target, (rows, cols));
+        let (value, print) = view::window(&self.shared.mcp.runtime.mux, &target, (rows, cols));
         if param_bool(req, "watch")?.unwrap_or(false) {
             self.arm = Some(Arm { target, print });
         }
@@ -240,7 +240,8 @@ impl Conn<'_> {
 
     fn arm_watcher(&mut self, arm: Arm) -> std::io::Result<()> {
         if self.watcher.is_none() {
-            self.watcher = Some(watch::start(self.shared.mcp.mux.clone(), self.out.clone())?);
+            self.watcher =
+                Some(watch::start(self.shared.mcp.runtime.mux.clone(), self.out.clone())?);
         }
         if let Some(watcher) = &self.watcher {
             // Only a client that asks faster than the watcher takes arms fills the channel; the
@@ -251,7 +252,7 @@ impl Conn<'_> {
     }
 
     fn scrollback(&self, req: &Map<String, Value>) -> Result<Value, Fault> {
-        let pane = self.shared.mcp.mux.pane(required_str(req, "pane")?)?;
+        let pane = self.shared.mcp.runtime.mux.pane(required_str(req, "pane")?)?;
         let lines = param_u64(req, "lines", 1, MAX_SCROLLBACK_LINES)?.unwrap_or(1000);
         let read = pane.output().read(&ReadRequest {
             format: Format::Text,
@@ -271,7 +272,7 @@ impl Conn<'_> {
                 "this connection is read-only; say hello with \"input\": true (fugue attach --input)",
             ));
         }
-        let pane = self.shared.mcp.mux.pane(required_str(req, "pane")?)?;
+        let pane = self.shared.mcp.runtime.mux.pane(required_str(req, "pane")?)?;
         let data = required_str(req, "data")?;
         let (offset, pending) = pane.send(&[data.as_bytes()])?;
         Ok(json!({"bytes": data.len(), "offset": offset, "pending": pending}))
@@ -282,7 +283,7 @@ impl Conn<'_> {
         let window = required_str(req, "window")?;
         let rows = param_u16(req, "rows", 2, 1000)?.ok_or_else(|| missing("rows"))?;
         let cols = param_u16(req, "cols", 10, 1000)?.ok_or_else(|| missing("cols"))?;
-        self.shared.mcp.mux.resize_window(session, window, rows, cols)?;
+        self.shared.mcp.runtime.mux.resize_window(session, window, rows, cols)?;
         Ok(json!({"rows": rows, "cols": cols}))
     }
 }

@@ -3,14 +3,16 @@
 //! A request arrives here decoded, with its method and params; the answer leaves as a result value
 //! or an `RpcError`. The era is decided per request: a `_meta` envelope with a protocol version is
 //! the 2026-07-28 era (checked on every request, results decorated with `resultType` and server
-//! info); `initialize` opens the legacy era for the process. Both share the tool registry. The
-//! client's name, from `initialize` or the modern envelope, is kept for `fugue ls`.
+//! info); `initialize` opens the legacy era for the process. Both share the tool registry
+//! (`registry`). The client's name, from `initialize` or the modern envelope, is kept for `fugue ls`.
 
-pub(crate) mod tools;
+pub(crate) mod registry;
 
-use crate::call::{Cancel, Progress};
 use crate::error::{Error, ErrorKind};
-use crate::mux::Mux;
+use crate::rpc::{INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, RpcError, UNSUPPORTED_VERSION};
+use crate::runtime::Runtime;
+use crate::tool;
+use crate::tool::call::{Cancel, Progress};
 use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
 use std::sync::{Arc, OnceLock};
@@ -31,35 +33,6 @@ const INSTRUCTIONS: &str = "fugue runs terminal panes for you. Prefer one call o
 fugue_run_parallel / fugue_run_pipeline run commands and return exact exit codes; fugue_expect \
 waits for a regex in a pane's output. fugue_send_input returns an offset: pass it as `since` to \
 fugue_get_output or fugue_expect to see only what your input caused.";
-
-/// A JSON-RPC error answer.
-#[derive(Debug)]
-pub(crate) struct RpcError {
-    pub(crate) code: i64,
-    pub(crate) message: String,
-    pub(crate) data: Option<Value>,
-}
-
-impl RpcError {
-    pub(crate) fn new(code: i64, message: impl Into<String>) -> RpcError {
-        RpcError { code, message: message.into(), data: None }
-    }
-
-    pub(crate) fn to_json(&self) -> Value {
-        let mut error = json!({"code": self.code, "message": self.message});
-        if let Some(data) = &self.data {
-            error["data"] = data.clone();
-        }
-        error
-    }
-}
-
-pub(crate) const PARSE_ERROR: i64 = -32700;
-pub(crate) const INVALID_REQUEST: i64 = -32600;
-pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
-pub(crate) const INVALID_PARAMS: i64 = -32602;
-pub(crate) const INTERNAL_ERROR: i64 = -32603;
-pub(crate) const UNSUPPORTED_VERSION: i64 = -32022;
 
 /// Where a request runs: cheap methods on the reader thread, tool calls on a worker.
 #[derive(PartialEq, Eq)]
@@ -93,7 +66,7 @@ pub(crate) struct ClientInfo {
 }
 
 pub(crate) struct Mcp {
-    pub(crate) mux: Arc<Mux>,
+    pub(crate) runtime: Arc<Runtime>,
     /// The version agreed by `initialize`, once a legacy client has said hello.
     legacy: Mutex<Option<String>>,
     /// The first client name seen; set once, so reading it never takes a lock.
@@ -101,8 +74,8 @@ pub(crate) struct Mcp {
 }
 
 impl Mcp {
-    pub(crate) fn new(mux: Arc<Mux>) -> Mcp {
-        Mcp { mux, legacy: Mutex::new(None), client: OnceLock::new() }
+    pub(crate) fn new(runtime: Arc<Runtime>) -> Mcp {
+        Mcp { runtime, legacy: Mutex::new(None), client: OnceLock::new() }
     }
 
     /// The MCP client's name and version, once it has told us.
@@ -199,7 +172,7 @@ impl Mcp {
         if method != "tools/call" {
             return Err(RpcError::new(INTERNAL_ERROR, message));
         }
-        let result = tools::failure(&Error::new(ErrorKind::LimitReached, message));
+        let result = tool::failure(&Error::new(ErrorKind::LimitReached, message));
         Ok(match era {
             Era::Modern => decorate(result, false),
             Era::Legacy => result,
@@ -224,14 +197,14 @@ impl Mcp {
                 ));
             }
         };
-        let tool = tools::find(name).ok_or_else(|| {
+        let tool = registry::find(name).ok_or_else(|| {
             RpcError::new(
                 INVALID_PARAMS,
                 format!("Unknown tool: {name}; tools/list shows the tools"),
             )
         })?;
-        let ctx = tools::Ctx { mux: &self.mux, cancel: req.cancel, progress: req.progress };
-        Ok(tools::call(tool, &ctx, arguments))
+        let ctx = tool::Ctx { runtime: &*self.runtime, cancel: req.cancel, progress: req.progress };
+        Ok(tool.call(&ctx, arguments))
     }
 }
 
@@ -273,7 +246,7 @@ fn list_tools(params: &Map<String, Value>) -> Result<Value, RpcError> {
         return Err(RpcError::new(INVALID_PARAMS, "Invalid cursor"));
     }
     let mut result = json!({});
-    result["tools"] = tools::list().clone();
+    result["tools"] = registry::list().clone();
     Ok(result)
 }
 

@@ -6,14 +6,15 @@
 //! the client cancels. Each wake scans only from the first line not yet complete, so a long wait
 //! over a chatty pane does linear work.
 
-use crate::args::Args;
 use crate::config::config;
 use crate::error::{Error, ErrorKind, Result};
-use crate::mcp::tools::{Ctx, RUNS, Tool, schema::*};
 use crate::pane::Pane;
 use crate::pane::output::{Format, ReadRequest};
 use crate::pane::text;
 use crate::pane::tools::add_exit;
+use crate::runtime::{Ctx, Tool};
+use crate::tool::args::Args;
+use crate::tool::{RUNS, schema::*};
 use crossbeam_channel::{RecvTimeoutError, TryRecvError, after, never, select, tick};
 use regex::{Regex, RegexBuilder};
 use serde_json::{Value, json};
@@ -35,7 +36,7 @@ const SCAN_CHUNK: u64 = 1 << 20;
 /// How long a waiter lets streaming output gather between scans (see `Pace`).
 const PACE: Duration = Duration::from_millis(1);
 
-pub(crate) static TOOL: Tool = Tool {
+pub(crate) const TOOL: Tool = Tool {
     name: "fugue_expect",
     title: "Expect pattern",
     description: "Wait until a pane's output (text view) matches a regex; event-driven, returns the \

@@ -9,20 +9,20 @@ pub(crate) mod expect;
 pub(crate) mod parallel;
 pub(crate) mod pipeline;
 
-use crate::args::Args;
 use crate::error::{Error, ErrorKind, Result};
-use crate::mcp::tools::Tool;
 use crate::mux::Mux;
 use crate::pane::output::Exit;
 use crate::pane::process::signal_name;
 use crate::pane::{Pane, text};
+use crate::runtime::Tool;
+use crate::tool::args::Args;
 use serde_json::{Value, json};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 /// The orchestration tools in `tools/list` order.
-pub(crate) static TOOLS: [&Tool; 3] = [&expect::TOOL, &parallel::TOOL, &pipeline::TOOL];
+pub(crate) static TOOLS: &[Tool] = &[expect::TOOL, parallel::TOOL, pipeline::TOOL];
 
 /// How often a waiting call reports progress when the client asked for it (the spec wants at
 /// most 2 s between notifications).

@@ -9,11 +9,12 @@
 //! timed-out ones carry an `output_tail`, so a green run stays small.
 
 use super::{HEARTBEAT, add_exit, check_cwd, check_unique, close_panes, command, tail};
-use crate::args::Args;
 use crate::error::{Error, Result};
-use crate::mcp::tools::{Ctx, RUNS, Tool, schema::*};
 use crate::mux::{Mux, ORCHESTRATION_SESSION, PaneArgs, new_id};
 use crate::pane::Pane;
+use crate::runtime::{Ctx, Tool};
+use crate::tool::args::Args;
+use crate::tool::{RUNS, schema::*};
 use crossbeam_channel::{Receiver, Select, never, tick};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -21,7 +22,7 @@ use std::time::Instant;
 
 const MAX_COMMANDS: usize = 10;
 
-pub(crate) static TOOL: Tool = Tool {
+pub(crate) const TOOL: Tool = Tool {
     name: "fugue_run_parallel",
     title: "Run commands in parallel",
     description: "Run 1-10 commands at once, each in its own pane ($SHELL -c command); wait for \
@@ -107,21 +108,21 @@ fn run_parallel(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let cleanup = args.bool("cleanup")?.unwrap_or(true);
     let tail_lines = super::tail_lines(args)?;
 
-    let place = Place::prepare(ctx.mux, tiled)?;
-    let mut jobs = start_all(ctx.mux, &place, &tasks);
+    let place = Place::prepare(&ctx.mux, tiled)?;
+    let mut jobs = start_all(&ctx.mux, &place, &tasks);
     let end = wait_all(ctx, &jobs, started + timeout, started);
     if let End::Cancelled = end {
-        close_panes(ctx.mux, &panes(&jobs), true);
-        place.remove(ctx.mux);
+        close_panes(&ctx.mux, &panes(&jobs), true);
+        place.remove(&ctx.mux);
         return Err(Error::cancelled());
     }
     if let End::Deadline = end {
-        kill_unfinished(ctx.mux, &mut jobs, cleanup);
+        kill_unfinished(&ctx.mux, &mut jobs, cleanup);
     }
     let results: Vec<Value> = jobs.iter().map(|job| job_result(job, tail_lines)).collect();
     if cleanup {
-        close_panes(ctx.mux, &panes(&jobs), true);
-        place.remove(ctx.mux);
+        close_panes(&ctx.mux, &panes(&jobs), true);
+        place.remove(&ctx.mux);
     }
     let status = match end {
         End::AllDone => "completed",

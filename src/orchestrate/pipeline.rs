@@ -16,16 +16,16 @@
 //! killed. The directory is removed when the call ends, however it ends.
 
 use super::{HEARTBEAT, add_exit, check_cwd, check_unique, command, tail};
-use crate::args::Args;
-use crate::call::Progress;
 use crate::config::config;
 use crate::error::{Error, ErrorKind, Result};
-use crate::mcp::tools::{Ctx, RUNS, Tool, schema::*};
 use crate::mux::{ORCHESTRATION_SESSION, PaneArgs, new_id};
 use crate::pane::Pane;
 use crate::pane::output::Exit;
+use crate::runtime::{Ctx, TempDirs, Tool};
+use crate::tool::args::Args;
+use crate::tool::call::Progress;
+use crate::tool::{RUNS, schema::*};
 use crossbeam_channel::{Receiver, Sender, after, never, select, tick};
-use parking_lot::Mutex;
 use serde_json::{Value, json};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -47,7 +47,7 @@ const MAX_STATUS_LINE: u64 = 256;
 
 const DRIVER: &str = include_str!("driver.sh");
 
-pub(crate) static TOOL: Tool = Tool {
+pub(crate) const TOOL: Tool = Tool {
     name: "fugue_run_pipeline",
     title: "Run a command pipeline",
     description: "Run steps one after another in one pane and one shell (cd, export carry over). \
@@ -141,7 +141,7 @@ struct Run<'a> {
 fn run_pipeline(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let started = Instant::now();
     let plan = parse_plan(args)?;
-    let dir = PrivateDir::create()?;
+    let dir = PrivateDir::create(&ctx.temp_dirs)?;
     let nonce = new_id().replace('-', "");
     dir.write_steps(&plan, &nonce)?;
     let status = dir.fifo("status")?;
@@ -539,24 +539,15 @@ fn parse_event(line: &str) -> Option<Event> {
     }
 }
 
-/// The temporary directories of pipelines in progress, so that fugue can remove them when it
-/// exits without waiting for the calls to unwind.
-static LIVE_DIRS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
-
-/// Removes every pipeline directory still there; called when fugue stops.
-pub(crate) fn remove_temp_dirs() {
-    for path in LIVE_DIRS.lock().drain(..) {
-        let _ = std::fs::remove_dir_all(path);
-    }
-}
-
 /// A directory only the user can enter, removed on drop.
 struct PrivateDir {
     path: PathBuf,
+    /// Where it is registered, so that fugue removes it if it stops first.
+    registry: Arc<TempDirs>,
 }
 
 impl PrivateDir {
-    fn create() -> Result<PrivateDir> {
+    fn create(registry: &Arc<TempDirs>) -> Result<PrivateDir> {
         let mut base = std::env::temp_dir();
         if base.is_relative() {
             base = std::env::current_dir()?.join(base);
@@ -565,8 +556,8 @@ impl PrivateDir {
         std::fs::DirBuilder::new().mode(0o700).create(&path).map_err(|e| {
             Error::new(ErrorKind::Io, format!("cannot create {}: {e}", path.display()))
         })?;
-        LIVE_DIRS.lock().push(path.clone());
-        Ok(PrivateDir { path })
+        registry.add(path.clone());
+        Ok(PrivateDir { path, registry: registry.clone() })
     }
 
     fn write(&self, name: &str, text: &str) -> Result<()> {
@@ -615,7 +606,7 @@ impl PrivateDir {
 impl Drop for PrivateDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.path);
-        LIVE_DIRS.lock().retain(|p| *p != self.path);
+        self.registry.forget(&self.path);
     }
 }
 
@@ -658,7 +649,7 @@ mod tests {
             cleanup: false,
             tail_lines: 10,
         };
-        let dir = PrivateDir::create().unwrap();
+        let dir = PrivateDir::create(&Arc::default()).unwrap();
         dir.write_steps(&plan, "abc").unwrap();
         let driver = std::fs::read_to_string(dir.path.join("run")).unwrap();
         assert!(!driver.contains('@'), "{driver}");

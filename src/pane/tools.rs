@@ -7,11 +7,12 @@
 use super::Pane;
 use super::output::{Format, ReadRequest};
 use super::process::signal_name;
-use crate::args::Args;
 use crate::config::config;
 use crate::error::{Error, Result};
-use crate::mcp::tools::{Ctx, ENDS, READS, SETS, STARTS, Tool, schema::*};
 use crate::mux::{PaneArgs, Session, unix_ms};
+use crate::runtime::{Ctx, Tool};
+use crate::tool::args::Args;
+use crate::tool::{ENDS, READS, SETS, STARTS, schema::*};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -21,7 +22,7 @@ const MAX_KEY_BYTES: usize = 64 << 10;
 /// The largest `input` one `fugue_send_input` writes.
 const MAX_INPUT_BYTES: usize = 1 << 20;
 
-pub(crate) static TOOLS: [Tool; 10] = [
+pub(crate) static TOOLS: &[Tool] = &[
     Tool {
         name: "fugue_list_sessions",
         title: "List sessions",

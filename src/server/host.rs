@@ -13,8 +13,9 @@
 use super::{FileLock, Hello, Paths, Role, State};
 use crate::control::wire;
 use crate::mcp::Mcp;
-use crate::mux::{Mux, unix_ms};
+use crate::mux::unix_ms;
 use crate::rpc::{Server, Stop, Writer};
+use crate::runtime::Runtime;
 use crossbeam_channel::{Receiver, Sender, after, never, select};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
@@ -66,7 +67,7 @@ struct Fronts {
 
 pub(crate) struct Host {
     paths: Paths,
-    mux: Arc<Mux>,
+    runtime: Arc<Runtime>,
     started: SystemTime,
     fronts: Mutex<Fronts>,
     /// Wakes the janitor when a front comes or goes.
@@ -116,15 +117,14 @@ pub(crate) fn run(
     }) {
         crate::log::warn(&format!("cannot install the signal handler: {e}"));
     }
-    let mux = Arc::new(Mux::default());
-    crate::agent::start(mux.clone(), true);
-    let control = crate::control::server::start(Arc::new(Mcp::new(mux.clone())))
+    let runtime = Arc::new(Runtime::start(true));
+    let control = crate::control::server::start(Arc::new(Mcp::new(runtime.clone())))
         .map_err(|e| crate::log::warn(&format!("no control socket: {e}")))
         .ok();
     let (wake_tx, wake_rx) = crossbeam_channel::bounded(1);
     let host = Arc::new(Host {
         paths,
-        mux,
+        runtime,
         started: SystemTime::now(),
         fronts: Mutex::new(Fronts::default()),
         wake: wake_tx,
@@ -237,7 +237,7 @@ impl Host {
 
     fn session(&self, stream: UnixStream, input: BufReader<UnixStream>, id: u64) {
         let Ok(out) = stream.try_clone() else { return };
-        let mcp = Arc::new(Mcp::new(self.mux.clone()));
+        let mcp = Arc::new(Mcp::new(self.runtime.clone()));
         // Nobody listens for the writer's stop: a failed write shuts the socket down instead,
         // which ends the read loop below.
         let (stop, _) = crossbeam_channel::bounded::<Stop>(1);
@@ -252,7 +252,7 @@ impl Host {
     }
 
     fn state(&self) -> State {
-        let (sessions, panes) = self.mux.with_sessions(|sessions, _| {
+        let (sessions, panes) = self.runtime.mux.with_sessions(|sessions, _| {
             let panes = sessions.iter().flat_map(|s| &s.windows).map(|w| w.panes.len()).sum();
             (sessions.len(), panes)
         });
@@ -269,8 +269,8 @@ impl Host {
     /// Ends the server once it has stayed empty for `EXIT_GRACE`: no session, no connection, no
     /// agent pipeline running. Any change restarts the wait.
     fn janitor(&self, wake: &Receiver<()>) {
-        let tree = self.mux.subscribe();
-        let pipelines = crate::agent::subscribe().unwrap_or_else(never);
+        let tree = self.runtime.mux.subscribe();
+        let pipelines = self.runtime.agents.subscribe();
         loop {
             let timer = if self.is_empty() { after(EXIT_GRACE) } else { never() };
             select! {
@@ -288,14 +288,24 @@ impl Host {
     }
 
     fn is_empty(&self) -> bool {
-        self.fronts.lock().live.is_empty() && self.state().sessions == 0 && !crate::agent::busy()
+        self.fronts.lock().live.is_empty()
+            && self.state().sessions == 0
+            && !self.pipelines_running()
+    }
+
+    /// Whether an agent pipeline driven here is running: the server does not end under it.
+    fn pipelines_running(&self) -> bool {
+        self.runtime.agents.all().iter().any(|h| {
+            h.is_driven_here()
+                && h.snapshot().status == crate::agent::machine::PipelineStatus::Running
+        })
     }
 
     /// Decides to end, under the fronts lock so no connection slips in between.
     fn close_if_empty(&self) -> bool {
         let mut fronts = self.fronts.lock();
-        let sessions = self.mux.with_sessions(|sessions, _| sessions.len());
-        if fronts.live.is_empty() && sessions == 0 && !crate::agent::busy() {
+        let sessions = self.runtime.mux.with_sessions(|sessions, _| sessions.len());
+        if fronts.live.is_empty() && sessions == 0 && !self.pipelines_running() {
             fronts.closing = true;
             return true;
         }
@@ -318,10 +328,9 @@ impl Host {
                 let _ = stream.shutdown(Shutdown::Both);
             }
         }
-        crate::agent::shutdown();
+        // Gone from `fugue ls` at once; then the runtime's own ordered stop.
         drop(control);
-        self.mux.shutdown();
-        crate::orchestrate::pipeline::remove_temp_dirs();
+        self.runtime.shutdown();
     }
 }
 

@@ -1,0 +1,93 @@
+//! The runtime: everything one fugue server owns and acts on, in one value with one way to stop.
+//!
+//! A `Runtime` owns the registry of panes (`mux`), the agent-pipeline manager (`agents`) and the
+//! temporary directories of pipelines in progress (`temp_dirs`). Tool handlers reach it through
+//! their `Ctx`; protocol connections share it by `Arc` (it is `Send + Sync`), and whoever made it
+//! calls `shutdown` once when the server stops.
+
+use crate::agent::{self, manager::Manager};
+use crate::mux::Mux;
+use parking_lot::Mutex;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// The context a tool handler of fugue gets.
+pub(crate) type Ctx<'a> = crate::tool::Ctx<'a, Runtime>;
+/// A tool of fugue.
+pub(crate) type Tool = crate::tool::Tool<Runtime>;
+
+pub(crate) struct Runtime {
+    /// Every session, window and pane.
+    pub(crate) mux: Arc<Mux>,
+    /// The agent pipelines this process knows about, and the runners of those it drives.
+    pub(crate) agents: Arc<Manager>,
+    /// Temporary directories of `fugue_run_pipeline` calls in progress.
+    pub(crate) temp_dirs: Arc<TempDirs>,
+}
+
+impl Runtime {
+    /// A runtime with no panes, its agent pipelines loaded from `FUGUE_STATE_DIR`. `drive` is false
+    /// for `fugue call`, which ends with its one call and so only reads pipelines.
+    pub(crate) fn start(drive: bool) -> Runtime {
+        let mux = Arc::new(Mux::default());
+        let agents = agent::start(mux.clone(), drive);
+        Runtime { mux, agents, temp_dirs: Arc::default() }
+    }
+
+    /// Stops everything, in order: agent runners first, so the panes ending next are not taken for
+    /// failed attempts; then every pane's processes; then the temporary directories, which calls
+    /// still unwinding no longer need. Pipelines' state stays on disk for the next fugue.
+    pub(crate) fn shutdown(&self) {
+        self.agents.shutdown();
+        self.mux.shutdown();
+        self.temp_dirs.remove_all();
+    }
+}
+
+/// Temporary directories in use, so that fugue can remove them when it stops without waiting for
+/// the calls that made them to unwind.
+#[derive(Default)]
+pub(crate) struct TempDirs {
+    live: Mutex<Vec<PathBuf>>,
+}
+
+impl TempDirs {
+    pub(crate) fn add(&self, path: PathBuf) {
+        self.live.lock().push(path);
+    }
+
+    /// Removes `path` from the registry (its owner has removed it).
+    pub(crate) fn forget(&self, path: &PathBuf) {
+        self.live.lock().retain(|p| p != path);
+    }
+
+    /// Removes every directory still registered.
+    fn remove_all(&self) {
+        for path in self.live.lock().drain(..) {
+            let _ = std::fs::remove_dir_all(path);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_runtime_is_shared_by_connections_on_several_threads() {
+        fn shareable<T: Send + Sync>() {}
+        shareable::<Runtime>();
+        shareable::<Arc<Runtime>>();
+    }
+
+    #[test]
+    fn shutdown_removes_the_directories_still_registered() {
+        let dirs = TempDirs::default();
+        let kept = std::env::temp_dir().join(format!("fugue-runtime-test-{}", std::process::id()));
+        std::fs::create_dir_all(kept.join("inside")).unwrap();
+        dirs.add(kept.clone());
+        dirs.remove_all();
+        assert!(!kept.exists());
+        assert!(dirs.live.lock().is_empty());
+    }
+}
