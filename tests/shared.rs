@@ -15,13 +15,13 @@ use std::time::{Duration, Instant};
 static COUNT: AtomicUsize = AtomicUsize::new(0);
 
 /// One test's private world, and the server NAME in it; ends the server on drop.
-struct Server {
-    dir: Dir,
-    name: String,
+pub struct Server {
+    pub dir: Dir,
+    pub name: String,
 }
 
 impl Server {
-    fn new(tag: &str) -> Server {
+    pub fn new(tag: &str) -> Server {
         let dir = Dir::new(&format!("shared-{tag}"));
         std::fs::create_dir_all(dir.join("run")).unwrap();
         std::fs::set_permissions(dir.join("run"), std::fs::Permissions::from_mode(0o700)).unwrap();
@@ -29,14 +29,14 @@ impl Server {
         Server { dir, name: format!("t{}-{tag}-{n}", std::process::id()) }
     }
 
-    fn env(&self) -> Vec<(&'static str, String)> {
+    pub fn env(&self) -> Vec<(&'static str, String)> {
         vec![
             ("XDG_RUNTIME_DIR", self.dir.join("run").to_str().unwrap().to_string()),
             ("FUGUE_STATE_DIR", self.dir.join("state").to_str().unwrap().to_string()),
         ]
     }
 
-    fn command(&self, extra: &[(&str, &str)]) -> Command {
+    pub fn command(&self, extra: &[(&str, &str)]) -> Command {
         let env = self.env();
         let mut pairs: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
         pairs.extend_from_slice(extra);
@@ -44,11 +44,11 @@ impl Server {
     }
 
     /// A front (`serve --shared NAME`) after the legacy handshake.
-    fn front(&self) -> Fugue {
+    pub fn front(&self) -> Fugue {
         self.front_with(&[])
     }
 
-    fn front_with(&self, extra: &[(&str, &str)]) -> Fugue {
+    pub fn front_with(&self, extra: &[(&str, &str)]) -> Fugue {
         let mut cmd = self.command(extra);
         cmd.args(["serve", "--shared", &self.name]);
         let mut front = Fugue::spawn_command(cmd);
@@ -57,7 +57,7 @@ impl Server {
     }
 
     /// Runs `fugue ARGS...` to completion in this world.
-    fn run(&self, args: &[&str]) -> Output {
+    pub fn run(&self, args: &[&str]) -> Output {
         let mut cmd = Command::new(BIN);
         cmd.args(args);
         for (k, v) in self.env() {
@@ -66,18 +66,18 @@ impl Server {
         cmd.output().expect("run fugue")
     }
 
-    fn shared_dir(&self) -> std::path::PathBuf {
+    pub fn shared_dir(&self) -> std::path::PathBuf {
         self.dir.join("run").join("fugue").join("shared")
     }
 
     /// The server's pid, from its pid file.
-    fn pid(&self) -> u32 {
+    pub fn pid(&self) -> u32 {
         let text = std::fs::read_to_string(self.shared_dir().join(format!("{}.pid", self.name)));
         text.unwrap().trim().parse().expect("a pid in the pid file")
     }
 
     /// Every `fugue __server NAME` process of this test, live.
-    fn server_processes(&self) -> Vec<u32> {
+    pub fn server_processes(&self) -> Vec<u32> {
         procfs::all()
             .into_iter()
             .filter(|s| s.state != 'Z')
@@ -91,7 +91,7 @@ impl Server {
             .collect()
     }
 
-    fn kill_server(&self) -> Output {
+    pub fn kill_server(&self) -> Output {
         self.run(&["kill-server", &self.name])
     }
 }

@@ -33,3 +33,5 @@ mod soak;
 mod bulk;
 // Shared servers: fronts that come and go, kill-server, exit-empty, start races, stale sockets.
 mod shared;
+// Shared servers on the wire: both eras, progress, cancellation, a dying server, version skew, ls.
+mod shared_wire;

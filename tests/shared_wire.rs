@@ -1,0 +1,210 @@
+//! Shared servers on the wire: the MCP protocol through a front (both eras, progress,
+//! cancellation, same ids on two fronts), a server that dies under its fronts, version skew, and
+//! what `fugue ls` and `fugue attach --server NAME` make of shared servers.
+
+use crate::procfs;
+use crate::shared::Server;
+use crate::util::{Fugue, PATIENCE, gone_within};
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+fn envelope() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "modern-front", "version": "1"},
+    })
+}
+
+/// Waits for the first progress notification of `token`: the call is running.
+fn first_progress(front: &mut Fugue, token: &str) {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let m = front.next_message(deadline).expect("a progress notification");
+        if m["method"] == "notifications/progress" {
+            assert_eq!(m["params"]["progressToken"], token);
+            return;
+        }
+        front.backlog.push(m);
+    }
+}
+
+/// A modern front and a legacy front on one server: each era as in-process, and the same request
+/// ids on both never cross.
+#[test]
+fn both_eras_and_the_same_ids_on_two_fronts() {
+    let server = Server::new("eras");
+    let mut legacy = server.front();
+    let mut cmd = server.command(&[]);
+    cmd.args(["serve", "--shared", &server.name]);
+    let mut modern = Fugue::spawn_command(cmd);
+    let listed = modern.request("tools/list", json!({"_meta": envelope()}));
+    assert_eq!(listed["result"]["resultType"], "complete", "{listed}");
+    let before = modern.request("tools/list", json!({}));
+    assert_eq!(before["error"]["code"], -32602, "no era yet on this connection: {before}");
+    let pane = legacy.pane("sleep 600");
+    // Both fronts use id 100 at once: a slow call on one, a fast one on the other.
+    legacy.send(&json!({"jsonrpc": "2.0", "id": 100, "method": "tools/call", "params": {
+        "name": "fugue_expect", "arguments": {"pane_id": pane, "pattern": "never", "timeout_ms": 1500}}}));
+    modern.send(&json!({"jsonrpc": "2.0", "id": 100, "method": "tools/call", "params": {
+        "_meta": envelope(), "name": "fugue_get_status", "arguments": {"pane_id": pane}}}));
+    let fast = modern.response(&json!(100));
+    assert_eq!(fast["result"]["structuredContent"]["status"], "running", "{fast}");
+    let slow = legacy.response(&json!(100));
+    assert_eq!(slow["result"]["structuredContent"]["status"], "timeout", "{slow}");
+    assert!(slow["result"].get("resultType").is_none(), "legacy answers stay legacy");
+}
+
+/// Progress reaches the front that asked, and a cancel from it stops the call: the parallel run's
+/// processes die and nothing more is written for the id.
+#[test]
+fn progress_and_cancellation_through_a_front() {
+    let server = Server::new("cancel");
+    let mut front = server.front();
+    let mut other = server.front();
+    let id = front.submit(
+        "tools/call",
+        json!({"name": "fugue_run_parallel", "arguments": {"commands": [{"command": "sleep 300"}]},
+               "_meta": {"progressToken": "tok"}}),
+    );
+    first_progress(&mut front, "tok");
+    let pid = server.pid();
+    let sleepers = procfs::descendants(pid);
+    assert!(!sleepers.is_empty());
+    front.notify("notifications/cancelled", json!({"requestId": id, "reason": "test"}));
+    assert_eq!(procfs::all_gone_within(&sleepers, Duration::from_secs(10)), Vec::<u32>::new());
+    front.send(&json!({"jsonrpc": "2.0", "id": id, "method": "ping"}));
+    assert_eq!(front.response(&id)["result"], json!({}));
+    let stray = front.backlog.iter().filter(|m| m["id"] == id).count();
+    assert_eq!(stray, 0, "{:?}", front.backlog);
+    assert!(other.backlog.iter().all(|m| m["method"] != "notifications/progress"));
+    other.call("fugue_list_sessions", json!({}));
+}
+
+/// A front that dies mid-call: the call is cancelled as if the client had cancelled it, so a
+/// parallel run ends what it started; panes made by other calls stay.
+#[test]
+fn a_dead_fronts_parallel_run_cleans_up_and_other_panes_stay() {
+    let server = Server::new("deadpar");
+    let mut front = server.front();
+    let kept = front.pane("sleep 600");
+    front.submit(
+        "tools/call",
+        json!({"name": "fugue_run_parallel", "arguments": {"commands": [{"command": "sleep 300"}, {"command": "sleep 301"}]},
+               "_meta": {"progressToken": "tok"}}),
+    );
+    first_progress(&mut front, "tok");
+    let pid = server.pid();
+    let before = procfs::descendants(pid);
+    front.child.kill().unwrap();
+    front.child.wait().unwrap();
+    let mut next = server.front();
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let listed = next.call("fugue_list_sessions", json!({}));
+        let panes = listed.to_string().matches("\"pid\"").count();
+        if panes == 1 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the run's panes stayed: {listed}");
+        next.call_result(
+            "fugue_expect",
+            json!({"pane_id": kept, "pattern": "never", "timeout_ms": 200}),
+        );
+    }
+    assert_eq!(next.call("fugue_get_status", json!({"pane_id": kept}))["status"], "running");
+    let left = procfs::descendants(pid);
+    assert!(before.len() > left.len(), "{before:?} -> {left:?}");
+}
+
+/// The server dies under a front with a call in flight: the front answers it with -32001 and ends.
+#[test]
+fn a_front_answers_its_open_calls_when_the_server_dies() {
+    let server = Server::new("died");
+    let mut front = server.front();
+    let pane = front.pane("sleep 600");
+    let id = front.submit(
+        "tools/call",
+        json!({"name": "fugue_expect", "arguments": {"pane_id": pane, "pattern": "never", "timeout_ms": 20000},
+               "_meta": {"progressToken": "tok"}}),
+    );
+    first_progress(&mut front, "tok");
+    let pid = server.pid();
+    std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status().unwrap();
+    let answer = front.response(&id);
+    assert_eq!(answer["error"]["code"], -32001, "{answer}");
+    assert!(answer["error"]["message"].as_str().unwrap().contains("fugue server exited"));
+    assert!(gone_within(front.pid(), Duration::from_secs(10)), "the front ended");
+}
+
+/// A server of another wire protocol that holds nothing is replaced; one with panes is left alone
+/// and the front says why, naming both versions and what to do.
+#[test]
+fn version_skew_replaces_an_empty_server_and_never_one_with_panes() {
+    let server = Server::new("skew");
+    let old = [("FUGUE_CLAIM_PROTO", "999"), ("FUGUE_CLAIM_VERSION", "9.9.9")];
+    let mut old_front = server.front_with(&old);
+    old_front.call("fugue_list_sessions", json!({}));
+    let old_pid = server.pid();
+    let mut new_front = server.front();
+    assert!(gone_within(old_pid, Duration::from_secs(10)), "the empty old server was replaced");
+    assert_ne!(server.pid(), old_pid);
+    new_front.call("fugue_list_sessions", json!({}));
+    drop(new_front);
+    server.kill_server();
+
+    let mut old_front = server.front_with(&old);
+    let pane = old_front.pane("sleep 600");
+    let old_pid = server.pid();
+    let mut cmd = server.command(&[]);
+    cmd.args(["serve", "--shared", &server.name]);
+    let mut refused = Fugue::spawn_command(cmd);
+    let answer = refused.request(
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}),
+    );
+    let message = answer["error"]["message"].as_str().unwrap_or_else(|| panic!("{answer}"));
+    for part in [
+        "9.9.9",
+        "wire protocol 999",
+        env!("CARGO_PKG_VERSION"),
+        &format!("fugue kill-server {}", server.name),
+    ] {
+        assert!(message.contains(part), "{part:?} missing from {message:?}");
+    }
+    assert!(!gone_within(old_pid, Duration::from_millis(500)));
+    assert_eq!(old_front.call("fugue_get_status", json!({"pane_id": pane}))["status"], "running");
+}
+
+#[test]
+fn ls_names_shared_servers_with_their_fronts_and_state() {
+    let server = Server::new("ls");
+    let mut front = server.front();
+    front.call("fugue_create_session", json!({"name": "work", "command": "sleep 600"}));
+    let out = server.run(&["ls"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let pid = server.pid();
+    assert!(text.contains(&format!("shared {}  live  pid {pid}", server.name)), "{text}");
+    assert!(
+        text.contains(&format!("fugue {}  proto 1  1 front", env!("CARGO_PKG_VERSION"))),
+        "{text}"
+    );
+    assert!(text.contains(&format!("fronts: fugue-tests 0 (pid {})", front.pid())), "{text}");
+    assert!(text.contains("session work"), "{text}");
+    let out = server.run(&["ls", "--json"]);
+    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let entry = &listed.as_array().unwrap()[0];
+    assert_eq!(entry["shared"]["name"], server.name.as_str());
+    assert_eq!(entry["shared"]["status"]["state"], "live");
+    // A stale one: the server is killed outright; ls reports it once and wipes its socket.
+    std::process::Command::new("kill").args(["-KILL", &pid.to_string()]).status().unwrap();
+    assert!(gone_within(pid, Duration::from_secs(10)));
+    drop(front);
+    let out = server.run(&["ls"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains(&format!("shared {}  stale", server.name)), "{text}");
+    let attach = server.run(&["attach", "--server", &server.name]);
+    let err = String::from_utf8_lossy(&attach.stderr);
+    assert!(err.contains(&format!("no fugue server named {:?}", server.name)), "{err}");
+}
