@@ -10,10 +10,10 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// Keeps git away from the machine's and the user's configuration.
-const GIT_ENV: [(&str, &str); 2] =
+pub const GIT_ENV: [(&str, &str); 2] =
     [("GIT_CONFIG_GLOBAL", "/dev/null"), ("GIT_CONFIG_NOSYSTEM", "1")];
 
-fn git(dir: &Path, args: &[&str]) -> String {
+pub fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git").arg("-C").arg(dir).args(args).envs(GIT_ENV).output().unwrap();
     assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).trim().to_string()
@@ -32,7 +32,7 @@ fn git_ok(dir: &Path, args: &[&str]) -> bool {
 }
 
 /// A repository on `main` with one commit; user name and email in the repository's own config.
-fn repo(dir: &Dir) -> PathBuf {
+pub fn repo(dir: &Dir) -> PathBuf {
     let path = dir.join("repo");
     std::fs::create_dir_all(&path).unwrap();
     git(&path, &["init", "-q", "-b", "main"]);
@@ -45,14 +45,14 @@ fn repo(dir: &Dir) -> PathBuf {
 }
 
 /// Writes an executable script and returns its path, ready to be an agent's command.
-fn script(dir: &Dir, name: &str, body: &str) -> String {
+pub fn script(dir: &Dir, name: &str, body: &str) -> String {
     let path = dir.write(&format!("bin/{name}"), &format!("#!/bin/sh\n{body}"));
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     path.to_str().unwrap().to_string()
 }
 
 /// An implementer that records its prompt and environment, adds a line and commits.
-fn implementer(dir: &Dir) -> String {
+pub fn implementer(dir: &Dir) -> String {
     script(
         dir,
         "implementer",
@@ -69,7 +69,7 @@ echo "implemented attempt $n"
 }
 
 /// An analyzer that says `complete` through `fugue verdict`.
-fn approving_analyzer(dir: &Dir) -> String {
+pub fn approving_analyzer(dir: &Dir) -> String {
     script(dir, "analyzer", &format!("exec {BIN} verdict complete --reason 'looks right'\n"))
 }
 

@@ -245,6 +245,9 @@ fn a_hundred_fronts_come_and_go_and_nothing_is_lost_or_kept() {
         wave(&server, &pane, 10);
     }
     let after = settle(pid, base);
+    eprintln!(
+        "server after round 1 (fds, threads, RSS KiB): {base:?}; after 100 fronts: {after:?}"
+    );
     assert!(after.0 <= base.0, "descriptors grew: {base:?} -> {after:?}");
     assert!(after.1 <= base.1, "threads grew: {base:?} -> {after:?}");
     assert!(after.2 <= base.2 + 2048, "RSS grew by more than 2 MiB: {base:?} -> {after:?}");

@@ -208,3 +208,60 @@ fn ls_names_shared_servers_with_their_fronts_and_state() {
     let err = String::from_utf8_lossy(&attach.stderr);
     assert!(err.contains(&format!("no fugue server named {:?}", server.name)), "{err}");
 }
+
+/// An agent pipeline outlives the front that created it: it runs on and merges, and a later front
+/// follows it with `until: settled` to the end.
+#[test]
+fn an_agent_pipeline_outlives_its_front() {
+    use crate::agent::{GIT_ENV, approving_analyzer, git, implementer, repo, script};
+    let server = Server::new("agents");
+    let repo = repo(&server.dir);
+    let before = git(&repo, &["rev-parse", "main"]);
+    let gate = server.dir.join("gate");
+    let slow = script(
+        &server.dir,
+        "slow-implementer",
+        &format!(
+            "echo waiting; while [ ! -e {} ]; do sleep 0.05; done; exec {}\n",
+            gate.display(),
+            implementer(&server.dir)
+        ),
+    );
+    let mut first = server.front_with(&GIT_ENV);
+    let created = first.call(
+        "fugue_agent_pipeline_create",
+        json!({"repo": repo, "task": "t", "implementer": slow,
+               "analyzer": approving_analyzer(&server.dir), "qa": "test -s feature.txt"}),
+    );
+    let id = created["pipeline_id"].as_str().unwrap().to_string();
+    let deadline = Instant::now() + PATIENCE;
+    let pane = loop {
+        let s =
+            first.call("fugue_agent_pipeline_status", json!({"pipeline_id": id, "wait_ms": 5000}));
+        if let Some(pane) = s["pipelines"][0]["pane_id"].as_str() {
+            break pane.to_string();
+        }
+        assert!(Instant::now() < deadline, "the implementer never started: {s}");
+    };
+    first.expect(&pane, "waiting");
+    first.child.kill().unwrap();
+    first.child.wait().unwrap();
+    std::fs::write(&gate, "").unwrap();
+    let mut later = server.front();
+    let settled = loop {
+        let s = later.call(
+            "fugue_agent_pipeline_status",
+            json!({"pipeline_id": id, "wait_ms": 20000, "until": "settled"}),
+        );
+        if s["pipelines"][0]["status"] != "running" {
+            break s["pipelines"][0].clone();
+        }
+        assert!(Instant::now() < deadline + PATIENCE, "did not settle: {s}");
+    };
+    assert_eq!(settled["status"], "complete", "{settled}");
+    assert_ne!(git(&repo, &["rev-parse", "main"]), before, "merged into main");
+    assert!(
+        repo.join("feature.txt").exists()
+            || git(&repo, &["show", "main:feature.txt"]).contains("line 1")
+    );
+}
