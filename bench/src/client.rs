@@ -35,7 +35,13 @@ pub struct Fugue {
 impl Fugue {
     /// Starts fugue (with `/bin/sh` as its shell, like the baselines) without a handshake.
     pub fn spawn(bin: &Path, env: &[(&str, &str)]) -> R<Fugue> {
+        Fugue::spawn_args(bin, &[], env)
+    }
+
+    /// Starts `fugue ARGS...` without a handshake.
+    pub fn spawn_args(bin: &Path, args: &[&str], env: &[(&str, &str)]) -> R<Fugue> {
         let mut cmd = Command::new(bin);
+        cmd.args(args);
         cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
         cmd.env("SHELL", "/bin/sh").env_remove("FUGUE_SHELL").env_remove("FUGUE_LOG");
         for (key, value) in env {
@@ -64,7 +70,12 @@ impl Fugue {
     }
 
     pub fn start_with(bin: &Path, env: &[(&str, &str)]) -> R<Fugue> {
-        let mut fugue = Fugue::spawn(bin, env)?;
+        Fugue::start_args(bin, &[], env)
+    }
+
+    /// Starts `fugue ARGS...` and completes the MCP handshake.
+    pub fn start_args(bin: &Path, args: &[&str], env: &[(&str, &str)]) -> R<Fugue> {
+        let mut fugue = Fugue::spawn_args(bin, args, env)?;
         fugue.initialize()?;
         fugue.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))?;
         Ok(fugue)

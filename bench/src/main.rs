@@ -11,6 +11,7 @@ mod clock;
 mod figures;
 mod pty;
 mod report;
+mod shared;
 
 use figures::{Bench, guard};
 use report::{Row, Verdict};
@@ -27,7 +28,8 @@ Usage:
 
   --fugue PATH   the binary under test (default: $FUGUE_BIN, else target/release/fugue)
   --quick        fewer repetitions, for a quick look
-  FIGURE         any of: ingest parallel wake herd init memory panes tools size (default: all)
+  FIGURE         any of: ingest parallel wake herd init memory panes tools size shared
+                 (default: all)
 
 Exit status: 0 when every measured figure meets its target, 1 otherwise.
 ";
@@ -35,7 +37,7 @@ Exit status: 0 when every measured figure meets its target, 1 otherwise.
 type Figure = fn(&Bench) -> client::R<Vec<Row>>;
 
 /// The figures in table order: (name on the command line, row name for errors, target, function).
-const FIGURES: [(&str, &str, Figure); 9] = [
+const FIGURES: [(&str, &str, Figure); 10] = [
     ("ingest", figures::INGEST, figures::ingestion),
     ("parallel", figures::TRUE_FIG, figures::parallel),
     ("wake", figures::WAKE_FIG, figures::wake),
@@ -45,6 +47,7 @@ const FIGURES: [(&str, &str, Figure); 9] = [
     ("panes", figures::PANES_FIG, figures::many_panes),
     ("tools", figures::TOOLS_FIG, figures::tools_list),
     ("size", figures::SIZE_FIG, figures::binary_size),
+    ("shared", shared::LIST_FIG, shared::shared),
 ];
 
 fn main() -> ExitCode {
