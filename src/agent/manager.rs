@@ -10,12 +10,13 @@
 //! blocks, if its attempts are spent), and a blocked one waits for control again.
 
 use super::git;
-use super::machine::{self, Control, Event, EventKind, Limits, Pipeline, Step};
-use super::runner::{self, Command};
+use super::machine::{self, Control, Event, EventKind, Step};
+use super::record::{self, Limits, Pipeline, now};
+use super::runner::{self, Command, Env, Latest};
 use super::store::{Lock, Problem, Store};
 use crate::config::config;
 use crate::error::{Error, ErrorKind, Result};
-use crate::mux::{Mux, new_id, unix_ms};
+use crate::mux::{Mux, new_id, short_id};
 use crate::pane::output::Watch;
 use crate::tool::call::Cancel;
 use crossbeam_channel::{Receiver, Sender, after, select};
@@ -23,23 +24,23 @@ use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 /// How long a control action waits for the runner to take it.
 const CONTROL_PATIENCE: Duration = Duration::from_secs(60);
 /// How long shutdown waits for the runners to let go.
 const SHUTDOWN_PATIENCE: Duration = Duration::from_secs(3);
 
-pub(crate) fn now() -> u64 {
-    unix_ms(SystemTime::now())
-}
-
 /// One pipeline as this process sees it.
 pub(crate) struct Handle {
     pub(crate) id: String,
+    /// Its name, fixed at creation, so that finding it by name needs no copy of its state.
+    name: Option<String>,
+    created_at: u64,
     pub(crate) store: Arc<Store>,
-    state: Mutex<Pipeline>,
-    watch: Watch,
+    /// Its state in memory: published by our runner, or read from disk (`refresh`) when another
+    /// process drives it.
+    latest: Arc<Latest>,
     driver: Option<Driver>,
     /// Unfinished, yet no process holds its lock (seen from `fugue call`).
     orphaned: bool,
@@ -54,16 +55,36 @@ struct Driver {
 }
 
 impl Handle {
-    /// The pipeline's latest state: published by our runner, or read from disk when another
-    /// process drives it.
+    fn new(store: &Arc<Store>, pipeline: Pipeline, any: Arc<Watch>) -> Handle {
+        Handle {
+            id: pipeline.id.clone(),
+            name: pipeline.name.clone(),
+            created_at: pipeline.created_at,
+            store: store.clone(),
+            latest: Arc::new(Latest::new(pipeline, any)),
+            driver: None,
+            orphaned: false,
+        }
+    }
+
+    /// The pipeline's latest state, from memory; it never reads the disk.
     pub(crate) fn snapshot(&self) -> Pipeline {
+        self.latest.get()
+    }
+
+    fn is_terminal(&self) -> bool {
+        self.latest.with(|p| p.status.is_terminal())
+    }
+
+    /// Reads the state file of a pipeline another process drives, which only that process
+    /// publishes. A pipeline driven here, or finished, is already current in memory.
+    pub(crate) fn refresh(&self) {
         if self.driver.is_none()
-            && !self.state.lock().status.is_terminal()
+            && !self.is_terminal()
             && let Ok(fresh) = self.store.load(&self.id)
         {
-            *self.state.lock() = fresh;
+            self.latest.replace(fresh);
         }
-        self.state.lock().clone()
     }
 
     /// Lets go of the pipeline's lock once its runner has ended.
@@ -88,19 +109,15 @@ impl Handle {
 
     /// A channel woken on every change of this pipeline; subscribe before looking.
     pub(crate) fn subscribe(&self) -> Receiver<()> {
-        self.watch.subscribe()
-    }
-
-    /// Publishes a new state to readers and waiters.
-    pub(crate) fn publish(&self, pipeline: &Pipeline, manager: &Manager) {
-        *self.state.lock() = pipeline.clone();
-        self.watch.notify();
-        manager.changed.notify();
+        self.latest.subscribe()
     }
 }
 
 #[derive(Default)]
 struct Inner {
+    /// The unfinished pipelines. A finished one leaves when its runner ends (or, driven by another
+    /// process, when a refresh finds it finished): its state stays on disk and is read from there
+    /// when asked for, so memory does not grow with the pipelines a server has run.
     handles: Vec<Arc<Handle>>,
     /// State roots loaded so far.
     stores: HashMap<PathBuf, Arc<Store>>,
@@ -115,7 +132,7 @@ pub(crate) struct Manager {
     drive: bool,
     inner: Mutex<Inner>,
     /// Woken when any pipeline changes.
-    changed: Watch,
+    changed: Arc<Watch>,
     /// Cancelled when fugue stops: runners leave their state as it is and return.
     pub(crate) stopping: Cancel,
     /// Runner threads alive, and the channel each one signals on its way out.
@@ -139,7 +156,7 @@ pub(crate) struct NewPipeline {
     pub(crate) base_branch: Option<String>,
     pub(crate) name: Option<String>,
     pub(crate) idea_id: Option<String>,
-    pub(crate) agents: machine::Agents,
+    pub(crate) agents: record::Agents,
     pub(crate) env: Vec<(String, String)>,
     pub(crate) limits: Limits,
 }
@@ -150,7 +167,7 @@ impl Manager {
             mux,
             drive,
             inner: Mutex::new(Inner::default()),
-            changed: Watch::default(),
+            changed: Arc::default(),
             stopping: Cancel::default(),
             runners: Mutex::new(0),
             exits: crossbeam_channel::unbounded(),
@@ -196,20 +213,19 @@ impl Manager {
         Ok(Some(store))
     }
 
-    /// Registers a pipeline read from disk, and drives it if it is unfinished and free.
+    /// Registers an unfinished pipeline read from disk, and drives it if it is free. A finished one
+    /// stays on disk only.
     fn adopt(self: &Arc<Manager>, store: &Arc<Store>, pipeline: Pipeline) {
-        if self.inner.lock().handles.iter().any(|h| h.id == pipeline.id) {
+        if pipeline.status.is_terminal()
+            || self.inner.lock().handles.iter().any(|h| h.id == pipeline.id)
+        {
             return;
         }
-        let lock = if pipeline.status.is_terminal() {
-            None
-        } else {
-            match store.lock(&pipeline.id) {
-                Ok(lock) => lock,
-                Err(e) => {
-                    crate::log::warn(&format!("pipeline {}: {e}", pipeline.id));
-                    None
-                }
+        let lock = match store.lock(&pipeline.id) {
+            Ok(lock) => lock,
+            Err(e) => {
+                crate::log::warn(&format!("pipeline {}: {e}", pipeline.id));
+                None
             }
         };
         let lock = match lock {
@@ -236,41 +252,61 @@ impl Manager {
         drive: Option<(Lock, Step)>,
         orphaned: bool,
     ) -> Arc<Handle> {
-        let (driver, start) = match drive {
-            Some((lock, step)) => {
-                let (tx, rx) = crossbeam_channel::bounded(8);
-                (Some(Driver { control: tx, lock: Mutex::new(Some(lock)) }), Some((rx, step)))
-            }
-            None => (None, None),
-        };
-        let handle = Arc::new(Handle {
-            id: pipeline.id.clone(),
-            store: store.clone(),
-            state: Mutex::new(pipeline.clone()),
-            watch: Watch::default(),
-            driver,
-            orphaned,
+        let mut handle = Handle::new(store, pipeline.clone(), self.changed.clone());
+        handle.orphaned = orphaned;
+        let start = drive.map(|(lock, step)| {
+            let (tx, rx) = crossbeam_channel::bounded(8);
+            handle.driver = Some(Driver { control: tx, lock: Mutex::new(Some(lock)) });
+            (rx, step)
         });
+        let handle = Arc::new(handle);
         self.inner.lock().handles.push(handle.clone());
         self.changed.notify();
         if let Some((control, step)) = start {
-            let manager = self.clone();
-            let runner_handle = handle.clone();
-            let signal = ExitSignal(self.exits.0.clone());
-            *self.runners.lock() += 1;
-            let spawned = std::thread::Builder::new()
-                .name(format!("pipeline-{}", &pipeline.id[..pipeline.id.len().min(8)]))
-                .spawn(move || {
-                    let _signal = signal;
-                    runner::drive(manager, runner_handle.clone(), pipeline, control, step);
-                    runner_handle.release_lock();
-                });
-            if let Err(e) = spawned {
-                // The closure, and with it the signal, was dropped: the count is already even.
-                crate::log::error(&format!("cannot start a pipeline thread: {e}"));
-            }
+            self.start_runner(&handle, pipeline, control, step);
         }
         handle
+    }
+
+    /// Starts the thread that drives `handle`'s pipeline; when it ends with the pipeline
+    /// finished, the pipeline leaves memory.
+    fn start_runner(
+        self: &Arc<Manager>,
+        handle: &Arc<Handle>,
+        pipeline: Pipeline,
+        control: Receiver<Command>,
+        step: Step,
+    ) {
+        let env = Env {
+            mux: self.mux.clone(),
+            stopping: self.stopping.receiver().clone(),
+            store: handle.store.clone(),
+            latest: handle.latest.clone(),
+        };
+        let manager = self.clone();
+        let handle = handle.clone();
+        let signal = ExitSignal(self.exits.0.clone());
+        *self.runners.lock() += 1;
+        let spawned = std::thread::Builder::new()
+            .name(format!("pipeline-{}", short_id(&pipeline.id)))
+            .spawn(move || {
+                let _signal = signal;
+                runner::drive(env, pipeline, control, step);
+                handle.release_lock();
+                if handle.is_terminal() {
+                    manager.retire(&handle.id);
+                }
+            });
+        if let Err(e) = spawned {
+            // The closure, and with it the signal, was dropped: the count is already even.
+            crate::log::error(&format!("cannot start a pipeline thread: {e}"));
+        }
+    }
+
+    /// A finished pipeline leaves memory; readers find it on disk from now on.
+    fn retire(&self, id: &str) {
+        self.inner.lock().handles.retain(|h| h.id != id);
+        self.changed.notify();
     }
 
     /// Creates the worktree and the state, then starts the runner.
@@ -294,20 +330,25 @@ impl Manager {
     }
 
     fn reserve(&self, name: Option<&str>) -> Result<()> {
+        self.refresh_foreign();
+        let finished = match name {
+            Some(_) => self.finished(),
+            None => Vec::new(),
+        };
         let mut inner = self.inner.lock();
         if let Some(name) = name
             && inner
                 .handles
                 .iter()
-                .any(|h| h.snapshot().name.as_deref() == Some(name) || h.id == name)
+                .chain(&finished)
+                .any(|h| h.name.as_deref() == Some(name) || h.id == name)
         {
             return Err(Error::new(
                 ErrorKind::NameTaken,
                 format!("a pipeline named {name:?} already exists; pick another name"),
             ));
         }
-        let active = inner.handles.iter().filter(|h| !h.snapshot().status.is_terminal()).count()
-            + inner.reserved;
+        let active = inner.handles.iter().filter(|h| !h.is_terminal()).count() + inner.reserved;
         if active >= config().max_pipelines {
             return Err(Error::new(
                 ErrorKind::LimitReached,
@@ -335,14 +376,14 @@ impl Manager {
         git::check_branch_name(repo, &base_branch)?;
         let base_commit = git::branch_commit(repo, &base_branch)?;
         let id = new_id();
-        let branch = format!("fugue/{}", &id[..8]);
+        let branch = format!("fugue/{}", short_id(&id));
         let worktree = store.worktree_path(&id);
         let lock = store.lock(&id)?.ok_or_else(|| Error::internal("a new pipeline id is taken"))?;
         if let Err(e) = git::add_worktree(repo, &worktree, &branch, &base_commit) {
             store.discard_lock(&id, lock);
             return Err(e);
         }
-        let job = machine::Job {
+        let job = record::Job {
             repo: repo.display().to_string(),
             base_branch,
             base_commit: base_commit.clone(),
@@ -362,28 +403,65 @@ impl Manager {
         Ok(self.register(store, start.pipeline, Some((lock, start.step)), false))
     }
 
-    /// Finds a pipeline by id or name.
+    /// Finds a pipeline by id or name: in memory, else a finished one on disk.
     pub(crate) fn find(&self, key: &str) -> Result<Arc<Handle>> {
-        let handles = self.inner.lock().handles.clone();
-        handles
-            .iter()
-            .find(|h| h.id == key)
-            .or_else(|| handles.iter().find(|h| h.state.lock().name.as_deref() == Some(key)))
-            .cloned()
-            .ok_or_else(|| {
-                Error::new(
-                    ErrorKind::PipelineNotFound,
-                    format!(
-                        "no pipeline with id or name {key:?}; fugue_agent_pipeline_status lists \
-                         them (give `repo` to load a repository's pipelines)"
-                    ),
-                )
-            })
+        let named = |handles: &[Arc<Handle>]| {
+            handles
+                .iter()
+                .find(|h| h.id == key)
+                .or_else(|| handles.iter().find(|h| h.name.as_deref() == Some(key)))
+                .cloned()
+        };
+        named(&self.live()).or_else(|| named(&self.finished())).ok_or_else(|| {
+            Error::new(
+                ErrorKind::PipelineNotFound,
+                format!(
+                    "no pipeline with id or name {key:?}; fugue_agent_pipeline_status lists \
+                     them (give `repo` to load a repository's pipelines)"
+                ),
+            )
+        })
     }
 
-    /// Every pipeline known, oldest first.
-    pub(crate) fn all(&self) -> Vec<Arc<Handle>> {
+    /// The pipelines in memory (the unfinished ones, and any just finishing), oldest first.
+    pub(crate) fn live(&self) -> Vec<Arc<Handle>> {
         self.inner.lock().handles.clone()
+    }
+
+    /// Every pipeline known, oldest first: those in memory, and the finished ones read from disk.
+    pub(crate) fn all(&self) -> Vec<Arc<Handle>> {
+        let live = self.live();
+        let mut all: Vec<Arc<Handle>> = self.finished();
+        all.retain(|f| !live.iter().any(|h| h.id == f.id));
+        all.extend(live);
+        all.sort_by_key(|h| h.created_at);
+        all
+    }
+
+    /// The finished pipelines of every loaded state root, read from disk now.
+    fn finished(&self) -> Vec<Arc<Handle>> {
+        let stores: Vec<Arc<Store>> = self.inner.lock().stores.values().cloned().collect();
+        let mut finished = Vec::new();
+        for store in &stores {
+            for pipeline in store.load_finished() {
+                finished.push(Arc::new(Handle::new(store, pipeline, Arc::default())));
+            }
+        }
+        finished
+    }
+
+    /// Reads the state of the pipelines other processes drive; those found finished leave memory.
+    pub(crate) fn refresh_foreign(&self) {
+        for handle in self.live().iter().filter(|h| !h.is_driven_here()) {
+            handle.refresh();
+        }
+        self.inner.lock().handles.retain(|h| h.is_driven_here() || !h.is_terminal());
+    }
+
+    /// How many pipelines are held in memory.
+    #[cfg(test)]
+    fn in_memory(&self) -> usize {
+        self.inner.lock().handles.len()
     }
 
     /// State files that could not be loaded.
@@ -405,6 +483,7 @@ impl Manager {
                 format!("the pipeline is {}; nothing is left to control", p.status.name()),
             )
         };
+        handle.refresh();
         let snapshot = handle.snapshot();
         if snapshot.status.is_terminal() {
             return Err(ended(&snapshot));
@@ -450,7 +529,7 @@ impl Manager {
 /// blocks when its attempts are spent); a blocked pipeline waits for control.
 fn resume(pipeline: Pipeline) -> (Pipeline, Step) {
     match pipeline.status {
-        machine::PipelineStatus::Running => {
+        record::PipelineStatus::Running => {
             let t = machine::next(&pipeline, Event { at: now(), kind: EventKind::Interrupted });
             match t.step {
                 Step::Refuse(_) => (pipeline, Step::Wait),
@@ -458,5 +537,59 @@ fn resume(pipeline: Pipeline) -> (Pipeline, Step) {
             }
         }
         _ => (pipeline, Step::Wait),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::record::{Agents, Job, PipelineStatus};
+
+    fn cancelled(name: String) -> Pipeline {
+        let job = Job {
+            repo: "/r".into(),
+            base_branch: "main".into(),
+            base_commit: "abc".into(),
+            branch: "fugue/x".into(),
+            worktree: "/w".into(),
+            task: "t".into(),
+            env: Vec::new(),
+        };
+        let agents = Agents { implementer: "true".into(), ..Agents::default() };
+        let mut p =
+            Pipeline::new(new_id(), Some(name), None, job, agents, Limits::default(), now());
+        p.status = PipelineStatus::Cancelled;
+        p
+    }
+
+    #[test]
+    fn finished_pipelines_leave_memory_and_are_read_from_disk() {
+        let root = std::env::temp_dir().join(format!("fugue-manager-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let manager = Manager::new(Arc::new(Mux::default()), true);
+        let store = manager.load_root(&root, true).unwrap().unwrap();
+        let mut ids = Vec::new();
+        for n in 0..5 {
+            let pipeline = cancelled(format!("p{n}"));
+            store.save(&pipeline).unwrap();
+            let lock = store.lock(&pipeline.id).unwrap().unwrap();
+            ids.push(pipeline.id.clone());
+            // Its runner publishes the end and returns, as after a cancel.
+            manager.register(&store, pipeline, Some((lock, Step::Done)), false);
+        }
+        // Each runner signals on its way out, after its pipeline left memory.
+        for _ in &ids {
+            manager.exits.1.recv_timeout(Duration::from_secs(10)).unwrap();
+        }
+        assert_eq!(manager.in_memory(), 0);
+        assert_eq!(manager.all().len(), ids.len());
+        for (n, id) in ids.iter().enumerate() {
+            let found = manager.find(id).unwrap();
+            assert_eq!(found.snapshot().status, PipelineStatus::Cancelled);
+            assert_eq!(manager.find(&format!("p{n}")).unwrap().id, *id);
+        }
+        // A finished pipeline's name stays taken.
+        assert_eq!(manager.reserve(Some("p0")).unwrap_err().kind(), ErrorKind::NameTaken);
+        let _ = std::fs::remove_dir_all(&root);
     }
 }

@@ -1,16 +1,17 @@
 //! The agent pipeline tools: create a pipeline, watch it, and unblock or cancel it.
 //!
 //! A pipeline takes one task through implementer → analyzer → QA → merger in its own git worktree
-//! (see `machine` for the policy, `runner` for the thread that drives it, `git` for the worktree
-//! and the merge, `store` for the state files, `verdict` for the analyzer's protocol). These
-//! handlers check arguments, hand the work to the runtime's `Manager`, and render a pipeline's
-//! state as something an agent can act on: where it is, which pane to read, why it is blocked and
-//! what it may do about it. `fugue_agent_pipeline_status` can wait, event-driven, for the next
+//! (see `machine` for the policy, `record` for the state it keeps, `runner` for the thread that
+//! drives it, `git` for the worktree and the merge, `store` for the state files, `verdict` for the
+//! analyzer's protocol). These handlers check arguments, hand the work to the runtime's `Manager`,
+//! and render a pipeline's state as something an agent can act on: where it is, which pane to
+//! read, why it is blocked and what it may do about it. `fugue_agent_pipeline_status` can wait, event-driven, for the next
 //! change.
 
 pub(crate) mod git;
 pub(crate) mod machine;
 pub(crate) mod manager;
+pub(crate) mod record;
 pub(crate) mod runner;
 pub(crate) mod store;
 pub(crate) mod verdict;
@@ -22,8 +23,9 @@ use crate::runtime::{Ctx, Tool};
 use crate::tool::args::Args;
 use crate::tool::{RUNS, SETS, schema::*};
 use crossbeam_channel::{after, never, select, tick};
-use machine::{Agents, Control, Limits, Pipeline, PipelineStatus, StageType};
-use manager::{Handle, Manager, NewPipeline, now};
+use machine::Control;
+use manager::{Handle, Manager, NewPipeline};
+use record::{Agents, Limits, Pipeline, PipelineStatus, StageType, now};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::sync::Arc;
@@ -253,14 +255,13 @@ fn status(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let single = args.str("pipeline_id")?.map(|key| manager.find(key)).transpose()?;
     let default_events = if single.is_some() { 5 } else { 0 };
     let events = args.u64("events", 0, 200)?.map_or(default_events, |n| n as usize);
-    let targets = || -> Vec<Arc<Handle>> {
+    // The wait looks at memory only: the pipelines that can still change. The answer then reads
+    // the finished ones from disk, and refreshes those another process drives.
+    let of_repo = |h: &Arc<Handle>| repo.as_deref().is_none_or(|r| h.snapshot().job.repo == r);
+    let live = || -> Vec<Arc<Handle>> {
         match &single {
             Some(handle) => vec![handle.clone()],
-            None => manager
-                .all()
-                .into_iter()
-                .filter(|h| repo.as_deref().is_none_or(|r| h.snapshot().job.repo == r))
-                .collect(),
+            None => manager.live().into_iter().filter(of_repo).collect(),
         }
     };
     let mut value = json!({});
@@ -269,11 +270,19 @@ fn status(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
             Some(handle) => handle.subscribe(),
             None => manager.subscribe(),
         };
-        let changed = wait(ctx, &targets, &events, Duration::from_millis(wait_ms), until)?;
+        let changed = wait(ctx, &live, &events, Duration::from_millis(wait_ms), until)?;
         value["changed"] = json!(changed);
     }
+    manager.refresh_foreign();
+    let targets = match &single {
+        Some(handle) => {
+            handle.refresh();
+            vec![handle.clone()]
+        }
+        None => manager.all().into_iter().filter(of_repo).collect(),
+    };
     let pipelines: Vec<Value> =
-        targets().iter().map(|h| render(h, events, single.is_some())).collect();
+        targets.iter().map(|h| render(h, events, single.is_some())).collect();
     value["pipelines"] = json!(pipelines);
     let problems = manager.problems();
     if !problems.is_empty() {
@@ -430,7 +439,7 @@ fn add_details(value: &mut Value, p: &Pipeline) {
                 "status": s.status,
                 "attempt": s.attempt,
                 "failures": s.failures,
-                "verdict": s.verdict.map(machine::AnalyzerVerdict::name),
+                "verdict": s.verdict.map(record::AnalyzerVerdict::name),
                 "reason": s.reason,
                 "cost_usd": s.cost_usd,
                 "pane_id": s.run_id,

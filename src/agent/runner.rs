@@ -9,21 +9,22 @@
 //! writer of its pipeline's state: tools hand it control actions and wait for the answer. State is
 //! saved before every spawn (so a restart knows a stage was running) and published to readers once
 //! the pane exists (so a status that says "running" can name the pane).
+//!
+//! The runner sees only its `Env` — the panes, fugue's stop signal, its pipeline's store and the
+//! `Latest` board it publishes on — never the manager that started it.
 
 use super::git;
-use super::machine::{
-    Control, Event, EventKind, Limits, Outcome, Pipeline, PipelineStatus, StageType, Step,
-    Transition, next, quote, short_commit,
-};
-use super::manager::{Handle, Manager, now};
-use super::store::write_atomic;
+use super::machine::{Control, Event, EventKind, Outcome, Step, Transition, next, quote};
+use super::record::{Limits, Pipeline, PipelineStatus, StageType, now, short_commit};
+use super::store::{Store, write_atomic};
 use super::verdict;
 use crate::error::{Error, ErrorKind, Result};
-use crate::mux::PaneArgs;
+use crate::mux::{Mux, PaneArgs};
 use crate::pane::Pane;
-use crate::pane::output::{Exit, Format, ReadRequest};
+use crate::pane::output::{Exit, Format, ReadRequest, Watch};
 use crate::pane::process::{session_members, signal_name};
 use crossbeam_channel::{Receiver, Sender, after, select};
+use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -41,9 +42,61 @@ pub(crate) struct Command {
     pub(crate) reply: Sender<Result<()>>,
 }
 
+/// What a runner may use of the world around it.
+pub(crate) struct Env {
+    /// Where its agents' panes live.
+    pub(crate) mux: Arc<Mux>,
+    /// Disconnects when fugue stops: the runner leaves the state as it is and returns.
+    pub(crate) stopping: Receiver<()>,
+    /// Where its pipeline's state is saved.
+    pub(crate) store: Arc<Store>,
+    /// Where its pipeline's state is published.
+    pub(crate) latest: Arc<Latest>,
+}
+
+/// A pipeline's latest published state, held in memory, and the watches woken when it changes.
+pub(crate) struct Latest {
+    state: Mutex<Pipeline>,
+    watch: Watch,
+    /// Woken when any pipeline changes (the manager's).
+    any: Arc<Watch>,
+}
+
+impl Latest {
+    pub(crate) fn new(pipeline: Pipeline, any: Arc<Watch>) -> Latest {
+        Latest { state: Mutex::new(pipeline), watch: Watch::default(), any }
+    }
+
+    /// A copy of the state.
+    pub(crate) fn get(&self) -> Pipeline {
+        self.state.lock().clone()
+    }
+
+    /// Looks at the state without copying it.
+    pub(crate) fn with<T>(&self, look: impl FnOnce(&Pipeline) -> T) -> T {
+        look(&self.state.lock())
+    }
+
+    /// A channel woken on every change of this pipeline; subscribe before looking.
+    pub(crate) fn subscribe(&self) -> Receiver<()> {
+        self.watch.subscribe()
+    }
+
+    /// Publishes a new state to readers and waiters.
+    pub(crate) fn publish(&self, pipeline: &Pipeline) {
+        self.replace(pipeline.clone());
+        self.watch.notify();
+        self.any.notify();
+    }
+
+    /// Replaces the state without waking anyone (a state read back from disk).
+    pub(crate) fn replace(&self, pipeline: Pipeline) {
+        *self.state.lock() = pipeline;
+    }
+}
+
 struct Runner {
-    manager: Arc<Manager>,
-    handle: Arc<Handle>,
+    env: Env,
     pipeline: Pipeline,
     control: Receiver<Command>,
     /// The answer owed to a control action, sent when its result is published.
@@ -71,15 +124,8 @@ struct Files {
 }
 
 /// Runs the pipeline from `step` until it ends or fugue stops.
-pub(crate) fn drive(
-    manager: Arc<Manager>,
-    handle: Arc<Handle>,
-    pipeline: Pipeline,
-    control: Receiver<Command>,
-    step: Step,
-) {
-    let mut runner =
-        Runner { manager, handle, pipeline, control, reply: None, panes: HashMap::new() };
+pub(crate) fn drive(env: Env, pipeline: Pipeline, control: Receiver<Command>, step: Step) {
+    let mut runner = Runner { env, pipeline, control, reply: None, panes: HashMap::new() };
     if !matches!(step, Step::Run { .. }) {
         runner.publish();
     }
@@ -126,7 +172,7 @@ impl Runner {
     }
 
     fn save(&self) {
-        if let Err(e) = self.handle.store.save(&self.pipeline) {
+        if let Err(e) = self.env.store.save(&self.pipeline) {
             crate::log::error(&format!(
                 "pipeline {}: cannot save its state: {e}",
                 self.pipeline.id
@@ -135,7 +181,7 @@ impl Runner {
     }
 
     fn publish(&mut self) {
-        self.handle.publish(&self.pipeline, &self.manager);
+        self.env.latest.publish(&self.pipeline);
         if let Some(reply) = self.reply.take() {
             let _ = reply.send(Ok(()));
         }
@@ -184,7 +230,7 @@ impl Runner {
         prompt: &str,
         command: &str,
     ) -> Result<(Arc<Pane>, Files)> {
-        let store = self.handle.store.clone();
+        let store = self.env.store.clone();
         let dir = store.run_dir(&self.pipeline.id, &format!("{stage}-{attempt}"))?;
         let task_file = dir.join("task.md");
         let prompt_file = dir.join("prompt.md");
@@ -211,7 +257,7 @@ impl Runner {
             ),
         ]);
         if let Some(old) = self.panes.remove(&stage) {
-            let _ = self.manager.mux.close_pane(&old);
+            let _ = self.env.mux.close_pane(&old);
         }
         let args = PaneArgs {
             name: Some(format!("{}-{stage}-{attempt}", self.id8())),
@@ -227,7 +273,7 @@ impl Runner {
     /// Opens a window in the pipeline's session. The session is created empty first, and another
     /// pane closing elsewhere can sweep an empty session away, so a vanished session is made again.
     fn open_pane(&self, window: &str, args: PaneArgs) -> Result<Arc<Pane>> {
-        let mux = &self.manager.mux;
+        let mux = &self.env.mux;
         let mut tries = 0;
         loop {
             let session = mux.ensure_session(&self.session_name())?;
@@ -259,11 +305,11 @@ impl Runner {
                         && let Some(transition) = self.consider(command)
                     {
                         // Only cancel is accepted while running.
-                        let _ = self.manager.mux.close_pane(&pane.id);
+                        let _ = self.env.mux.close_pane(&pane.id);
                         return Waited::Wake(transition);
                     }
                 }
-                recv(self.manager.stopping.receiver()) -> _ => return Waited::Wake(Wake::Stop),
+                recv(self.env.stopping) -> _ => return Waited::Wake(Wake::Stop),
                 recv(deadline) -> _ => {
                     // Ended but kept, so its output shows what the agent was doing.
                     pane.close();
@@ -286,7 +332,7 @@ impl Runner {
                     }
                     Err(_) => return Wake::Stop,
                 },
-                recv(self.manager.stopping.receiver()) -> _ => return Wake::Stop,
+                recv(self.env.stopping) -> _ => return Wake::Stop,
             }
         }
     }
@@ -416,11 +462,11 @@ impl Runner {
                 &job.branch,
             );
             self.note("cleanup", None, done);
-            self.handle.store.remove_runs(&self.pipeline.id);
+            self.env.store.remove_runs(&self.pipeline.id);
             self.pipeline.last_output = None;
             self.save();
         }
-        let _ = self.manager.mux.close_session(&self.session_name());
+        let _ = self.env.mux.close_session(&self.session_name());
         self.publish();
     }
 }

@@ -9,7 +9,7 @@
 //! 0600. Ids are checked before they become paths, so no file name can leave the directory. A file
 //! that does not parse is renamed aside (`<id>.json.corrupt-<ms>`) and reported, never fatal.
 
-use super::machine::{Pipeline, SCHEMA_VERSION};
+use super::record::{Pipeline, SCHEMA_VERSION};
 use crate::error::{Error, ErrorKind, Result};
 use std::fs::{self, DirBuilder, File, OpenOptions};
 use std::io::Write;
@@ -176,6 +176,21 @@ impl Store {
         loaded
     }
 
+    /// The finished pipelines' states, oldest first. Unreadable files are skipped here: loading
+    /// the root reported them.
+    pub(crate) fn load_finished(&self) -> Vec<Pipeline> {
+        let Ok(entries) = fs::read_dir(self.pipelines_dir()) else { return Vec::new() };
+        let mut finished: Vec<Pipeline> = entries
+            .filter_map(|e| {
+                let path = e.ok()?.path();
+                let id = path.file_name()?.to_str()?.strip_suffix(".json")?.to_string();
+                read_state(&path, &id).ok().filter(|p| p.status.is_terminal())
+            })
+            .collect();
+        finished.sort_by_key(|p| p.created_at);
+        finished
+    }
+
     /// Removes the lock file of a pipeline that was never created; `lock` is released with it.
     pub(crate) fn discard_lock(&self, id: &str, lock: Lock) {
         if valid_id(id) {
@@ -300,7 +315,7 @@ fn io_error(what: &str, path: &Path, e: std::io::Error) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::machine::{Agents, Job, Limits};
+    use crate::agent::record::{Agents, Job, Limits};
 
     struct Temp(PathBuf);
 

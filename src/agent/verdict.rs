@@ -7,7 +7,7 @@
 //! fails); it never guesses. Unknown fields are ignored. Other stages may write the same file with
 //! only `cost_usd` to report what they spent.
 
-use super::machine::AnalyzerVerdict;
+use super::record::AnalyzerVerdict;
 use super::store::write_atomic;
 use serde_json::{Value, json};
 use std::io::Write;
