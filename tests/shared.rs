@@ -327,10 +327,33 @@ fn exit_empty() {
     assert!(!server.shared_dir().join(format!("{}.sock", server.name)).exists());
 }
 
-/// Several fronts started at once end up on one server.
+/// Busy loops that keep both cores loaded while they live; killed by pid on drop.
+struct Load(Vec<std::process::Child>);
+
+impl Load {
+    fn start(n: usize) -> Load {
+        Load(
+            (0..n)
+                .map(|_| Command::new("sh").args(["-c", "while :; do :; done"]).spawn().unwrap())
+                .collect(),
+        )
+    }
+}
+
+impl Drop for Load {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Several fronts started at once, on a loaded machine, end up on one server.
 #[test]
 fn fronts_racing_to_start_share_one_server() {
     let server = Server::new("race");
+    let _load = Load::start(2);
     for round in 0..3 {
         let fronts: Vec<Fugue> = (0..6)
             .map(|_| {
@@ -395,4 +418,31 @@ fn fugue_server_in_the_environment_makes_a_front() {
     assert!(out.status.success());
     let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(printed["sessions"][0]["name"], "from-env");
+}
+
+/// A server started by a front is on its own: another session, no terminal, not the front's
+/// child, stdio on /dev/null but its log, working directory `/`.
+#[test]
+fn the_server_is_fully_detached() {
+    let server = Server::new("detach");
+    let mut front = server.front();
+    front.call("fugue_list_sessions", json!({}));
+    let pid = server.pid();
+    let (srv, me) = (procfs::stat(pid).unwrap(), procfs::stat(front.pid()).unwrap());
+    assert_ne!(srv.session, me.session, "its own session");
+    assert_ne!(srv.session, pid, "not a session leader, so it can never gain a terminal");
+    assert_ne!(srv.ppid, front.pid());
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let tty_nr = stat[stat.rfind(')').unwrap() + 1..].split_whitespace().nth(4).unwrap();
+    assert_eq!(tty_nr, "0", "no controlling terminal");
+    let link = |what: &str| std::fs::read_link(format!("/proc/{pid}/{what}")).unwrap();
+    assert_eq!(link("cwd"), std::path::PathBuf::from("/"));
+    assert_eq!(link("fd/0"), std::path::PathBuf::from("/dev/null"));
+    assert_eq!(link("fd/1"), std::path::PathBuf::from("/dev/null"));
+    let log = server.dir.join("state").join("server").join(format!("{}.log", server.name));
+    assert_eq!(link("fd/2"), log);
+    let mode = std::fs::metadata(&log).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains(&format!("starting, pid {pid}")), "{text}");
 }

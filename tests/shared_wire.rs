@@ -112,9 +112,14 @@ fn a_dead_fronts_parallel_run_cleans_up_and_other_panes_stay() {
             json!({"pane_id": kept, "pattern": "never", "timeout_ms": 200}),
         );
     }
-    assert_eq!(next.call("fugue_get_status", json!({"pane_id": kept}))["status"], "running");
-    let left = procfs::descendants(pid);
-    assert!(before.len() > left.len(), "{before:?} -> {left:?}");
+    let status = next.call("fugue_get_status", json!({"pane_id": kept}));
+    assert_eq!(status["status"], "running");
+    let kept_pid = status["pid"].as_u64().unwrap() as u32;
+    let kept_session = procfs::session_members(kept_pid);
+    let runs: Vec<u32> = before.into_iter().filter(|p| !kept_session.contains(p)).collect();
+    assert!(!runs.is_empty(), "the run's processes were seen");
+    assert_eq!(procfs::all_gone_within(&runs, Duration::from_secs(10)), Vec::<u32>::new());
+    assert!(procfs::descendants(pid).contains(&kept_pid));
 }
 
 /// The server dies under a front with a call in flight: the front answers it with -32001 and ends.

@@ -297,7 +297,7 @@ impl Host {
     fn pipelines_running(&self) -> bool {
         self.runtime.agents.all().iter().any(|h| {
             h.is_driven_here()
-                && h.snapshot().status == crate::agent::machine::PipelineStatus::Running
+                && h.snapshot().status == crate::agent::record::PipelineStatus::Running
         })
     }
 
