@@ -155,7 +155,7 @@ fn call_shared(server: &str, name: &str, json: &str) -> ExitCode {
         Ok(checked) => checked,
         Err(code) => return code,
     };
-    match server::front::call(server, tool.tool.name, Value::Object(arguments)) {
+    match server::front::call(server, tool.tool.name, &Value::Object(arguments)) {
         Ok(result) => print_result(&result),
         Err(e) => {
             log::error(&e);

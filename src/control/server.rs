@@ -100,7 +100,7 @@ fn accept_loop(listener: &UnixListener, shared: &Arc<Shared>) {
 
 /// Gives a connection from our own uid a thread of its own, if there is room.
 fn admit(mut stream: UnixStream, shared: &Arc<Shared>) {
-    if peer_uid(&stream) != Some(dir::euid()) {
+    if peer_cred(&stream).map(|c| c.uid) != Some(dir::euid()) {
         crate::log::warn("control socket: refused a connection from another user");
         return;
     }
@@ -356,8 +356,8 @@ fn fault_line(id: &Value, fault: &Fault) -> Vec<u8> {
     line
 }
 
-/// The uid of the process at the other end of a Unix socket.
-fn peer_uid(stream: &UnixStream) -> Option<u32> {
+/// The pid and uid of the process at the other end of a Unix socket.
+pub(crate) fn peer_cred(stream: &UnixStream) -> Option<libc::ucred> {
     let mut cred = libc::ucred { pid: 0, uid: 0, gid: 0 };
     let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
     // SAFETY: getsockopt writes at most `len` bytes into `cred`, which is that large and lives
@@ -371,5 +371,5 @@ fn peer_uid(stream: &UnixStream) -> Option<u32> {
             &mut len,
         )
     };
-    (r == 0).then_some(cred.uid)
+    (r == 0).then_some(cred)
 }

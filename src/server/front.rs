@@ -65,7 +65,7 @@ pub(crate) fn open(paths: &Paths) -> Result<Link> {
         match connect(paths, Role::Front)? {
             Found::Server(link) if link.server.proto == super::proto() => return Ok(link),
             Found::Server(link) => replace_or_refuse(paths, &link.server)?,
-            Found::Closed => continue,
+            Found::Closed => {}
             Found::Unresponsive => return Err(unresponsive(paths)),
             Found::Nobody => {
                 let _starting = FileLock::take(&paths.lock)?;
@@ -108,7 +108,6 @@ fn connect(paths: &Paths, role: Role) -> Result<Found> {
     stream.set_read_timeout(Some(HELLO_TIMEOUT)).ok();
     let line = match crate::control::wire::read_line(&mut input, super::MAX_HELLO) {
         Ok(Some(line)) => line,
-        Ok(None) => return Ok(Found::Closed),
         Err(crate::control::wire::LineError::Io(e))
             if matches!(
                 e.kind(),
@@ -117,7 +116,7 @@ fn connect(paths: &Paths, role: Role) -> Result<Found> {
         {
             return Ok(Found::Unresponsive);
         }
-        Err(_) => return Ok(Found::Closed),
+        Ok(None) | Err(_) => return Ok(Found::Closed),
     };
     stream.set_read_timeout(None).ok();
     match Hello::parse(&line) {
@@ -243,7 +242,7 @@ fn start(paths: &Paths) -> Result<()> {
 /// The ready line, or nothing if the pipe closes or stays silent past `READY_TIMEOUT`.
 fn read_ready(ready: &mut std::process::ChildStdout) -> String {
     let mut pfd = libc::pollfd { fd: ready.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-    let ms = READY_TIMEOUT.as_millis() as libc::c_int;
+    let ms = libc::c_int::try_from(READY_TIMEOUT.as_millis()).unwrap_or(libc::c_int::MAX);
     // SAFETY: poll on one pollfd that lives across the call.
     if unsafe { libc::poll(&raw mut pfd, 1, ms) } <= 0 {
         return String::new();
@@ -375,7 +374,11 @@ fn answer_errors(message: &str) -> ExitCode {
 
 /// `fugue call --shared NAME TOOL JSON`: one tool call through the server; the `tools/call`
 /// result, or the JSON-RPC error's message.
-pub(crate) fn call(name: &str, tool: &str, arguments: Value) -> std::result::Result<Value, String> {
+pub(crate) fn call(
+    name: &str,
+    tool: &str,
+    arguments: &Value,
+) -> std::result::Result<Value, String> {
     let paths = Paths::new(name).map_err(|e| e.message().to_string())?;
     let Link { stream, mut input, .. } = open(&paths).map_err(|e| e.message().to_string())?;
     let messages = [

@@ -22,7 +22,6 @@ use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::io::{BufReader, Write};
 use std::net::Shutdown;
-use std::os::fd::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -169,7 +168,7 @@ impl Host {
 
     /// Counts a connection from our own uid and gives it a thread.
     fn admit(self: &Arc<Host>, stream: UnixStream) {
-        let Some(cred) = peer_cred(&stream) else { return };
+        let Some(cred) = crate::control::server::peer_cred(&stream) else { return };
         if cred.uid != crate::control::dir::euid() {
             crate::log::warn("shared socket: refused a connection from another user");
             return;
@@ -231,11 +230,11 @@ impl Host {
                 let _ = self.end.try_send(End::Kill);
             }
             Role::Front if theirs.proto != super::proto() => {}
-            Role::Front => self.session(stream, input, id),
+            Role::Front => self.session(&stream, input, id),
         }
     }
 
-    fn session(&self, stream: UnixStream, input: BufReader<UnixStream>, id: u64) {
+    fn session(&self, stream: &UnixStream, input: BufReader<UnixStream>, id: u64) {
         let Ok(out) = stream.try_clone() else { return };
         let mcp = Arc::new(Mcp::new(self.runtime.clone()));
         // Nobody listens for the writer's stop: a failed write shuts the socket down instead,
@@ -347,22 +346,4 @@ impl Write for SocketOut {
     fn flush(&mut self) -> std::io::Result<()> {
         self.0.flush()
     }
-}
-
-/// The pid and uid of the process at the other end of a Unix socket.
-pub(crate) fn peer_cred(stream: &UnixStream) -> Option<libc::ucred> {
-    let mut cred = libc::ucred { pid: 0, uid: 0, gid: 0 };
-    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-    // SAFETY: getsockopt writes at most `len` bytes into `cred`, which is that large and lives
-    // across the call.
-    let r = unsafe {
-        libc::getsockopt(
-            stream.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            (&raw mut cred).cast(),
-            &mut len,
-        )
-    };
-    (r == 0).then_some(cred)
 }
