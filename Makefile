@@ -19,9 +19,11 @@ demo: build
 	@echo '== fugue_run_pipeline: cd and export carry over; the failing step is named'
 	-$(BIN) call fugue_run_pipeline '{"commands":[{"name":"enter","command":"cd /tmp && export GREETING=hello"},{"name":"show","command":"echo $$GREETING from $$(pwd)"},{"name":"fail","command":"false"},{"name":"never","command":"echo not reached"}]}'
 
-# The test suite: formatting, unit tests and integration tests against the real binary.
+# The test suite: formatting, lints (the [lints] table in Cargo.toml, warnings denied), unit tests
+# and integration tests against the real binary.
 check:
 	$(CARGO) fmt --check
+	$(CARGO) clippy --all-targets -- -D warnings
 	$(CARGO) build --all-targets
 	$(CARGO) test
 

@@ -17,7 +17,7 @@ pub(crate) fn tile(n: usize, rows: u16, cols: u16) -> Vec<Rect> {
     if n == 0 {
         return Vec::new();
     }
-    let grid_cols = if n <= 3 { n } else { (n as f64).sqrt().ceil() as usize };
+    let grid_cols = if n <= 3 { n } else { n.isqrt() + usize::from(n.isqrt().pow(2) < n) };
     let grid_rows = n.div_ceil(grid_cols);
     let heights = split(rows, grid_rows);
     let mut rects = Vec::with_capacity(n);

@@ -10,7 +10,8 @@
 use crate::config::config;
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout;
-use crate::pane::output::{Exit, Watch};
+use crate::pane::exit::Exit;
+use crate::pane::output::Watch;
 use crate::pane::{Pane, Spec};
 use crossbeam_channel::Receiver;
 use parking_lot::Mutex;
@@ -296,10 +297,10 @@ impl Inner {
                 ),
             ));
         }
-        if let Some(name) = &args.name {
-            if self.find_pane(name).is_some() || self.reserved_names.contains(name) {
-                return Err(name_taken("pane", name));
-            }
+        if let Some(name) = &args.name
+            && (self.find_pane(name).is_some() || self.reserved_names.contains(name))
+        {
+            return Err(name_taken("pane", name));
         }
         let (session_id, window_id, rows, cols) = match place {
             Place::NewWindow { session, name } => self.new_window(session, name.clone())?,

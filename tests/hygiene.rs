@@ -287,7 +287,7 @@ fn a_client_that_stops_reading_gets_backpressure_and_every_answer() {
         let m = raw.read();
         let id = m["id"].as_u64().unwrap_or_else(|| panic!("unexpected message {m}"));
         *seen.entry(id).or_default() += 1;
-        if id % 500 == 0 {
+        if id.is_multiple_of(500) {
             assert!(id > last_ping, "ping {id} answered after ping {last_ping}");
             last_ping = id;
             assert_eq!(m["result"], json!({}), "{m}");

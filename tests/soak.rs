@@ -100,7 +100,7 @@ impl Soak {
         if self.has.contains("fugue_run_pipeline") {
             self.pipeline(n);
         }
-        if self.has.contains("fugue_agent_pipeline_create") && n % 10 == 0 {
+        if self.has.contains("fugue_agent_pipeline_create") && n.is_multiple_of(10) {
             self.agent_pipeline(n);
         }
     }

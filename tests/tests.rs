@@ -35,3 +35,7 @@ mod bulk;
 mod shared;
 // Shared servers on the wire: both eras, progress, cancellation, a dying server, version skew, ls.
 mod shared_wire;
+// The names fugue gives the sessions and windows it creates.
+mod names;
+// The manual names exactly the tools, environment variables and error codes fugue has.
+mod docs;

@@ -22,7 +22,7 @@ use crate::mux::Mux;
 use crate::runtime::{Ctx, Tool};
 use crate::tool::args::Args;
 use crate::tool::{RUNS, SETS, schema::*};
-use crossbeam_channel::{after, never, select, tick};
+use crossbeam_channel::{after, select};
 use machine::Control;
 use manager::{Handle, Manager, NewPipeline};
 use record::{Agents, Limits, Pipeline, PipelineStatus, StageType, now};
@@ -33,8 +33,6 @@ use std::time::{Duration, Instant};
 
 /// The longest `wait_ms`: one hour.
 const MAX_WAIT_MS: u64 = 3_600_000;
-/// How often a waiting status call reports progress, when asked to.
-const HEARTBEAT: Duration = Duration::from_secs(1);
 /// The longest task or prompt accepted.
 const MAX_PROMPT_BYTES: usize = 1 << 20;
 
@@ -173,7 +171,7 @@ fn create(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
         "worktree": p.job.worktree,
         "base_branch": p.job.base_branch,
         "base_commit": p.job.base_commit,
-        "session": format!("pipeline-{}", &p.id[..8]),
+        "session": p.session(),
         "state_file": handle.store.state_file(&p.id).display().to_string(),
     }))
 }
@@ -336,7 +334,7 @@ fn wait(
 ) -> Result<bool> {
     let started = Instant::now();
     let deadline = after(within);
-    let heartbeat = if ctx.progress.is_wanted() { tick(HEARTBEAT) } else { never() };
+    let heartbeat = ctx.progress.heartbeat();
     let first = keys(&targets());
     loop {
         let handles = targets();

@@ -5,6 +5,7 @@
 //! with a serde default and a change in meaning bumps the version (a newer file is refused rather
 //! than misread). The transitions that change them live in `machine`.
 
+use crate::mux::short_id;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::time::SystemTime;
@@ -359,6 +360,12 @@ impl Pipeline {
     /// Milliseconds spent running stages, as of `at`.
     pub(crate) fn elapsed_ms(&self, at: u64) -> u64 {
         self.active_ms + self.running_since.map_or(0, |since| at.saturating_sub(since))
+    }
+
+    /// The session its agents' panes run in. Only agent pipelines name sessions `pipeline-…`;
+    /// `fugue_run_pipeline` runs in a `run-pipeline-…` window of the orchestration session.
+    pub(crate) fn session(&self) -> String {
+        format!("pipeline-{}", short_id(&self.id))
     }
 
     /// What a person or agent may do now.

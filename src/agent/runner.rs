@@ -1,7 +1,7 @@
 //! The thread that drives one pipeline: run the step, turn what happened into an event, apply the
 //! transition, save, publish, repeat.
 //!
-//! A stage's agent runs in a pane of the session `pipeline-<id>` (so `fugue_list_sessions` shows it
+//! A stage's agent runs in a pane of the session `pipeline-<id8>` (so `fugue_list_sessions` shows it
 //! and `fugue_get_output` reads it), in the pipeline's worktree, with the prompt, task and verdict
 //! paths in its environment. Each attempt gets its own fresh directory, so a verdict file can only
 //! come from the attempt being judged. The runner sleeps in `select!` on the pane's output events,
@@ -19,10 +19,11 @@ use super::record::{Limits, Pipeline, PipelineStatus, StageType, now, short_comm
 use super::store::{Store, write_atomic};
 use super::verdict;
 use crate::error::{Error, ErrorKind, Result};
-use crate::mux::{Mux, PaneArgs};
+use crate::mux::{Mux, PaneArgs, short_id};
 use crate::pane::Pane;
-use crate::pane::output::{Exit, Format, ReadRequest, Watch};
-use crate::pane::process::{session_members, signal_name};
+use crate::pane::exit::Exit;
+use crate::pane::output::Watch;
+use crate::pane::process::{pid_t, session_members};
 use crossbeam_channel::{Receiver, Sender, after, select};
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -32,6 +33,8 @@ use std::time::Duration;
 
 /// Lines of a stage's output kept for the next stage (`FUGUE_PREVIOUS_OUTPUT`).
 const OUTPUT_LINES: usize = 200;
+/// The most of a stage's output kept, in bytes.
+const MAX_OUTPUT_BYTES: usize = 256 << 10;
 /// Lines of QA's output that become the implementer's prompt.
 const FEEDBACK_LINES: usize = 60;
 
@@ -150,11 +153,7 @@ pub(crate) fn drive(env: Env, pipeline: Pipeline, control: Receiver<Command>, st
 
 impl Runner {
     fn id8(&self) -> &str {
-        &self.pipeline.id[..self.pipeline.id.len().min(8)]
-    }
-
-    fn session_name(&self) -> String {
-        format!("pipeline-{}", self.id8())
+        short_id(&self.pipeline.id)
     }
 
     /// Saves the transition's state and publishes it when blocked. A spawn publishes once its
@@ -276,7 +275,7 @@ impl Runner {
         let mux = &self.env.mux;
         let mut tries = 0;
         loop {
-            let session = mux.ensure_session(&self.session_name())?;
+            let session = mux.ensure_session(&self.pipeline.session())?;
             match mux.create_window(&session, Some(window.to_string()), args.clone()) {
                 Err(e) if e.kind() == ErrorKind::SessionNotFound && tries < 2 => tries += 1,
                 other => return other,
@@ -363,7 +362,7 @@ impl Runner {
         if write_atomic(&output_file, output.as_bytes()).is_ok() {
             self.pipeline.last_output = Some(output_file.display().to_string());
         }
-        let failed = |who: &str| format!("the {who} {}{}", describe(exit), last_words(&output));
+        let failed = |who: &str| format!("the {who} {}{}", exit.describe(), last_words(&output));
         if stage == StageType::Analyzer {
             if !exit.success() {
                 return (Outcome::Failed(failed("analyzer")), None);
@@ -387,7 +386,7 @@ impl Runner {
         let outcome = match stage {
             StageType::Implementer if exit.success() => self.check_work(attempt),
             StageType::Implementer => {
-                Outcome::Failed(format!("the implementer {}", describe(exit)))
+                Outcome::Failed(format!("the implementer {}", exit.describe()))
             }
             StageType::Qa if exit.success() => Outcome::Success("tests passed".into()),
             StageType::Qa => {
@@ -398,7 +397,7 @@ impl Runner {
             }
             _ => Outcome::Conflict(format!(
                 "the merger command {} (pane {})",
-                describe(exit),
+                exit.describe(),
                 pane.id
             )),
         };
@@ -466,7 +465,7 @@ impl Runner {
             self.pipeline.last_output = None;
             self.save();
         }
-        let _ = self.env.mux.close_session(&self.session_name());
+        let _ = self.env.mux.close_session(&self.pipeline.session());
         self.publish();
     }
 }
@@ -486,7 +485,7 @@ pub(crate) fn end_strays(pipeline: &Pipeline) {
         crate::log::info(&format!("pipeline {}: ending stray agent process {pid}", pipeline.id));
         // SAFETY: kill only sends a signal to a process we identified above.
         unsafe {
-            libc::kill(pid as libc::pid_t, libc::SIGKILL);
+            libc::kill(pid_t(pid), libc::SIGKILL);
         }
     }
 }
@@ -499,16 +498,7 @@ fn carries(pid: u32, mark: &str) -> bool {
 
 /// The last `lines` lines of a pane, as text.
 fn tail(pane: &Pane, lines: usize) -> String {
-    let request = ReadRequest { format: Format::Text, lines, since: None, max_bytes: 256 << 10 };
-    pane.output().read(&request).map(|r| r.output).unwrap_or_default()
-}
-
-fn describe(exit: Exit) -> String {
-    match (exit.code, exit.signal) {
-        (Some(code), _) => format!("exited with code {code}"),
-        (None, Some(signal)) => format!("was killed by {}", signal_name(signal)),
-        (None, None) => "ended with an unknown status".into(),
-    }
+    crate::pane::tail::lines(pane, 0, pane.output().end(), lines, MAX_OUTPUT_BYTES)
 }
 
 /// The last line an agent printed, as a suffix for a failure's reason.
@@ -523,6 +513,6 @@ fn last_words(output: &str) -> String {
 fn feedback(command: &str, exit: Exit, output: &str) -> String {
     format!(
         "QA failed: `{command}` {}. Make it pass.\n\nThe last lines of its output:\n\n{output}\n",
-        describe(exit)
+        exit.describe()
     )
 }

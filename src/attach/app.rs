@@ -347,7 +347,7 @@ impl App {
 
     fn scroll_key(&mut self, key: &Key) {
         let height = self.focused_height();
-        let page = height.saturating_sub(1).max(1) as isize;
+        let page = isize::try_from(height.saturating_sub(1).max(1)).unwrap_or(isize::MAX);
         let Some(scroll) = self.scroll.as_mut() else { return };
         match key {
             Key::Named("PageUp") => scroll.by(page, height),
@@ -367,8 +367,9 @@ impl App {
         if count == 0 {
             return;
         }
-        let at = view.current.unwrap_or(0) as isize;
-        let next = &view.windows[(at + step).rem_euclid(count as isize) as usize];
+        // A window count and index fit an isize; the Euclidean remainder is never negative.
+        let at = view.current.unwrap_or(0).cast_signed();
+        let next = &view.windows[(at + step).rem_euclid(count.cast_signed()).cast_unsigned()];
         self.target =
             Target { session: Some(next.session_id.clone()), window: Some(next.window_id.clone()) };
         self.focus = None;

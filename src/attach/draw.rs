@@ -171,7 +171,9 @@ impl Borders {
 
     fn is_border(&self, y: i32, x: i32) -> bool {
         let (rows, cols) = (i32::from(self.area.0), i32::from(self.area.1));
-        (0..rows).contains(&y) && (0..cols).contains(&x) && !self.covered[(y * cols + x) as usize]
+        (0..rows).contains(&y)
+            && (0..cols).contains(&x)
+            && usize::try_from(y * cols + x).is_ok_and(|i| !self.covered[i])
     }
 
     /// Appends the cells `from..to` of row `y`.

@@ -74,13 +74,12 @@ fn utf8(bytes: &[u8]) -> (Key, usize) {
 
 fn escape(bytes: &[u8]) -> (Key, usize) {
     match bytes.get(1) {
-        None => (Key::Named("Escape"), 1),
+        None | Some(0x1b) => (Key::Named("Escape"), 1),
         Some(b'[') => csi(bytes),
         Some(b'O') => match bytes.get(2) {
             Some(&f) => (ss3(f).map_or_else(|| Key::Raw(bytes[..3].to_vec()), Key::Named), 3),
             None => (Key::Raw(bytes.to_vec()), bytes.len()),
         },
-        Some(0x1b) => (Key::Named("Escape"), 1),
         // Alt plus a key: ESC, then that key's bytes.
         Some(_) => {
             let (_, used) = one(&bytes[1..]);

@@ -7,6 +7,7 @@
 
 use crate::control::dir;
 use crate::control::wire::Client;
+use crate::mux::short_id;
 use serde_json::{Value, json};
 use std::fmt::Write;
 use std::path::Path;
@@ -163,7 +164,7 @@ fn describe_window(session: &str, window: &Value, out: &mut String) {
         let _ = writeln!(
             out,
             "      pane {}{name}  {state}  pid {}  {command}",
-            &id[..id.len().min(8)],
+            short_id(id),
             pane["pid"]
         );
     }

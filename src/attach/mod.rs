@@ -219,7 +219,7 @@ fn goodbye(app: &App, outcome: Outcome) -> ExitCode {
         ),
     };
     crate::print_out(&format!("{message}\n"));
-    ExitCode::from(code.clamp(0, 255) as u8)
+    ExitCode::from(u8::try_from(code.clamp(0, 255)).unwrap_or(u8::MAX))
 }
 
 pub(crate) fn fail(message: &str) -> ExitCode {

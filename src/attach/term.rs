@@ -31,18 +31,18 @@ impl Terminal {
         // SAFETY: a zeroed termios is a valid value to be overwritten by tcgetattr.
         let mut saved: libc::termios = unsafe { std::mem::zeroed() };
         // SAFETY: tcgetattr writes into `saved`, which lives across the call.
-        if unsafe { libc::tcgetattr(0, &mut saved) } != 0 {
+        if unsafe { libc::tcgetattr(0, &raw mut saved) } != 0 {
             return Err(std::io::Error::last_os_error());
         }
         let mut raw = saved;
         // SAFETY: cfmakeraw only edits the struct it is given.
-        unsafe { libc::cfmakeraw(&mut raw) };
+        unsafe { libc::cfmakeraw(&raw mut raw) };
         raw.c_cc[libc::VMIN] = 1;
         raw.c_cc[libc::VTIME] = 0;
         *SAVED.lock() = Some(saved);
         install_panic_hook();
         // SAFETY: tcsetattr reads `raw`, which lives across the call.
-        if unsafe { libc::tcsetattr(0, libc::TCSANOW, &raw) } != 0 {
+        if unsafe { libc::tcsetattr(0, libc::TCSANOW, &raw const raw) } != 0 {
             let err = std::io::Error::last_os_error();
             SAVED.lock().take();
             return Err(err);
@@ -63,7 +63,7 @@ pub(crate) fn restore() {
     let Some(saved) = SAVED.lock().take() else { return };
     let _ = write_out(LEAVE.as_bytes());
     // SAFETY: tcsetattr reads `saved`, which lives across the call.
-    unsafe { libc::tcsetattr(0, libc::TCSANOW, &saved) };
+    unsafe { libc::tcsetattr(0, libc::TCSANOW, &raw const saved) };
 }
 
 /// Restores the terminal before the panic message is printed, so it is readable.
@@ -101,8 +101,9 @@ extern "C" fn on_signal(signal: libc::c_int) {
         // one pending byte per signal kind is all the reader needs.
         unsafe {
             let errno = *libc::__errno_location();
-            let byte = signal as u8;
-            libc::write(fd, (&byte as *const u8).cast(), 1);
+            // Signal numbers are below 65, so the byte holds the whole number.
+            let byte = signal.to_le_bytes()[0];
+            libc::write(fd, (&raw const byte).cast(), 1);
             *libc::__errno_location() = errno;
         }
     }
@@ -125,8 +126,8 @@ pub(crate) fn signals(which: &[libc::c_int]) -> std::io::Result<Receiver<libc::c
             let mut action: libc::sigaction = std::mem::zeroed();
             action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
             action.sa_flags = libc::SA_RESTART;
-            libc::sigemptyset(&mut action.sa_mask);
-            if libc::sigaction(signal, &action, std::ptr::null_mut()) != 0 {
+            libc::sigemptyset(&raw mut action.sa_mask);
+            if libc::sigaction(signal, &raw const action, std::ptr::null_mut()) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
         }
@@ -144,7 +145,7 @@ pub(crate) fn signals(which: &[libc::c_int]) -> std::io::Result<Receiver<libc::c
             if n <= 0 {
                 return;
             }
-            for &b in &buf[..n as usize] {
+            for &b in &buf[..n.cast_unsigned()] {
                 if tx.send(libc::c_int::from(b)).is_err() {
                     return;
                 }

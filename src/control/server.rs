@@ -18,6 +18,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::mcp::Mcp;
 use crate::mux::unix_ms;
 use crate::pane::output::{Format, ReadRequest};
+use crate::tool::args::Args;
 use crossbeam_channel::Sender;
 use serde_json::{Map, Value, json};
 use std::io::{BufReader, Write};
@@ -189,17 +190,19 @@ impl Conn<'_> {
 
     fn handle(&mut self, req: &Map<String, Value>) -> Result<Value, Fault> {
         let op = req.get("op").and_then(Value::as_str).unwrap_or("");
+        // The same argument checks and errors as a tool call's.
+        let args = Args::new(req);
         match op {
             "hello" => {
-                self.input = param_bool(req, "input")?.unwrap_or(false);
+                self.input = args.bool("input")?.unwrap_or(false);
                 Ok(self.info())
             }
             "info" => Ok(self.info()),
             "tree" => Ok(view::tree(&self.shared.mcp.runtime.mux)),
-            "window" => self.window(req),
-            "scrollback" => self.scrollback(req),
-            "input" => self.input(req),
-            "resize" => self.resize(req),
+            "window" => self.window(&args),
+            "scrollback" => self.scrollback(&args),
+            "input" => self.input(&args),
+            "resize" => self.resize(&args),
             "" => Err(Fault::new("bad_request", "a request needs an \"op\"")),
             other => Err(Fault::new(
                 "unknown_op",
@@ -224,15 +227,15 @@ impl Conn<'_> {
         })
     }
 
-    fn window(&mut self, req: &Map<String, Value>) -> Result<Value, Fault> {
+    fn window(&mut self, args: &Args<'_>) -> Result<Value, Fault> {
         let target = Target {
-            session: param_str(req, "session")?.map(str::to_string),
-            window: param_str(req, "window")?.map(str::to_string),
+            session: args.str("session")?.map(str::to_string),
+            window: args.str("window")?.map(str::to_string),
         };
-        let rows = param_u16(req, "rows", 1, 1000)?.unwrap_or(24);
-        let cols = param_u16(req, "cols", 1, 1000)?.unwrap_or(80);
+        let rows = args.u16("rows", 1, 1000)?.unwrap_or(24);
+        let cols = args.u16("cols", 1, 1000)?.unwrap_or(80);
         let (value, print) = view::window(&self.shared.mcp.runtime.mux, &target, (rows, cols));
-        if param_bool(req, "watch")?.unwrap_or(false) {
+        if args.bool("watch")?.unwrap_or(false) {
             self.arm = Some(Arm { target, print });
         }
         Ok(value)
@@ -251,9 +254,9 @@ impl Conn<'_> {
         Ok(())
     }
 
-    fn scrollback(&self, req: &Map<String, Value>) -> Result<Value, Fault> {
-        let pane = self.shared.mcp.runtime.mux.pane(required_str(req, "pane")?)?;
-        let lines = param_u64(req, "lines", 1, MAX_SCROLLBACK_LINES)?.unwrap_or(1000);
+    fn scrollback(&self, args: &Args<'_>) -> Result<Value, Fault> {
+        let pane = self.shared.mcp.runtime.mux.pane(args.required_str("pane")?)?;
+        let lines = args.u64("lines", 1, MAX_SCROLLBACK_LINES)?.unwrap_or(1000);
         let read = pane.output().read(&ReadRequest {
             format: Format::Text,
             lines: lines as usize,
@@ -265,78 +268,31 @@ impl Conn<'_> {
         Ok(json!({"lines": lines, "truncated": read.truncated}))
     }
 
-    fn input(&self, req: &Map<String, Value>) -> Result<Value, Fault> {
+    fn input(&self, args: &Args<'_>) -> Result<Value, Fault> {
         if !self.input {
             return Err(Fault::new(
                 "read_only",
                 "this connection is read-only; say hello with \"input\": true (fugue attach --input)",
             ));
         }
-        let pane = self.shared.mcp.runtime.mux.pane(required_str(req, "pane")?)?;
-        let data = required_str(req, "data")?;
+        let pane = self.shared.mcp.runtime.mux.pane(args.required_str("pane")?)?;
+        let data = args.required_str("data")?;
         let (offset, pending) = pane.send(&[data.as_bytes()])?;
         Ok(json!({"bytes": data.len(), "offset": offset, "pending": pending}))
     }
 
-    fn resize(&self, req: &Map<String, Value>) -> Result<Value, Fault> {
-        let session = required_str(req, "session")?;
-        let window = required_str(req, "window")?;
-        let rows = param_u16(req, "rows", 2, 1000)?.ok_or_else(|| missing("rows"))?;
-        let cols = param_u16(req, "cols", 10, 1000)?.ok_or_else(|| missing("cols"))?;
+    fn resize(&self, args: &Args<'_>) -> Result<Value, Fault> {
+        let session = args.required_str("session")?;
+        let window = args.required_str("window")?;
+        let rows = args.u16("rows", 2, 1000)?.ok_or_else(|| missing("rows"))?;
+        let cols = args.u16("cols", 10, 1000)?.ok_or_else(|| missing("cols"))?;
         self.shared.mcp.runtime.mux.resize_window(session, window, rows, cols)?;
         Ok(json!({"rows": rows, "cols": cols}))
     }
 }
 
-fn param_str<'a>(req: &'a Map<String, Value>, key: &str) -> Result<Option<&'a str>, Fault> {
-    match req.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
-        Some(_) => Err(Fault::new("invalid_argument", format!("{key} must be a string"))),
-    }
-}
-
-fn required_str<'a>(req: &'a Map<String, Value>, key: &str) -> Result<&'a str, Fault> {
-    param_str(req, key)?.ok_or_else(|| missing(key))
-}
-
-fn param_bool(req: &Map<String, Value>, key: &str) -> Result<Option<bool>, Fault> {
-    match req.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::Bool(b)) => Ok(Some(*b)),
-        Some(_) => Err(Fault::new("invalid_argument", format!("{key} must be true or false"))),
-    }
-}
-
-fn param_u64(
-    req: &Map<String, Value>,
-    key: &str,
-    min: u64,
-    max: u64,
-) -> Result<Option<u64>, Fault> {
-    match req.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(value) => match value.as_u64() {
-            Some(n) if (min..=max).contains(&n) => Ok(Some(n)),
-            _ => Err(Fault::new(
-                "invalid_argument",
-                format!("{key} must be an integer from {min} to {max}"),
-            )),
-        },
-    }
-}
-
-fn param_u16(
-    req: &Map<String, Value>,
-    key: &str,
-    min: u16,
-    max: u16,
-) -> Result<Option<u16>, Fault> {
-    Ok(param_u64(req, key, u64::from(min), u64::from(max))?.map(|n| n as u16))
-}
-
 fn missing(key: &str) -> Fault {
-    Fault::new("invalid_argument", format!("{key} is required"))
+    Fault::new("invalid_argument", format!("argument '{key}' is required"))
 }
 
 fn busy() -> Fault {
@@ -367,8 +323,8 @@ pub(crate) fn peer_cred(stream: &UnixStream) -> Option<libc::ucred> {
             stream.as_raw_fd(),
             libc::SOL_SOCKET,
             libc::SO_PEERCRED,
-            (&mut cred as *mut libc::ucred).cast(),
-            &mut len,
+            (&raw mut cred).cast(),
+            &raw mut len,
         )
     };
     (r == 0).then_some(cred)

@@ -9,19 +9,17 @@
 use crate::config::config;
 use crate::error::{Error, ErrorKind, Result};
 use crate::pane::Pane;
-use crate::pane::output::{Format, ReadRequest};
+use crate::pane::output::{Format, ReadRequest, TAIL_SCAN_LIMIT};
 use crate::pane::text;
 use crate::pane::tools::add_exit;
 use crate::runtime::{Ctx, Tool};
 use crate::tool::args::Args;
 use crate::tool::{RUNS, schema::*};
-use crossbeam_channel::{RecvTimeoutError, TryRecvError, after, never, select, tick};
+use crossbeam_channel::{RecvTimeoutError, TryRecvError, after, select};
 use regex::{Regex, RegexBuilder};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
-/// How often a waiting call reports progress when the client asked for it.
-const HEARTBEAT: Duration = Duration::from_secs(1);
 /// How much of an unfinished line is searched again on every wake. An endless line (a progress bar
 /// without newlines, megabytes of minified JSON) would otherwise be rendered again in full for each
 /// read of the terminal, which is quadratic, and past a million columns the text view cuts it, so
@@ -160,11 +158,11 @@ fn expect(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
             s.ring.end()
         ))),
         Some(since) => Ok(since),
-        None => Ok(s.ring.tail_start(lines, 4 << 20)),
+        None => Ok(s.ring.tail_start(lines, TAIL_SCAN_LIMIT)),
     })?;
     let mut scan = Scan { regex, from };
     let deadline = started + timeout;
-    let heartbeat = if ctx.progress.is_wanted() { tick(HEARTBEAT) } else { never() };
+    let heartbeat = ctx.progress.heartbeat();
     let mut pace = Pace::default();
     loop {
         let step = scan.step(&pane);

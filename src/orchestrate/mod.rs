@@ -9,24 +9,17 @@ pub(crate) mod expect;
 pub(crate) mod parallel;
 pub(crate) mod pipeline;
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::mux::Mux;
-use crate::pane::output::Exit;
-use crate::pane::process::signal_name;
-use crate::pane::{Pane, text};
+use crate::pane::Pane;
 use crate::runtime::Tool;
 use crate::tool::args::Args;
-use serde_json::{Value, json};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 /// The orchestration tools in `tools/list` order.
 pub(crate) static TOOLS: &[Tool] = &[expect::TOOL, parallel::TOOL, pipeline::TOOL];
-
-/// How often a waiting call reports progress when the client asked for it (the spec wants at
-/// most 2 s between notifications).
-pub(crate) const HEARTBEAT: Duration = Duration::from_secs(1);
 
 /// The longest total timeout `fugue_run_parallel` and `fugue_run_pipeline` accept: one day.
 const MAX_RUN_TIMEOUT_MS: u64 = 86_400_000;
@@ -37,9 +30,6 @@ const MAX_TAIL_LINES: u64 = 1000;
 /// The most bytes of one `output_tail`: a red result should cost a few hundred tokens, not a
 /// minified bundle printed on one line.
 const MAX_TAIL_BYTES: usize = 16 << 10;
-
-/// How far back from its end a tail looks for line starts.
-const TAIL_SCAN_BYTES: u64 = 256 << 10;
 
 /// The `timeout_ms` argument of a run tool, with its default.
 pub(crate) fn run_timeout(args: &Args<'_>, default_ms: u64) -> Result<Duration> {
@@ -70,14 +60,8 @@ pub(crate) fn command(item: &Args<'_>, what: &str) -> Result<String> {
 /// Checks a working directory before anything starts, so a typo fails the call instead of one
 /// command in the middle of it.
 pub(crate) fn check_cwd(cwd: &Path, what: &str) -> Result<()> {
-    match std::fs::metadata(cwd) {
-        Ok(meta) if meta.is_dir() => Ok(()),
-        Ok(_) => Err(Error::new(
-            ErrorKind::BadCwd,
-            format!("{what}: cwd {} is not a directory", cwd.display()),
-        )),
-        Err(e) => Err(Error::new(ErrorKind::BadCwd, format!("{what}: cwd {}: {e}", cwd.display()))),
-    }
+    crate::pane::check_cwd(cwd)
+        .map_err(|e| Error::new(e.kind(), format!("{what}: {}", e.message())))
 }
 
 /// Rejects a name used twice, since results and `failed_at` refer to steps by name.
@@ -92,60 +76,10 @@ pub(crate) fn check_unique(names: &[String], what: &str) -> Result<()> {
     Ok(())
 }
 
-/// Adds `exit_code` (null when there is none) and, only when a signal ended the process,
-/// `signal`.
-pub(crate) fn add_exit(value: &mut Value, exit: Option<Exit>) {
-    value["exit_code"] = json!(exit.and_then(|e| e.code));
-    if let Some(signal) = exit.and_then(|e| e.signal) {
-        value["signal"] = json!(signal_name(signal));
-    }
-}
-
-/// The last `lines` lines, in the text view, of the output between the offsets `from` and `to`,
-/// at most `MAX_TAIL_BYTES`. Only the end of the range is rendered, so a command that printed
-/// megabytes costs no more than one that printed a page.
+/// The last `lines` lines a command printed between the offsets `from` and `to`, as a run's
+/// result shows them (at most `MAX_TAIL_BYTES`).
 pub(crate) fn tail(pane: &Pane, from: u64, to: u64, lines: usize) -> String {
-    if lines == 0 || to <= from {
-        return String::new();
-    }
-    let scan_from = from.max(to.saturating_sub(TAIL_SCAN_BYTES));
-    let (bytes, start) = pane.output().with(|s| s.ring.copy(scan_from, to));
-    let mut begin = line_start_back(&bytes, lines);
-    if begin == 0 && start > from {
-        // The copy starts inside a line that began earlier: drop that fragment.
-        begin = bytes.iter().position(|b| *b == b'\n').map_or(0, |i| i + 1);
-    }
-    let rendered = text::render(&bytes[begin..]);
-    let skip = rendered.len().saturating_sub(lines);
-    clip_front(rendered[skip..].join("\n"), MAX_TAIL_BYTES)
-}
-
-/// The start of the line `lines` lines back from the end of `bytes` (0 when there are fewer).
-fn line_start_back(bytes: &[u8], lines: usize) -> usize {
-    let mut end = bytes.len();
-    // A final newline ends the last line; it does not begin an empty one.
-    if end > 0 && bytes[end - 1] == b'\n' {
-        end -= 1;
-    }
-    bytes[..end]
-        .iter()
-        .enumerate()
-        .rev()
-        .filter(|(_, b)| **b == b'\n')
-        .nth(lines - 1)
-        .map_or(0, |(i, _)| i + 1)
-}
-
-/// Keeps the last `max` bytes of `text`, cut at a character boundary.
-fn clip_front(text: String, max: usize) -> String {
-    if text.len() <= max {
-        return text;
-    }
-    let mut start = text.len() - max;
-    while !text.is_char_boundary(start) {
-        start += 1;
-    }
-    text[start..].to_string()
+    crate::pane::tail::lines(pane, from, to, lines, MAX_TAIL_BYTES)
 }
 
 /// Ends panes together (the first on this thread, each other on its own), so ten stuck commands
@@ -174,21 +108,6 @@ pub(crate) fn close_panes(mux: &Mux, panes: &[Arc<Pane>], detach: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn line_starts_are_found_from_the_end() {
-        assert_eq!(line_start_back(b"a\nb\nc\n", 2), 2);
-        assert_eq!(line_start_back(b"a\nb\nc", 2), 2);
-        assert_eq!(line_start_back(b"a\nb\nc\n", 5), 0);
-        assert_eq!(line_start_back(b"", 1), 0);
-    }
-
-    #[test]
-    fn clipping_keeps_whole_characters() {
-        assert_eq!(clip_front("abc✓".to_string(), 2), "");
-        assert_eq!(clip_front("abc✓".to_string(), 3), "✓");
-        assert_eq!(clip_front("ab".to_string(), 5), "ab");
-    }
 
     #[test]
     fn duplicate_names_are_refused() {

@@ -8,14 +8,15 @@
 //! session) and reported `timeout`. The answer lists every command in order; only failed and
 //! timed-out ones carry an `output_tail`, so a green run stays small.
 
-use super::{HEARTBEAT, add_exit, check_cwd, check_unique, close_panes, command, tail};
+use super::{check_cwd, check_unique, close_panes, command, tail};
 use crate::error::{Error, Result};
-use crate::mux::{Mux, ORCHESTRATION_SESSION, PaneArgs, new_id};
+use crate::mux::{Mux, ORCHESTRATION_SESSION, PaneArgs, new_id, short_id};
 use crate::pane::Pane;
+use crate::pane::exit::{SignalField, write_exit};
 use crate::runtime::{Ctx, Tool};
 use crate::tool::args::Args;
 use crate::tool::{RUNS, schema::*};
-use crossbeam_channel::{Receiver, Select, never, tick};
+use crossbeam_channel::{Receiver, Select};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Instant;
@@ -181,7 +182,7 @@ impl Place {
         if !tiled {
             return Ok(Place::Hidden { session: mux.ensure_session(ORCHESTRATION_SESSION)? });
         }
-        let name = format!("parallel-{}", &new_id()[..8]);
+        let name = format!("parallel-{}", short_id(&new_id()));
         let session = mux.ensure_session(&name)?;
         match mux.add_window(&session, Some("parallel".to_string())) {
             Ok(window) => Ok(Place::Tiled { session, window }),
@@ -241,7 +242,7 @@ impl Job<'_> {
 /// Blocks until every command has ended, the deadline passes, or the call is cancelled. Wakes
 /// only on events: a pane's exit (not its output), the cancel channel, the heartbeat.
 fn wait_all(ctx: &Ctx<'_>, jobs: &[Job<'_>], deadline: Instant, started: Instant) -> End {
-    let heartbeat = if ctx.progress.is_wanted() { tick(HEARTBEAT) } else { never() };
+    let heartbeat = ctx.progress.heartbeat();
     let mut reported = usize::MAX;
     loop {
         let pending: Vec<&Job<'_>> = jobs.iter().filter(|j| j.running()).collect();
@@ -335,7 +336,8 @@ fn job_result(job: &Job<'_>, tail_lines: usize) -> Value {
         (None, _) => "failed",
     };
     value["status"] = json!(status);
-    add_exit(&mut value, if job.timed_out.is_some() { None } else { exit });
+    let exit = if job.timed_out.is_some() { None } else { exit };
+    write_exit(&mut value, exit, SignalField::WhenSignalled);
     let ended = job.timed_out.or(exited_at).unwrap_or_else(Instant::now);
     value["duration_ms"] = json!(ended.saturating_duration_since(pane.started).as_millis() as u64);
     if status != "ok" {

@@ -15,17 +15,17 @@
 //! pane's processes (SIGINT, which the driver survives); what does not stop within a grace is
 //! killed. The directory is removed when the call ends, however it ends.
 
-use super::{HEARTBEAT, add_exit, check_cwd, check_unique, command, tail};
+use super::{check_cwd, check_unique, command, tail};
 use crate::config::config;
 use crate::error::{Error, ErrorKind, Result};
-use crate::mux::{ORCHESTRATION_SESSION, PaneArgs, new_id};
+use crate::mux::{ORCHESTRATION_SESSION, PaneArgs, new_id, short_id};
 use crate::pane::Pane;
-use crate::pane::output::Exit;
+use crate::pane::exit::{Exit, SignalField, write_exit};
 use crate::runtime::{Ctx, TempDirs, Tool};
 use crate::tool::args::Args;
 use crate::tool::call::Progress;
 use crate::tool::{RUNS, schema::*};
-use crossbeam_channel::{Receiver, Sender, after, never, select, tick};
+use crossbeam_channel::{Receiver, Sender, after, never, select};
 use serde_json::{Value, json};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -234,7 +234,8 @@ fn start_pane(ctx: &Ctx<'_>, plan: &Plan, dir: &PrivateDir) -> Result<Arc<Pane>>
         cwd: plan.cwd.clone(),
         env: plan.env.clone(),
     };
-    ctx.mux.create_window(&session, Some(format!("pipeline-{}", &new_id()[..8])), args)
+    let window = format!("run-pipeline-{}", short_id(&new_id()));
+    ctx.mux.create_window(&session, Some(window), args)
 }
 
 /// The shell that runs the driver and so the steps: the user's shell when it speaks the POSIX
@@ -267,7 +268,7 @@ impl Run<'_> {
     ) -> Result<()> {
         // The shell's exit, not its output, is what the loop condition needs to see.
         let ending = self.pane.output().subscribe_status();
-        let heartbeat = if ctx.progress.is_wanted() { tick(HEARTBEAT) } else { never() };
+        let heartbeat = ctx.progress.heartbeat();
         let mut status = events.clone();
         let mut deadline = deadline;
         while !self.done && self.pane.is_running() {
@@ -433,7 +434,11 @@ impl Run<'_> {
                 at
             }
             None => {
-                add_exit(&mut value, if status == "exited" { self.shell_exit } else { None });
+                write_exit(
+                    &mut value,
+                    if status == "exited" { self.shell_exit } else { None },
+                    SignalField::WhenSignalled,
+                );
                 self.pane.output().with(|s| s.exited_at).unwrap_or_else(Instant::now)
             }
         };

@@ -5,6 +5,7 @@
 //! and the waiter reaps the child and records its exact exit code or signal. Callers write input,
 //! resize, read views and close; closing ends every process of the pane's session and waits for it.
 
+pub(crate) mod exit;
 pub(crate) mod fd;
 pub(crate) mod input;
 pub(crate) mod keys;
@@ -12,13 +13,16 @@ pub(crate) mod output;
 pub(crate) mod process;
 pub(crate) mod ring;
 pub(crate) mod screen;
+pub(crate) mod tail;
 pub(crate) mod text;
 pub(crate) mod tools;
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::mux::short_id;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
+use exit::Exit;
 use input::Input;
-use output::{Exit, Output};
+use output::Output;
 use parking_lot::Mutex;
 use portable_pty::{CommandBuilder, MasterPty, PtySize};
 use std::io::Read;
@@ -37,6 +41,9 @@ const LONG_DRAIN: Duration = Duration::from_secs(5);
 
 /// The grace each signal gets when a pane is closed: hang-up, then terminate, then kill.
 const CLOSE_GRACE: Duration = Duration::from_millis(300);
+
+/// The most one read from the PTY takes: the reader's buffer, on the heap.
+const READ_CHUNK: usize = 64 << 10;
 
 /// Stack size of the reader and waiter threads: they hold one buffer on the heap and little else.
 const THREAD_STACK: usize = 128 << 10;
@@ -109,7 +116,7 @@ impl Pane {
             pair.master.as_raw_fd().ok_or_else(|| spawn_err("the terminal has no descriptor"))?;
         let (reader, writer) = fd::terminal_ends(master_fd).map_err(spawn_err)?;
         let input = Arc::new(Input::start(&spec.id, writer, |run| {
-            spawn_thread(format!("pane-input-{}", short(&spec.id)), run)
+            spawn_thread(format!("pane-input-{}", short_id(&spec.id)), run)
         })?);
         let output = Arc::new(Output::new(cfg.scrollback_bytes, spec.rows, spec.cols));
         let reaped = Arc::new(AtomicU64::new(0));
@@ -193,7 +200,7 @@ impl Pane {
         if self.reaped.load(Ordering::SeqCst) == 0 {
             // SAFETY: killpg only sends a signal; a stale group id fails with ESRCH.
             unsafe {
-                libc::killpg(self.pid as libc::pid_t, signal);
+                libc::killpg(process::pid_t(self.pid), signal);
             }
         }
     }
@@ -299,16 +306,20 @@ fn spawn_err(e: impl std::fmt::Display) -> Error {
 }
 
 fn resolve_cwd(cwd: Option<PathBuf>) -> Result<PathBuf> {
-    let cwd = match cwd {
-        Some(dir) => dir,
+    match cwd {
+        Some(dir) => check_cwd(&dir).map(|()| dir),
         // A shared server sits in `/`; its panes start where its first front was started.
         None => match crate::server::host::default_cwd() {
-            Some(dir) => return Ok(dir.clone()),
-            None => return Ok(std::env::current_dir()?),
+            Some(dir) => Ok(dir.clone()),
+            None => Ok(std::env::current_dir()?),
         },
-    };
-    match std::fs::metadata(&cwd) {
-        Ok(meta) if meta.is_dir() => Ok(cwd),
+    }
+}
+
+/// Checks that a process can start in `cwd`: it exists and is a directory.
+pub(crate) fn check_cwd(cwd: &std::path::Path) -> Result<()> {
+    match std::fs::metadata(cwd) {
+        Ok(meta) if meta.is_dir() => Ok(()),
         Ok(_) => {
             Err(Error::new(ErrorKind::BadCwd, format!("cwd {} is not a directory", cwd.display())))
         }
@@ -353,7 +364,7 @@ fn start_reader(
     eof: Sender<()>,
 ) -> Result<()> {
     let run = move || {
-        let mut buf = vec![0u8; 64 << 10];
+        let mut buf = vec![0u8; READ_CHUNK];
         loop {
             match reader.read(&mut buf) {
                 Ok(0) => break,
@@ -375,7 +386,7 @@ fn start_reader(
         output.set_eof();
         drop(eof);
     };
-    spawn_thread(format!("pane-reader-{}", short(id)), run)
+    spawn_thread(format!("pane-reader-{}", short_id(id)), run)
 }
 
 /// Programs such as Codex wait for the answer to "where is the cursor?" (`ESC [ 6 n`) before they
@@ -416,7 +427,7 @@ fn start_waiter(
         output.set_exit(exit);
         drop(child);
     };
-    spawn_thread(format!("pane-waiter-{}", short(id)), run)
+    spawn_thread(format!("pane-waiter-{}", short_id(id)), run)
 }
 
 /// Waits until the reader has drained the terminal after the child ended. End of file says so at
@@ -440,10 +451,6 @@ fn spawn_thread(name: String, run: impl FnOnce() + Send + 'static) -> Result<()>
         .spawn(run)
         .map(|_| ())
         .map_err(|e| Error::new(ErrorKind::SpawnFailed, format!("cannot start a thread: {e}")))
-}
-
-fn short(id: &str) -> &str {
-    &id[..id.len().min(8)]
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 //! raw, screen) out of it and block on a subscription until something they wait for arrives, with a
 //! deadline. Nothing here polls.
 
+use super::exit::Exit;
 use super::ring::Ring;
 use super::screen::{Grid, Screen, Styled};
 use super::text;
@@ -14,22 +15,7 @@ use parking_lot::{Mutex, MutexGuard};
 use std::time::Instant;
 
 /// How far back a tail read looks for line starts: a bound on the work of one read.
-const TAIL_SCAN_LIMIT: usize = 4 << 20;
-
-/// How a pane's process ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Exit {
-    /// The exit code when the process exited normally.
-    pub(crate) code: Option<i32>,
-    /// The signal number when a signal killed it.
-    pub(crate) signal: Option<i32>,
-}
-
-impl Exit {
-    pub(crate) fn success(&self) -> bool {
-        self.code == Some(0)
-    }
-}
+pub(crate) const TAIL_SCAN_LIMIT: usize = 4 << 20;
 
 pub(crate) struct State {
     pub(crate) ring: Ring,

@@ -5,17 +5,23 @@
 //! session id is the child's pid, found in `/proc`, plus its process group: interactive shells put
 //! each job in a group of its own, so the group alone would miss them.
 
-use super::output::Exit;
+use super::exit::Exit;
 use std::fs;
 use std::io::Read;
+
+/// A process id as the system calls take it. Ids fit (the kernel's limit is 2^22); one that did
+/// not becomes an id no process has, never a negative one, which would name a process group.
+pub(crate) fn pid_t(pid: u32) -> libc::pid_t {
+    libc::pid_t::try_from(pid).unwrap_or(libc::pid_t::MAX)
+}
 
 /// Blocks until `pid` (our child) ends and reaps it.
 pub(crate) fn wait(pid: u32) -> Exit {
     let mut status: libc::c_int = 0;
     loop {
         // SAFETY: waitpid writes only to `status`, which outlives the call.
-        let r = unsafe { libc::waitpid(pid as libc::pid_t, &mut status, 0) };
-        if r == pid as libc::pid_t {
+        let r = unsafe { libc::waitpid(pid_t(pid), &raw mut status, 0) };
+        if r == pid_t(pid) {
             break;
         }
         if r == -1 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
@@ -37,10 +43,12 @@ pub(crate) fn boot_ticks() -> u64 {
     // SAFETY: an all-zero timespec is valid, and clock_gettime only writes to it.
     let mut now: libc::timespec = unsafe { std::mem::zeroed() };
     // SAFETY: as above.
-    unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut now) };
+    unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &raw mut now) };
     // SAFETY: sysconf only reads a constant.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
-    now.tv_sec as u64 * hz + now.tv_nsec as u64 * hz / 1_000_000_000
+    let hz = u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).unwrap_or(100).max(1);
+    // The boot-time clock is never negative.
+    let (secs, nanos) = (now.tv_sec.cast_unsigned(), now.tv_nsec.cast_unsigned());
+    secs * hz + nanos * hz / 1_000_000_000
 }
 
 /// The pids whose session id is `sid`.
@@ -88,9 +96,9 @@ impl Sessions {
 pub(crate) fn signal_members(leader: u32, members: &[u32], signal: i32) -> usize {
     // SAFETY: killpg and kill only send signals; a stale id fails with ESRCH.
     unsafe {
-        libc::killpg(leader as libc::pid_t, signal);
+        libc::killpg(pid_t(leader), signal);
         for pid in members {
-            libc::kill(*pid as libc::pid_t, signal);
+            libc::kill(pid_t(*pid), signal);
         }
     }
     members.len()
@@ -148,11 +156,12 @@ mod tests {
 
     #[test]
     fn wait_reports_exit_codes_and_signals() {
-        let child = std::process::Command::new("sh").args(["-c", "exit 7"]).spawn().unwrap();
-        assert_eq!(wait(child.id()), Exit { code: Some(7), signal: None });
-        assert!(std::fs::metadata(format!("/proc/{}", child.id())).is_err(), "reaped");
-        let child = std::process::Command::new("sh").args(["-c", "kill -TERM $$"]).spawn().unwrap();
-        assert_eq!(wait(child.id()), Exit { code: None, signal: Some(libc::SIGTERM) });
+        // `wait` is what reaps these children, so std's `Child` is dropped unwaited on purpose.
+        let child = std::process::Command::new("sh").args(["-c", "exit 7"]).spawn().unwrap().id();
+        assert_eq!(wait(child), Exit { code: Some(7), signal: None });
+        assert!(std::fs::metadata(format!("/proc/{child}")).is_err(), "reaped");
+        let killed = std::process::Command::new("sh").args(["-c", "kill -TERM $$"]).spawn();
+        assert_eq!(wait(killed.unwrap().id()), Exit { code: None, signal: Some(libc::SIGTERM) });
     }
 
     #[test]

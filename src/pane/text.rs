@@ -180,11 +180,9 @@ impl LineTerm {
                     self.line.drain(self.col..end);
                 }
             }
-            '@' => {
-                if self.col < self.line.len() {
-                    let count = self.spend(count);
-                    self.line.splice(self.col..self.col, std::iter::repeat_n(' ', count));
-                }
+            '@' if self.col < self.line.len() => {
+                let count = self.spend(count);
+                self.line.splice(self.col..self.col, std::iter::repeat_n(' ', count));
             }
             _ => {}
         }

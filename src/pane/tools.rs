@@ -5,8 +5,8 @@
 //! than a close takes.
 
 use super::Pane;
+use super::exit::{SignalField, write_exit};
 use super::output::{Format, ReadRequest};
-use super::process::signal_name;
 use crate::config::config;
 use crate::error::{Error, Result};
 use crate::mux::{PaneArgs, Session, unix_ms};
@@ -282,8 +282,7 @@ fn pane_json(pane: &Pane) -> Value {
 pub(crate) fn add_exit(value: &mut Value, pane: &Pane) {
     let exit = pane.output().exit();
     value["status"] = json!(if exit.is_some() { "exited" } else { "running" });
-    value["exit_code"] = json!(exit.and_then(|e| e.code));
-    value["signal"] = json!(exit.and_then(|e| e.signal).map(signal_name));
+    write_exit(value, exit, SignalField::Always);
 }
 
 /// The pane arguments shared by the create tools.
@@ -439,12 +438,9 @@ fn resize_pane(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
 
 fn close_pane(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let (pane, exit) = ctx.mux.close_pane(args.required_str("pane_id")?)?;
-    Ok(json!({
-        "closed": true,
-        "pane_id": pane.id,
-        "exit_code": exit.and_then(|e| e.code),
-        "signal": exit.and_then(|e| e.signal).map(signal_name),
-    }))
+    let mut value = json!({"closed": true, "pane_id": pane.id});
+    write_exit(&mut value, exit, SignalField::Always);
+    Ok(value)
 }
 
 fn close_session(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {

@@ -82,7 +82,7 @@ impl<'a> Args<'a> {
         let Some(value) = self.get(key) else { return Ok(None) };
         let n = value
             .as_u64()
-            .or_else(|| value.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0).map(|f| f as u64))
+            .or_else(|| value.as_f64().and_then(whole_number))
             .ok_or_else(|| wrong_type(&self.at(key), "a non-negative integer", value))?;
         if n < min || n > max {
             return Err(Error::invalid(format!(
@@ -91,6 +91,13 @@ impl<'a> Args<'a> {
             )));
         }
         Ok(Some(n))
+    }
+
+    /// An optional integer within `[min, max]`, for sizes such as rows and columns.
+    pub(crate) fn u16(&self, key: &str, min: u16, max: u16) -> Result<Option<u16>> {
+        let n = self.u64(key, u64::from(min), u64::from(max))?;
+        // In range by the check above, so the conversion cannot fail.
+        Ok(n.and_then(|n| u16::try_from(n).ok()))
     }
 
     pub(crate) fn array(&self, key: &str) -> Result<Option<&'a Vec<Value>>> {
@@ -166,6 +173,14 @@ impl<'a> Args<'a> {
             other => Err(wrong_type(key, "an object", other)),
         }
     }
+}
+
+/// A float that is a whole, non-negative number within `u64`, such as `5.0`.
+fn whole_number(f: f64) -> Option<u64> {
+    // 2^64 as a float; below it, a whole non-negative float converts exactly.
+    const LIMIT: f64 = 18_446_744_073_709_551_616.0;
+    #[allow(clippy::cast_sign_loss, clippy::cast_possible_truncation, reason = "checked above")]
+    (f.fract() == 0.0 && (0.0..LIMIT).contains(&f)).then_some(f as u64)
 }
 
 pub(crate) fn is_env_name(name: &str) -> bool {

@@ -8,6 +8,11 @@
 
 use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
+use std::time::{Duration, Instant};
+
+/// How often a waiting call reports progress when the client asked for it (the spec wants at most
+/// 2 s between notifications).
+const HEARTBEAT: Duration = Duration::from_secs(1);
 
 pub(crate) struct Cancel {
     tx: Mutex<Option<Sender<()>>>,
@@ -51,6 +56,16 @@ impl Progress {
 
     pub(crate) fn is_wanted(&self) -> bool {
         self.sink.is_some()
+    }
+
+    /// Ticks every `HEARTBEAT` while progress is wanted, and never otherwise: the arm of a waiting
+    /// call's `select!` that reports how long it has waited.
+    pub(crate) fn heartbeat(&self) -> Receiver<Instant> {
+        if self.is_wanted() {
+            crossbeam_channel::tick(HEARTBEAT)
+        } else {
+            crossbeam_channel::never()
+        }
     }
 
     /// Reports `progress` of `total`. A value that does not increase is nudged up a little, since

@@ -1,0 +1,74 @@
+//! The last lines a pane printed, as text: what a run's result, a failed agent's reason and the
+//! next agent's input quote of a command's output.
+
+use super::{Pane, text};
+
+/// How far back from the end of the range a tail looks for its lines: a bound on the work.
+const TAIL_SCAN_BYTES: u64 = 256 << 10;
+
+/// The last `lines` lines, in the text view, of the output between the offsets `from` and `to`,
+/// at most `max_bytes`. Only the end of the range is rendered, so a command that printed
+/// megabytes costs no more than one that printed a page.
+pub(crate) fn lines(pane: &Pane, from: u64, to: u64, lines: usize, max_bytes: usize) -> String {
+    if lines == 0 || to <= from {
+        return String::new();
+    }
+    let scan_from = from.max(to.saturating_sub(TAIL_SCAN_BYTES));
+    let (bytes, start) = pane.output().with(|s| s.ring.copy(scan_from, to));
+    let mut begin = line_start_back(&bytes, lines);
+    if begin == 0 && start > from {
+        // The copy starts inside a line that began earlier: drop that fragment.
+        begin = bytes.iter().position(|b| *b == b'\n').map_or(0, |i| i + 1);
+    }
+    let rendered = text::render(&bytes[begin..]);
+    let skip = rendered.len().saturating_sub(lines);
+    clip_front(rendered[skip..].join("\n"), max_bytes)
+}
+
+/// The start of the line `lines` lines back from the end of `bytes` (0 when there are fewer).
+fn line_start_back(bytes: &[u8], lines: usize) -> usize {
+    let mut end = bytes.len();
+    // A final newline ends the last line; it does not begin an empty one.
+    if end > 0 && bytes[end - 1] == b'\n' {
+        end -= 1;
+    }
+    bytes[..end]
+        .iter()
+        .enumerate()
+        .rev()
+        .filter(|(_, b)| **b == b'\n')
+        .nth(lines - 1)
+        .map_or(0, |(i, _)| i + 1)
+}
+
+/// Keeps the last `max` bytes of `text`, cut at a character boundary.
+fn clip_front(text: String, max: usize) -> String {
+    if text.len() <= max {
+        return text;
+    }
+    let mut start = text.len() - max;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    text[start..].to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_starts_are_found_from_the_end() {
+        assert_eq!(line_start_back(b"a\nb\nc\n", 2), 2);
+        assert_eq!(line_start_back(b"a\nb\nc", 2), 2);
+        assert_eq!(line_start_back(b"a\nb\nc\n", 5), 0);
+        assert_eq!(line_start_back(b"", 1), 0);
+    }
+
+    #[test]
+    fn clipping_keeps_whole_characters() {
+        assert_eq!(clip_front("abc✓".to_string(), 2), "");
+        assert_eq!(clip_front("abc✓".to_string(), 3), "✓");
+        assert_eq!(clip_front("ab".to_string(), 5), "ab");
+    }
+}
