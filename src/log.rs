@@ -43,7 +43,7 @@ fn emit(at: Level, tag: &str, message: &str) {
             let mut st: libc::stat = unsafe { std::mem::zeroed() };
             // SAFETY: fstat and ftruncate on stderr, under its lock; `st` outlives the call.
             unsafe {
-                if libc::fstat(2, &mut st) == 0 && st.st_size as u64 > cap {
+                if libc::fstat(2, &raw mut st) == 0 && st.st_size.cast_unsigned() > cap {
                     libc::ftruncate(2, 0);
                 }
             }
