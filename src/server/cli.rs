@@ -80,10 +80,11 @@ fn probe(paths: &Paths) -> Probe {
     }
 }
 
-/// Removes what a dead server left; true if there was something. Taken under the start lock, and
-/// only when no process holds the pid lock.
+/// Removes what a dead server left; true if there was something. Only under the start lock (a
+/// front starting the server holds it: then nothing is touched) and only when no process holds the
+/// pid lock.
 fn wipe(paths: &Paths) -> bool {
-    let Ok(_starting) = FileLock::take(&paths.lock) else { return false };
+    let Ok(Some(_starting)) = FileLock::try_take(&paths.lock) else { return false };
     let Ok(Some(_free)) = FileLock::try_take(&paths.pid) else { return false };
     let had = paths.sock.exists() || paths.read_pid().is_some();
     let _ = std::fs::remove_file(&paths.sock);
