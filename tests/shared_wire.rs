@@ -270,3 +270,49 @@ fn an_agent_pipeline_outlives_its_front() {
             || git(&repo, &["show", "main:feature.txt"]).contains("line 1")
     );
 }
+
+/// A server that accepts but never says hello (here: a socket nobody serves, and a process holding
+/// the pid lock) is reported as unresponsive and never wiped; a front says what to do, and
+/// `kill-server` ends it by its pid file.
+#[test]
+fn an_unresponsive_server_is_left_alone_until_kill_server() {
+    use std::os::unix::fs::PermissionsExt;
+    let server = Server::new("silent");
+    let shared = server.shared_dir();
+    std::fs::create_dir_all(&shared).unwrap();
+    for dir in [shared.parent().unwrap(), shared.as_path()] {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    let sock = shared.join(format!("{}.sock", server.name));
+    let _silent = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    let pid_file = shared.join(format!("{}.pid", server.name));
+    let script =
+        format!("exec 9>>'{p}'; flock 9; echo $$ >'{p}'; exec sleep 600", p = pid_file.display());
+    let mut holder = std::process::Command::new("sh").args(["-c", &script]).spawn().unwrap();
+    let deadline = Instant::now() + PATIENCE;
+    while std::fs::read_to_string(&pid_file).unwrap_or_default().trim() != holder.id().to_string() {
+        assert!(Instant::now() < deadline, "the pid lock was never taken");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = server.run(&["ls"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!("shared {}  unresponsive  pid {}", server.name, holder.id())),
+        "{text}"
+    );
+    assert!(sock.exists(), "an unresponsive server's socket is never removed");
+    let mut cmd = server.command(&[]);
+    cmd.args(["serve", "--shared", &server.name]);
+    let mut front = Fugue::spawn_command(cmd);
+    let answer = front.request(
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}),
+    );
+    let message = answer["error"]["message"].as_str().unwrap_or_else(|| panic!("{answer}"));
+    assert!(message.contains("does not answer"), "{message}");
+    assert!(message.contains(&format!("fugue kill-server {}", server.name)), "{message}");
+    let out = server.kill_server();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let status = holder.wait().unwrap();
+    assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(libc::SIGTERM));
+}
