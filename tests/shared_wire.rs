@@ -316,3 +316,52 @@ fn an_unresponsive_server_is_left_alone_until_kill_server() {
     let status = holder.wait().unwrap();
     assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(libc::SIGTERM));
 }
+
+/// 128 connections at once is the limit: one more front is told so, and once one leaves there is
+/// room again.
+#[test]
+fn connections_past_the_limit_are_refused_with_a_clear_error() {
+    use std::io::{BufRead, BufReader, Write};
+    let server = Server::new("full");
+    let mut first = server.front();
+    first.call("fugue_list_sessions", json!({}));
+    let sock = server.shared_dir().join(format!("{}.sock", server.name));
+    let hello =
+        "{\"fugue\":\"hello\",\"proto\":1,\"version\":\"test\",\"pid\":1,\"role\":\"front\"}\n";
+    let mut held: Vec<std::os::unix::net::UnixStream> = (0..127)
+        .map(|_| {
+            let mut stream = std::os::unix::net::UnixStream::connect(&sock).unwrap();
+            stream.write_all(hello.as_bytes()).unwrap();
+            let mut line = String::new();
+            BufReader::new(stream.try_clone().unwrap()).read_line(&mut line).unwrap();
+            assert!(line.contains("\"fugue\":\"hello\""), "{line}");
+            stream
+        })
+        .collect();
+    let mut cmd = server.command(&[]);
+    cmd.args(["serve", "--shared", &server.name]);
+    let mut refused = Fugue::spawn_command(cmd);
+    let answer = refused.request(
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}),
+    );
+    let message = answer["error"]["message"].as_str().unwrap_or_else(|| panic!("{answer}"));
+    assert!(message.contains("128 connections at most"), "{message}");
+    held.pop();
+    // The server notices the closed connection on its own thread: the next front may come first.
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let mut cmd = server.command(&[]);
+        cmd.args(["serve", "--shared", &server.name]);
+        let mut next = Fugue::spawn_command(cmd);
+        let answer = next.request(
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}),
+        );
+        if answer.get("result").is_some() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no room after a connection left: {answer}");
+    }
+    first.call("fugue_list_sessions", json!({}));
+}
