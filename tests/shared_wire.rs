@@ -347,6 +347,8 @@ fn connections_past_the_limit_are_refused_with_a_clear_error() {
     );
     let message = answer["error"]["message"].as_str().unwrap_or_else(|| panic!("{answer}"));
     assert!(message.contains("128 connections at most"), "{message}");
+    let ls = String::from_utf8_lossy(&server.run(&["ls"]).stdout).into_owned();
+    assert!(ls.contains(&format!("shared {}  busy", server.name)), "{ls}");
     held.pop();
     // The server notices the closed connection on its own thread: the next front may come first.
     let deadline = Instant::now() + PATIENCE;

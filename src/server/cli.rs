@@ -2,8 +2,8 @@
 //! name, and `fugue attach --server NAME`.
 //!
 //! A name's state comes from its files: live (it says hello), unresponsive (it accepts but stays
-//! silent; never touched), incompatible (another wire protocol), or stale (a socket or pid file
-//! left by a server that died). Stale files are removed only under the start lock and only when
+//! silent; never touched), busy (it closes before its hello: ending, or full), incompatible
+//! (another wire protocol), or stale (a socket or pid file left by a server that died). Stale files are removed only under the start lock and only when
 //! nobody holds the pid lock, so a starting or ending server is never mistaken for a dead one.
 
 use super::front::end_server;
@@ -56,6 +56,7 @@ pub(crate) fn status(paths: &Paths) -> Value {
             }
         }
         Probe::Silent => out["state"] = json!("unresponsive"),
+        Probe::Closed => out["state"] = json!("busy"),
         Probe::Nobody => out["state"] = json!(if wipe(paths) { "stale" } else { "none" }),
     }
     out
@@ -63,7 +64,10 @@ pub(crate) fn status(paths: &Paths) -> Value {
 
 enum Probe {
     Nobody,
+    /// Connected, no hello in time.
     Silent,
+    /// Closed before its hello: the server is ending, or serves all the connections it can.
+    Closed,
     Hello(Hello),
 }
 
@@ -71,12 +75,20 @@ fn probe(paths: &Paths) -> Probe {
     let Ok(stream) = UnixStream::connect(&paths.sock) else { return Probe::Nobody };
     let _ = stream.set_read_timeout(Some(super::HELLO_TIMEOUT));
     if (&stream).write_all(&Hello::new(Some(Role::Probe), None).line()).is_err() {
-        return Probe::Silent;
+        return Probe::Closed;
     }
     let mut input = std::io::BufReader::new(stream);
     match crate::control::wire::read_line(&mut input, super::MAX_HELLO) {
         Ok(Some(line)) => Hello::parse(&line).map_or(Probe::Silent, Probe::Hello),
-        _ => Probe::Silent,
+        Err(crate::control::wire::LineError::Io(e))
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ) =>
+        {
+            Probe::Silent
+        }
+        Ok(None) | Err(_) => Probe::Closed,
     }
 }
 
@@ -103,6 +115,7 @@ pub(crate) fn pid_of(name: &str) -> Result<u32, String> {
     match probe(&paths) {
         Probe::Hello(hello) => Ok(hello.pid),
         Probe::Silent => Err(format!("fugue server {name:?} does not answer")),
+        Probe::Closed => Err(format!("fugue server {name:?} is ending or full; try again")),
         Probe::Nobody => Err(format!("no fugue server named {name:?} is running")),
     }
 }
