@@ -300,12 +300,15 @@ impl Host {
         })
     }
 
-    /// Decides to end, under the fronts lock so no connection slips in between.
+    /// Decides to end, under the fronts lock so no connection slips in between. The socket goes
+    /// at once: a front arriving now finds no server and starts the next one (which waits for
+    /// this one's pid lock) instead of being turned away.
     fn close_if_empty(&self) -> bool {
         let mut fronts = self.fronts.lock();
         let sessions = self.runtime.mux.with_sessions(|sessions, _| sessions.len());
         if fronts.live.is_empty() && sessions == 0 && !self.pipelines_running() {
             fronts.closing = true;
+            let _ = std::fs::remove_file(&self.paths.sock);
             return true;
         }
         false
@@ -315,10 +318,12 @@ impl Host {
     fn shutdown(&self, control: Option<crate::control::server::Control>) {
         let fronts: Vec<Front> = {
             let mut fronts = self.fronts.lock();
-            fronts.closing = true;
+            if !fronts.closing {
+                fronts.closing = true;
+                let _ = std::fs::remove_file(&self.paths.sock);
+            }
             fronts.live.drain().map(|(_, f)| f).collect()
         };
-        let _ = std::fs::remove_file(&self.paths.sock);
         for front in fronts {
             if let Some((_, server)) = &front.session {
                 server.cancel_all();
