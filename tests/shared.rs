@@ -328,10 +328,10 @@ fn exit_empty() {
 }
 
 /// Busy loops that keep both cores loaded while they live; killed by pid on drop.
-struct Load(Vec<std::process::Child>);
+pub struct Load(Vec<std::process::Child>);
 
 impl Load {
-    fn start(n: usize) -> Load {
+    pub fn start(n: usize) -> Load {
         Load(
             (0..n)
                 .map(|_| Command::new("sh").args(["-c", "while :; do :; done"]).spawn().unwrap())

@@ -367,3 +367,21 @@ fn connections_past_the_limit_are_refused_with_a_clear_error() {
     }
     first.call("fugue_list_sessions", json!({}));
 }
+
+/// Fronts that arrive just as an empty server decides to end (its 1 s grace), on a loaded machine,
+/// always get a server: the ending one or the next.
+#[test]
+fn a_front_arriving_as_an_empty_server_ends_gets_a_server() {
+    let server = Server::new("edge");
+    let _load = crate::shared::Load::start(2);
+    for i in 0..12u64 {
+        let mut leaving = server.front();
+        leaving.call("fugue_list_sessions", json!({}));
+        leaving.close_stdin();
+        // Across the grace period's end, in 15 ms steps.
+        std::thread::sleep(Duration::from_millis(920 + i * 15));
+        let mut arriving = server.front();
+        assert_eq!(arriving.call("fugue_list_sessions", json!({}))["sessions"], json!([]));
+        arriving.close_stdin();
+    }
+}
