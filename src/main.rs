@@ -44,12 +44,13 @@ Usage:
                            the same, in shared server NAME (starting it if needed)
   fugue kill-server [NAME] end shared server NAME and every process it started
   fugue tools              list the tools, one line each
-  fugue verdict complete|followup|failed --reason TEXT [--prompt TEXT] [--cost USD]
+  fugue verdict complete|followup|failed [--reason TEXT] [--prompt TEXT] [--cost USD]
                            write an agent-pipeline verdict to $FUGUE_VERDICT_FILE
   fugue ls [--json]        list the running fugue servers with their sessions and panes
   fugue attach [--server PID|NAME] [--input] [SESSION[:WINDOW]]
                            watch a window's panes live in this terminal (C-b ? lists the keys)
   fugue --help | --version
+  fugue COMMAND --help     one command's usage
 
 Environment: FUGUE_SERVER, FUGUE_SHELL, FUGUE_STATE_DIR, FUGUE_LOG, FUGUE_SCROLLBACK_BYTES, FUGUE_MAX_PANES,
 FUGUE_MAX_SESSIONS, FUGUE_MAX_CALLS, FUGUE_MAX_LINE_BYTES, FUGUE_MAX_OUTPUT_BYTES (see fugue(1)).
@@ -59,6 +60,12 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let words: Vec<&str> = args.iter().map(String::as_str).collect();
     match words.as_slice() {
+        [command, rest @ ..] if rest.iter().any(|w| matches!(*w, "-h" | "--help")) => {
+            match command_usage(command) {
+                Some(usage) => print_out(usage),
+                None => usage_error(&format!("unknown command {command:?}")),
+            }
+        }
         [] | ["serve"] => match std::env::var("FUGUE_SERVER") {
             Ok(name) if !name.is_empty() => server::front::serve(&name),
             _ => serve(),
@@ -71,7 +78,9 @@ fn main() -> ExitCode {
         ["call", "--shared", name, tool, json] => call_shared(name, tool, json),
         ["-h" | "--help" | "help"] => print_out(USAGE),
         ["-V" | "--version"] => print_out(&format!("fugue {}\n", env!("CARGO_PKG_VERSION"))),
+        ["serve", ..] => usage_error("serve takes no arguments but --shared [NAME]"),
         ["tools"] => list_tools(),
+        ["tools", ..] => usage_error("tools takes no arguments"),
         ["verdict", ..] => agent::verdict::cli(&args[1..]),
         ["ls", rest @ ..] => attach::ls::run(rest),
         ["attach", rest @ ..] => attach::run(rest),
@@ -80,6 +89,53 @@ fn main() -> ExitCode {
         ["call", ..] => usage_error("call takes a tool name and at most one JSON argument object"),
         [other, ..] => usage_error(&format!("unknown command {other:?}")),
     }
+}
+
+const SERVE_USAGE: &str = "\
+Usage: fugue [serve]
+       fugue serve --shared [NAME]
+
+Runs the MCP server: JSON-RPC, one message a line, on stdin and stdout; logs go to stderr. It
+stops when stdin closes, on SIGINT, SIGTERM or SIGHUP, or when stdout is gone, and ends every
+process it started first.
+
+With --shared (or FUGUE_SERVER=NAME), it is a front for this user's shared server NAME (default:
+default) instead, starting it when it is not running: the server keeps every pane, session and
+agent pipeline when the front ends, and serves several fronts at once (see fugue(1), SHARED
+SERVER).
+";
+
+const CALL_USAGE: &str = "\
+Usage: fugue call TOOL [JSON]
+       fugue call --shared NAME TOOL [JSON]
+
+Runs one tool in this process with the JSON object as its arguments (default {}), prints its
+structured result as JSON and ends every process it started. Exits 0 on success, 1 when the tool
+fails (the error JSON is printed), 2 on a bad call. `fugue tools` lists the tools.
+
+With --shared, the call is made in shared server NAME (started if needed), and what it starts
+stays there.
+";
+
+const TOOLS_USAGE: &str = "\
+Usage: fugue tools
+
+Lists the tools, one line each: name and what it does.
+";
+
+/// The usage of one command, for `fugue COMMAND --help`; `None` for an unknown command.
+fn command_usage(command: &str) -> Option<&'static str> {
+    Some(match command {
+        "serve" => SERVE_USAGE,
+        "call" => CALL_USAGE,
+        "tools" => TOOLS_USAGE,
+        "verdict" => agent::verdict::USAGE,
+        "ls" => attach::ls::USAGE,
+        "kill-server" => server::cli::USAGE,
+        "attach" => attach::USAGE,
+        "help" | "-h" | "--help" => USAGE,
+        _ => return None,
+    })
 }
 
 fn serve() -> ExitCode {

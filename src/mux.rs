@@ -3,6 +3,9 @@
 //! Sessions hold windows, windows hold panes, and every pane is also indexed by id. Ids are UUID v4;
 //! every lookup also accepts the object's unique name. Panes are spawned outside the registry lock
 //! (a spawn forks and execs), with a reservation so that limits and names hold under concurrency.
+//! A reservation also takes the pane's place in its window before the spawn, so the pane starts at
+//! the size of its final tile: several panes reserved together start at the sizes they will keep,
+//! and a program that reads its terminal size as it starts sees its tile, never the whole window.
 //! When fugue exits, `shutdown` ends every pane at once. Watchers (`fugue attach`, through the
 //! control socket) subscribe to `changes`, which wakes them when panes come and go or a window is
 //! resized; a pane's own output has its own watch.
@@ -45,6 +48,8 @@ pub(crate) struct Window {
     pub(crate) name: String,
     pub(crate) rows: u16,
     pub(crate) cols: u16,
+    /// The panes in tiling order, including reserved ones still starting (not yet in the
+    /// registry's pane index): the tiling counts them, so nobody's tile changes when they arrive.
     pub(crate) panes: Vec<String>,
 }
 
@@ -66,9 +71,46 @@ pub(crate) struct Mux {
 }
 
 /// Where a new pane goes.
-enum Place<'a> {
+pub(crate) enum Place<'a> {
+    /// A window of its own, made for it.
     NewWindow { session: &'a str, name: Option<String> },
+    /// An existing window, beside the panes already there.
     Window { session: &'a str, window: &'a str },
+}
+
+/// A pane's slot, held in the registry from `reserve` until `start`: it counts against the limits,
+/// holds its name and its tile, and knows its size. Dropped without being started, it gives all
+/// of that back.
+pub(crate) struct Reserved<'m> {
+    mux: &'m Mux,
+    /// `None` once started.
+    slot: Option<Slot>,
+}
+
+struct Slot {
+    spec: Spec,
+    /// The window was made for this pane, so it goes if the pane cannot start.
+    own_window: bool,
+}
+
+impl Reserved<'_> {
+    /// Sets what the pane's `command` shows in place of the command it runs.
+    pub(crate) fn show_as(&mut self, shown: String) {
+        if let Some(slot) = &mut self.slot {
+            slot.spec.shown = Some(shown);
+        }
+    }
+}
+
+impl Drop for Reserved<'_> {
+    fn drop(&mut self) {
+        if let Some(slot) = self.slot.take() {
+            let spec = &slot.spec;
+            let name = spec.name.as_ref();
+            self.mux.inner.lock().release(&spec.id, &spec.window_id, name, slot.own_window);
+            self.mux.changes.notify();
+        }
+    }
 }
 
 impl Mux {
@@ -119,10 +161,11 @@ impl Mux {
     }
 
     /// Adds an empty window to a session, for callers that then start several panes in it at once
-    /// with `create_pane`. A window left empty stays until its session is closed.
+    /// (`reserve`, then `start` each). A window left empty stays until its session is closed.
     pub(crate) fn add_window(&self, session: &str, name: Option<String>) -> Result<String> {
-        let (_, window_id, _, _) = self.inner.lock().new_window(session, name)?;
-        Ok(window_id)
+        let mut inner = self.inner.lock();
+        let (s, w) = inner.new_window(session, name)?;
+        Ok(inner.sessions[s].windows[w].id.clone())
     }
 
     pub(crate) fn pane(&self, key: &str) -> Result<Arc<Pane>> {
@@ -237,18 +280,42 @@ impl Mux {
     }
 
     fn add_pane(&self, place: Place<'_>, args: PaneArgs) -> Result<Arc<Pane>> {
-        let spec = self.inner.lock().reserve(&place, &args)?;
-        let name = spec.name.clone();
+        let reserved = self.reserve(&place, std::slice::from_ref(&args)).pop();
+        self.start(reserved.unwrap_or_else(|| Err(Error::internal("no reservation")))?)
+    }
+
+    /// Reserves a slot for each pane at `place`, all under one lock, and sizes each to the tile it
+    /// will have once all of them are there. A `NewWindow` place makes a window for each.
+    pub(crate) fn reserve(
+        &self,
+        place: &Place<'_>,
+        args: &[PaneArgs],
+    ) -> Vec<Result<Reserved<'_>>> {
+        let mut inner = self.inner.lock();
+        let mut slots: Vec<Result<Slot>> = args.iter().map(|a| inner.reserve(place, a)).collect();
+        for slot in slots.iter_mut().flatten() {
+            inner.size(&mut slot.spec);
+        }
+        slots.into_iter().map(|slot| slot.map(|s| Reserved { mux: self, slot: Some(s) })).collect()
+    }
+
+    /// Spawns a reserved pane at its reserved size and puts it in its place.
+    pub(crate) fn start(&self, mut reserved: Reserved<'_>) -> Result<Arc<Pane>> {
+        let Some(Slot { spec, own_window }) = reserved.slot.take() else {
+            return Err(Error::internal("a pane's slot was started twice"));
+        };
+        let (id, window, name) = (spec.id.clone(), spec.window_id.clone(), spec.name.clone());
         let spawned = Pane::spawn(spec);
         let mut inner = self.inner.lock();
-        inner.reserved_panes -= 1;
-        if let Some(name) = &name {
-            inner.reserved_names.remove(name);
-        }
         let pane = match spawned {
-            Ok(pane) => pane,
+            Ok(pane) => {
+                inner.unreserve(name.as_ref());
+                pane
+            }
             Err(e) => {
-                inner.drop_empty_window(&place);
+                inner.release(&id, &window, name.as_ref(), own_window);
+                drop(inner);
+                self.changes.notify();
                 return Err(e);
             }
         };
@@ -285,8 +352,9 @@ impl Inner {
         }
     }
 
-    /// Checks limits and names, creates the window if asked, and holds a slot for the pane.
-    fn reserve(&mut self, place: &Place<'_>, args: &PaneArgs) -> Result<Spec> {
+    /// Checks limits and names, creates the window if asked, and holds a slot for the pane at the
+    /// end of its window. The size is set by `size` once every slot of a batch is taken.
+    fn reserve(&mut self, place: &Place<'_>, args: &PaneArgs) -> Result<Slot> {
         let cfg = config();
         if self.panes.len() + self.reserved_panes >= cfg.max_panes {
             return Err(Error::new(
@@ -302,45 +370,54 @@ impl Inner {
         {
             return Err(name_taken("pane", name));
         }
-        let (session_id, window_id, rows, cols) = match place {
+        let (s, w) = match place {
             Place::NewWindow { session, name } => self.new_window(session, name.clone())?,
             Place::Window { session, window } => {
                 let s = self.session_index(session).ok_or_else(|| session_not_found(session))?;
-                let session = &self.sessions[s];
-                let w = window_index(session, window).ok_or_else(|| window_not_found(window))?;
-                let window = &session.windows[w];
-                let rect = layout::tile(window.panes.len() + 1, window.rows, window.cols);
-                let last = rect.last().copied().unwrap_or(layout::Rect {
-                    row: 0,
-                    col: 0,
-                    rows: 24,
-                    cols: 80,
-                });
-                (session.id.clone(), window.id.clone(), last.rows, last.cols)
+                let w = window_index(&self.sessions[s], window)
+                    .ok_or_else(|| window_not_found(window))?;
+                (s, w)
             }
+        };
+        let id = new_id();
+        let session = &mut self.sessions[s];
+        let window = &mut session.windows[w];
+        window.panes.push(id.clone());
+        let spec = Spec {
+            id,
+            session_id: session.id.clone(),
+            window_id: window.id.clone(),
+            name: args.name.clone(),
+            command: args.command.clone(),
+            shown: None,
+            cwd: args.cwd.clone(),
+            env: args.env.clone(),
+            rows: window.rows,
+            cols: window.cols,
         };
         self.reserved_panes += 1;
         if let Some(name) = &args.name {
             self.reserved_names.insert(name.clone());
         }
-        Ok(Spec {
-            id: new_id(),
-            session_id,
-            window_id,
-            name: args.name.clone(),
-            command: args.command.clone(),
-            cwd: args.cwd.clone(),
-            env: args.env.clone(),
-            rows,
-            cols,
-        })
+        Ok(Slot { spec, own_window: matches!(place, Place::NewWindow { .. }) })
     }
 
-    fn new_window(
-        &mut self,
-        session: &str,
-        name: Option<String>,
-    ) -> Result<(String, String, u16, u16)> {
+    /// Sets a reserved pane's size to its tile in its window as the window is now.
+    fn size(&self, spec: &mut Spec) {
+        let Some(window) = self.window(&spec.window_id) else { return };
+        let rects = layout::tile(window.panes.len(), window.rows, window.cols);
+        if let Some(at) = window.panes.iter().position(|id| *id == spec.id) {
+            spec.rows = rects[at].rows;
+            spec.cols = rects[at].cols;
+        }
+    }
+
+    fn window(&self, id: &str) -> Option<&Window> {
+        self.sessions.iter().flat_map(|s| &s.windows).find(|w| w.id == id)
+    }
+
+    /// Adds an empty window; returns its session's and its own index.
+    fn new_window(&mut self, session: &str, name: Option<String>) -> Result<(usize, usize)> {
         let s = self.session_index(session).ok_or_else(|| session_not_found(session))?;
         let session = &mut self.sessions[s];
         let name = match name {
@@ -359,32 +436,29 @@ impl Inner {
             },
         };
         let (rows, cols) = (config().rows, config().cols);
-        let id = new_id();
-        session.windows.push(Window { id: id.clone(), name, rows, cols, panes: Vec::new() });
-        Ok((session.id.clone(), id, rows, cols))
+        session.windows.push(Window { id: new_id(), name, rows, cols, panes: Vec::new() });
+        Ok((s, session.windows.len() - 1))
     }
 
-    /// Puts a spawned pane into its window and re-tiles the window's panes.
+    /// Puts a spawned pane into the slot reserved for it and re-tiles the window, in case other
+    /// panes came or went while it started.
     fn attach(&mut self, pane: &Arc<Pane>) -> Result<()> {
-        let window = self
-            .sessions
-            .iter_mut()
-            .find(|s| s.id == pane.session_id)
-            .and_then(|s| s.windows.iter_mut().find(|w| w.id == pane.window_id))
-            .ok_or_else(|| {
-                Error::new(
-                    ErrorKind::WindowNotFound,
-                    "the window was closed while the pane started",
-                )
-            })?;
-        window.panes.push(pane.id.clone());
-        let ids = window.panes.clone();
-        let (rows, cols) = (window.rows, window.cols);
+        let window = self.window(&pane.window_id).filter(|w| w.panes.contains(&pane.id));
+        let Some(window) = window else {
+            return Err(Error::new(
+                ErrorKind::WindowNotFound,
+                "the window was closed while the pane started",
+            ));
+        };
+        let (ids, rows, cols) = (window.panes.clone(), window.rows, window.cols);
         self.panes.insert(pane.id.clone(), pane.clone());
         self.retile(&ids, rows, cols);
         Ok(())
     }
 
+    /// Sizes every running pane of a window to its tile. An exited pane keeps the size its
+    /// program last had, so its final screen reads as the program left it (views cut it to its
+    /// tile); it was created at its tile's size, so it fits unless the window shrank since.
     fn retile(&self, ids: &[String], rows: u16, cols: u16) {
         for (id, rect) in ids.iter().zip(layout::tile(ids.len(), rows, cols)) {
             if let Some(pane) = self.panes.get(id)
@@ -396,12 +470,29 @@ impl Inner {
         }
     }
 
-    /// A window created for a pane that failed to start has no reason to exist.
-    fn drop_empty_window(&mut self, place: &Place<'_>) {
-        if let Place::NewWindow { session, .. } = place
-            && let Some(s) = self.session_index(session)
-        {
-            self.sessions[s].windows.retain(|w| !w.panes.is_empty());
+    /// Ends a reservation's hold on the limits and the pane's name.
+    fn unreserve(&mut self, name: Option<&String>) {
+        self.reserved_panes -= 1;
+        if let Some(name) = name {
+            self.reserved_names.remove(name);
+        }
+    }
+
+    /// Gives up the slot of a pane that did not start; a window made for it goes too.
+    fn release(&mut self, id: &str, window_id: &str, name: Option<&String>, own_window: bool) {
+        self.unreserve(name);
+        let mut retile = None;
+        for session in &mut self.sessions {
+            if let Some(window) = session.windows.iter_mut().find(|w| w.id == window_id) {
+                window.panes.retain(|pane| pane != id);
+                retile = Some((window.panes.clone(), window.rows, window.cols));
+                if own_window && window.panes.is_empty() {
+                    session.windows.retain(|w| w.id != window_id);
+                }
+            }
+        }
+        if let Some((ids, rows, cols)) = retile {
+            self.retile(&ids, rows, cols);
         }
     }
 
@@ -483,3 +574,6 @@ fn name_taken(what: &str, name: &str) -> Error {
         format!("a {what} named {name:?} already exists; pick another name"),
     )
 }
+
+#[cfg(test)]
+mod tests;

@@ -8,7 +8,7 @@
 use crate::agent::{self, manager::Manager};
 use crate::mux::Mux;
 use parking_lot::Mutex;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// The context a tool handler of fugue gets.
@@ -29,6 +29,8 @@ impl Runtime {
     /// A runtime with no panes, its agent pipelines loaded from `FUGUE_STATE_DIR`. `drive` is false
     /// for `fugue call`, which ends with its one call and so only reads pipelines.
     pub(crate) fn start(drive: bool) -> Runtime {
+        // Before any call makes directories of its own: those of fugues that were killed go.
+        crate::orchestrate::tempdir::sweep_stale();
         let mux = Arc::new(Mux::default());
         let agents = agent::start(mux.clone(), drive);
         Runtime { mux, agents, temp_dirs: Arc::default() }
@@ -57,7 +59,7 @@ impl TempDirs {
     }
 
     /// Removes `path` from the registry (its owner has removed it).
-    pub(crate) fn forget(&self, path: &PathBuf) {
+    pub(crate) fn forget(&self, path: &Path) {
         self.live.lock().retain(|p| p != path);
     }
 

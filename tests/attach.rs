@@ -630,8 +630,7 @@ fn attach_resizes_with_its_terminal_and_restores_it_on_sigterm() {
     d.fugue.call("fugue_resize_pane", json!({"pane_id": d.pane, "rows": 20, "cols": 60}));
     d.until("sized to 20 x 60", |_| w.window_size() == (19, 60));
     let pid = d.attach_pid();
-    // SAFETY: kill only sends a signal to a process of ours.
-    assert_eq!(unsafe { libc::kill(libc::pid_t::try_from(pid).unwrap(), libc::SIGTERM) }, 0);
+    signal(pid, libc::SIGTERM);
     let after = d.finished();
     assert!(after.contains("ended by SIGTERM"), "{after}");
     assert!(after.contains("attach-exit=143") && after.contains("TERMINAL-RESTORED"), "{after}");

@@ -26,6 +26,28 @@ fn version_and_help() {
 }
 
 #[test]
+fn every_command_prints_its_usage_for_help() {
+    for (command, usage) in [
+        ("serve", "Usage: fugue [serve]"),
+        ("call", "Usage: fugue call TOOL [JSON]"),
+        ("tools", "Usage: fugue tools"),
+        ("verdict", "Usage: fugue verdict complete|followup|failed"),
+        ("ls", "Usage: fugue ls [--json]"),
+        ("attach", "Usage: fugue attach"),
+    ] {
+        for flag in ["--help", "-h"] {
+            let (code, out, err) = run(&[command, flag]);
+            assert_eq!(code, 0, "fugue {command} {flag}: {err}");
+            assert!(out.starts_with(usage), "fugue {command} {flag} printed: {out}");
+            assert!(err.is_empty(), "fugue {command} {flag} wrote to stderr: {err}");
+        }
+    }
+    // After other arguments too: `fugue verdict complete --help` explains instead of writing.
+    let (code, out, _) = run(&["verdict", "complete", "--help"]);
+    assert_eq!((code, out.starts_with("Usage: fugue verdict")), (0, true), "{out}");
+}
+
+#[test]
 fn tools_lists_every_tool_once() {
     let (code, out, _) = run(&["tools"]);
     assert_eq!(code, 0);
@@ -66,6 +88,9 @@ fn usage_errors_exit_2_with_a_message() {
         &["call", "fugue_list_sessions", "not json"][..],
         &["call", "fugue_list_sessions", "[1]"][..],
         &["call", "fugue_list_sessions", "{}", "extra"][..],
+        &["tools", "extra"][..],
+        &["serve", "extra"][..],
+        &["bogus", "--help"][..],
     ] {
         let (code, out, err) = run(args);
         assert_eq!(code, 2, "{args:?}");

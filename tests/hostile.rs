@@ -14,43 +14,6 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-/// xorshift64*: tiny, fast, and good enough to pick mutations.
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed.max(1))
-    }
-
-    pub fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-
-    pub fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len())]
-    }
-
-    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next() as u8).collect()
-    }
-}
-
-pub fn seed() -> u64 {
-    std::env::var("FUGUE_HOSTILE_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0x5EED_F00D_CAFE_1234)
-}
-
 /// What fugue wrote to stderr, captured so a test can look for panics.
 pub struct Stderr(Arc<Mutex<Vec<u8>>>);
 
@@ -531,34 +494,6 @@ fn required(schema: &Value) -> Vec<String> {
         .as_array()
         .map(|r| r.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
         .unwrap_or_default()
-}
-
-/// Keeps git away from the machine's and the user's configuration.
-pub const GIT_ENV: [(&str, &str); 2] =
-    [("GIT_CONFIG_GLOBAL", "/dev/null"), ("GIT_CONFIG_NOSYSTEM", "1")];
-
-/// A git repository on `main` with one commit, in `dir/repo`.
-pub fn git_repo(dir: &Dir) -> std::path::PathBuf {
-    let path = dir.join("repo");
-    std::fs::create_dir_all(&path).unwrap();
-    std::fs::write(path.join("README.md"), "hello\n").unwrap();
-    for args in [
-        &["init", "-q", "-b", "main"][..],
-        &["config", "user.name", "Test"],
-        &["config", "user.email", "test@example.com"],
-        &["add", "README.md"],
-        &["commit", "-qm", "initial"],
-    ] {
-        let out = std::process::Command::new("git")
-            .arg("-C")
-            .arg(&path)
-            .args(args)
-            .envs(GIT_ENV)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    }
-    path
 }
 
 /// Every tool in tools/list, every argument, every wrong type: a tool error with code

@@ -57,26 +57,6 @@ fn sleepers_under(pid: u32, count: usize) -> Vec<u32> {
     }
 }
 
-fn wait_gone(child: &mut Child, within: Duration) -> std::process::ExitStatus {
-    let deadline = Instant::now() + within;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        assert!(Instant::now() < deadline, "fugue did not exit within {within:?}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-fn signal(pid: u32, sig: i32) {
-    let status = std::process::Command::new("kill")
-        .arg(format!("-{sig}"))
-        .arg(pid.to_string())
-        .status()
-        .unwrap();
-    assert!(status.success());
-}
-
 #[test]
 fn closing_stdin_ends_every_child_within_two_seconds() {
     let (mut f, pids) = fugue_with_sleepers(3);
@@ -88,11 +68,13 @@ fn closing_stdin_ends_every_child_within_two_seconds() {
 
 #[test]
 fn sigint_sigterm_and_sighup_each_end_every_child_within_two_seconds() {
-    for (sig, name) in [(2, "SIGINT"), (15, "SIGTERM"), (1, "SIGHUP")] {
+    for (sig, name) in
+        [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM"), (libc::SIGHUP, "SIGHUP")]
+    {
         let (mut f, pids) = fugue_with_sleepers(3);
         let started = Instant::now();
         signal(f.pid(), sig);
-        let status = wait_gone(&mut f.child, TWO_SECONDS);
+        let status = wait_exited(&mut f.child, TWO_SECONDS);
         let took = started.elapsed();
         let left = procfs::all_gone_within(&pids, TWO_SECONDS.saturating_sub(took));
         assert!(left.is_empty(), "{name}: {left:?} outlived fugue");
@@ -138,8 +120,8 @@ fn after_sigkill_the_terminal_hang_up_ends_the_panes() {
     let left = procfs::all_gone_within(&pids, TWO_SECONDS);
     assert!(left.is_empty(), "{left:?} survived fugue's SIGKILL");
     assert_eq!(procfs::survivors(&[stubborn, background]), vec![stubborn, background]);
-    signal(stubborn, 9);
-    signal(background, 9);
+    signal(stubborn, libc::SIGKILL);
+    signal(background, libc::SIGKILL);
 }
 
 /// A pane's exit is reported only after its process is reaped, so no poll of the status can find
@@ -299,7 +281,7 @@ fn a_client_that_stops_reading_gets_backpressure_and_every_answer() {
     assert_eq!(seen.len(), REQUESTS);
     let stdin = writer.join().unwrap();
     drop(stdin);
-    let status = wait_gone(&mut raw.child, Duration::from_secs(5));
+    let status = wait_exited(&mut raw.child, Duration::from_secs(5));
     assert!(status.success());
 }
 
@@ -314,7 +296,7 @@ fn a_broken_stdout_ends_fugue_and_its_children() {
     drop(raw.stdout.take());
     let started = Instant::now();
     raw.write(&json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}));
-    let status = wait_gone(&mut raw.child, TWO_SECONDS);
+    let status = wait_exited(&mut raw.child, TWO_SECONDS);
     assert!(status.success(), "fugue exited with {status}");
     let left = procfs::all_gone_within(&pids, TWO_SECONDS.saturating_sub(started.elapsed()));
     assert!(left.is_empty(), "{left:?} outlived fugue");
@@ -394,8 +376,8 @@ fn a_signal_ends_fugue_even_while_its_stdout_is_full() {
         std::thread::sleep(Duration::from_millis(50));
     }
     let started = Instant::now();
-    signal(raw.child.id(), 15);
-    let status = wait_gone(&mut raw.child, TWO_SECONDS);
+    signal(raw.child.id(), libc::SIGTERM);
+    let status = wait_exited(&mut raw.child, TWO_SECONDS);
     let left = procfs::all_gone_within(&pane_pids, TWO_SECONDS.saturating_sub(started.elapsed()));
     assert!(left.is_empty(), "{left:?} outlived fugue");
     assert!(status.success() || status.code().is_none(), "{status}");
@@ -406,8 +388,8 @@ fn a_signal_ends_fugue_even_while_its_stdout_is_full() {
 #[test]
 fn sigterm_ends_a_running_agent_pipeline_within_two_seconds() {
     let dir = Dir::new("stop-agent");
-    let repo = crate::hostile::git_repo(&dir);
-    let mut env = crate::hostile::GIT_ENV.to_vec();
+    let repo = git_repo(&dir);
+    let mut env = GIT_ENV.to_vec();
     let state = dir.join("state");
     env.push(("FUGUE_STATE_DIR", state.to_str().unwrap()));
     let mut f = Fugue::start_with(&env);
@@ -426,8 +408,8 @@ fn sigterm_ends_a_running_agent_pipeline_within_two_seconds() {
     );
     let pids = sleepers_under(f.pid(), 1);
     let started = Instant::now();
-    signal(f.pid(), 15);
-    let status = wait_gone(&mut f.child, TWO_SECONDS);
+    signal(f.pid(), libc::SIGTERM);
+    let status = wait_exited(&mut f.child, TWO_SECONDS);
     let left = procfs::all_gone_within(&pids, TWO_SECONDS.saturating_sub(started.elapsed()));
     assert!(left.is_empty(), "{left:?} outlived fugue");
     assert!(status.success(), "{status}");

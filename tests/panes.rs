@@ -206,6 +206,28 @@ fn pane_environment_defaults_and_overrides() {
     assert_eq!(e["code"], "invalid_argument");
 }
 
+/// A relative `cwd` is taken from fugue's working directory and reported as the absolute path the
+/// pane runs in, in fugue_get_status and fugue_list_sessions alike.
+#[test]
+fn a_relative_cwd_is_reported_as_an_absolute_path() {
+    let dir = Dir::new("relcwd");
+    std::fs::create_dir_all(dir.join("proj")).unwrap();
+    let mut cmd = Fugue::command(&[]);
+    cmd.current_dir(&dir.path);
+    let mut f = Fugue::spawn_command(cmd);
+    f.handshake();
+    let created = f.call("fugue_create_session", json!({"command": "pwd", "cwd": "proj"}));
+    let pane = created["pane_id"].as_str().unwrap();
+    f.wait_exit(pane);
+    let proj = dir.join("proj");
+    let proj = proj.to_str().unwrap();
+    assert_eq!(f.text(pane), proj, "the pane ran in fugue's proj");
+    let status = f.call("fugue_get_status", json!({"pane_id": pane}));
+    assert_eq!(status["cwd"], proj, "{status}");
+    let list = f.call("fugue_list_sessions", json!({}));
+    assert_eq!(list["sessions"][0]["windows"][0]["panes"][0]["cwd"], proj, "{list}");
+}
+
 #[test]
 fn cwd_is_used_and_a_bad_one_is_refused() {
     let mut f = Fugue::start();
@@ -379,8 +401,7 @@ fn a_program_asking_for_the_cursor_position_gets_an_answer() {
 fn screen_view_says_when_a_program_is_on_the_alternate_screen() {
     let mut f = Fugue::start();
     let pane = f.pane("echo before; printf '\\033[?1049h'; echo on-alt; sleep 30");
-    f.expect(&pane, "on-alt");
-    let screen = f.call("fugue_get_output", json!({"pane_id": pane, "format": "screen"}));
+    let screen = f.screen_until(&pane, "on-alt");
     assert_eq!(screen["alternate_screen"], true);
     assert_eq!(screen["output"], "on-alt");
     let plain = f.pane("echo plain; sleep 30");

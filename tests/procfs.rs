@@ -5,7 +5,6 @@
 //! memory and thread counts from `/proc/PID/status`, open descriptors from `/proc/PID/fd`, children
 //! and zombies from every `/proc/*/stat`, sockets from `/proc/net/*`. Every reader tolerates a
 //! process that vanishes mid-read.
-#![allow(dead_code)]
 
 use std::collections::HashSet;
 use std::fs;
@@ -138,14 +137,4 @@ pub fn inet_socket_inodes() -> HashSet<u64> {
         }
     }
     inodes
-}
-
-/// Samples a number while `busy` returns true, and returns the largest sample.
-pub fn peak_while(mut sample: impl FnMut() -> u64, mut busy: impl FnMut() -> bool) -> u64 {
-    let mut peak = sample();
-    while busy() {
-        peak = peak.max(sample());
-        std::thread::sleep(Duration::from_millis(25));
-    }
-    peak.max(sample())
 }

@@ -6,7 +6,6 @@
 //! are data (never shell text, never a way out of a directory), and that environment variable
 //! names are validated over the protocol.
 
-use crate::hostile::{GIT_ENV, git_repo};
 use crate::procfs;
 use crate::util::*;
 use serde_json::json;

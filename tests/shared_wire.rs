@@ -218,7 +218,8 @@ fn ls_names_shared_servers_with_their_fronts_and_state() {
 /// follows it with `until: settled` to the end.
 #[test]
 fn an_agent_pipeline_outlives_its_front() {
-    use crate::agent::{GIT_ENV, approving_analyzer, git, implementer, repo, script};
+    use crate::agent::{approving_analyzer, implementer, script};
+    use crate::util::{GIT_ENV, git, git_repo as repo};
     let server = Server::new("agents");
     let repo = repo(&server.dir);
     let before = git(&repo, &["rev-parse", "main"]);

@@ -274,8 +274,8 @@ fn soak() {
     let secs: u64 =
         std::env::var("FUGUE_SOAK_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(150);
     let state = Dir::new("soak-state");
-    let repo = crate::hostile::git_repo(&state);
-    let mut env = crate::hostile::GIT_ENV.to_vec();
+    let repo = git_repo(&state);
+    let mut env = GIT_ENV.to_vec();
     let state_dir = state.join("state");
     env.push(("FUGUE_STATE_DIR", state_dir.to_str().unwrap()));
     let mut f = Fugue::start_with(&env);
@@ -357,8 +357,8 @@ fn soak_shared() {
     let secs: u64 =
         std::env::var("FUGUE_SOAK_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(150);
     let server = crate::shared::Server::new("soak");
-    let repo = crate::hostile::git_repo(&server.dir);
-    let env = crate::hostile::GIT_ENV.to_vec();
+    let repo = git_repo(&server.dir);
+    let env = GIT_ENV.to_vec();
     let mut f = server.front_with(&env);
     f.call(
         "fugue_create_session",

@@ -9,8 +9,14 @@ mod procfs;
 mod protocol;
 // The ten pane tools against real shells.
 mod panes;
-// fugue_expect, fugue_run_parallel and fugue_run_pipeline against real shells.
-mod orchestrate;
+// fugue_expect against real shells.
+mod expect;
+// fugue_run_parallel: exit codes, tails, timeouts, layouts (tiles sized before programs start).
+mod parallel;
+// fugue_run_pipeline: one shell, exact exit codes, timeouts, the kept pane, temp directories.
+mod pipeline;
+// The shell matrix: pipelines and kept panes under bash, dash, zsh, fish, ksh and mksh.
+mod shells;
 // The command line: call, tools, help, version.
 mod cli;
 // The agent pipeline with fake agents in real git repositories.
@@ -29,6 +35,10 @@ mod hygiene;
 mod security;
 // The soak (ignored; `make soak`): thousands of mixed calls, resources flat from start to end.
 mod soak;
+// The text view and what fugue_expect returns: output after `since`, the main screen only.
+mod text_view;
+// What tools/list tells a model: declared defaults, the traps named.
+mod schemas;
 // Megabytes of output: expect over large backlogs, long lines.
 mod bulk;
 // Shared servers: fronts that come and go, kill-server, exit-empty, start races, stale sockets.

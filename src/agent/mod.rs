@@ -9,6 +9,7 @@
 //! change.
 
 pub(crate) mod git;
+pub(crate) mod handle;
 pub(crate) mod machine;
 pub(crate) mod manager;
 pub(crate) mod record;
@@ -23,8 +24,9 @@ use crate::runtime::{Ctx, Tool};
 use crate::tool::args::Args;
 use crate::tool::{RUNS, SETS, schema::*};
 use crossbeam_channel::{after, select};
+use handle::Handle;
 use machine::Control;
-use manager::{Handle, Manager, NewPipeline};
+use manager::{Manager, NewPipeline};
 use record::{Agents, Limits, Pipeline, PipelineStatus, StageType, now};
 use serde_json::{Value, json};
 use std::path::Path;
@@ -48,6 +50,13 @@ pub(crate) fn start(mux: Arc<Mux>, drive: bool) -> Arc<Manager> {
     manager
 }
 
+// Defaults of absent arguments, declared in the schemas and applied by the handlers (the limits'
+// are `Limits::default()`).
+/// `fugue_agent_pipeline_status` `wait_ms`: answer at once.
+const WAIT_MS: u64 = 0;
+/// `fugue_agent_pipeline_status` `until`.
+const UNTIL: &str = "change";
+
 pub(crate) static TOOLS: &[Tool] = &[
     Tool {
         name: "fugue_agent_pipeline_create",
@@ -56,7 +65,7 @@ pub(crate) static TOOLS: &[Tool] = &[
                       worktree and branch from base_branch (default: current). Agents are shell \
                       commands run in panes in the worktree, env FUGUE_PROMPT_FILE, \
                       FUGUE_VERDICT_FILE, FUGUE_STAGE, FUGUE_ATTEMPT (man fugue). Analyzer: `fugue \
-                      verdict complete|followup|failed --reason R [--prompt P]`. QA: exit 0 passes. \
+                      verdict complete|followup|failed [--reason R] [--prompt P]`. QA: exit 0 passes. \
                       Merger: built-in git. Returns at once.",
         hints: RUNS,
         input: || {
@@ -72,7 +81,7 @@ pub(crate) static TOOLS: &[Tool] = &[
                     ("name", t("string")),
                     ("idea_id", t("string")),
                     ("env", t("object")),
-                    ("limits", limits_schema()),
+                    ("limits", limits_schema(Some(&Limits::default()))),
                 ],
                 &["repo", "task", "implementer"],
             )
@@ -91,7 +100,7 @@ pub(crate) static TOOLS: &[Tool] = &[
         title: "Agent pipeline status",
         description: "One pipeline (pipeline_id) or all: status, stage, pane_id of the running \
                       agent, each stage's attempts and verdict, blocked_reason, allowed_actions, \
-                      last `events` (default 5). wait_ms: return when the stage changes or it ends \
+                      last `events`. wait_ms: return when the stage changes or it ends \
                       (until=settled: when blocked or done); at once if not running. repo: load \
                       (and resume) that repository's pipelines.",
         // Not read-only: naming a repository resumes its unfinished pipelines.
@@ -101,9 +110,9 @@ pub(crate) static TOOLS: &[Tool] = &[
                 &[
                     ("pipeline_id", t("string")),
                     ("repo", t("string")),
-                    ("wait_ms", t("integer")),
-                    ("until", json!({"enum": ["change", "settled"]})),
-                    ("events", t("integer")),
+                    ("wait_ms", integer_or("Wait up to this long for a change", WAIT_MS)),
+                    ("until", choice("What ends the wait", &["change", "settled"], UNTIL)),
+                    ("events", integer("Last events to show: 5 for one pipeline, 0 for all")),
                 ],
                 &[],
             )
@@ -124,7 +133,7 @@ pub(crate) static TOOLS: &[Tool] = &[
                     ("pipeline_id", t("string")),
                     ("action", json!({"enum": ["retry", "followup", "cancel"]})),
                     ("prompt", t("string")),
-                    ("limits", limits_schema()),
+                    ("limits", limits_schema(None)),
                 ],
                 &["pipeline_id", "action"],
             )
@@ -134,9 +143,33 @@ pub(crate) static TOOLS: &[Tool] = &[
     },
 ];
 
-fn limits_schema() -> Value {
-    json!({"type": "object", "description": "max_attempts 2, max_followups 3, max_qa_loops 2, \
-           max_duration_s 7200, max_cost_usd null (defaults)"})
+/// The `limits` object: with `defaults` (a new pipeline) each limit declares its default; without
+/// (control), an absent limit keeps the pipeline's.
+fn limits_schema(defaults: Option<&Limits>) -> Value {
+    let count = |key: &str, value: Option<u64>| {
+        let mut schema = json!({"type": "integer"});
+        if let Some(value) = value {
+            schema["default"] = json!(value);
+        }
+        (key.to_string(), schema)
+    };
+    let mut cost = json!({"type": ["number", "null"]});
+    if let Some(d) = defaults {
+        cost["default"] = json!(d.max_cost_usd);
+    }
+    let properties: serde_json::Map<String, Value> = [
+        count("max_attempts", defaults.map(|d| u64::from(d.max_attempts))),
+        count("max_followups", defaults.map(|d| u64::from(d.max_followups))),
+        count("max_qa_loops", defaults.map(|d| u64::from(d.max_qa_loops))),
+        count("max_duration_s", defaults.map(|d| d.max_duration_s)),
+        ("max_cost_usd".to_string(), cost),
+    ]
+    .into_iter()
+    .collect();
+    let description =
+        if defaults.is_some() { "Loop and budget limits" } else { "Limits to raise; others kept" };
+    json!({"type": "object", "description": description, "properties": properties,
+           "additionalProperties": false})
 }
 
 fn create(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
@@ -244,8 +277,8 @@ fn status(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
         Some(path) => Some(load_repo(manager, &path)?),
         None => None,
     };
-    let wait_ms = args.u64("wait_ms", 0, MAX_WAIT_MS)?.unwrap_or(0);
-    let until = match args.str("until")?.unwrap_or("change") {
+    let wait_ms = args.u64("wait_ms", 0, MAX_WAIT_MS)?.unwrap_or(WAIT_MS);
+    let until = match args.str("until")?.unwrap_or(UNTIL) {
         "change" => Until::Change,
         "settled" => Until::Settled,
         other => return Err(Error::invalid(format!("until {other:?} is not change or settled"))),

@@ -14,6 +14,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+/// The reason recorded for a verdict that gave none.
+const NO_REASON: &str = "no reason given";
+
 /// A verdict file larger than this is refused.
 const MAX_VERDICT_BYTES: u64 = 1 << 20;
 
@@ -75,7 +78,9 @@ pub(crate) fn parse(value: &Value) -> Result<Verdict, String> {
         Value::String(s) => Ok(Some(s.clone())),
         _ => Err(bad(&format!("\"{key}\" is not a string"))),
     };
-    let reason = text("reason")?.unwrap_or_default();
+    // A reason is optional; the stage and the events then say there was none.
+    let reason =
+        text("reason")?.filter(|r| !r.trim().is_empty()).unwrap_or_else(|| NO_REASON.to_string());
     let followup_prompt = text("followup_prompt")?.filter(|p| !p.trim().is_empty());
     if verdict == AnalyzerVerdict::Followup && followup_prompt.is_none() {
         return Err(bad("a followup verdict needs a non-empty \"followup_prompt\""));
@@ -94,12 +99,12 @@ fn cost(value: &Value) -> Result<Option<f64>, String> {
     }
 }
 
-const USAGE: &str = "\
-Usage: fugue verdict complete|followup|failed --reason TEXT [--prompt TEXT | --prompt-file PATH]
-                     [--cost USD] [--file PATH]
+pub(crate) const USAGE: &str = "\
+Usage: fugue verdict complete|followup|failed [--reason TEXT]
+                     [--prompt TEXT | --prompt-file PATH] [--cost USD] [--file PATH]
 
 Writes an agent-pipeline verdict as JSON, atomically, to PATH (default $FUGUE_VERDICT_FILE).
-followup needs a prompt: what the implementer should do next.
+A reason is optional; followup needs a prompt: what the implementer should do next.
 ";
 
 /// `fugue verdict ...`: checks the arguments, writes the file, exits 0; or explains and exits 2.
@@ -152,9 +157,11 @@ fn build(args: &[String]) -> Result<(PathBuf, Value), String> {
             other => return Err(format!("unknown option {other:?}")),
         }
     }
-    let reason = reason.filter(|r| !r.trim().is_empty()).ok_or("--reason is required")?;
     let file = file.ok_or("no file: give --file or run under a pipeline ($FUGUE_VERDICT_FILE)")?;
-    let mut value = json!({"verdict": verdict, "reason": reason});
+    let mut value = json!({"verdict": verdict});
+    if let Some(reason) = reason.filter(|r| !r.trim().is_empty()) {
+        value["reason"] = json!(reason);
+    }
     match prompt.filter(|p| !p.trim().is_empty()) {
         Some(prompt) => value["followup_prompt"] = json!(prompt),
         None if verdict == "followup" => {
@@ -214,7 +221,6 @@ mod tests {
         for bad in [
             &["maybe", "--reason", "r", "--file", "f"][..],
             &["followup", "--reason", "r", "--file", "f"],
-            &["complete", "--file", "f"],
             &["complete", "--reason", "r", "--cost", "-2", "--file", "f"],
             &["complete", "--reason", "r", "--bogus", "--file", "f"],
             &["complete", "--reason"],
@@ -222,6 +228,17 @@ mod tests {
         ] {
             assert!(build(&args(bad)).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_reason_is_optional_but_a_followup_needs_its_prompt() {
+        for word in ["complete", "failed"] {
+            let (_, value) = build(&args(&[word, "--file", "f"])).unwrap();
+            assert_eq!(value, json!({"verdict": word}));
+            assert_eq!(parse(&value).unwrap().reason, NO_REASON);
+        }
+        let err = build(&args(&["followup", "--file", "f"])).unwrap_err();
+        assert!(err.contains("--prompt"), "{err}");
     }
 
     #[test]

@@ -17,6 +17,14 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// How long one server may take to answer.
 const TIMEOUT: Duration = Duration::from_secs(2);
 
+pub(crate) const USAGE: &str = "\
+Usage: fugue ls [--json]
+
+Lists the running fugue servers: each one's pid, MCP client, uptime and working directory, and its
+sessions, windows and panes with their state, pid and command. --json prints the same as one JSON
+array. Exits 1 when no server is running.
+";
+
 pub(crate) fn run(args: &[&str]) -> ExitCode {
     let json = match args {
         [] => false,

@@ -57,6 +57,14 @@ fn parse(args: &[&str]) -> Result<Options, String> {
     Ok(options)
 }
 
+pub(crate) const USAGE: &str = "\
+Usage: fugue attach [--server PID] [--input] [SESSION[:WINDOW]]
+
+Watches one window of a running fugue live in this terminal: the newest server (or --server PID,
+or the newest that has SESSION), the named window or the first. Read-only unless --input, which
+sends what is typed to the focused pane. C-b d detaches; C-b ? lists the keys.
+";
+
 pub(crate) fn run(args: &[&str]) -> ExitCode {
     let options = match parse(args) {
         Ok(options) => options,

@@ -18,7 +18,9 @@ __fugue_keep=@KEEP@
 __fugue_shell=@SHELL@
 exec 4>"$__fugue_dir/status" || exit 125
 # Ctrl-C (or fugue's timeout) interrupts the running step, not this loop: a caught signal is
-# reset to the default in the step's commands.
+# reset to the default in the step's commands. While a step runs, `step` (sourced) sets the trap
+# to `return`, which ends the step even when the shell itself is blocked in a builtin such as
+# `read` (bash and zsh restart it after a trap that returns normally).
 trap : INT
 __fugue_i=1
 __fugue_rc=0
@@ -34,7 +36,7 @@ while [ "$__fugue_i" -le "$__fugue_count" ] && [ ! -e "$__fugue_dir/stop" ]; do
     if [ "$__fugue_check" = 1 ] && ! "$__fugue_sh" -n -c "$__fugue_step" fugue; then
         __fugue_rc=2
     else
-        eval "$__fugue_step" 4>&-
+        . "$__fugue_dir/step" 4>&-
         __fugue_rc=$?
     fi
     printf '\033]7770;%s;%s\007' "$__fugue_nonce" "$__fugue_i" >/dev/tty

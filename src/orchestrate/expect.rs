@@ -26,6 +26,15 @@ use std::time::{Duration, Instant};
 /// a match at its end was missed until the deadline. A match inside such a line must fit in its
 /// last 64 KiB.
 const RESCAN_LIMIT: usize = 64 << 10;
+// Defaults of absent arguments, declared in the schema and applied by the handler.
+/// `timeout_ms`: one minute.
+const TIMEOUT_MS: u64 = 60_000;
+/// `action`.
+const ACTION: &str = "notify";
+/// `poll_interval_ms`: the seed's value; accepted and unused, since the wait is event-driven.
+const POLL_INTERVAL_MS: u64 = 200;
+/// `lines`.
+const LINES: u64 = 100;
 /// The longest wait one call accepts: one hour.
 const MAX_TIMEOUT_MS: u64 = 3_600_000;
 /// The most output one scan step copies and renders. A waiter that fell behind a fast pane catches
@@ -37,29 +46,44 @@ const PACE: Duration = Duration::from_millis(1);
 pub(crate) const TOOL: Tool = Tool {
     name: "fugue_expect",
     title: "Expect pattern",
-    description: "Wait until a pane's output (text view) matches a regex; event-driven, returns the \
-                  moment it appears. `^`/`$` match at line ends, so anchor patterns (`^READY$`) to \
-                  avoid matching the echoed command line. Without since: searches the last `lines` \
-                  lines already there plus new output; with since: only output after that offset. \
-                  status: matched (match, line, groups, offset after the match's line), timeout, or \
-                  exited (the process ended first). action: notify (default), close_pane, \
-                  return_output (adds the last `lines` lines).",
+    description: "Wait until a pane's output (text view: the main screen, not a full-screen \
+                  program's) matches a regex; event-driven, returns the moment it appears. `^`/`$` \
+                  match at line ends, so anchor patterns (`^READY$`) to avoid matching the echoed \
+                  command line. Rust regex: no look-around or backreferences. Without since: \
+                  searches the last `lines` lines already there plus new output, so an old line can \
+                  match; with since (send_input's offset): only output after it. status: matched (match, line, groups, offset after the \
+                  match's line), timeout, or exited (the process ended first). action: notify, \
+                  close_pane, return_output (adds `output`: the last `lines` lines; with since, of \
+                  the output after it).",
     hints: RUNS,
     input: || {
         object(
             &[
                 ("pane_id", string("Pane id or name")),
-                ("pattern", string("Regex (Rust syntax), multi-line mode")),
-                ("timeout_ms", integer("Give up after this long (default 60000)")),
+                (
+                    "pattern",
+                    string(
+                        "Regex, Rust `regex` syntax, multi-line mode. No look-around, no \
+                         backreferences: match the line itself instead",
+                    ),
+                ),
+                ("timeout_ms", integer_or("Give up after this long", TIMEOUT_MS)),
                 (
                     "action",
-                    json!({"type": "string", "enum": ["notify", "close_pane", "return_output"]}),
+                    choice(
+                        "What to do on a match",
+                        &["notify", "close_pane", "return_output"],
+                        ACTION,
+                    ),
                 ),
-                ("poll_interval_ms", integer("Accepted for compatibility; unused (event-driven)")),
                 (
-                    "lines",
-                    integer("Lines of existing output to search, and to return (default 100)"),
+                    "poll_interval_ms",
+                    integer_or(
+                        "Accepted for compatibility; unused (event-driven)",
+                        POLL_INTERVAL_MS,
+                    ),
                 ),
+                ("lines", integer_or("Lines of existing output to search, and to return", LINES)),
                 ("since", integer("Search only output after this offset")),
             ],
             &["pane_id", "pattern"],
@@ -81,6 +105,30 @@ enum Action {
     Notify,
     ClosePane,
     ReturnOutput,
+}
+
+/// What the answer carries besides the match: the action, and for `return_output` which output.
+struct Answer {
+    action: Action,
+    lines: usize,
+    /// With `since`, the output returned begins there; otherwise 0.
+    since: u64,
+}
+
+impl Answer {
+    /// Adds `output` for `return_output`: the last `lines` lines, of what came after `since`.
+    fn add_output(&self, value: &mut Value, pane: &Pane) {
+        if self.action != Action::ReturnOutput {
+            return;
+        }
+        let req = ReadRequest {
+            format: Format::Text,
+            lines: self.lines,
+            since: None,
+            max_bytes: config().max_output_bytes,
+        };
+        value["output"] = json!(pane.output().read_tail_after(&req, self.since).output);
+    }
 }
 
 /// One search in progress: where the unsearched text begins.
@@ -135,8 +183,8 @@ fn expect(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let pattern = args.required_str("pattern")?;
     let regex = compile(pattern)?;
     let timeout =
-        Duration::from_millis(args.u64("timeout_ms", 0, MAX_TIMEOUT_MS)?.unwrap_or(60_000));
-    let action = match args.str("action")?.unwrap_or("notify") {
+        Duration::from_millis(args.u64("timeout_ms", 0, MAX_TIMEOUT_MS)?.unwrap_or(TIMEOUT_MS));
+    let action = match args.str("action")?.unwrap_or(ACTION) {
         "notify" => Action::Notify,
         "close_pane" => Action::ClosePane,
         "return_output" => Action::ReturnOutput,
@@ -147,7 +195,7 @@ fn expect(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
         }
     };
     args.u64("poll_interval_ms", 0, MAX_TIMEOUT_MS)?;
-    let lines = args.u64("lines", 1, 100_000)?.unwrap_or(100) as usize;
+    let lines = args.u64("lines", 1, 100_000)?.unwrap_or(LINES) as usize;
     let since = args.u64("since", 0, u64::MAX)?;
 
     // Subscribe before the first look, so nothing printed in between is missed.
@@ -161,13 +209,14 @@ fn expect(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
         None => Ok(s.ring.tail_start(lines, TAIL_SCAN_LIMIT)),
     })?;
     let mut scan = Scan { regex, from };
+    let answer = Answer { action, lines, since: since.unwrap_or(0) };
     let deadline = started + timeout;
     let heartbeat = ctx.progress.heartbeat();
     let mut pace = Pace::default();
     loop {
         let step = scan.step(&pane);
         if let Some(found) = step.found {
-            return Ok(finish_match(ctx, &pane, pattern, found, action, lines, started));
+            return Ok(finish_match(ctx, &pane, pattern, found, &answer, started));
         }
         if step.closed {
             return Err(Error::new(
@@ -176,7 +225,7 @@ fn expect(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
             ));
         }
         if step.exited {
-            return Ok(outcome(&pane, "exited", pattern, step.end, action, lines, started));
+            return Ok(outcome(&pane, "exited", pattern, step.end, &answer, started));
         }
         let cancel = ctx.cancel.receiver();
         if step.behind && Instant::now() < deadline {
@@ -197,9 +246,9 @@ fn expect(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
             recv(after(deadline.saturating_duration_since(Instant::now()))) -> _ => {
                 // One last look: output may have arrived with the deadline.
                 if let Some(found) = scan.step(&pane).found {
-                    return Ok(finish_match(ctx, &pane, pattern, found, action, lines, started));
+                    return Ok(finish_match(ctx, &pane, pattern, found, &answer, started));
                 }
-                return Ok(outcome(&pane, "timeout", pattern, pane.output().end(), action, lines, started));
+                return Ok(outcome(&pane, "timeout", pattern, pane.output().end(), &answer, started));
             }
             recv(heartbeat) -> _ => {
                 let secs = started.elapsed().as_secs_f64();
@@ -230,17 +279,21 @@ impl Scan {
             let (bytes, start) = s.ring.copy(self.from, to);
             (bytes, start, s.ring.end(), s.exit.is_some(), s.closed)
         });
+        // Whether each searched range begins on the alternate screen, which the text view leaves
+        // out: a full-screen program's drawing must not match as if the shell had printed it.
+        let alt_at = |offset: u64| pane.output().with(|s| s.alt.at(offset));
         let behind = start + (bytes.len() as u64) < end;
         let keep = text::complete_len(&bytes);
         let scanned = start + keep as u64;
         let line_start = bytes[..keep].iter().rposition(|b| *b == b'\n').map_or(0, |nl| nl + 1);
         let tail_from = line_start.max(keep.saturating_sub(RESCAN_LIMIT));
         let found = if tail_from == line_start {
-            self.search(&bytes[..keep], start)
+            self.search(&bytes[..keep], start, alt_at(start))
         } else {
             // An endless line: the complete lines, then only the end of the unfinished one.
-            self.search(&bytes[..line_start], start)
-                .or_else(|| self.search(&bytes[tail_from..keep], start + tail_from as u64))
+            let tail_start = start + tail_from as u64;
+            self.search(&bytes[..line_start], start, alt_at(start))
+                .or_else(|| self.search(&bytes[tail_from..keep], tail_start, alt_at(tail_start)))
         };
         if found.is_none() {
             // Complete lines are done; the unfinished line is searched again next time.
@@ -249,8 +302,10 @@ impl Scan {
         Step { found, exited: exited && !behind, closed, end: scanned, behind }
     }
 
-    fn search(&self, raw: &[u8], start: u64) -> Option<Found> {
-        let joined = text::render_joined(raw);
+    /// Searches the text view of `raw`, which begins at raw offset `start`, on the alternate
+    /// screen when `alt`.
+    fn search(&self, raw: &[u8], start: u64, alt: bool) -> Option<Found> {
+        let joined = text::render_joined(raw, alt);
         let caps = self.regex.captures(&joined)?;
         let whole = caps.get(0)?;
         let first_line = joined[..whole.start()].matches('\n').count();
@@ -277,8 +332,7 @@ fn finish_match(
     pane: &Pane,
     pattern: &str,
     found: Found,
-    action: Action,
-    lines: usize,
+    answer: &Answer,
     started: Instant,
 ) -> Value {
     let mut value = json!({
@@ -290,10 +344,8 @@ fn finish_match(
         "duration_ms": started.elapsed().as_millis() as u64,
         "offset": found.offset,
     });
-    if action == Action::ReturnOutput {
-        value["output"] = json!(tail_text(pane, lines));
-    }
-    if action == Action::ClosePane {
+    answer.add_output(&mut value, pane);
+    if answer.action == Action::ClosePane {
         // Through the registry, so the pane leaves the session as with fugue_close_pane; if
         // someone closed it meanwhile, it is gone all the same.
         let _ = ctx.mux.close_pane(&pane.id);
@@ -307,8 +359,7 @@ fn outcome(
     status: &str,
     pattern: &str,
     offset: u64,
-    action: Action,
-    lines: usize,
+    answer: &Answer,
     started: Instant,
 ) -> Value {
     let mut value = json!({
@@ -320,20 +371,8 @@ fn outcome(
     if status == "exited" {
         add_exit(&mut value, pane);
     }
-    if action == Action::ReturnOutput {
-        value["output"] = json!(tail_text(pane, lines));
-    }
+    answer.add_output(&mut value, pane);
     value
-}
-
-fn tail_text(pane: &Pane, lines: usize) -> String {
-    let req = ReadRequest {
-        format: Format::Text,
-        lines,
-        since: None,
-        max_bytes: config().max_output_bytes,
-    };
-    pane.output().read(&req).map(|r| r.output).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -360,7 +399,7 @@ mod tests {
     #[test]
     fn a_match_maps_back_to_its_raw_line() {
         let scan = Scan { regex: compile(r"b(\d)").unwrap(), from: 0 };
-        let found = scan.search(b"a\r\n\x1b[1mb7\x1b[0m\r\nc\r\n", 100).unwrap();
+        let found = scan.search(b"a\r\n\x1b[1mb7\x1b[0m\r\nc\r\n", 100, false).unwrap();
         assert_eq!((found.matched.as_str(), found.line.as_str()), ("b7", "b7"));
         assert_eq!(found.groups, vec![json!("7")]);
         assert_eq!(found.offset, 100 + 15);

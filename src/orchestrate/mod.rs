@@ -5,15 +5,18 @@
 //! channel with deadlines; none of them sleeps to poll. This file holds what they share: argument
 //! checks, the text tail of a stretch of output, exit fields, and closing many panes at once.
 
+mod driver;
 pub(crate) mod expect;
 pub(crate) mod parallel;
 pub(crate) mod pipeline;
+pub(crate) mod tempdir;
 
 use crate::error::{Error, Result};
 use crate::mux::Mux;
 use crate::pane::Pane;
 use crate::runtime::Tool;
 use crate::tool::args::Args;
+use serde_json::{Value, json};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,6 +43,25 @@ pub(crate) fn run_timeout(args: &Args<'_>, default_ms: u64) -> Result<Duration> 
 /// The `tail_lines` argument, default 10; 0 turns tails off.
 pub(crate) fn tail_lines(args: &Args<'_>) -> Result<usize> {
     Ok(args.u64("tail_lines", 0, MAX_TAIL_LINES)?.unwrap_or(10) as usize)
+}
+
+/// The `tails` argument: whether green commands get an `output_tail` too (`all`), or only failed
+/// and timed-out ones (`failed`, the default: a green run stays small).
+pub(crate) fn all_tails(args: &Args<'_>) -> Result<bool> {
+    match args.str("tails")?.unwrap_or("failed") {
+        "failed" => Ok(false),
+        "all" => Ok(true),
+        other => Err(Error::invalid(format!("tails {other:?} is not one of failed, all"))),
+    }
+}
+
+/// The schema of the arguments both run tools share, each with its default.
+pub(crate) fn run_schema(timeout_ms: u64) -> [(&'static str, Value); 3] {
+    [
+        ("timeout_ms", json!({"type": "integer", "default": timeout_ms})),
+        ("tail_lines", json!({"type": "integer", "default": 10})),
+        ("tails", json!({"type": "string", "enum": ["failed", "all"], "default": "failed"})),
+    ]
 }
 
 /// A command to run: non-empty, no NUL (it cannot pass through exec or a file read by a shell).

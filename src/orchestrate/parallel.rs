@@ -6,11 +6,12 @@
 //! terminal. The call blocks in one `Select` over every unfinished pane's output events, the cancel
 //! channel, a heartbeat and the deadline; at the deadline what still runs is killed (its whole
 //! session) and reported `timeout`. The answer lists every command in order; only failed and
-//! timed-out ones carry an `output_tail`, so a green run stays small.
+//! timed-out ones carry an `output_tail` (unless `tails: all` asks for every one), so a green run
+//! stays small.
 
-use super::{check_cwd, check_unique, close_panes, command, tail};
+use super::{check_cwd, check_unique, close_panes, command, run_schema, tail};
 use crate::error::{Error, Result};
-use crate::mux::{Mux, ORCHESTRATION_SESSION, PaneArgs, new_id, short_id};
+use crate::mux::{self, Mux, ORCHESTRATION_SESSION, PaneArgs, Reserved, new_id, short_id};
 use crate::pane::Pane;
 use crate::pane::exit::{SignalField, write_exit};
 use crate::runtime::{Ctx, Tool};
@@ -28,10 +29,10 @@ pub(crate) const TOOL: Tool = Tool {
     title: "Run commands in parallel",
     description: "Run 1-10 commands at once, each in its own pane ($SHELL -c command); wait for \
                   all. Per command: status ok/failed/timeout/error, exact exit_code (signal if \
-                  killed), duration_ms, pane_id, and output_tail (last tail_lines=10 lines) only if \
-                  failed or timed out. layout: hidden (default; __orchestration__ session) or \
-                  tiled (new session, side by side). timeout_ms=300000 kills what still runs; \
-                  cleanup=true closes the panes.",
+                  killed), duration_ms, pane_id, and output_tail (last tail_lines lines) if failed \
+                  or timed out, or always with tails=all. layout: hidden (__orchestration__ \
+                  session) or tiled (new session, side by side). timeout_ms kills what still runs; \
+                  cleanup closes the panes.",
     hints: RUNS,
     input: || {
         let item = object(
@@ -43,16 +44,21 @@ pub(crate) const TOOL: Tool = Tool {
             ],
             &["command"],
         );
+        let [timeout, tail_lines, tails] = run_schema(300_000);
         object(
             &[
                 (
                     "commands",
                     json!({"type": "array", "items": item, "minItems": 1, "maxItems": MAX_COMMANDS}),
                 ),
-                ("layout", json!({"type": "string", "enum": ["hidden", "tiled"]})),
-                ("timeout_ms", t("integer")),
-                ("cleanup", t("boolean")),
-                ("tail_lines", t("integer")),
+                (
+                    "layout",
+                    json!({"type": "string", "enum": ["hidden", "tiled"], "default": "hidden"}),
+                ),
+                timeout,
+                ("cleanup", json!({"type": "boolean", "default": true})),
+                tail_lines,
+                tails,
             ],
             &["commands"],
         )
@@ -108,6 +114,7 @@ fn run_parallel(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let timeout = super::run_timeout(args, 300_000)?;
     let cleanup = args.bool("cleanup")?.unwrap_or(true);
     let tail_lines = super::tail_lines(args)?;
+    let all_tails = super::all_tails(args)?;
 
     let place = Place::prepare(&ctx.mux, tiled)?;
     let mut jobs = start_all(&ctx.mux, &place, &tasks);
@@ -120,7 +127,8 @@ fn run_parallel(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     if let End::Deadline = end {
         kill_unfinished(&ctx.mux, &mut jobs, cleanup);
     }
-    let results: Vec<Value> = jobs.iter().map(|job| job_result(job, tail_lines)).collect();
+    let results: Vec<Value> =
+        jobs.iter().map(|job| job_result(job, tail_lines, all_tails)).collect();
     if cleanup {
         close_panes(&ctx.mux, &panes(&jobs), true);
         place.remove(&ctx.mux);
@@ -193,11 +201,16 @@ impl Place {
         }
     }
 
-    fn spawn(&self, mux: &Mux, task: &Task) -> Result<Arc<Pane>> {
-        match self {
-            Place::Hidden { session } => mux.create_window(session, None, task.pane.clone()),
-            Place::Tiled { session, window } => mux.create_pane(session, window, task.pane.clone()),
-        }
+    /// Takes every command's slot at once, so that each pane starts at the size of its tile
+    /// among all of them (a tiled pane sized for a window it would share with fewer panes would
+    /// show its program the wrong size until a late resize).
+    fn reserve<'m>(&self, mux: &'m Mux, tasks: &[Task]) -> Vec<Result<Reserved<'m>>> {
+        let args: Vec<PaneArgs> = tasks.iter().map(|t| t.pane.clone()).collect();
+        let place = match self {
+            Place::Hidden { session } => mux::Place::NewWindow { session, name: None },
+            Place::Tiled { session, window } => mux::Place::Window { session, window },
+        };
+        mux.reserve(&place, &args)
     }
 
     /// Removes the session made for a tiled call (the orchestration session stays).
@@ -211,10 +224,12 @@ impl Place {
 /// Starts every command at once: the first on this thread, each other on a thread of its own, so
 /// they begin together rather than one after another, and a single command pays for no thread.
 fn start_all<'a>(mux: &Mux, place: &Place, tasks: &'a [Task]) -> Vec<Job<'a>> {
+    let mut slots = place.reserve(mux, tasks).into_iter();
+    let first = slots.next();
     let panes: Vec<Result<Arc<Pane>>> = std::thread::scope(|scope| {
         let handles: Vec<_> =
-            tasks.iter().skip(1).map(|task| scope.spawn(move || place.spawn(mux, task))).collect();
-        let first = tasks.first().map(|task| place.spawn(mux, task));
+            slots.map(|slot| scope.spawn(move || slot.and_then(|s| mux.start(s)))).collect();
+        let first = first.map(|slot| slot.and_then(|s| mux.start(s)));
         first
             .into_iter()
             .chain(handles.into_iter().map(|h| {
@@ -316,7 +331,7 @@ fn panes(jobs: &[Job<'_>]) -> Vec<Arc<Pane>> {
 }
 
 /// One command's entry in the answer; optional fields appear only when they say something.
-fn job_result(job: &Job<'_>, tail_lines: usize) -> Value {
+fn job_result(job: &Job<'_>, tail_lines: usize, all_tails: bool) -> Value {
     let mut value = json!({"name": job.task.name, "command": job.task.pane.command});
     let pane = match &job.pane {
         Ok(pane) => pane,
@@ -340,7 +355,7 @@ fn job_result(job: &Job<'_>, tail_lines: usize) -> Value {
     write_exit(&mut value, exit, SignalField::WhenSignalled);
     let ended = job.timed_out.or(exited_at).unwrap_or_else(Instant::now);
     value["duration_ms"] = json!(ended.saturating_duration_since(pane.started).as_millis() as u64);
-    if status != "ok" {
+    if status != "ok" || all_tails {
         let tail = tail(pane, 0, end, tail_lines);
         if !tail.is_empty() {
             value["output_tail"] = json!(tail);

@@ -15,22 +15,22 @@
 //! pane's processes (SIGINT, which the driver survives); what does not stop within a grace is
 //! killed. The directory is removed when the call ends, however it ends.
 
-use super::{check_cwd, check_unique, command, tail};
-use crate::config::config;
+use super::driver::{self, Event, WakeReader, find, read_status};
+use super::tempdir::PrivateDir;
+use super::{check_cwd, check_unique, command, run_schema, tail};
 use crate::error::{Error, ErrorKind, Result};
-use crate::mux::{ORCHESTRATION_SESSION, PaneArgs, new_id, short_id};
+use crate::mux::{ORCHESTRATION_SESSION, PaneArgs, Place, new_id, short_id};
 use crate::pane::Pane;
 use crate::pane::exit::{Exit, SignalField, write_exit};
-use crate::runtime::{Ctx, TempDirs, Tool};
+use crate::runtime::{Ctx, Tool};
 use crate::tool::args::Args;
 use crate::tool::call::Progress;
 use crate::tool::{RUNS, schema::*};
-use crossbeam_channel::{Receiver, Sender, after, never, select};
+use crossbeam_channel::{Receiver, after, never, select};
 use serde_json::{Value, json};
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::io::Write;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -42,24 +42,21 @@ const INTERRUPT_GRACE: Duration = Duration::from_secs(2);
 /// end-of-step mark still in the terminal once its status has arrived. Both were written before
 /// what we already saw, so they arrive at once; the bound only guards against a wedged reader.
 const CATCH_UP: Duration = Duration::from_secs(2);
-/// The longest status line the driver writes is about 30 bytes.
-const MAX_STATUS_LINE: u64 = 256;
-
-const DRIVER: &str = include_str!("driver.sh");
 
 pub(crate) const TOOL: Tool = Tool {
     name: "fugue_run_pipeline",
     title: "Run a command pipeline",
     description: "Run steps one after another in one pane and one shell (cd, export carry over). \
                   Per step: exact exit_code, duration_ms, status ok/failed/timeout/exited (it ended \
-                  the shell). stop_on_error=true stops at the first failure; failed_at names it, \
-                  output_tail holds its last tail_lines=10 lines. timeout_ms=600000 interrupts the \
-                  running step. The pane stays, with an interactive shell for follow-ups, unless \
-                  cleanup=true.",
+                  the shell). stop_on_error stops at the first failure; failed_at names it, \
+                  output_tail holds its last tail_lines lines; tails=all gives every step its \
+                  output_tail. timeout_ms interrupts the running step. The pane stays, with an \
+                  interactive shell for follow-ups, unless cleanup.",
     hints: RUNS,
     input: || {
         let step =
             object(&[("command", t("string")), ("name", string("Default step-N"))], &["command"]);
+        let [timeout, tail_lines, tails] = run_schema(600_000);
         object(
             &[
                 (
@@ -68,10 +65,11 @@ pub(crate) const TOOL: Tool = Tool {
                 ),
                 ("cwd", t("string")),
                 ("env", env()),
-                ("stop_on_error", t("boolean")),
-                ("timeout_ms", t("integer")),
-                ("cleanup", t("boolean")),
-                ("tail_lines", t("integer")),
+                ("stop_on_error", json!({"type": "boolean", "default": true})),
+                timeout,
+                ("cleanup", json!({"type": "boolean", "default": false})),
+                tail_lines,
+                tails,
             ],
             &["commands"],
         )
@@ -100,19 +98,8 @@ struct Plan {
     timeout: Duration,
     cleanup: bool,
     tail_lines: usize,
-}
-
-/// A line from the driver.
-#[derive(Debug, PartialEq, Eq)]
-enum Event {
-    /// Step n (1-based) starts.
-    Begin(usize),
-    /// Step n ended with this status.
-    End(usize, i32),
-    /// The driver left its loop; nothing more will come.
-    Done,
-    /// fugue's own line: everything the driver wrote before it has been read.
-    Caught,
+    /// Every step gets its `output_tail`, not only the failed one.
+    all_tails: bool,
 }
 
 /// What fugue saw of one step.
@@ -143,7 +130,9 @@ fn run_pipeline(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let plan = parse_plan(args)?;
     let dir = PrivateDir::create(&ctx.temp_dirs)?;
     let nonce = new_id().replace('-', "");
-    dir.write_steps(&plan, &nonce)?;
+    let steps: Vec<&str> = plan.steps.iter().map(|s| s.command.as_str()).collect();
+    let options = driver::Options { stop_on_error: plan.stop_on_error, keep: !plan.cleanup };
+    driver::write(&dir, &steps, &nonce, &options)?;
     let status = dir.fifo("status")?;
     let pane = start_pane(ctx, &plan, &dir)?;
     let mut run = Run {
@@ -205,7 +194,30 @@ fn parse_plan(args: &Args<'_>) -> Result<Plan> {
         timeout: super::run_timeout(args, 600_000)?,
         cleanup: args.bool("cleanup")?.unwrap_or(false),
         tail_lines: super::tail_lines(args)?,
+        all_tails: super::all_tails(args)?,
     })
+}
+
+/// The longest `command` a pipeline's pane shows.
+const MAX_SHOWN: usize = 256;
+
+impl Plan {
+    /// What the pipeline's pane shows as its `command`: the steps as one command line, joined as
+    /// they run (`&&` when the first failure stops them, `;` otherwise), cut at `MAX_SHOWN` bytes.
+    fn shown(&self) -> String {
+        let join = if self.stop_on_error { " && " } else { " ; " };
+        let steps: Vec<String> =
+            self.steps.iter().map(|s| s.command.trim().replace('\n', "; ")).collect();
+        let line = steps.join(join);
+        if line.len() <= MAX_SHOWN {
+            return line;
+        }
+        let mut end = MAX_SHOWN;
+        while !line.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!("{}…", &line[..end])
+    }
 }
 
 fn parse_step(index: usize, item: &Value) -> Result<Step> {
@@ -225,9 +237,7 @@ fn parse_step(index: usize, item: &Value) -> Result<Step> {
 /// The pipeline's pane: a window of its own in the orchestration session, running the driver.
 fn start_pane(ctx: &Ctx<'_>, plan: &Plan, dir: &PrivateDir) -> Result<Arc<Pane>> {
     let session = ctx.mux.ensure_session(ORCHESTRATION_SESSION)?;
-    let (sh, _) = driver_shell(&config().shell);
-    let source = format!(". {}", quote(&dir.path.join("run").to_string_lossy()));
-    let command = format!("exec {} -c {} fugue", quote(sh), quote(&source));
+    let command = driver::command(dir);
     let args = PaneArgs {
         name: None,
         command: Some(command),
@@ -235,25 +245,14 @@ fn start_pane(ctx: &Ctx<'_>, plan: &Plan, dir: &PrivateDir) -> Result<Arc<Pane>>
         env: plan.env.clone(),
     };
     let window = format!("run-pipeline-{}", short_id(&new_id()));
-    ctx.mux.create_window(&session, Some(window), args)
-}
-
-/// The shell that runs the driver and so the steps: the user's shell when it speaks the POSIX
-/// language (so bash users keep `set -o pipefail`, `[[`, `source`), else /bin/sh. The flag says
-/// whether steps need a syntax check first: bash survives a syntax error in `eval`, the others
-/// exit.
-fn driver_shell(shell: &str) -> (&str, bool) {
-    let base = Path::new(shell).file_name().and_then(|b| b.to_str()).unwrap_or("");
-    match base {
-        "bash" => (shell, false),
-        "sh" | "dash" | "ash" | "ksh" | "ksh93" | "mksh" | "yash" | "zsh" => (shell, true),
-        _ => ("/bin/sh", true),
-    }
-}
-
-/// One word for a POSIX shell (and for fish and zsh, which read `'\''` the same way).
-fn quote(word: &str) -> String {
-    format!("'{}'", word.replace('\'', r"'\''"))
+    let place = Place::NewWindow { session: &session, name: Some(window) };
+    let mut reserved = ctx
+        .mux
+        .reserve(&place, &[args])
+        .pop()
+        .ok_or_else(|| Error::internal("no reservation for the pipeline's pane"))??;
+    reserved.show_as(plan.shown());
+    ctx.mux.start(reserved)
 }
 
 impl Run<'_> {
@@ -350,6 +349,17 @@ impl Run<'_> {
         if !self.done {
             self.shell_exit = self.pane.output().exit();
         }
+        self.settle();
+    }
+
+    /// Waits until the output of the last step that ended is in the pane's output state, so that
+    /// an answer saying a step is done means its output is readable: the driver prints the
+    /// step's end mark to the terminal before it writes the status, but the status can arrive
+    /// first, and the terminal's bytes may still be on their way through the reader.
+    fn settle(&self) {
+        if let Some(i) = self.records.iter().rposition(|r| r.ended.is_some()) {
+            self.mark(i, self.records[i].begin);
+        }
     }
 
     fn report(&self, progress: &Progress) {
@@ -428,6 +438,13 @@ impl Run<'_> {
         let record = &self.records[i];
         let step = &self.plan.steps[i];
         let mut value = json!({"name": step.name, "command": step.command, "status": status});
+        if self.plan.all_tails {
+            let (from, to) = self.range(i);
+            let tail = tail(&self.pane, from, to, self.plan.tail_lines);
+            if !tail.is_empty() {
+                value["output_tail"] = json!(tail);
+            }
+        }
         let ended_at = match record.ended {
             Some((at, rc)) => {
                 value["exit_code"] = if status == "timeout" { Value::Null } else { json!(rc) };
@@ -501,167 +518,34 @@ impl Run<'_> {
     }
 }
 
-/// Writes fugue's own `q` line into the FIFO when dropped, which ends the reader thread.
-struct WakeReader<'a>(&'a File);
-
-impl Drop for WakeReader<'_> {
-    fn drop(&mut self) {
-        let mut file = self.0;
-        let _ = file.write_all(b"q\n");
-    }
-}
-
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
-}
-
-/// Turns the driver's lines into events until fugue's own `q` line; ignores anything malformed.
-fn read_status(file: &File, tx: Sender<Event>) {
-    let mut reader = BufReader::new(file);
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        match reader.by_ref().take(MAX_STATUS_LINE).read_until(b'\n', &mut line) {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {}
-        }
-        let Some(event) = parse_event(&String::from_utf8_lossy(&line)) else { continue };
-        let last = event == Event::Caught;
-        if tx.send(event).is_err() || last {
-            return;
-        }
-    }
-}
-
-fn parse_event(line: &str) -> Option<Event> {
-    let words: Vec<&str> = line.split_whitespace().collect();
-    match words.as_slice() {
-        ["b", n] => Some(Event::Begin(n.parse().ok()?)),
-        ["e", n, rc] => Some(Event::End(n.parse().ok()?, rc.parse().ok()?)),
-        ["x", _] => Some(Event::Done),
-        ["q"] => Some(Event::Caught),
-        _ => None,
-    }
-}
-
-/// A directory only the user can enter, removed on drop.
-struct PrivateDir {
-    path: PathBuf,
-    /// Where it is registered, so that fugue removes it if it stops first.
-    registry: Arc<TempDirs>,
-}
-
-impl PrivateDir {
-    fn create(registry: &Arc<TempDirs>) -> Result<PrivateDir> {
-        let mut base = std::env::temp_dir();
-        if base.is_relative() {
-            base = std::env::current_dir()?.join(base);
-        }
-        let path = base.join(format!("fugue-pipeline-{}-{}", std::process::id(), new_id()));
-        std::fs::DirBuilder::new().mode(0o700).create(&path).map_err(|e| {
-            Error::new(ErrorKind::Io, format!("cannot create {}: {e}", path.display()))
-        })?;
-        registry.add(path.clone());
-        Ok(PrivateDir { path, registry: registry.clone() })
-    }
-
-    fn write(&self, name: &str, text: &str) -> Result<()> {
-        let path = self.path.join(name);
-        let mut file =
-            std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path)?;
-        file.write_all(text.as_bytes())?;
-        Ok(())
-    }
-
-    /// The step files and the driver that runs them.
-    fn write_steps(&self, plan: &Plan, nonce: &str) -> Result<()> {
-        for (i, step) in plan.steps.iter().enumerate() {
-            self.write(&(i + 1).to_string(), &format!("{}\n", step.command))?;
-        }
-        let shell = &config().shell;
-        let (sh, check) = driver_shell(shell);
-        let flag = |b: bool| if b { "1" } else { "0" };
-        let driver = DRIVER
-            .replace("@DIR@", &quote(&self.path.to_string_lossy()))
-            .replace("@COUNT@", &plan.steps.len().to_string())
-            .replace("@NONCE@", nonce)
-            .replace("@STOP_ON_ERROR@", flag(plan.stop_on_error))
-            .replace("@CHECK@", flag(check))
-            .replace("@SH@", &quote(sh))
-            .replace("@KEEP@", flag(!plan.cleanup))
-            .replace("@SHELL@", &quote(shell));
-        self.write("run", &driver)
-    }
-
-    /// A FIFO opened for reading and writing: the open does not wait for the driver, reads never
-    /// see end of file, and fugue can write its own `q` line to wake its reader.
-    fn fifo(&self, name: &str) -> Result<File> {
-        let path = self.path.join(name);
-        let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
-            .map_err(|_| Error::internal("the temporary directory's path holds NUL"))?;
-        // SAFETY: mkfifo reads the NUL-terminated path, which outlives the call.
-        if unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) } != 0 {
-            let e = std::io::Error::last_os_error();
-            return Err(Error::new(ErrorKind::Io, format!("cannot create a FIFO: {e}")));
-        }
-        Ok(std::fs::OpenOptions::new().read(true).write(true).open(&path)?)
-    }
-}
-
-impl Drop for PrivateDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.path);
-        self.registry.forget(&self.path);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn driver_lines_parse_and_junk_is_ignored() {
-        assert_eq!(parse_event("b 3\n"), Some(Event::Begin(3)));
-        assert_eq!(parse_event("e 2 127\n"), Some(Event::End(2, 127)));
-        assert_eq!(parse_event("x 0\n"), Some(Event::Done));
-        assert_eq!(parse_event("q\n"), Some(Event::Caught));
-        for junk in ["", "e 1\n", "b x\n", "e 1 2 3\n", "hello\n"] {
-            assert_eq!(parse_event(junk), None, "{junk:?}");
+    fn plan(commands: &[&str], stop_on_error: bool) -> Plan {
+        Plan {
+            steps: commands
+                .iter()
+                .map(|c| Step { name: String::new(), command: (*c).to_string() })
+                .collect(),
+            cwd: None,
+            env: Vec::new(),
+            stop_on_error,
+            timeout: Duration::from_secs(1),
+            cleanup: false,
+            tail_lines: 10,
+            all_tails: false,
         }
     }
 
     #[test]
-    fn words_are_quoted_for_the_shell() {
-        assert_eq!(quote("/tmp/a b"), "'/tmp/a b'");
-        assert_eq!(quote("it's"), r"'it'\''s'");
-    }
-
-    #[test]
-    fn posix_shells_run_the_driver_and_others_get_sh() {
-        assert_eq!(driver_shell("/usr/bin/bash"), ("/usr/bin/bash", false));
-        assert_eq!(driver_shell("/bin/dash"), ("/bin/dash", true));
-        assert_eq!(driver_shell("/usr/bin/fish"), ("/bin/sh", true));
-    }
-
-    #[test]
-    fn every_placeholder_is_filled() {
-        let plan = Plan {
-            steps: vec![Step { name: "a".into(), command: "true".into() }],
-            cwd: None,
-            env: Vec::new(),
-            stop_on_error: true,
-            timeout: Duration::from_secs(1),
-            cleanup: false,
-            tail_lines: 10,
-        };
-        let dir = PrivateDir::create(&Arc::default()).unwrap();
-        dir.write_steps(&plan, "abc").unwrap();
-        let driver = std::fs::read_to_string(dir.path.join("run")).unwrap();
-        assert!(!driver.contains('@'), "{driver}");
-        let mode = std::fs::metadata(&dir.path).unwrap().permissions();
-        assert_eq!(std::os::unix::fs::PermissionsExt::mode(&mode) & 0o777, 0o700);
-        let path = dir.path.clone();
-        drop(dir);
-        assert!(!path.exists());
+    fn the_pane_shows_the_steps_joined_as_they_run() {
+        assert_eq!(
+            plan(&["cd /src", "make\nmake test "], true).shown(),
+            "cd /src && make; make test"
+        );
+        assert_eq!(plan(&["false", "true"], false).shown(), "false ; true");
+        let long = plan(&[&"é".repeat(200)], true).shown();
+        assert!(long.len() <= MAX_SHOWN + '…'.len_utf8() && long.ends_with('…'), "{long}");
     }
 }

@@ -5,6 +5,7 @@
 //! and the waiter reaps the child and records its exact exit code or signal. Callers write input,
 //! resize, read views and close; closing ends every process of the pane's session and waits for it.
 
+pub(crate) mod alt;
 pub(crate) mod exit;
 pub(crate) mod fd;
 pub(crate) mod input;
@@ -71,6 +72,9 @@ pub(crate) struct Spec {
     pub(crate) window_id: String,
     pub(crate) name: Option<String>,
     pub(crate) command: Option<String>,
+    /// What the pane's `command` shows, when not the command itself (a pipeline's steps rather
+    /// than its driver line).
+    pub(crate) shown: Option<String>,
     pub(crate) cwd: Option<PathBuf>,
     pub(crate) env: Vec<(String, String)>,
     pub(crate) rows: u16,
@@ -128,7 +132,7 @@ impl Pane {
             session_id: spec.session_id,
             window_id: spec.window_id,
             name: spec.name,
-            command: spec.command,
+            command: spec.shown.or(spec.command),
             cwd,
             pid,
             created_at: SystemTime::now(),
@@ -305,9 +309,16 @@ fn spawn_err(e: impl std::fmt::Display) -> Error {
     Error::new(ErrorKind::SpawnFailed, format!("cannot set up the pty: {e}"))
 }
 
+/// The pane's working directory as an absolute path: a relative `cwd` is taken from fugue's own,
+/// so that what the pane reports is where it runs, whatever directory the reader is in.
 fn resolve_cwd(cwd: Option<PathBuf>) -> Result<PathBuf> {
     match cwd {
-        Some(dir) => check_cwd(&dir).map(|()| dir),
+        Some(dir) => {
+            let dir = std::path::absolute(&dir).map_err(|e| {
+                Error::new(ErrorKind::BadCwd, format!("cwd {}: {e}", dir.display()))
+            })?;
+            check_cwd(&dir).map(|()| dir)
+        }
         // A shared server sits in `/`; its panes start where its first front was started.
         None => match crate::server::host::default_cwd() {
             Some(dir) => Ok(dir.clone()),

@@ -5,6 +5,7 @@
 //! raw, screen) out of it and block on a subscription until something they wait for arrives, with a
 //! deadline. Nothing here polls.
 
+use super::alt::AltScreen;
 use super::exit::Exit;
 use super::ring::Ring;
 use super::screen::{Grid, Screen, Styled};
@@ -19,6 +20,8 @@ pub(crate) const TAIL_SCAN_LIMIT: usize = 4 << 20;
 
 pub(crate) struct State {
     pub(crate) ring: Ring,
+    /// Where a full-screen program had the alternate screen, for the text view.
+    pub(crate) alt: AltScreen,
     pub(crate) exit: Option<Exit>,
     pub(crate) exited_at: Option<Instant>,
     /// The PTY reached end of file: every process holding it is gone.
@@ -69,6 +72,7 @@ impl Output {
         Output {
             state: Mutex::new(State {
                 ring: Ring::new(scrollback),
+                alt: AltScreen::default(),
                 exit: None,
                 exited_at: None,
                 eof: false,
@@ -82,7 +86,14 @@ impl Output {
 
     /// Appends what the PTY printed; the reader thread's whole job per read.
     pub(crate) fn append(&self, data: &[u8]) {
-        self.state.lock().ring.push(data);
+        {
+            let mut state = self.state.lock();
+            let at = state.ring.end();
+            state.alt.feed(data, at);
+            state.ring.push(data);
+            let start = state.ring.start();
+            state.alt.forget_before(start);
+        }
         self.watch.notify();
     }
 
@@ -178,18 +189,24 @@ impl Output {
 
     /// The last `lines` lines, cut from the front to `max_bytes`.
     fn read_tail(&self, req: &ReadRequest) -> Read {
-        let (bytes, from, held_from) = {
+        self.read_tail_after(req, 0)
+    }
+
+    /// The last `lines` lines of what came after raw offset `after`, cut from the front to
+    /// `max_bytes`: what a waiter that started at `after` saw, and no more.
+    pub(crate) fn read_tail_after(&self, req: &ReadRequest, after: u64) -> Read {
+        let (bytes, from, held_from, alt) = {
             let state = self.state.lock();
-            let start = state.ring.tail_start(req.lines, TAIL_SCAN_LIMIT);
+            let start = state.ring.tail_start(req.lines, TAIL_SCAN_LIMIT).max(after);
             let (bytes, from) = state.ring.copy(start, u64::MAX);
-            (bytes, from, state.ring.start())
+            (bytes, from, state.ring.start(), state.alt.at(from))
         };
         let keep = text::complete_len(&bytes);
         let offset = from + keep as u64;
         let (output, cut) = match req.format {
             Format::Raw => tail_bytes(&String::from_utf8_lossy(&bytes[..keep]), req.max_bytes),
             _ => tail_bytes(
-                last_lines(&text::render_joined(&bytes[..keep]), req.lines),
+                last_lines(&text::render_joined(&bytes[..keep], alt), req.lines),
                 req.max_bytes,
             ),
         };
@@ -206,7 +223,7 @@ impl Output {
     /// Everything after `since`, cut at the back to `lines` lines and `max_bytes`, so that the
     /// returned offset resumes exactly where this read stopped.
     fn read_since(&self, req: &ReadRequest, since: u64) -> Result<Read> {
-        let (bytes, from) = {
+        let (bytes, from, alt) = {
             let state = self.state.lock();
             if since > state.ring.end() {
                 return Err(Error::invalid(format!(
@@ -215,9 +232,10 @@ impl Output {
                     state.ring.end()
                 )));
             }
-            state.ring.copy(since, u64::MAX)
+            let (bytes, from) = state.ring.copy(since, u64::MAX);
+            (bytes, from, state.alt.at(from))
         };
-        let (output, keep) = fit_forward(&bytes, req);
+        let (output, keep) = fit_forward(&bytes, req, alt);
         Ok(Read {
             output,
             offset: from + keep as u64,
@@ -252,10 +270,11 @@ impl Output {
 /// number of bytes it covers. A view can be longer than its bytes (a replacement character for each
 /// invalid byte, tabs, cursor moves), so a prefix whose view does not fit is shrunk in proportion
 /// until it does. A read always covers at least one character, so paging always moves forward.
-fn fit_forward(bytes: &[u8], req: &ReadRequest) -> (String, usize) {
+/// `alt` says the bytes begin on the alternate screen.
+fn fit_forward(bytes: &[u8], req: &ReadRequest, alt: bool) -> (String, usize) {
     let view = |chunk: &[u8]| match req.format {
         Format::Raw => String::from_utf8_lossy(chunk).into_owned(),
-        _ => text::render_joined(chunk),
+        _ => text::render_joined(chunk, alt),
     };
     let mut budget = req.max_bytes;
     loop {

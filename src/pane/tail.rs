@@ -20,7 +20,10 @@ pub(crate) fn lines(pane: &Pane, from: u64, to: u64, lines: usize, max_bytes: us
         // The copy starts inside a line that began earlier: drop that fragment.
         begin = bytes.iter().position(|b| *b == b'\n').map_or(0, |i| i + 1);
     }
-    let rendered = text::render(&bytes[begin..]);
+    // The tail may begin while a full-screen program had the alternate screen, left out as in
+    // every text view.
+    let alt = pane.output().with(|s| s.alt.at(start + begin as u64));
+    let rendered = text::render(&bytes[begin..], alt);
     let skip = rendered.len().saturating_sub(lines);
     clip_front(rendered[skip..].join("\n"), max_bytes)
 }

@@ -3,27 +3,33 @@
 //! This is a line-oriented interpreter, not a screen: it resolves what changes a line in place (`\r`
 //! overwriting, backspace, tabs, erase-in-line, horizontal cursor moves) and drops what only styles
 //! it (colours, OSC titles, mode switches). Vertical cursor moves cannot be resolved in a line log;
-//! the `screen` view answers those. It runs on demand over a copy of the ring, never on the reader's
+//! the `screen` view answers those. What a full-screen program draws on the alternate screen is
+//! left out, as a terminal's scrollback leaves it out: the text view is the main screen's history. It runs on demand over a copy of the ring, never on the reader's
 //! hot path, and it decodes UTF-8 over the whole range, so a character split across PTY reads comes
 //! out whole.
+
+use super::alt;
 
 /// Renders `bytes` into lines joined by `\n`: without line terminators, without trailing blanks, and
 /// without a final newline. A final line without a newline (a prompt) is included when it holds
 /// text. Scanning a chatty pane renders megabytes, so the text is built in one buffer, with no
-/// allocation per line.
-pub(crate) fn render_joined(bytes: &[u8]) -> String {
-    run(bytes).0
+/// allocation per line. `alt` says the bytes begin on the alternate screen (see
+/// `alt::AltScreen::at`): what a full-screen program draws there is not main-screen text, so it is
+/// left out until the program switches back.
+pub(crate) fn render_joined(bytes: &[u8], alt: bool) -> String {
+    run(bytes, alt).0
 }
 
 /// The lines of `render_joined`, one string each.
-pub(crate) fn render(bytes: &[u8]) -> Vec<String> {
-    let (text, lines) = run(bytes);
+pub(crate) fn render(bytes: &[u8], alt: bool) -> Vec<String> {
+    let (text, lines) = run(bytes, alt);
     if lines == 0 { Vec::new() } else { text.split('\n').map(String::from).collect() }
 }
 
 /// The joined text and its number of lines.
-fn run(bytes: &[u8]) -> (String, usize) {
+fn run(bytes: &[u8], alt: bool) -> (String, usize) {
     let mut term = LineTerm {
+        alt,
         pad_budget: bytes.len() + PAD_SLACK,
         out: String::with_capacity(bytes.len()),
         ..LineTerm::default()
@@ -108,6 +114,8 @@ struct LineTerm {
     lines: usize,
     /// Blanks still allowed for padding; once spent, moves past the line's end stop at its end.
     pad_budget: usize,
+    /// A full-screen program has the alternate screen: what it prints is not main-screen text.
+    alt: bool,
 }
 
 impl LineTerm {
@@ -129,6 +137,13 @@ impl LineTerm {
     }
 
     fn ground(&mut self, ch: char) {
+        if self.alt {
+            // Only an escape can end the alternate screen; the rest is the program's screen.
+            if ch == '\x1b' {
+                self.state = State::Escape;
+            }
+            return;
+        }
         match ch {
             '\n' => self.newline(),
             '\r' => self.col = 0,
@@ -162,8 +177,13 @@ impl LineTerm {
     }
 
     fn csi_final(&mut self, ch: char) {
-        if self.params.starts_with(['?', '>', '<', '=']) {
-            return; // private modes (alternate screen, cursor keys): nothing to show
+        if let Some(on) = alt::switch_of(&self.params, ch) {
+            // The main screen's line and cursor are as the program found them when it leaves.
+            self.alt = on;
+            return;
+        }
+        if self.params.starts_with(['?', '>', '<', '=']) || self.alt {
+            return; // other private modes (cursor keys), or drawing on the alternate screen
         }
         let n = self.param(0);
         let count = n.max(1) as usize;
@@ -211,7 +231,7 @@ impl LineTerm {
     /// is, and a whole plain line goes straight to the output. Returns how many bytes of `text` it
     /// took (none unless that case holds). It stops short of `MAX_COLUMNS`, where `put` takes over.
     fn append_plain(&mut self, text: &str) -> usize {
-        if self.state != State::Ground || self.col != self.line.len() {
+        if self.state != State::Ground || self.col != self.line.len() || self.alt {
             return 0;
         }
         let bytes = text.as_bytes();
@@ -299,8 +319,8 @@ mod tests {
     use super::*;
 
     fn text(bytes: &[u8]) -> String {
-        let joined = render_joined(bytes);
-        assert_eq!(joined, render(bytes).join("\n"));
+        let joined = render_joined(bytes, false);
+        assert_eq!(joined, render(bytes, false).join("\n"));
         joined
     }
 
@@ -314,7 +334,20 @@ mod tests {
     fn colours_and_titles_are_dropped() {
         assert_eq!(text(b"\x1b[1;31mred\x1b[0m \x1b]0;title\x07plain\r\n"), "red plain");
         assert_eq!(text(b"\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\\n"), "link");
-        assert_eq!(text(b"\x1b(Bok\x1b[?1049h\n"), "ok");
+        assert_eq!(text(b"\x1b(Bok\x1b[?25l\n"), "ok");
+    }
+
+    #[test]
+    fn the_alternate_screen_is_left_out() {
+        let vim =
+            b"$ vim\r\n\x1b[?1049h\x1b[1;1H~ buffer\r\n\"f\" written\x1b[?1049l$ echo ok\r\nok\r\n";
+        assert_eq!(text(vim), "$ vim\n$ echo ok\nok");
+        for mode in ["47", "1047", "1049"] {
+            let bytes = format!("a\x1b[?{mode}hDRAWN\n\x1b[?{mode}lb\n");
+            assert_eq!(text(bytes.as_bytes()), "ab", "{mode}");
+        }
+        // A render that begins on the alternate screen shows nothing until it is left.
+        assert_eq!(render_joined(b"DRAWN\r\n\x1b[?1049lmain\r\n", true), "main");
     }
 
     #[test]
@@ -348,17 +381,17 @@ mod tests {
 
     #[test]
     fn prompt_without_newline_is_a_line() {
-        assert_eq!(render(b"out\r\n$ "), vec!["out", "$"]);
-        assert_eq!(render(b"out\r\n"), vec!["out"]);
+        assert_eq!(render(b"out\r\n$ ", false), vec!["out", "$"]);
+        assert_eq!(render(b"out\r\n", false), vec!["out"]);
     }
 
     #[test]
     fn empty_lines_are_kept_and_no_lines_is_none() {
-        assert_eq!(render(b"a\n\n  \nb\n"), vec!["a", "", "", "b"]);
-        assert_eq!(render(b"\n"), vec![""]);
-        assert!(render(b"").is_empty());
-        assert!(render(b"   ").is_empty());
-        assert_eq!(render_joined(b"a\n\nb"), "a\n\nb");
+        assert_eq!(render(b"a\n\n  \nb\n", false), vec!["a", "", "", "b"]);
+        assert_eq!(render(b"\n", false), vec![""]);
+        assert!(render(b"", false).is_empty());
+        assert!(render(b"   ", false).is_empty());
+        assert_eq!(render_joined(b"a\n\nb", false), "a\n\nb");
     }
 
     #[test]
@@ -383,7 +416,7 @@ mod tests {
     fn an_endless_line_keeps_its_newest_columns() {
         let mut line = vec![b'x'; 3 * MAX_COLUMNS];
         line.extend_from_slice(b"END");
-        let rendered = render(&line);
+        let rendered = render(&line, false);
         assert_eq!(rendered.len(), 1);
         assert!(rendered[0].len() <= MAX_COLUMNS && rendered[0].ends_with("xEND"));
     }
@@ -391,10 +424,10 @@ mod tests {
     #[test]
     fn padding_is_bounded_by_the_input() {
         let hostile = b"\x1b[9999Cx".repeat(10_000);
-        let rendered: usize = render(&hostile).iter().map(String::len).sum();
+        let rendered: usize = render(&hostile, false).iter().map(String::len).sum();
         assert!(rendered <= 2 * hostile.len() + PAD_SLACK, "{rendered}");
         let inserts = b"ab\x1b[1G\x1b[9999@".repeat(10_000);
-        let rendered: usize = render(&inserts).iter().map(String::len).sum();
+        let rendered: usize = render(&inserts, false).iter().map(String::len).sum();
         assert!(rendered <= 2 * inserts.len() + PAD_SLACK, "{rendered}");
         // Ordinary tabs and moves are untouched.
         assert_eq!(text(b"a\tb\x1b[3Cc\n"), "a       b   c");

@@ -22,6 +22,16 @@ const MAX_KEY_BYTES: usize = 64 << 10;
 /// The largest `input` one `fugue_send_input` writes.
 const MAX_INPUT_BYTES: usize = 1 << 20;
 
+// Defaults of absent arguments, declared in the schemas and applied by the handlers.
+/// `fugue_send_input` `submit`.
+const SUBMIT: bool = false;
+/// `fugue_get_output` `lines`.
+const LINES: u64 = 100;
+/// `fugue_get_output` `format`.
+const FORMAT: &str = "text";
+/// `fugue_get_output` `max_bytes`, lowered to `FUGUE_MAX_OUTPUT_BYTES` when that is smaller.
+const MAX_BYTES: u64 = 64 << 10;
+
 pub(crate) static TOOLS: &[Tool] = &[
     Tool {
         name: "fugue_list_sessions",
@@ -123,7 +133,7 @@ pub(crate) static TOOLS: &[Tool] = &[
                         json!({"type": "array", "items": {"type": "string"},
                                     "description": "Named keys pressed after input"}),
                     ),
-                    ("submit", boolean("Press Enter at the end (default false)")),
+                    ("submit", boolean_or("Press Enter at the end", SUBMIT)),
                 ],
                 &["pane_id"],
             )
@@ -134,20 +144,24 @@ pub(crate) static TOOLS: &[Tool] = &[
     Tool {
         name: "fugue_get_output",
         title: "Get output",
-        description: "Read a pane. format: text (default; what a person sees: \\r and cursor moves \
-                      resolved, colours dropped), raw (bytes as printed), screen (visible grid + \
-                      cursor). Without since: the last `lines` lines (default 100). With since (an \
-                      offset from send_input or an earlier read): output after it, at most `lines` \
-                      lines; continue from the returned offset. max_bytes caps it (default 65536).",
+        description: "Read a pane. format: text (what a person sees: \\r and cursor moves resolved, \
+                      colours dropped; the main screen only, not a full-screen program's), raw \
+                      (bytes as printed), screen (visible grid + cursor). Without since: the last \
+                      `lines` lines. With since (an offset from send_input or an earlier read): \
+                      the first `lines` lines after it; continue from the returned offset. \
+                      max_bytes caps it.",
         hints: READS,
         input: || {
             object(
                 &[
                     ("pane_id", string("Pane id or name")),
-                    ("lines", integer("Lines to return (default 100)")),
-                    ("format", json!({"type": "string", "enum": ["text", "raw", "screen"]})),
+                    ("lines", integer_or("Lines to return", LINES)),
+                    ("format", choice("View", &["text", "raw", "screen"], FORMAT)),
                     ("since", integer("Return only output after this offset")),
-                    ("max_bytes", integer("Byte cap (default 65536, max 1 MiB)")),
+                    (
+                        "max_bytes",
+                        integer_or("Byte cap (at most FUGUE_MAX_OUTPUT_BYTES, 1 MiB)", MAX_BYTES),
+                    ),
                 ],
                 &["pane_id"],
             )
@@ -211,7 +225,9 @@ pub(crate) static TOOLS: &[Tool] = &[
         name: "fugue_close_pane",
         title: "Close pane",
         description: "Close a pane: hang-up, then SIGTERM, then SIGKILL to every process it started; \
-                      its output is discarded. Returns how it ended.",
+                      its output is discarded. Closing a window's last pane removes the window, and \
+                      a session's last pane the session (its id and name are gone). Returns how it \
+                      ended.",
         hints: ENDS,
         input: || object(&[("pane_id", string("Pane id or name"))], &["pane_id"]),
         output: || {
@@ -330,7 +346,7 @@ fn send_input(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let pane = ctx.mux.pane(args.required_str("pane_id")?)?;
     let input = args.str("input")?.unwrap_or("");
     let keys = args.strings("keys")?;
-    let submit = args.bool("submit")?.unwrap_or(false);
+    let submit = args.bool("submit")?.unwrap_or(SUBMIT);
     if input.is_empty() && keys.is_empty() && !submit {
         return Err(Error::invalid("nothing to send: give input, keys, or submit: true"));
     }
@@ -369,7 +385,7 @@ fn send_input(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
 
 fn get_output(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let pane = ctx.mux.pane(args.required_str("pane_id")?)?;
-    let format = match args.str("format")?.unwrap_or("text") {
+    let format = match args.str("format")?.unwrap_or(FORMAT) {
         "text" => Format::Text,
         "raw" => Format::Raw,
         "screen" => Format::Screen,
@@ -382,9 +398,10 @@ fn get_output(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let max_output = config().max_output_bytes as u64;
     let req = ReadRequest {
         format,
-        lines: args.u64("lines", 1, 1_000_000)?.unwrap_or(100) as usize,
+        lines: args.u64("lines", 1, 1_000_000)?.unwrap_or(LINES) as usize,
         since: args.u64("since", 0, u64::MAX)?,
-        max_bytes: args.u64("max_bytes", 1, max_output)?.unwrap_or(65536.min(max_output)) as usize,
+        max_bytes: args.u64("max_bytes", 1, max_output)?.unwrap_or(MAX_BYTES.min(max_output))
+            as usize,
     };
     let read = pane.output().read(&req)?;
     let mut value =

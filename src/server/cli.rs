@@ -13,6 +13,13 @@ use std::io::Write;
 use std::os::unix::net::UnixStream;
 use std::process::ExitCode;
 
+pub(crate) const USAGE: &str = "\
+Usage: fugue kill-server [NAME]
+
+Ends shared server NAME (default: default) and every process it started, as stopping fugue does,
+and waits until they are gone. Exits 1 when no server of that name is running.
+";
+
 /// `fugue kill-server [NAME]`.
 pub(crate) fn kill_server(args: &[&str]) -> ExitCode {
     let name = match args {

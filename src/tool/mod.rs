@@ -181,8 +181,21 @@ pub(crate) mod schema {
         json!({"type": "integer", "description": description})
     }
 
-    pub(crate) fn boolean(description: &str) -> Value {
-        json!({"type": "boolean", "description": description})
+    /// An integer argument with the value a handler uses when it is absent. The handler reads the
+    /// same constant, so what clients and models read in the schema is what happens.
+    pub(crate) fn integer_or(description: &str, default: u64) -> Value {
+        json!({"type": "integer", "description": description, "default": default})
+    }
+
+    /// A boolean argument with its default (see `integer_or`).
+    pub(crate) fn boolean_or(description: &str, default: bool) -> Value {
+        json!({"type": "boolean", "description": description, "default": default})
+    }
+
+    /// One of `choices`, `default` when absent (see `integer_or`).
+    pub(crate) fn choice(description: &str, choices: &[&str], default: &str) -> Value {
+        debug_assert!(choices.contains(&default));
+        json!({"type": "string", "enum": choices, "description": description, "default": default})
     }
 
     pub(crate) fn env() -> Value {

@@ -1,0 +1,39 @@
+//! Unit tests of the registry: reservations and the tiles they hold.
+
+use super::*;
+
+fn sizes(slots: &[Result<Reserved<'_>>]) -> Vec<(u16, u16)> {
+    let size = |r: &Reserved<'_>| r.slot.as_ref().map(|s| (s.spec.rows, s.spec.cols)).unwrap();
+    slots.iter().map(|r| size(r.as_ref().unwrap())).collect()
+}
+
+#[test]
+fn panes_reserved_together_get_their_final_tiles() {
+    let mux = Mux::default();
+    let session = mux.ensure_session("s").unwrap();
+    let window = mux.add_window(&session, None).unwrap();
+    let (rows, cols) = (config().rows, config().cols);
+    let place = Place::Window { session: &session, window: &window };
+    let three =
+        mux.reserve(&place, &[PaneArgs::default(), PaneArgs::default(), PaneArgs::default()]);
+    let want: Vec<(u16, u16)> =
+        layout::tile(3, rows, cols).iter().map(|r| (r.rows, r.cols)).collect();
+    assert_eq!(sizes(&three), want);
+    // A slot still starting counts: the next pane is sized as the fourth.
+    let fourth = mux.reserve(&place, &[PaneArgs::default()]);
+    let tile = layout::tile(4, rows, cols)[3];
+    assert_eq!(sizes(&fourth), [(tile.rows, tile.cols)]);
+}
+
+#[test]
+fn a_slot_dropped_unstarted_is_given_back() {
+    let mux = Mux::default();
+    let session = mux.ensure_session("s").unwrap();
+    let named = PaneArgs { name: Some("p".into()), ..PaneArgs::default() };
+    let place = Place::NewWindow { session: &session, name: None };
+    drop(mux.reserve(&place, std::slice::from_ref(&named)));
+    let inner = mux.inner.lock();
+    assert_eq!(inner.reserved_panes, 0);
+    assert!(inner.reserved_names.is_empty());
+    assert!(inner.sessions[0].windows.is_empty(), "the window made for it goes too");
+}

@@ -1,0 +1,177 @@
+//! The private temporary directories of `fugue_run_pipeline`, and the sweep of stale ones.
+//!
+//! Each directory is named `fugue-pipeline-<pid>-<start>-<uuid>`: the owning fugue's pid and its
+//! start time in `/proc/<pid>/stat` (clock ticks since boot), so a later pid that happens to reuse
+//! the number cannot pass for the owner. A directory is removed when its call ends and, for the
+//! calls still running, when fugue stops (the runtime's `TempDirs` registry); one left by a fugue that was killed (SIGKILL leaves no
+//! chance to clean up) is removed by the next fugue that starts, which sweeps the directories of
+//! this user whose owner is gone and leaves every live fugue's alone.
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::log;
+use crate::mux::new_id;
+use crate::pane::process::live_start;
+use crate::runtime::TempDirs;
+use std::fs::File;
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+const PREFIX: &str = "fugue-pipeline-";
+
+/// Removes the pipeline directories that fugues of this user left behind when they were killed;
+/// called when fugue starts. Returns how many it removed.
+pub(crate) fn sweep_stale() -> usize {
+    let Ok(base) = base() else { return 0 };
+    let Ok(entries) = std::fs::read_dir(&base) else { return 0 };
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(owner) = name.to_str().and_then(owner) else { continue };
+        // Not followed if it is a link: only a real directory of ours is a candidate.
+        let ours =
+            std::fs::symlink_metadata(entry.path()).is_ok_and(|m| m.is_dir() && m.uid() == uid);
+        if ours && !owner.alive() && std::fs::remove_dir_all(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    if removed > 0 {
+        log::info(&format!(
+            "removed {removed} pipeline directories left by fugues that were killed"
+        ));
+    }
+    removed
+}
+
+/// Who made a directory, as its name says.
+#[derive(Debug, PartialEq, Eq)]
+struct Owner {
+    pid: u32,
+    /// `None` when the name carries no start time (fugue could not read its own).
+    start: Option<u64>,
+}
+
+impl Owner {
+    fn alive(&self) -> bool {
+        match (live_start(self.pid), self.start) {
+            (None, _) => false,
+            (Some(now), Some(start)) => now == start,
+            // Without a start time a live process with that pid may be the owner: keep it.
+            (Some(_), None) => true,
+        }
+    }
+}
+
+/// The owner in a name `fugue-pipeline-<pid>-<start>-<uuid>`; `None` for any other name.
+fn owner(name: &str) -> Option<Owner> {
+    let mut parts = name.strip_prefix(PREFIX)?.splitn(3, '-');
+    let pid = parts.next()?.parse().ok()?;
+    let start = parts.next()?;
+    parts.next()?;
+    Some(Owner { pid, start: start.parse().ok() })
+}
+
+/// This process's start time, or `unknown`, as it goes into the names.
+fn own_start() -> &'static str {
+    static START: OnceLock<String> = OnceLock::new();
+    START.get_or_init(|| {
+        live_start(std::process::id()).map_or_else(|| "unknown".to_string(), |s| s.to_string())
+    })
+}
+
+fn base() -> Result<PathBuf> {
+    let base = std::env::temp_dir();
+    if base.is_relative() {
+        return Ok(std::env::current_dir()?.join(base));
+    }
+    Ok(base)
+}
+
+/// A directory only the user can enter, removed on drop.
+pub(crate) struct PrivateDir {
+    pub(crate) path: PathBuf,
+    /// Where it is registered, so that fugue removes it if it stops first.
+    registry: Arc<TempDirs>,
+}
+
+impl PrivateDir {
+    pub(crate) fn create(registry: &Arc<TempDirs>) -> Result<PrivateDir> {
+        let name = format!("{PREFIX}{}-{}-{}", std::process::id(), own_start(), new_id());
+        let path = base()?.join(name);
+        std::fs::DirBuilder::new().mode(0o700).create(&path).map_err(|e| {
+            Error::new(ErrorKind::Io, format!("cannot create {}: {e}", path.display()))
+        })?;
+        registry.add(path.clone());
+        Ok(PrivateDir { path, registry: registry.clone() })
+    }
+
+    pub(crate) fn write(&self, name: &str, text: &str) -> Result<()> {
+        let path = self.path.join(name);
+        let mut file =
+            std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path)?;
+        file.write_all(text.as_bytes())?;
+        Ok(())
+    }
+
+    /// A FIFO opened for reading and writing: the open does not wait for the driver, reads never
+    /// see end of file, and fugue can write its own `q` line to wake its reader.
+    pub(crate) fn fifo(&self, name: &str) -> Result<File> {
+        let path = self.path.join(name);
+        make_fifo(&path)?;
+        Ok(std::fs::OpenOptions::new().read(true).write(true).open(&path)?)
+    }
+}
+
+fn make_fifo(path: &Path) -> Result<()> {
+    let c_path = std::ffi::CString::new(path.as_os_str().as_encoded_bytes())
+        .map_err(|_| Error::internal("the temporary directory's path holds NUL"))?;
+    // SAFETY: mkfifo reads the NUL-terminated path, which outlives the call.
+    if unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) } != 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(Error::new(ErrorKind::Io, format!("cannot create a FIFO: {e}")));
+    }
+    Ok(())
+}
+
+impl Drop for PrivateDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+        self.registry.forget(&self.path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_say_who_made_them() {
+        assert_eq!(
+            owner("fugue-pipeline-12-3456-a-b-c"),
+            Some(Owner { pid: 12, start: Some(3456) })
+        );
+        assert_eq!(owner("fugue-pipeline-12-unknown-a"), Some(Owner { pid: 12, start: None }));
+        for other in [
+            "fugue-pipeline-x-1-a",
+            "fugue-pipeline-12",
+            "fugue-test-12-1-a",
+            "fugue-pipeline-12-1",
+        ] {
+            assert_eq!(owner(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn this_process_owns_its_directories_and_a_reused_pid_does_not() {
+        let dir = PrivateDir::create(&Arc::default()).unwrap();
+        let name = dir.path.file_name().unwrap().to_str().unwrap().to_string();
+        assert!(owner(&name).unwrap().alive(), "{name}");
+        let me = std::process::id();
+        let start = live_start(me).unwrap();
+        assert!(!Owner { pid: me, start: Some(start + 1) }.alive());
+        assert!(Owner { pid: me, start: None }.alive());
+    }
+}
