@@ -312,18 +312,20 @@ fn spawn_err(e: impl std::fmt::Display) -> Error {
 /// The pane's working directory as an absolute path: a relative `cwd` is taken from fugue's own,
 /// so that what the pane reports is where it runs, whatever directory the reader is in.
 fn resolve_cwd(cwd: Option<PathBuf>) -> Result<PathBuf> {
+    // A shared server sits in `/`: its panes start, and relative paths start, where its first
+    // front was started.
+    let base = match crate::server::host::default_cwd() {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir()?,
+    };
     match cwd {
         Some(dir) => {
-            let dir = std::path::absolute(&dir).map_err(|e| {
+            let dir = std::path::absolute(base.join(&dir)).map_err(|e| {
                 Error::new(ErrorKind::BadCwd, format!("cwd {}: {e}", dir.display()))
             })?;
             check_cwd(&dir).map(|()| dir)
         }
-        // A shared server sits in `/`; its panes start where its first front was started.
-        None => match crate::server::host::default_cwd() {
-            Some(dir) => Ok(dir.clone()),
-            None => Ok(std::env::current_dir()?),
-        },
+        None => Ok(base),
     }
 }
 
