@@ -45,6 +45,11 @@ mod bulk;
 mod shared;
 // Shared servers on the wire: both eras, progress, cancellation, a dying server, version skew, ls.
 mod shared_wire;
+// Activity: programs that wait for someone to type, told apart from those that work or wait on
+// something else.
+mod activity;
+// Questions in orchestration: run tools stop a command that asks and answer `input`; pipeline cwd.
+mod asking;
 // The names fugue gives the sessions and windows it creates.
 mod names;
 // The manual names exactly the tools, environment variables and error codes fugue has.

@@ -37,8 +37,10 @@ impl World {
         [("XDG_RUNTIME_DIR", dir), ("FUGUE_STATE_DIR", dir)]
     }
 
+    /// A front for server `bench` (plain `fugue` with `FUGUE_SERVER`, as a host would set it).
     fn front(&self) -> R<Fugue> {
-        Fugue::start_args(&self.bin, &["serve", "--shared", "bench"], &self.env())
+        let [runtime, state] = self.env();
+        Fugue::start_with(&self.bin, &[runtime, state, ("FUGUE_SERVER", "bench")])
     }
 }
 
