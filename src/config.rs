@@ -30,6 +30,9 @@ pub(crate) struct Config {
     pub(crate) max_regex_bytes: usize,
     /// Agent pipelines that can exist at once.
     pub(crate) max_pipelines: usize,
+    /// How long a program that waits for the terminal must have printed nothing before it counts
+    /// as asking, in milliseconds.
+    pub(crate) input_quiet_ms: usize,
     /// Size of a new window.
     pub(crate) rows: u16,
     pub(crate) cols: u16,
@@ -55,6 +58,7 @@ impl Config {
             max_output_bytes: number("FUGUE_MAX_OUTPUT_BYTES", 1 << 20, 1024, 64 << 20),
             max_regex_bytes: number("FUGUE_MAX_REGEX_BYTES", 1 << 20, 1024, 64 << 20),
             max_pipelines: number("FUGUE_MAX_PIPELINES", 32, 1, 1024),
+            input_quiet_ms: number("FUGUE_INPUT_QUIET_MS", 1000, 100, 600_000),
             rows: number("FUGUE_ROWS", 24, 2, 500) as u16,
             cols: number("FUGUE_COLS", 80, 10, 500) as u16,
         }

@@ -41,3 +41,7 @@ pub(crate) fn warn(message: &str) {
 pub(crate) fn info(message: &str) {
     emit(Level::Info, "info", message);
 }
+
+pub(crate) fn debug(message: &str) {
+    emit(Level::Debug, "debug", message);
+}

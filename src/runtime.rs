@@ -8,7 +8,7 @@
 use crate::agent::{self, manager::Manager};
 use crate::mux::Mux;
 use parking_lot::Mutex;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// The context a tool handler of fugue gets.
@@ -59,7 +59,7 @@ impl TempDirs {
     }
 
     /// Removes `path` from the registry (its owner has removed it).
-    pub(crate) fn forget(&self, path: &PathBuf) {
+    pub(crate) fn forget(&self, path: &Path) {
         self.live.lock().retain(|p| p != path);
     }
 

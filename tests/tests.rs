@@ -41,6 +41,11 @@ mod text_view;
 mod schemas;
 // Megabytes of output: expect over large backlogs, long lines.
 mod bulk;
+// Activity: programs that wait for someone to type, told apart from those that work or wait on
+// something else.
+mod activity;
+// Questions in orchestration: run tools stop a command that asks and answer `input`; pipeline cwd.
+mod asking;
 // The names fugue gives the sessions and windows it creates.
 mod names;
 // The manual names exactly the tools, environment variables and error codes fugue has.

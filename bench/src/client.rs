@@ -10,6 +10,8 @@ use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
@@ -35,13 +37,36 @@ pub struct Fugue {
 impl Fugue {
     /// Starts fugue (with `/bin/sh` as its shell, like the baselines) without a handshake.
     pub fn spawn(bin: &Path, env: &[(&str, &str)]) -> R<Fugue> {
+        Fugue::spawn_counting(bin, env, None)
+    }
+
+    /// Like `spawn`; with `count`, fugue logs at debug level and every line of its stderr that
+    /// holds the needle adds one to the counter.
+    pub fn spawn_counting(
+        bin: &Path,
+        env: &[(&str, &str)],
+        count: Option<(&'static str, Arc<AtomicU64>)>,
+    ) -> R<Fugue> {
         let mut cmd = Command::new(bin);
-        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null());
+        let stderr = if count.is_some() { Stdio::piped() } else { Stdio::null() };
+        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(stderr);
         cmd.env("SHELL", "/bin/sh").env_remove("FUGUE_SHELL").env_remove("FUGUE_LOG");
+        if count.is_some() {
+            cmd.env("FUGUE_LOG", "debug");
+        }
         for (key, value) in env {
             cmd.env(key, value);
         }
         let mut child = cmd.spawn().map_err(|e| format!("cannot start {}: {e}", bin.display()))?;
+        if let (Some((needle, counter)), Some(stderr)) = (count, child.stderr.take()) {
+            std::thread::spawn(move || {
+                for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                    if line.contains(needle) {
+                        counter.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+            });
+        }
         let stdout = child.stdout.take().ok_or("no stdout")?;
         let (tx, rx) = channel();
         std::thread::spawn(move || {
@@ -64,7 +89,16 @@ impl Fugue {
     }
 
     pub fn start_with(bin: &Path, env: &[(&str, &str)]) -> R<Fugue> {
-        let mut fugue = Fugue::spawn(bin, env)?;
+        Fugue::start_counting(bin, env, None)
+    }
+
+    /// Starts fugue with a stderr counter (see `spawn_counting`) and completes the handshake.
+    pub fn start_counting(
+        bin: &Path,
+        env: &[(&str, &str)],
+        count: Option<(&'static str, Arc<AtomicU64>)>,
+    ) -> R<Fugue> {
+        let mut fugue = Fugue::spawn_counting(bin, env, count)?;
         fugue.initialize()?;
         fugue.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))?;
         Ok(fugue)
@@ -232,4 +266,10 @@ pub fn thread_cpu() -> Duration {
     // SAFETY: clock_gettime writes only to `ts`.
     unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// How many read(2) calls `pid` has made so far, all its threads (`syscr` in /proc/PID/io).
+pub fn read_calls(pid: u32) -> Option<u64> {
+    let io = std::fs::read_to_string(format!("/proc/{pid}/io")).ok()?;
+    io.lines().find_map(|l| l.strip_prefix("syscr:"))?.trim().parse().ok()
 }

@@ -24,11 +24,11 @@ pub struct Bench {
 }
 
 impl Bench {
-    fn reps(&self, full: usize) -> usize {
+    pub(crate) fn reps(&self, full: usize) -> usize {
         if self.quick { full.div_ceil(4).max(1) } else { full }
     }
 
-    fn start(&self) -> R<Fugue> {
+    pub(crate) fn start(&self) -> R<Fugue> {
         Fugue::start(&self.fugue)
     }
 

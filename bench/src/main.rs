@@ -9,6 +9,7 @@
 mod client;
 mod clock;
 mod figures;
+mod input;
 mod pty;
 mod report;
 
@@ -27,7 +28,8 @@ Usage:
 
   --fugue PATH   the binary under test (default: $FUGUE_BIN, else target/release/fugue)
   --quick        fewer repetitions, for a quick look
-  FIGURE         any of: ingest parallel wake herd init memory panes tools size (default: all)
+  FIGURE         any of: ingest parallel wake herd input probes init memory panes tools size
+                 (default: all)
 
 Exit status: 0 when every measured figure meets its target, 1 otherwise.
 ";
@@ -35,11 +37,13 @@ Exit status: 0 when every measured figure meets its target, 1 otherwise.
 type Figure = fn(&Bench) -> client::R<Vec<Row>>;
 
 /// The figures in table order: (name on the command line, row name for errors, target, function).
-const FIGURES: [(&str, &str, Figure); 9] = [
+const FIGURES: [(&str, &str, Figure); 11] = [
     ("ingest", figures::INGEST, figures::ingestion),
     ("parallel", figures::TRUE_FIG, figures::parallel),
     ("wake", figures::WAKE_FIG, figures::wake),
     ("herd", figures::HERD_FIG, figures::herd),
+    ("input", input::DETECT_FIG, input::detection),
+    ("probes", input::IDLE_FIG, input::cost),
     ("init", figures::INIT_FIG, figures::startup),
     ("memory", figures::MEM_FIG, figures::memory),
     ("panes", figures::PANES_FIG, figures::many_panes),

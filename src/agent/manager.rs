@@ -1,19 +1,20 @@
 //! The pipelines this fugue process knows about: creating them, finding them, loading them from
 //! disk and resuming them after a restart.
 //!
-//! Each pipeline is a `Handle`: its latest published state, a `Watch` woken on every change, and —
-//! when this process drives it — the control channel into its runner thread and the `flock` that
-//! tells other fugue processes it is taken. A pipeline another live fugue drives is shown from its
-//! state file and cannot be controlled from here. State roots are loaded once: `FUGUE_STATE_DIR` at
+//! Each unfinished pipeline is a `Handle` (see `handle`) in memory; a finished one leaves memory
+//! when its runner ends and is read from its state file when asked for. A pipeline another live
+//! fugue drives is shown from its state file (read explicitly, `refresh`) and cannot be controlled
+//! from here. State roots are loaded once: `FUGUE_STATE_DIR` at
 //! start-up, or a repository's `.state` the first time a tool names that repository. On load, a
 //! pipeline whose stage was running when its fugue died runs that stage again as a new attempt (or
 //! blocks, if its attempts are spent), and a blocked one waits for control again.
 
 use super::git;
+use super::handle::{Driver, Handle};
 use super::machine::{self, Control, Event, EventKind, Step};
 use super::record::{self, Limits, Pipeline, now};
-use super::runner::{self, Command, Env, Latest};
-use super::store::{Lock, Problem, Store};
+use super::runner::{self, Command, Env};
+use super::store::{Lock, Problem, Store, valid_id};
 use crate::config::config;
 use crate::error::{Error, ErrorKind, Result};
 use crate::mux::{Mux, new_id, short_id};
@@ -30,88 +31,6 @@ use std::time::{Duration, Instant};
 const CONTROL_PATIENCE: Duration = Duration::from_secs(60);
 /// How long shutdown waits for the runners to let go.
 const SHUTDOWN_PATIENCE: Duration = Duration::from_secs(3);
-
-/// One pipeline as this process sees it.
-pub(crate) struct Handle {
-    pub(crate) id: String,
-    /// Its name, fixed at creation, so that finding it by name needs no copy of its state.
-    name: Option<String>,
-    created_at: u64,
-    pub(crate) store: Arc<Store>,
-    /// Its state in memory: published by our runner, or read from disk (`refresh`) when another
-    /// process drives it.
-    latest: Arc<Latest>,
-    driver: Option<Driver>,
-    /// Unfinished, yet no process holds its lock (seen from `fugue call`).
-    orphaned: bool,
-}
-
-/// Present when this process drives the pipeline.
-struct Driver {
-    control: Sender<Command>,
-    /// Held while the runner lives, dropped when it ends: a finished pipeline keeps no descriptor
-    /// open (one per pipeline ever run, until fugue ran out of them).
-    lock: Mutex<Option<Lock>>,
-}
-
-impl Handle {
-    fn new(store: &Arc<Store>, pipeline: Pipeline, any: Arc<Watch>) -> Handle {
-        Handle {
-            id: pipeline.id.clone(),
-            name: pipeline.name.clone(),
-            created_at: pipeline.created_at,
-            store: store.clone(),
-            latest: Arc::new(Latest::new(pipeline, any)),
-            driver: None,
-            orphaned: false,
-        }
-    }
-
-    /// The pipeline's latest state, from memory; it never reads the disk.
-    pub(crate) fn snapshot(&self) -> Pipeline {
-        self.latest.get()
-    }
-
-    fn is_terminal(&self) -> bool {
-        self.latest.with(|p| p.status.is_terminal())
-    }
-
-    /// Reads the state file of a pipeline another process drives, which only that process
-    /// publishes. A pipeline driven here, or finished, is already current in memory.
-    pub(crate) fn refresh(&self) {
-        if self.driver.is_none()
-            && !self.is_terminal()
-            && let Ok(fresh) = self.store.load(&self.id)
-        {
-            self.latest.replace(fresh);
-        }
-    }
-
-    /// Lets go of the pipeline's lock once its runner has ended.
-    fn release_lock(&self) {
-        if let Some(driver) = &self.driver {
-            driver.lock.lock().take();
-        }
-    }
-
-    pub(crate) fn is_driven_here(&self) -> bool {
-        self.driver.is_some()
-    }
-
-    /// Who drives an unfinished pipeline this process does not drive, in words.
-    pub(crate) fn driven_by(&self) -> &'static str {
-        if self.orphaned {
-            "no fugue server: the next one started with this state resumes it"
-        } else {
-            "another fugue process (status read from its state file)"
-        }
-    }
-
-    /// A channel woken on every change of this pipeline; subscribe before looking.
-    pub(crate) fn subscribe(&self) -> Receiver<()> {
-        self.latest.subscribe()
-    }
-}
 
 #[derive(Default)]
 struct Inner {
@@ -412,15 +331,18 @@ impl Manager {
                 .or_else(|| handles.iter().find(|h| h.name.as_deref() == Some(key)))
                 .cloned()
         };
-        named(&self.live()).or_else(|| named(&self.finished())).ok_or_else(|| {
-            Error::new(
-                ErrorKind::PipelineNotFound,
-                format!(
-                    "no pipeline with id or name {key:?}; fugue_agent_pipeline_status lists \
+        named(&self.live())
+            .or_else(|| self.finished_by_id(key))
+            .or_else(|| named(&self.finished()))
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::PipelineNotFound,
+                    format!(
+                        "no pipeline with id or name {key:?}; fugue_agent_pipeline_status lists \
                      them (give `repo` to load a repository's pipelines)"
-                ),
-            )
-        })
+                    ),
+                )
+            })
     }
 
     /// The pipelines in memory (the unfinished ones, and any just finishing), oldest first.
@@ -436,6 +358,18 @@ impl Manager {
         all.extend(live);
         all.sort_by_key(|h| h.created_at);
         all
+    }
+
+    /// The finished pipeline with this id, read from its state file: one file, not all of them.
+    fn finished_by_id(&self, id: &str) -> Option<Arc<Handle>> {
+        if !valid_id(id) {
+            return None;
+        }
+        let stores: Vec<Arc<Store>> = self.inner.lock().stores.values().cloned().collect();
+        stores.iter().find_map(|store| {
+            let pipeline = store.load(id).ok().filter(|p| p.status.is_terminal())?;
+            Some(Arc::new(Handle::new(store, pipeline, Arc::default())))
+        })
     }
 
     /// The finished pipelines of every loaded state root, read from disk now.

@@ -9,6 +9,7 @@
 //! change.
 
 pub(crate) mod git;
+pub(crate) mod handle;
 pub(crate) mod machine;
 pub(crate) mod manager;
 pub(crate) mod record;
@@ -23,8 +24,9 @@ use crate::runtime::{Ctx, Tool};
 use crate::tool::args::Args;
 use crate::tool::{RUNS, SETS, schema::*};
 use crossbeam_channel::{after, select};
+use handle::Handle;
 use machine::Control;
-use manager::{Handle, Manager, NewPipeline};
+use manager::{Manager, NewPipeline};
 use record::{Agents, Limits, Pipeline, PipelineStatus, StageType, now};
 use serde_json::{Value, json};
 use std::path::Path;

@@ -21,7 +21,7 @@ use crate::pane::output::{Format, ReadRequest};
 use crate::tool::args::Args;
 use crossbeam_channel::Sender;
 use serde_json::{Map, Value, json};
-use std::io::{BufReader, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -38,6 +38,10 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 /// Stack size of the connection and watcher threads.
 pub(crate) const THREAD_STACK: usize = 256 << 10;
+/// How much of an oversized request is read and dropped before its connection closes.
+const MAX_DISCARD: usize = 16 << 20;
+/// How long each read of that waits.
+const DISCARD_WAIT: Duration = Duration::from_secs(5);
 /// The most lines of scrollback one request returns.
 const MAX_SCROLLBACK_LINES: u64 = 10_000;
 
@@ -157,6 +161,7 @@ fn serve(stream: UnixStream, shared: &Shared) {
                     format!("a request line is limited to {} bytes", wire::MAX_REQUEST),
                 );
                 let _ = conn.out.send(&fault_json(&Value::Null, &fault));
+                discard_line(&mut reader);
                 return;
             }
         };
@@ -285,6 +290,27 @@ impl Conn<'_> {
         let cols = args.u16("cols", 10, 1000)?.ok_or_else(|| missing("cols"))?;
         self.shared.mcp.runtime.mux.resize_window(session, window, rows, cols)?;
         Ok(json!({"rows": rows, "cols": cols}))
+    }
+}
+
+/// Reads and drops the rest of an oversized line (a bounded amount, with a bounded wait), so the
+/// connection closes with no unread input: closing a Unix socket that holds unread input resets
+/// it, and the client could fail its write or lose the answer it was sent.
+fn discard_line(reader: &mut BufReader<UnixStream>) {
+    let _ = reader.get_ref().set_read_timeout(Some(DISCARD_WAIT));
+    let mut left = MAX_DISCARD;
+    while left > 0 {
+        let Ok(buf) = reader.fill_buf() else { return };
+        if buf.is_empty() {
+            return;
+        }
+        let newline = buf.iter().position(|b| *b == b'\n');
+        let n = newline.map_or(buf.len(), |i| i + 1).min(left);
+        reader.consume(n);
+        left -= n;
+        if newline.is_some() {
+            return;
+        }
     }
 }
 

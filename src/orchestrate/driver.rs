@@ -3,7 +3,7 @@
 //!
 //! `write` puts each step in a file of the private directory with `driver.sh` (the loop, filled
 //! in) and `step.sh` (what it sources to run one step). The driver writes one line per event into
-//! the directory's FIFO; `read_status` turns them into `Event`s on a channel until fugue's own `q`
+//! the directory's FIFO (a step's begin and end, the shell's directory after it); `read_status` turns them into `Event`s on a channel until fugue's own `q`
 //! line, which `WakeReader` writes when the call is done with the FIFO.
 
 use super::tempdir::PrivateDir;
@@ -14,8 +14,9 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 
-/// The longest status line the driver writes is about 30 bytes.
-const MAX_STATUS_LINE: u64 = 256;
+/// The longest status line the driver writes: a directory line, `c` and a path of up to 4096
+/// bytes. Each line is one write of less than PIPE_BUF, so lines never interleave.
+const MAX_STATUS_LINE: u64 = 4200;
 
 const DRIVER: &str = include_str!("driver.sh");
 /// What the driver sources to run one step, so that an interrupt can `return` from it.
@@ -28,6 +29,8 @@ pub(super) enum Event {
     Begin(usize),
     /// Step n ended with this status.
     End(usize, i32),
+    /// The shell's directory after a step.
+    Cwd(String),
     /// The driver left its loop; nothing more will come.
     Done,
     /// fugue's own line: everything the driver wrote before it has been read.
@@ -121,6 +124,10 @@ pub(super) fn read_status(file: &File, tx: Sender<Event>) {
 }
 
 fn parse_event(line: &str) -> Option<Event> {
+    // A path may hold spaces: everything after `c ` up to the newline.
+    if let Some(dir) = line.strip_prefix("c ") {
+        return Some(Event::Cwd(dir.strip_suffix('\n')?.to_string()));
+    }
     let words: Vec<&str> = line.split_whitespace().collect();
     match words.as_slice() {
         ["b", n] => Some(Event::Begin(n.parse().ok()?)),
@@ -147,6 +154,8 @@ mod tests {
         assert_eq!(parse_event("e 2 127\n"), Some(Event::End(2, 127)));
         assert_eq!(parse_event("x 0\n"), Some(Event::Done));
         assert_eq!(parse_event("q\n"), Some(Event::Caught));
+        assert_eq!(parse_event("c /tmp/a  b\n"), Some(Event::Cwd("/tmp/a  b".into())));
+        assert_eq!(parse_event("c /cut-short"), None);
         for junk in ["", "e 1\n", "b x\n", "e 1 2 3\n", "hello\n"] {
             assert_eq!(parse_event(junk), None, "{junk:?}");
         }

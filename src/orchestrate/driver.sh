@@ -40,6 +40,13 @@ while [ "$__fugue_i" -le "$__fugue_count" ] && [ ! -e "$__fugue_dir/stop" ]; do
         __fugue_rc=$?
     fi
     printf '\033]7770;%s;%s\007' "$__fugue_nonce" "$__fugue_i" >/dev/tty
+    # The directory the step left the shell in, for the answer's cwd; a path holding a newline
+    # cannot travel as one line and is left out.
+    case ${PWD-} in
+    *'
+'* | '') ;;
+    *) printf 'c %s\n' "$PWD" >&4 ;;
+    esac
     printf 'e %s %s\n' "$__fugue_i" "$__fugue_rc" >&4
     if [ "$__fugue_rc" -ne 0 ] && [ "$__fugue_stop_on_error" = 1 ]; then
         break

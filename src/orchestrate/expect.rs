@@ -9,13 +9,14 @@
 use crate::config::config;
 use crate::error::{Error, ErrorKind, Result};
 use crate::pane::Pane;
+use crate::pane::activity::{InputWatch, quiet_period};
 use crate::pane::output::{Format, ReadRequest, TAIL_SCAN_LIMIT};
 use crate::pane::text;
 use crate::pane::tools::add_exit;
 use crate::runtime::{Ctx, Tool};
 use crate::tool::args::Args;
 use crate::tool::{RUNS, schema::*};
-use crossbeam_channel::{RecvTimeoutError, TryRecvError, after, select};
+use crossbeam_channel::{RecvTimeoutError, TryRecvError, after, never, select};
 use regex::{Regex, RegexBuilder};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -35,6 +36,10 @@ const ACTION: &str = "notify";
 const POLL_INTERVAL_MS: u64 = 200;
 /// `lines`.
 const LINES: u64 = 100;
+/// What expect does when the program waits for keyboard input before the pattern appears.
+const ON_INPUT: &str = "wait";
+/// The most bytes of the question an `input` answer quotes.
+const MAX_QUESTION_BYTES: usize = 4 << 10;
 /// The longest wait one call accepts: one hour.
 const MAX_TIMEOUT_MS: u64 = 3_600_000;
 /// The most output one scan step copies and renders. A waiter that fell behind a fast pane catches
@@ -51,10 +56,12 @@ pub(crate) const TOOL: Tool = Tool {
                   match at line ends, so anchor patterns (`^READY$`) to avoid matching the echoed \
                   command line. Rust regex: no look-around or backreferences. Without since: \
                   searches the last `lines` lines already there plus new output, so an old line can \
-                  match; with since (send_input's offset): only output after it. status: matched (match, line, groups, offset after the \
-                  match's line), timeout, or exited (the process ended first). action: notify, \
-                  close_pane, return_output (adds `output`: the last `lines` lines; with since, of \
-                  the output after it).",
+                  match; with since (send_input's offset): only output after it. status: matched \
+                  (match, line, groups, offset after the match's line), timeout, exited (the \
+                  process ended first), or input (on_input: return, and the program waits for \
+                  someone to type; `line` is its question). action: notify, close_pane, \
+                  return_output (adds `output`: the last `lines` lines; with since, of the output \
+                  after it).",
     hints: RUNS,
     input: || {
         object(
@@ -85,6 +92,14 @@ pub(crate) const TOOL: Tool = Tool {
                 ),
                 ("lines", integer_or("Lines of existing output to search, and to return", LINES)),
                 ("since", integer("Search only output after this offset")),
+                (
+                    "on_input",
+                    choice(
+                        "return: answer status input if the program waits for keyboard input first",
+                        &["wait", "return"],
+                        ON_INPUT,
+                    ),
+                ),
             ],
             &["pane_id", "pattern"],
         )
@@ -197,6 +212,13 @@ fn expect(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     args.u64("poll_interval_ms", 0, MAX_TIMEOUT_MS)?;
     let lines = args.u64("lines", 1, 100_000)?.unwrap_or(LINES) as usize;
     let since = args.u64("since", 0, u64::MAX)?;
+    let return_on_input = match args.str("on_input")?.unwrap_or(ON_INPUT) {
+        "wait" => false,
+        "return" => true,
+        other => {
+            return Err(Error::invalid(format!("on_input {other:?} is not one of wait, return")));
+        }
+    };
 
     // Subscribe before the first look, so nothing printed in between is missed.
     let events = pane.output().subscribe();
@@ -213,6 +235,7 @@ fn expect(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let deadline = started + timeout;
     let heartbeat = ctx.progress.heartbeat();
     let mut pace = Pace::default();
+    let mut input = return_on_input.then(|| InputWatch::new(&pane, quiet_period()));
     loop {
         let step = scan.step(&pane);
         if let Some(found) = step.found {
@@ -227,6 +250,12 @@ fn expect(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
         if step.exited {
             return Ok(outcome(&pane, "exited", pattern, step.end, &answer, started));
         }
+        if !step.behind && input.as_mut().is_some_and(InputWatch::check) {
+            let mut value = outcome(&pane, "input", pattern, step.end, &answer, started);
+            value["line"] = json!(last_line(&pane));
+            return Ok(value);
+        }
+        let check_at = input.as_ref().and_then(InputWatch::next_check);
         let cancel = ctx.cancel.receiver();
         if step.behind && Instant::now() < deadline {
             if let Err(TryRecvError::Disconnected) = cancel.try_recv() {
@@ -250,6 +279,7 @@ fn expect(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
                 }
                 return Ok(outcome(&pane, "timeout", pattern, pane.output().end(), &answer, started));
             }
+            recv(check_at.map_or_else(never, |at| after(at.saturating_duration_since(Instant::now())))) -> _ => {}
             recv(heartbeat) -> _ => {
                 let secs = started.elapsed().as_secs_f64();
                 ctx.progress.report(secs, Some(timeout.as_secs_f64()), &format!("waiting for /{pattern}/"));
@@ -373,6 +403,12 @@ fn outcome(
     }
     answer.add_output(&mut value, pane);
     value
+}
+
+/// The last line that holds anything but blanks, in the text view: a waiting program's question.
+fn last_line(pane: &Pane) -> String {
+    let text = crate::pane::tail::lines(pane, 0, pane.output().end(), 5, MAX_QUESTION_BYTES);
+    text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default().trim_end().to_string()
 }
 
 #[cfg(test)]

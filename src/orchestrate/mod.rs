@@ -5,6 +5,7 @@
 //! channel with deadlines; none of them sleeps to poll. This file holds what they share: argument
 //! checks, the text tail of a stretch of output, exit fields, and closing many panes at once.
 
+mod asking;
 mod driver;
 pub(crate) mod expect;
 pub(crate) mod parallel;

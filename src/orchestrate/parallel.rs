@@ -5,14 +5,18 @@
 //! together. The exit code or signal comes from the pane's waiter (`waitpid`), never from the
 //! terminal. The call blocks in one `Select` over every unfinished pane's output events, the cancel
 //! channel, a heartbeat and the deadline; at the deadline what still runs is killed (its whole
-//! session) and reported `timeout`. The answer lists every command in order; only failed and
-//! timed-out ones carry an `output_tail` (unless `tails: all` asks for every one), so a green run
-//! stays small.
+//! session) and reported `timeout`. A command whose program waits for someone to type is stopped
+//! the same way, on its own, and reported `input` (unless `on_input: wait`): the call also wakes
+//! when the next look at /proc is due. The answer lists every command in order; only failed,
+//! timed-out and asking ones carry an `output_tail` (unless `tails: all` asks for every one), so a
+//! green run stays small.
 
+use super::asking::{self, Asked};
 use super::{check_cwd, check_unique, close_panes, command, run_schema, tail};
 use crate::error::{Error, Result};
 use crate::mux::{self, Mux, ORCHESTRATION_SESSION, PaneArgs, Reserved, new_id, short_id};
 use crate::pane::Pane;
+use crate::pane::activity::{InputWatch, quiet_period};
 use crate::pane::exit::{SignalField, write_exit};
 use crate::runtime::{Ctx, Tool};
 use crate::tool::args::Args;
@@ -32,9 +36,11 @@ pub(crate) const TOOL: Tool = Tool {
     name: "fugue_run_parallel",
     title: "Run commands in parallel",
     description: "Run 1-10 commands at once, each in its own pane ($SHELL -c command); wait for \
-                  all. Per command: status ok/failed/timeout/error, exact exit_code (signal if \
-                  killed), duration_ms, pane_id, and output_tail (last tail_lines lines) if failed \
-                  or timed out, or always with tails=all. layout: hidden (__orchestration__ \
+                  all. Per command: status ok/failed/timeout/input/error, exact exit_code (signal \
+                  if killed), duration_ms, pane_id, and output_tail (last tail_lines lines) if not \
+                  ok, or always with tails=all. A command waiting for keyboard input (a question, \
+                  a password) is stopped after a quiet second: status input, its question in \
+                  output_tail (on_input=wait lets it wait). layout: hidden (__orchestration__ \
                   session) or tiled (new session, side by side). timeout_ms kills what still runs; \
                   cleanup closes the panes.",
     hints: RUNS,
@@ -60,6 +66,7 @@ pub(crate) const TOOL: Tool = Tool {
                 ("cleanup", boolean_or("Close the panes at the end", CLEANUP)),
                 tail_lines,
                 tails,
+                asking::schema(),
             ],
             &["commands"],
         )
@@ -94,12 +101,18 @@ struct Job<'a> {
     events: Option<Receiver<()>>,
     /// When the deadline killed it.
     timed_out: Option<Instant>,
+    /// Watches for its program asking, with `on_input: stop`.
+    watch: Option<InputWatch>,
+    /// When it was found asking and stopped.
+    asked: Option<Asked>,
 }
 
 enum End {
     AllDone,
     Deadline,
     Cancelled,
+    /// The command at this index waits for someone to type.
+    Asked(usize),
 }
 
 fn run_parallel(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
@@ -116,10 +129,16 @@ fn run_parallel(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let cleanup = args.bool("cleanup")?.unwrap_or(CLEANUP);
     let tail_lines = super::tail_lines(args)?;
     let all_tails = super::all_tails(args)?;
+    let stop_asking = asking::stops(args)?;
 
     let place = Place::prepare(&ctx.mux, tiled)?;
-    let mut jobs = start_all(&ctx.mux, &place, &tasks);
-    let end = wait_all(ctx, &jobs, started + timeout, started);
+    let mut jobs = start_all(&ctx.mux, &place, &tasks, stop_asking);
+    let end = loop {
+        match wait_all(ctx, &mut jobs, started + timeout, started) {
+            End::Asked(i) => stop(&ctx.mux, &mut jobs[i], cleanup),
+            end => break end,
+        }
+    };
     if let End::Cancelled = end {
         close_panes(&ctx.mux, &panes(&jobs), true);
         place.remove(&ctx.mux);
@@ -135,6 +154,7 @@ fn run_parallel(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
         place.remove(&ctx.mux);
     }
     let status = match end {
+        End::AllDone if jobs.iter().any(|j| j.asked.is_some()) => "input",
         End::AllDone => "completed",
         _ if jobs.iter().any(|j| j.timed_out.is_none()) => "partial",
         _ => "timeout",
@@ -224,7 +244,7 @@ impl Place {
 
 /// Starts every command at once: the first on this thread, each other on a thread of its own, so
 /// they begin together rather than one after another, and a single command pays for no thread.
-fn start_all<'a>(mux: &Mux, place: &Place, tasks: &'a [Task]) -> Vec<Job<'a>> {
+fn start_all<'a>(mux: &Mux, place: &Place, tasks: &'a [Task], stop_asking: bool) -> Vec<Job<'a>> {
     let mut slots = place.reserve(mux, tasks).into_iter();
     let first = slots.next();
     let panes: Vec<Result<Arc<Pane>>> = std::thread::scope(|scope| {
@@ -244,7 +264,11 @@ fn start_all<'a>(mux: &Mux, place: &Place, tasks: &'a [Task]) -> Vec<Job<'a>> {
         .map(|(task, pane)| {
             // Subscribed before anyone looks at the pane, so no exit can slip by unseen.
             let events = pane.as_ref().ok().map(|p| p.output().subscribe_status());
-            Job { task, pane, events, timed_out: None }
+            let watch = match &pane {
+                Ok(pane) if stop_asking => Some(InputWatch::new(pane, quiet_period())),
+                _ => None,
+            };
+            Job { task, pane, events, timed_out: None, watch, asked: None }
         })
         .collect()
 }
@@ -255,12 +279,16 @@ impl Job<'_> {
     }
 }
 
-/// Blocks until every command has ended, the deadline passes, or the call is cancelled. Wakes
-/// only on events: a pane's exit (not its output), the cancel channel, the heartbeat.
-fn wait_all(ctx: &Ctx<'_>, jobs: &[Job<'_>], deadline: Instant, started: Instant) -> End {
+/// Blocks until every command has ended, the deadline passes, the call is cancelled, or a command
+/// is found asking. Wakes only on events: a pane's exit (not its output), the cancel channel, the
+/// heartbeat, and the next look at /proc that a watch wants.
+fn wait_all(ctx: &Ctx<'_>, jobs: &mut [Job<'_>], deadline: Instant, started: Instant) -> End {
     let heartbeat = ctx.progress.heartbeat();
     let mut reported = usize::MAX;
     loop {
+        if let Some(i) = asking_job(jobs) {
+            return End::Asked(i);
+        }
         let pending: Vec<&Job<'_>> = jobs.iter().filter(|j| j.running()).collect();
         let done = jobs.len() - pending.len();
         if done != reported {
@@ -270,6 +298,7 @@ fn wait_all(ctx: &Ctx<'_>, jobs: &[Job<'_>], deadline: Instant, started: Instant
         if pending.is_empty() {
             return End::AllDone;
         }
+        let check = asking::next_check(pending.iter().filter_map(|j| j.watch.as_ref()));
         let mut select = Select::new();
         for job in &pending {
             if let Some(events) = &job.events {
@@ -278,8 +307,10 @@ fn wait_all(ctx: &Ctx<'_>, jobs: &[Job<'_>], deadline: Instant, started: Instant
         }
         let cancel = select.recv(ctx.cancel.receiver());
         let beat = select.recv(&heartbeat);
-        match select.ready_deadline(deadline) {
-            Err(_) => return End::Deadline,
+        match select.ready_deadline(check.map_or(deadline, |at| at.min(deadline))) {
+            Err(_) if Instant::now() >= deadline => return End::Deadline,
+            // A look at /proc is due: the next round makes it.
+            Err(_) => {}
             Ok(i) if i == cancel => return End::Cancelled,
             Ok(i) if i == beat => {
                 let _ = heartbeat.try_recv();
@@ -291,6 +322,22 @@ fn wait_all(ctx: &Ctx<'_>, jobs: &[Job<'_>], deadline: Instant, started: Instant
                 }
             }
         }
+    }
+}
+
+/// The first running command whose program asks, if any (each watch looks only when due).
+fn asking_job(jobs: &mut [Job<'_>]) -> Option<usize> {
+    jobs.iter_mut().position(|job| {
+        job.pane.as_ref().is_ok_and(|p| p.is_running())
+            && job.watch.as_mut().is_some_and(InputWatch::check)
+    })
+}
+
+/// Stops a command found asking, as the deadline would; with cleanup it leaves the registry too.
+fn stop(mux: &Mux, job: &mut Job<'_>, cleanup: bool) {
+    if let Ok(pane) = &job.pane {
+        job.asked = Some(Asked::now(pane));
+        close_panes(mux, std::slice::from_ref(pane), cleanup);
     }
 }
 
@@ -347,16 +394,19 @@ fn job_result(job: &Job<'_>, tail_lines: usize, all_tails: bool) -> Value {
     value["pane_id"] = json!(pane.id);
     let (exit, exited_at, end) = pane.output().with(|s| (s.exit, s.exited_at, s.ring.end()));
     let status = match (job.timed_out, exit) {
+        _ if job.asked.is_some() => "input",
         (Some(_), _) => "timeout",
         (None, Some(exit)) if exit.success() => "ok",
         (None, _) => "failed",
     };
     value["status"] = json!(status);
-    let exit = if job.timed_out.is_some() { None } else { exit };
+    let stopped = job.timed_out.or(job.asked.map(|a| a.at));
+    let exit = if stopped.is_some() { None } else { exit };
     write_exit(&mut value, exit, SignalField::WhenSignalled);
-    let ended = job.timed_out.or(exited_at).unwrap_or_else(Instant::now);
+    let ended = stopped.or(exited_at).unwrap_or_else(Instant::now);
     value["duration_ms"] = json!(ended.saturating_duration_since(pane.started).as_millis() as u64);
     if status != "ok" || all_tails {
+        let end = job.asked.map_or(end, |a| a.end);
         let tail = tail(pane, 0, end, tail_lines);
         if !tail.is_empty() {
             value["output_tail"] = json!(tail);

@@ -13,14 +13,20 @@
 //! `select!` on those events, the pane's output events (to see the shell die), the cancel channel,
 //! the deadline and a heartbeat. At the deadline it creates a `stop` file and interrupts the
 //! pane's processes (SIGINT, which the driver survives); what does not stop within a grace is
-//! killed. The directory is removed when the call ends, however it ends.
+//! killed. A step whose program — or the shell itself, in `read` — waits for someone to type is
+//! interrupted the same way when the next look at /proc finds it asking (unless `on_input: wait`)
+//! and reported `input`. After each step the driver also writes the shell's directory to the
+//! FIFO, which becomes the answer's `cwd`. The directory is removed when the call ends, however
+//! it ends.
 
+use super::asking::{self, Asked};
 use super::driver::{self, Event, WakeReader, find, read_status};
 use super::tempdir::PrivateDir;
 use super::{check_cwd, check_unique, command, run_schema, tail};
 use crate::error::{Error, ErrorKind, Result};
 use crate::mux::{ORCHESTRATION_SESSION, PaneArgs, Place, new_id, short_id};
 use crate::pane::Pane;
+use crate::pane::activity::{InputWatch, quiet_period};
 use crate::pane::exit::{Exit, SignalField, write_exit};
 use crate::runtime::{Ctx, Tool};
 use crate::tool::args::Args;
@@ -52,10 +58,13 @@ pub(crate) const TOOL: Tool = Tool {
     title: "Run a command pipeline",
     description: "Run steps one after another in one pane and one shell (cd, export carry over). \
                   Per step: exact exit_code, duration_ms, status ok/failed/timeout/exited (it ended \
-                  the shell). stop_on_error stops at the first failure; failed_at names it, \
+                  the shell)/input. stop_on_error stops at the first failure; failed_at names it, \
                   output_tail holds its last tail_lines lines; tails=all gives every step its \
-                  output_tail. timeout_ms interrupts the running step. The pane stays, with an \
-                  interactive shell for follow-ups, unless cleanup.",
+                  output_tail. timeout_ms interrupts the running step; so does a step waiting for \
+                  keyboard input, after a quiet second (status input, its question in \
+                  output_tail; on_input=wait lets it wait). cwd: the shell's directory after the \
+                  last step. The pane stays, with an interactive shell for follow-ups, unless \
+                  cleanup.",
     hints: RUNS,
     input: || {
         let step =
@@ -74,6 +83,7 @@ pub(crate) const TOOL: Tool = Tool {
                 ("cleanup", boolean_or("Close the pane at the end", CLEANUP)),
                 tail_lines,
                 tails,
+                asking::schema(),
             ],
             &["commands"],
         )
@@ -83,6 +93,7 @@ pub(crate) const TOOL: Tool = Tool {
             ("status", t("string")),
             ("pane_id", t("string")),
             ("steps", t("array")),
+            ("cwd", t("string")),
             ("total_duration_ms", t("integer")),
         ])
     },
@@ -104,6 +115,8 @@ struct Plan {
     tail_lines: usize,
     /// Every step gets its `output_tail`, not only the failed one.
     all_tails: bool,
+    /// `on_input: stop`: interrupt a step found asking.
+    stop_asking: bool,
 }
 
 /// What fugue saw of one step.
@@ -127,6 +140,10 @@ struct Run<'a> {
     shell_exit: Option<Exit>,
     /// When the deadline passed and the running step was interrupted.
     interrupted: Option<Instant>,
+    /// When a step was found asking and interrupted.
+    asked: Option<Asked>,
+    /// The shell's directory after the last step that ended.
+    cwd: Option<String>,
 }
 
 fn run_pipeline(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
@@ -147,6 +164,8 @@ fn run_pipeline(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
         done: false,
         shell_exit: None,
         interrupted: None,
+        asked: None,
+        cwd: None,
     };
     let outcome = std::thread::scope(|scope| {
         let (tx, rx) = crossbeam_channel::unbounded();
@@ -199,6 +218,7 @@ fn parse_plan(args: &Args<'_>) -> Result<Plan> {
         cleanup: args.bool("cleanup")?.unwrap_or(CLEANUP),
         tail_lines: super::tail_lines(args)?,
         all_tails: super::all_tails(args)?,
+        stop_asking: asking::stops(args)?,
     })
 }
 
@@ -274,7 +294,20 @@ impl Run<'_> {
         let heartbeat = ctx.progress.heartbeat();
         let mut status = events.clone();
         let mut deadline = deadline;
+        let mut watch = self.plan.stop_asking.then(|| InputWatch::new(&self.pane, quiet_period()));
         while !self.done && self.pane.is_running() {
+            if self.step_running() && watch.as_mut().is_some_and(InputWatch::check) {
+                // Stopped as at the deadline, with the same grace.
+                watch = None;
+                self.asked = Some(Asked::now(&self.pane));
+                self.interrupt(dir);
+                deadline = Instant::now() + INTERRUPT_GRACE;
+            }
+            // Between steps nothing is watched; the next step's begin line wakes the loop.
+            let check = watch.as_ref().filter(|_| self.step_running());
+            let check = check
+                .and_then(InputWatch::next_check)
+                .map_or_else(never, |at| after(at.saturating_duration_since(Instant::now())));
             select! {
                 recv(status) -> event => match event {
                     Ok(event) => self.apply(event, ctx.progress),
@@ -292,9 +325,16 @@ impl Run<'_> {
                     }
                 }
                 recv(heartbeat) -> _ => self.report(ctx.progress),
+                // A look at /proc is due: the next round makes it.
+                recv(check) -> _ => {}
             }
         }
         Ok(())
+    }
+
+    /// Whether a step has begun and not ended: only then can a question be the step's.
+    fn step_running(&self) -> bool {
+        self.records.last().is_some_and(|r| r.ended.is_none())
     }
 
     fn apply(&mut self, event: Event, progress: &Progress) {
@@ -319,6 +359,7 @@ impl Run<'_> {
                     self.report(progress);
                 }
             }
+            Event::Cwd(dir) => self.cwd = Some(dir),
             Event::Done => self.done = true,
             Event::Begin(_) | Event::Caught => {}
         }
@@ -398,7 +439,9 @@ impl Run<'_> {
         let steps: Vec<Value> =
             (0..self.records.len()).map(|i| self.step(i, statuses[i])).collect();
         let failed = statuses.iter().position(|s| *s != "ok");
-        let status = if self.interrupted.is_some() {
+        let status = if self.asked.is_some() {
+            "input"
+        } else if self.interrupted.is_some() {
             "timeout"
         } else if failed.is_some() || self.records.len() < self.plan.steps.len() {
             "failed"
@@ -411,9 +454,16 @@ impl Run<'_> {
             "steps": steps,
             "total_duration_ms": started.elapsed().as_millis() as u64,
         });
+        if let Some(cwd) = &self.cwd {
+            value["cwd"] = json!(cwd);
+        }
         if let Some(i) = failed {
             value["failed_at"] = json!(self.plan.steps[i].name);
-            let (from, to) = self.range(i);
+            let (from, mut to) = self.range(i);
+            if statuses[i] == "input" {
+                // The question, not what the interrupted program printed as it went.
+                to = self.asked.map_or(to, |a| a.end).clamp(from, to);
+            }
             let tail = tail(&self.pane, from, to, self.plan.tail_lines);
             if !tail.is_empty() {
                 value["output_tail"] = json!(tail);
@@ -424,11 +474,12 @@ impl Run<'_> {
 
     fn status(&self, i: usize) -> &'static str {
         let ended = self.records[i].ended;
-        // A step that had not ended when the deadline passed timed out, whatever it said after.
+        // A step that had not ended when the deadline passed timed out, whatever it said after;
+        // one that had not ended when it was found asking was stopped for its question.
         if let Some(at) = self.interrupted
             && ended.is_none_or(|(end, _)| end >= at)
         {
-            return "timeout";
+            return if self.asked.is_some() { "input" } else { "timeout" };
         }
         match ended {
             Some((_, 0)) => "ok",
@@ -451,7 +502,8 @@ impl Run<'_> {
         }
         let ended_at = match record.ended {
             Some((at, rc)) => {
-                value["exit_code"] = if status == "timeout" { Value::Null } else { json!(rc) };
+                let stopped = matches!(status, "timeout" | "input");
+                value["exit_code"] = if stopped { Value::Null } else { json!(rc) };
                 at
             }
             None => {
@@ -539,6 +591,7 @@ mod tests {
             cleanup: false,
             tail_lines: 10,
             all_tails: false,
+            stop_asking: true,
         }
     }
 

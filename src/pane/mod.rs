@@ -5,6 +5,7 @@
 //! and the waiter reaps the child and records its exact exit code or signal. Callers write input,
 //! resize, read views and close; closing ends every process of the pane's session and waits for it.
 
+pub(crate) mod activity;
 pub(crate) mod alt;
 pub(crate) mod exit;
 pub(crate) mod fd;

@@ -13,7 +13,8 @@ use super::text;
 use crate::error::{Error, Result};
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 use parking_lot::{Mutex, MutexGuard};
-use std::time::Instant;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 /// How far back a tail read looks for line starts: a bound on the work of one read.
 pub(crate) const TAIL_SCAN_LIMIT: usize = 4 << 20;
@@ -37,6 +38,11 @@ pub(crate) struct Output {
     watch: Watch,
     /// Only exit, end of file and close.
     status: Watch,
+    /// When the output began: `last_print` counts from here.
+    born: Instant,
+    /// When the pane last printed, in nanoseconds after `born` plus one; 0 while it never has.
+    /// One store per PTY read, for the activity probe's "printed nothing for a while".
+    last_print: AtomicU64,
 }
 
 /// The output views of `fugue_get_output`.
@@ -81,11 +87,16 @@ impl Output {
             screen: Mutex::new(Screen::new(rows, cols)),
             watch: Watch::default(),
             status: Watch::default(),
+            born: Instant::now(),
+            last_print: AtomicU64::new(0),
         }
     }
 
-    /// Appends what the PTY printed; the reader thread's whole job per read.
+    /// Appends what the PTY printed; the reader thread's whole job per read. The time is stored
+    /// before the bytes, so whoever sees the bytes sees the time too.
     pub(crate) fn append(&self, data: &[u8]) {
+        let since_born = u64::try_from(self.born.elapsed().as_nanos()).unwrap_or(u64::MAX - 1);
+        self.last_print.store(since_born + 1, Ordering::Release);
         {
             let mut state = self.state.lock();
             let at = state.ring.end();
@@ -137,6 +148,14 @@ impl Output {
     /// megabytes would otherwise wake them once per PTY read.
     pub(crate) fn subscribe_status(&self) -> Receiver<()> {
         self.status.subscribe()
+    }
+
+    /// When the pane last printed; when it began, if it never has.
+    pub(crate) fn last_print(&self) -> Instant {
+        match self.last_print.load(Ordering::Acquire) {
+            0 => self.born,
+            n => self.born + Duration::from_nanos(n - 1),
+        }
     }
 
     pub(crate) fn end(&self) -> u64 {

@@ -1,0 +1,158 @@
+//! The activity figures: how soon a question is answered `input`, and what watching for questions
+//! costs.
+//!
+//! Detection: a bash pane is typed `read -p 'ok? ' x`; one `fugue_expect` waits for the prompt to
+//! show (the baseline: fugue's own wake-up on output) and a second, with `on_input: "return"`,
+//! waits for fugue to call it a question. The second can answer no sooner than the prompt plus the
+//! quiet period, so the figure is its answer time beside that sum.
+//!
+//! Cost: fugue logs each look at /proc at debug level, and the bench counts those lines on its
+//! stderr; the read(2) calls of the whole server (`syscr` in /proc/PID/io) show that nothing else
+//! reads either. Both are counts, not times, so the busy machine cannot blur them.
+
+use crate::client::{Fugue, R, read_calls};
+use crate::clock::{median, ms, now_ns, show};
+use crate::figures::Bench;
+use crate::report::Row;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+pub const DETECT_FIG: &str = "input detection: `read -p 'ok? '` typed → `input` answered";
+const DETECT_TARGET: &str = "≤ prompt shown + quiet + 100 ms";
+pub const IDLE_FIG: &str = "/proc looks while nothing waits (5 panes asking, 3 s)";
+const IDLE_TARGET: &str = "0 looks, reads ≤ baseline";
+pub const WATCH_FIG: &str = "/proc looks while one call waits on one quiet busy pane (5 s)";
+const WATCH_TARGET: &str = "≤ 10 a second";
+
+/// The quiet period the figures run with (fugue's default).
+const QUIET: Duration = Duration::from_millis(1000);
+/// The line fugue logs for each look.
+const PROBE_LINE: &str = "activity probe";
+
+fn answered_after(fugue: &mut Fugue, id: u64, sent: u64) -> R<(Value, Duration)> {
+    let (value, at) = fugue.wait_tool(id)?;
+    Ok((value, Duration::from_nanos(at.saturating_sub(sent))))
+}
+
+pub fn detection(b: &Bench) -> R<Vec<Row>> {
+    let mut fugue = b.start()?;
+    let created = fugue.call(
+        "fugue_create_session",
+        json!({"name": "ask", "command": "exec bash --norc --noprofile"}),
+    )?;
+    let pane = created["pane_id"].clone();
+    let prompt = r"[$#] ?$";
+    let mut offset = expect(&mut fugue, &pane, prompt, None)?;
+    let (mut shown, mut asked) = (Vec::new(), Vec::new());
+    for _ in 0..b.reps(8) {
+        let sent = now_ns();
+        fugue.call(
+            "fugue_send_input",
+            json!({"pane_id": pane, "input": "read -p 'ok? ' x", "submit": true}),
+        )?;
+        let seen = fugue.submit_tool(
+            "fugue_expect",
+            json!({"pane_id": pane, "pattern": r"^ok\? ?$", "since": offset, "timeout_ms": 10_000}),
+        )?;
+        let question = fugue.submit_tool(
+            "fugue_expect",
+            json!({"pane_id": pane, "pattern": "^NEVER$", "since": offset, "on_input": "return",
+                   "timeout_ms": 10_000}),
+        )?;
+        let (seen, seen_after) = answered_after(&mut fugue, seen, sent)?;
+        let (question, asked_after) = answered_after(&mut fugue, question, sent)?;
+        if seen["status"] != "matched" || question["status"] != "input" {
+            return Err(format!("no question seen: {seen} / {question}"));
+        }
+        shown.push(seen_after + QUIET);
+        asked.push(asked_after);
+        fugue.call("fugue_send_input", json!({"pane_id": pane, "input": "y", "submit": true}))?;
+        offset = expect(&mut fugue, &pane, prompt, question["offset"].as_u64())?;
+    }
+    fugue.close()?;
+    let (base, got) = (median(&shown), median(&asked));
+    let over = ms(got) - ms(base);
+    Ok(vec![
+        Row {
+            baseline: format!("prompt shown + quiet: median {}", show(base)),
+            fugue: format!("median {} (+{over:.0} ms, n={})", show(got), asked.len()),
+            ratio: format!("{:.2}×", ms(got) / ms(base)),
+            ..Row::new(DETECT_FIG, DETECT_TARGET)
+        }
+        .judge(over <= 100.0),
+    ])
+}
+
+/// Waits for `pattern` after `since`; returns the offset after its line.
+fn expect(fugue: &mut Fugue, pane: &Value, pattern: &str, since: Option<u64>) -> R<u64> {
+    let mut args = json!({"pane_id": pane, "pattern": pattern, "timeout_ms": 10_000});
+    if let Some(since) = since {
+        args["since"] = json!(since);
+    }
+    let found = fugue.call("fugue_expect", args)?;
+    if found["status"] != "matched" {
+        return Err(format!("{pattern:?} did not appear: {found}"));
+    }
+    found["offset"].as_u64().ok_or_else(|| format!("no offset in {found}"))
+}
+
+pub fn cost(b: &Bench) -> R<Vec<Row>> {
+    let probes = Arc::new(AtomicU64::new(0));
+    let count = Some((PROBE_LINE, probes.clone()));
+    let mut fugue = Fugue::start_counting(&b.fugue, &[], count)?;
+    let pid = fugue.pid();
+    let idle = Duration::from_secs(3);
+
+    // The baseline: the same server with no pane at all.
+    let base_reads = reads_during(pid, idle)?;
+    for i in 0..5 {
+        let created = fugue.call(
+            "fugue_create_session",
+            json!({"name": format!("asking-{i}"), "command": "read -p 'ok? ' x"}),
+        )?;
+        expect(&mut fugue, &created["pane_id"], r"^ok\?", None)?;
+    }
+    let looks_before = probes.load(Ordering::SeqCst);
+    let idle_reads = reads_during(pid, idle)?;
+    let idle_looks = probes.load(Ordering::SeqCst) - looks_before;
+
+    let created = fugue.call("fugue_create_session", json!({"name": "busy", "command": "sleep 600"}))?;
+    let window = Duration::from_secs(5);
+    let looks_before = probes.load(Ordering::SeqCst);
+    let answer = fugue.call(
+        "fugue_expect",
+        json!({"pane_id": created["pane_id"], "pattern": "^NEVER$", "on_input": "return",
+               "timeout_ms": window.as_millis() as u64}),
+    )?;
+    let watch_looks = probes.load(Ordering::SeqCst) - looks_before;
+    if answer["status"] != "timeout" {
+        return Err(format!("a sleeping pane was called a question: {answer}"));
+    }
+    fugue.close()?;
+    let per_second = watch_looks as f64 / window.as_secs_f64();
+    Ok(vec![
+        Row {
+            baseline: format!("no panes: {base_reads} reads"),
+            fugue: format!("{idle_looks} looks, {idle_reads} reads"),
+            ..Row::new(IDLE_FIG, IDLE_TARGET)
+        }
+        .judge(idle_looks == 0 && idle_reads <= base_reads),
+        Row {
+            baseline: "limit: 10 a second".into(),
+            fugue: format!("{watch_looks} looks = {per_second:.1} a second"),
+            ratio: format!("{:.2}×", per_second / 10.0),
+            ..Row::new(WATCH_FIG, WATCH_TARGET)
+        }
+        .judge(per_second <= 10.0),
+    ])
+}
+
+/// The read(2) calls `pid` makes during `window`.
+fn reads_during(pid: u32, window: Duration) -> R<u64> {
+    let before = read_calls(pid).ok_or("cannot read /proc/PID/io")?;
+    std::thread::sleep(window);
+    let after = read_calls(pid).ok_or("cannot read /proc/PID/io")?;
+    Ok(after - before)
+}

@@ -1,0 +1,112 @@
+//! The system calls a waiting thread can sit in, by number, for `x86_64` and `aarch64`, and the line
+//! `/proc/PID/task/TID/syscall` shows for one: `nr a0 a1 a2 a3 a4 a5 sp pc` in hex, `running`, or
+//! `-1 sp pc` for a thread blocked outside a system call.
+
+/// What a blocking call means for the question "does it wait for the terminal?".
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Kind {
+    /// `read`, `readv`, `pread64` of `a0`.
+    Read,
+    /// `poll`, `ppoll`: `a0` points at `a1` pollfds.
+    Poll,
+    /// `select`, `pselect6`: `a0` descriptors, sets at `a1`..`a3`.
+    Select,
+    /// `epoll_wait`, `epoll_pwait`, `epoll_pwait2` on the set `a0`.
+    Epoll,
+    /// A lock, a signal wait, a timer or a child: no outside event wakes it.
+    Neutral,
+    /// Anything else (accept, recvfrom, openat of a FIFO, a wait outside any call): busy.
+    Other,
+}
+
+#[cfg(target_arch = "x86_64")]
+mod table {
+    pub(super) const READ: &[i64] = &[0, 17, 19]; // read, pread64, readv
+    pub(super) const POLL: &[i64] = &[7, 271]; // poll, ppoll
+    pub(super) const SELECT: &[i64] = &[23, 270]; // select, pselect6
+    pub(super) const EPOLL: &[i64] = &[232, 281, 441]; // epoll_wait, epoll_pwait, epoll_pwait2
+    /// `pause`, `nanosleep`, `wait4`, `rt_sigtimedwait`, `rt_sigsuspend`, `futex`,
+    /// `clock_nanosleep`, `waitid`, `futex_waitv`.
+    pub(super) const NEUTRAL: &[i64] = &[34, 35, 61, 128, 130, 202, 230, 247, 449];
+}
+
+#[cfg(target_arch = "aarch64")]
+mod table {
+    pub(super) const READ: &[i64] = &[63, 65, 67]; // read, readv, pread64
+    pub(super) const POLL: &[i64] = &[73]; // ppoll (there is no poll)
+    pub(super) const SELECT: &[i64] = &[72]; // pselect6 (there is no select)
+    pub(super) const EPOLL: &[i64] = &[22, 441]; // epoll_pwait, epoll_pwait2
+    /// `waitid`, `futex`, `nanosleep`, `clock_nanosleep`, `rt_sigsuspend`, `rt_sigtimedwait`,
+    /// `wait4`, `futex_waitv`.
+    pub(super) const NEUTRAL: &[i64] = &[95, 98, 101, 115, 133, 137, 260, 449];
+}
+
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+mod table {
+    // Unknown numbers: every wait is "other", so nothing is ever called input.
+    pub(super) const READ: &[i64] = &[];
+    pub(super) const POLL: &[i64] = &[];
+    pub(super) const SELECT: &[i64] = &[];
+    pub(super) const EPOLL: &[i64] = &[];
+    pub(super) const NEUTRAL: &[i64] = &[];
+}
+
+pub(super) fn classify(nr: i64) -> Kind {
+    use table::{EPOLL, NEUTRAL, POLL, READ, SELECT};
+    if READ.contains(&nr) {
+        Kind::Read
+    } else if POLL.contains(&nr) {
+        Kind::Poll
+    } else if SELECT.contains(&nr) {
+        Kind::Select
+    } else if EPOLL.contains(&nr) {
+        Kind::Epoll
+    } else if NEUTRAL.contains(&nr) {
+        Kind::Neutral
+    } else {
+        Kind::Other
+    }
+}
+
+/// A thread blocked in a system call.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct Call {
+    pub(super) nr: i64,
+    pub(super) args: [u64; 6],
+}
+
+impl Call {
+    /// None for `running` or a line that does not parse; `nr` -1 for a wait outside any call.
+    pub(super) fn parse(line: &str) -> Option<Call> {
+        let mut words = line.split_whitespace();
+        let nr = words.next()?.parse::<i64>().ok()?;
+        let mut args = [0u64; 6];
+        if nr >= 0 {
+            for arg in &mut args {
+                let word = words.next()?;
+                *arg = u64::from_str_radix(word.strip_prefix("0x").unwrap_or(word), 16).ok()?;
+            }
+        }
+        Some(Call { nr, args })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_parse_as_the_kernel_prints_them() {
+        let call = Call::parse("7 0x7ffd1234 0x3 0xffffffff 0x0 0x0 0x0 0x7ffd0000 0x7f00\n");
+        assert_eq!(call, Some(Call { nr: 7, args: [0x7ffd_1234, 3, 0xffff_ffff, 0, 0, 0] }));
+        assert_eq!(Call::parse("-1 0x7ffd0000 0x7f00\n").map(|c| c.nr), Some(-1));
+        assert_eq!(Call::parse("running\n"), None);
+        assert_eq!(Call::parse("0 0x1\n"), None);
+    }
+
+    #[test]
+    fn unknown_numbers_are_other() {
+        assert_eq!(classify(-1), Kind::Other);
+        assert_eq!(classify(100_000), Kind::Other);
+    }
+}
