@@ -107,9 +107,7 @@ impl Pane {
         let cfg = crate::config::config();
         let cwd = resolve_cwd(spec.cwd.clone())?;
         let size = PtySize { rows: spec.rows, cols: spec.cols, pixel_width: 0, pixel_height: 0 };
-        let pair = portable_pty::native_pty_system()
-            .openpty(size)
-            .map_err(|e| Error::new(ErrorKind::SpawnFailed, format!("cannot open a pty: {e}")))?;
+        let pair = crate::inherit::open_pty(size)?;
         let cmd = command_builder(&cfg.shell, &spec, &cwd);
         let child = pair.slave.spawn_command(cmd).map_err(|e| {
             Error::new(ErrorKind::SpawnFailed, format!("cannot start {}: {e}", cfg.shell))
