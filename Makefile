@@ -39,6 +39,8 @@ endef
 export INTEROP_EXTRA ?= $(INTEROP_CALLS)
 export INTEROP_SLOW_TOOL ?= fugue_run_parallel
 export INTEROP_SLOW_ARGS ?= {"commands":[{"name":"nap","command":"sleep 5"}]}
+# The Python SDK steps again through a shared-server front (fugue serve --shared).
+export INTEROP_SHARED ?= 1
 interop: build
 	interop/install.sh
 	interop/run.sh $(CURDIR)/$(BIN)

@@ -26,10 +26,13 @@
 #   INTEROP_ONLY                 extended regex: run only the steps whose name matches
 #   INTEROP_TAIL                 lines of output shown for a failed step (default 40)
 #   INTEROP_LOG_DIR              keep every step's full output in this directory
+#   INTEROP_SHARED               a fugue server: also run the Python SDK steps through a front,
+#                                SERVER_CMD serve --shared NAME, in a private runtime directory
+#                                (ended with SERVER_CMD kill-server NAME afterwards)
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 [[ "${1:-}" == "--" ]] && shift
-if [[ $# -eq 0 ]]; then sed -n '2,28p' "$0"; exit 2; fi
+if [[ $# -eq 0 ]]; then sed -n '2,31p' "$0"; exit 2; fi
 server=("$@")
 
 tool="${INTEROP_TOOL:-fugue_list_sessions}"
@@ -170,6 +173,25 @@ probe_opts=(--tool "$tool" --args "$args")
 for p in legacy modern; do
   step "wire-$p" "$py" "$here/wire_probe.py" "${probe_opts[@]}" "$here/probes/$p.jsonl" -- "${server[@]}"
 done
+
+# 6b. through a shared-server front: the Python SDK in each of its modes, one server for all
+if [[ -n "${INTEROP_SHARED:-}" ]]; then
+  shared_dir="$(mktemp -d -t fugue-interop-shared.XXXXXX)"
+  chmod 700 "$shared_dir"
+  shared_name="interop-$$"
+  front=(env XDG_RUNTIME_DIR="$shared_dir" FUGUE_STATE_DIR="$shared_dir/state" \
+    "${server[@]}" serve --shared "$shared_name")
+  step py-shared-auto "${pyc[@]}" --mode auto ${expect_auto:+--expect-protocol "$expect_auto"} \
+    --tool "$tool" --args "$args" -- "${front[@]}"
+  step py-shared-legacy "${pyc[@]}" --mode legacy --expect-protocol 2025-11-25 \
+    --tool "$tool" --args "$args" -- "${front[@]}"
+  step py-shared-2026-07-28 "${pyc[@]}" --mode 2026-07-28 --expect-protocol 2026-07-28 \
+    --tool "$tool" --args "$args" -- "${front[@]}"
+  [[ -n "$slow_tool" ]] && step py-shared-cancel "${pyc[@]}" --mode auto --tool "$slow_tool" \
+    --args "$slow_args" --cancel-after "$cancel_after" -- "${front[@]}"
+  XDG_RUNTIME_DIR="$shared_dir" "${server[@]}" kill-server "$shared_name" 2>/dev/null
+  rm -rf "$shared_dir"
+fi
 
 # 7. the official conformance suite, over an HTTP bridge (supergateway)
 this_timeout=$((step_timeout * 4))

@@ -5,6 +5,15 @@
 
 use std::io::Write;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// When stderr is a file (a shared server's log), its size cap in bytes; 0 for none.
+static CAP: AtomicU64 = AtomicU64::new(0);
+
+/// Caps stderr, a log file opened for appending, at `bytes`: past it, the file starts over.
+pub(crate) fn cap(bytes: u64) {
+    CAP.store(bytes, Ordering::Relaxed);
+}
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Level {
@@ -26,7 +35,19 @@ fn level() -> Level {
 
 fn emit(at: Level, tag: &str, message: &str) {
     if at <= level() {
-        let _ = writeln!(std::io::stderr().lock(), "fugue: {tag}: {message}");
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(err, "fugue: {tag}: {message}");
+        let cap = CAP.load(Ordering::Relaxed);
+        if cap > 0 {
+            // SAFETY: an all-zero stat is a valid value for fstat to fill in.
+            let mut st: libc::stat = unsafe { std::mem::zeroed() };
+            // SAFETY: fstat and ftruncate on stderr, under its lock; `st` outlives the call.
+            unsafe {
+                if libc::fstat(2, &raw mut st) == 0 && st.st_size.cast_unsigned() > cap {
+                    libc::ftruncate(2, 0);
+                }
+            }
+        }
     }
 }
 

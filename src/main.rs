@@ -11,6 +11,7 @@ mod attach;
 mod config;
 mod control;
 mod error;
+mod inherit;
 mod layout;
 mod log;
 mod mcp;
@@ -19,6 +20,7 @@ mod orchestrate;
 mod pane;
 mod rpc;
 mod runtime;
+mod server;
 mod shell;
 mod tool;
 
@@ -36,17 +38,23 @@ fugue — a terminal multiplexer for AI agents, speaking MCP over stdio
 
 Usage:
   fugue [serve]            run the MCP server on stdin/stdout (logs go to stderr)
+  fugue serve --shared [NAME]
+                           be a front for this user's shared server NAME (default: default),
+                           starting it if needed; its panes outlive the front (also FUGUE_SERVER)
   fugue call TOOL [JSON]   run one tool in-process and print its JSON result
+  fugue call --shared NAME TOOL [JSON]
+                           the same, in shared server NAME (starting it if needed)
+  fugue kill-server [NAME] end shared server NAME and every process it started
   fugue tools              list the tools, one line each
   fugue verdict complete|followup|failed [--reason TEXT] [--prompt TEXT] [--cost USD]
                            write an agent-pipeline verdict to $FUGUE_VERDICT_FILE
   fugue ls [--json]        list the running fugue servers with their sessions and panes
-  fugue attach [--server PID] [--input] [SESSION[:WINDOW]]
+  fugue attach [--server PID|NAME] [--input] [SESSION[:WINDOW]]
                            watch a window's panes live in this terminal (C-b ? lists the keys)
   fugue --help | --version
   fugue COMMAND --help     one command's usage
 
-Environment: FUGUE_SHELL, FUGUE_STATE_DIR, FUGUE_LOG, FUGUE_SCROLLBACK_BYTES, FUGUE_MAX_PANES,
+Environment: FUGUE_SERVER, FUGUE_SHELL, FUGUE_STATE_DIR, FUGUE_LOG, FUGUE_SCROLLBACK_BYTES, FUGUE_MAX_PANES,
 FUGUE_MAX_SESSIONS, FUGUE_MAX_CALLS, FUGUE_MAX_LINE_BYTES, FUGUE_MAX_OUTPUT_BYTES (see fugue(1)).
 ";
 
@@ -60,10 +68,19 @@ fn main() -> ExitCode {
                 None => usage_error(&format!("unknown command {command:?}")),
             }
         }
-        [] | ["serve"] => serve(),
+        [] | ["serve"] => match std::env::var("FUGUE_SERVER") {
+            Ok(name) if !name.is_empty() => server::front::serve(&name),
+            _ => serve(),
+        },
+        ["serve", "--shared"] => server::front::serve("default"),
+        ["serve", "--shared", name] => server::front::serve(name),
+        ["__server", name] => server::daemon::main(name),
+        ["kill-server", rest @ ..] => server::cli::kill_server(rest),
+        ["call", "--shared", name, tool] => call_shared(name, tool, "{}"),
+        ["call", "--shared", name, tool, json] => call_shared(name, tool, json),
         ["-h" | "--help" | "help"] => print_out(USAGE),
         ["-V" | "--version"] => print_out(&format!("fugue {}\n", env!("CARGO_PKG_VERSION"))),
-        ["serve", ..] => usage_error("serve takes no arguments"),
+        ["serve", ..] => usage_error("serve takes no arguments but --shared [NAME]"),
         ["tools"] => list_tools(),
         ["tools", ..] => usage_error("tools takes no arguments"),
         ["verdict", ..] => agent::verdict::cli(&args[1..]),
@@ -78,18 +95,28 @@ fn main() -> ExitCode {
 
 const SERVE_USAGE: &str = "\
 Usage: fugue [serve]
+       fugue serve --shared [NAME]
 
 Runs the MCP server: JSON-RPC, one message a line, on stdin and stdout; logs go to stderr. It
 stops when stdin closes, on SIGINT, SIGTERM or SIGHUP, or when stdout is gone, and ends every
 process it started first.
+
+With --shared (or FUGUE_SERVER=NAME), it is a front for this user's shared server NAME (default:
+default) instead, starting it when it is not running: the server keeps every pane, session and
+agent pipeline when the front ends, and serves several fronts at once (see fugue(1), SHARED
+SERVER).
 ";
 
 const CALL_USAGE: &str = "\
 Usage: fugue call TOOL [JSON]
+       fugue call --shared NAME TOOL [JSON]
 
 Runs one tool in this process with the JSON object as its arguments (default {}), prints its
 structured result as JSON and ends every process it started. Exits 0 on success, 1 when the tool
 fails (the error JSON is printed), 2 on a bad call. `fugue tools` lists the tools.
+
+With --shared, the call is made in shared server NAME (started if needed), and what it starts
+stays there.
 ";
 
 const TOOLS_USAGE: &str = "\
@@ -106,6 +133,7 @@ fn command_usage(command: &str) -> Option<&'static str> {
         "tools" => TOOLS_USAGE,
         "verdict" => agent::verdict::USAGE,
         "ls" => attach::ls::USAGE,
+        "kill-server" => server::cli::USAGE,
         "attach" => attach::USAGE,
         "help" | "-h" | "--help" => USAGE,
         _ => return None,
@@ -148,14 +176,25 @@ fn serve() -> ExitCode {
     std::process::exit(0)
 }
 
-fn call(name: &str, json: &str) -> ExitCode {
+/// A tool and its arguments from the command line, checked.
+fn call_args(
+    name: &str,
+    json: &str,
+) -> Result<(&'static tool::Registered<Runtime>, Map<String, Value>), ExitCode> {
     let Some(tool) = mcp::registry::find(name) else {
-        return usage_error(&format!("unknown tool {name:?}; `fugue tools` lists them"));
+        return Err(usage_error(&format!("unknown tool {name:?}; `fugue tools` lists them")));
     };
-    let arguments: Map<String, Value> = match serde_json::from_str(json) {
-        Ok(Value::Object(map)) => map,
-        Ok(_) => return usage_error("the arguments must be a JSON object"),
-        Err(e) => return usage_error(&format!("the arguments are not valid JSON: {e}")),
+    match serde_json::from_str(json) {
+        Ok(Value::Object(map)) => Ok((tool, map)),
+        Ok(_) => Err(usage_error("the arguments must be a JSON object")),
+        Err(e) => Err(usage_error(&format!("the arguments are not valid JSON: {e}"))),
+    }
+}
+
+fn call(name: &str, json: &str) -> ExitCode {
+    let (tool, arguments) = match call_args(name, json) {
+        Ok(checked) => checked,
+        Err(code) => return code,
     };
     let runtime = Runtime::start(false);
     let cancel = Arc::new(Cancel::default());
@@ -165,6 +204,26 @@ fn call(name: &str, json: &str) -> ExitCode {
     let ctx = tool::Ctx { runtime: &runtime, cancel: &cancel, progress: &progress };
     let result = tool.call(&ctx, &arguments);
     runtime.shutdown();
+    print_result(&result)
+}
+
+/// `fugue call --shared NAME TOOL JSON`: the same call, made in shared server NAME.
+fn call_shared(server: &str, name: &str, json: &str) -> ExitCode {
+    let (tool, arguments) = match call_args(name, json) {
+        Ok(checked) => checked,
+        Err(code) => return code,
+    };
+    match server::front::call(server, tool.tool.name, &Value::Object(arguments)) {
+        Ok(result) => print_result(&result),
+        Err(e) => {
+            log::error(&e);
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// A tool's result as `fugue call` prints it: the structured content; failing if it failed.
+fn print_result(result: &Value) -> ExitCode {
     let failed = result["isError"] == Value::Bool(true);
     let body = serde_json::to_string_pretty(&result["structuredContent"]).unwrap_or_default();
     print_out(&format!("{body}\n"));
@@ -190,7 +249,7 @@ fn print_out(text: &str) -> ExitCode {
     }
 }
 
-fn usage_error(message: &str) -> ExitCode {
+pub(crate) fn usage_error(message: &str) -> ExitCode {
     let _ = writeln!(std::io::stderr(), "fugue: {message}\n\n{USAGE}");
     ExitCode::from(2)
 }

@@ -36,6 +36,34 @@ pub fn thread_names(pid: u32) -> Vec<String> {
         .collect()
 }
 
+/// Each open descriptor with what it names (`/dev/pts/3`, `pipe:[1234]`, a path).
+pub fn fd_targets(pid: u32) -> Vec<(String, String)> {
+    let Ok(dir) = fs::read_dir(format!("/proc/{pid}/fd")) else { return Vec::new() };
+    dir.filter_map(|e| {
+        let e = e.ok()?;
+        let target = fs::read_link(e.path()).ok()?;
+        Some((e.file_name().to_string_lossy().into_owned(), target.to_string_lossy().into_owned()))
+    })
+    .collect()
+}
+
+/// Waits until `pid` is blocked in a sleep system call (`/proc/PID/syscall`), that is past its
+/// start-up: a program like `sleep` opens and closes files of its own until then.
+#[track_caller]
+pub fn wait_asleep(pid: u32) {
+    let asleep = [libc::SYS_nanosleep, libc::SYS_clock_nanosleep];
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let syscall = fs::read_to_string(format!("/proc/{pid}/syscall")).unwrap_or_default();
+        let number = syscall.split_whitespace().next().and_then(|n| n.parse::<i64>().ok());
+        if number.is_some_and(|n| asleep.contains(&n)) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "process {pid} never went to sleep ({syscall:?})");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// Open file descriptors.
 pub fn fds(pid: u32) -> usize {
     fs::read_dir(format!("/proc/{pid}/fd")).map(|d| d.count()).unwrap_or(0)

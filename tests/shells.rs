@@ -23,7 +23,11 @@ fn exit_codes(out: &Value) -> Vec<i64> {
 }
 
 /// Waits until the pane's process is `shell ... -i` (the arguments between start fugue's shell
-/// integration): the driver has handed the pane over.
+/// integration: the driver has handed the pane over) and the
+/// shell has printed its first prompt, so that what a test types next is read after the prompt.
+/// Typed any earlier, the terminal echoes it at once and the prompt lands in front of the
+/// command's first line of output (dash under load). The steps of the tests that use this print no
+/// line ending in a prompt character, so the prompt is the interactive shell's.
 fn wait_for_interactive(f: &mut Fugue, pane: &str, shell: &Path) {
     let status = f.call("fugue_get_status", json!({"pane_id": pane}));
     assert_eq!(status["status"], "running", "the kept pane's shell died: {status}");
@@ -39,6 +43,7 @@ fn wait_for_interactive(f: &mut Fugue, pane: &str, shell: &Path) {
             .collect();
         seen.first() == Some(&first) && seen.last() == Some(&last)
     });
+    f.expect(pane, r"[$#%>]$");
 }
 
 /// Types `command` into the pane and waits for `pattern` in what follows.

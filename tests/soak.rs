@@ -38,12 +38,13 @@ fn measure(pid: u32) -> Figures {
     }
 }
 
-/// Waits for the pane threads of closed panes to end, so that a measurement sees a quiet server.
-fn settle(f: &mut Fugue, threads: u64) -> Figures {
+/// Waits for the pane threads of closed panes to end, so that a measurement sees a quiet server
+/// (`children` of them may stay: panes the test keeps open on purpose).
+fn settle(pid: u32, threads: u64, children: usize) -> Figures {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let now = measure(f.pid());
-        if (now.threads <= threads && now.children == 0) || Instant::now() > deadline {
+        let now = measure(pid);
+        if (now.threads <= threads && now.children <= children) || Instant::now() > deadline {
             return now;
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -52,6 +53,8 @@ fn settle(f: &mut Fugue, threads: u64) -> Figures {
 
 struct Soak {
     f: Fugue,
+    /// The process measured: fugue itself, or the shared server behind the front `f`.
+    pid: u32,
     repo: std::path::PathBuf,
     peak: Figures,
     calls: BTreeMap<&'static str, u64>,
@@ -72,7 +75,7 @@ impl Soak {
 
     /// Records the peak of each figure, taken while panes are open.
     fn sample(&mut self) {
-        let now = measure(self.f.pid());
+        let now = measure(self.pid);
         let peak = &mut self.peak;
         peak.rss_kb = peak.rss_kb.max(now.rss_kb);
         peak.threads = peak.threads.max(now.threads);
@@ -283,12 +286,13 @@ fn soak() {
         .iter()
         .map(|t| t["name"].as_str().unwrap().to_string())
         .collect();
-    let peak = measure(f.pid());
-    let mut soak = Soak { f, repo, peak, calls: BTreeMap::new(), cancelled: HashSet::new(), has };
+    let pid = f.pid();
+    let peak = measure(pid);
+    let calls = BTreeMap::new();
+    let mut soak = Soak { f, pid, repo, peak, calls, cancelled: HashSet::new(), has };
     // Warm up: one round grows the worker pool and the allocator to their working size.
     soak.round(0);
-    let pid = soak.f.pid();
-    let start = settle(&mut soak.f, u64::MAX);
+    let start = settle(pid, u64::MAX, 0);
     let started = Instant::now();
     let mut rounds = 1;
     let mut trend = Vec::new();
@@ -300,7 +304,7 @@ fn soak() {
         }
     }
     let peak = soak.peak;
-    let end = settle(&mut soak.f, start.threads);
+    let end = settle(pid, start.threads, 0);
     // No answer ever came for a cancelled call.
     let deadline = Instant::now() + Duration::from_millis(500);
     while let Some(m) = soak.f.next_message(deadline) {
@@ -342,4 +346,82 @@ fn soak() {
         end.rss_kb
     );
     soak.f.close_stdin();
+}
+
+/// The same mix against a shared server, each round through a new front; every third front is
+/// killed with a call in flight. A pane prints all along. The server must end where it settled
+/// after the first round: nothing per front, per call or per pane stays behind.
+#[test]
+#[ignore = "a few minutes long: run by `make soak`"]
+fn soak_shared() {
+    let secs: u64 =
+        std::env::var("FUGUE_SOAK_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(150);
+    let server = crate::shared::Server::new("soak");
+    let repo = git_repo(&server.dir);
+    let env = GIT_ENV.to_vec();
+    let mut f = server.front_with(&env);
+    f.call(
+        "fugue_create_session",
+        json!({"name": "printer", "command": "while :; do date; sleep 0.2; done"}),
+    );
+    let list = f.request("tools/list", json!({}));
+    let has = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect();
+    let pid = server.pid();
+    let peak = measure(pid);
+    let mut soak =
+        Soak { f, pid, repo, peak, calls: BTreeMap::new(), cancelled: HashSet::new(), has };
+    soak.round(0);
+    let start = settle(pid, u64::MAX, 1);
+    let started = Instant::now();
+    let mut rounds = 1;
+    let mut trend = Vec::new();
+    while started.elapsed() < Duration::from_secs(secs) {
+        // The next front connects before the last one goes, as a restarting host's would.
+        let mut old = std::mem::replace(&mut soak.f, server.front_with(&env));
+        soak.cancelled.clear();
+        if rounds % 3 == 0 {
+            old.submit(
+                "tools/call",
+                json!({"name": "fugue_expect",
+                       "arguments": {"pane_id": "printer", "pattern": "never", "timeout_ms": 60000}}),
+            );
+            old.child.kill().unwrap();
+            old.child.wait().unwrap();
+        }
+        drop(old);
+        soak.round(rounds);
+        rounds += 1;
+        if rounds % 20 == 0 {
+            trend.push(procfs::rss_kb(pid));
+        }
+    }
+    let end = settle(pid, start.threads, 1);
+    eprintln!(
+        "\nshared soak: {rounds} fronts, {} calls in {:.1?}",
+        soak.total(),
+        started.elapsed()
+    );
+    eprintln!("  RSS KiB every 20 fronts: {trend:?}");
+    eprintln!("  {:<10} {:>8} {:>8} {:>8}", "", "start", "peak", "end");
+    eprintln!("  {:<10} {:>8} {:>8} {:>8}", "fds", start.fds, soak.peak.fds, end.fds);
+    eprintln!(
+        "  {:<10} {:>8} {:>8} {:>8}",
+        "threads", start.threads, soak.peak.threads, end.threads
+    );
+    eprintln!("  {:<10} {:>8} {:>8} {:>8}", "RSS KiB", start.rss_kb, soak.peak.rss_kb, end.rss_kb);
+    assert_eq!(end.fds, start.fds, "file descriptors leaked");
+    assert!(end.threads <= start.threads, "threads leaked: {} -> {}", start.threads, end.threads);
+    assert_eq!(end.children, 1, "processes left besides the printer");
+    assert_eq!(end.zombies, 0, "zombies left");
+    assert!(
+        end.rss_kb < start.rss_kb + 16 * 1024,
+        "RSS grew {} -> {} KiB",
+        start.rss_kb,
+        end.rss_kb
+    );
 }

@@ -41,6 +41,10 @@ mod text_view;
 mod schemas;
 // Megabytes of output: expect over large backlogs, long lines.
 mod bulk;
+// Shared servers: fronts that come and go, kill-server, exit-empty, start races, stale sockets.
+mod shared;
+// Shared servers on the wire: both eras, progress, cancellation, a dying server, version skew, ls.
+mod shared_wire;
 // Activity: programs that wait for someone to type, told apart from those that work or wait on
 // something else.
 mod activity;

@@ -118,7 +118,8 @@ pub fn cost(b: &Bench) -> R<Vec<Row>> {
     let idle_reads = reads_during(pid, idle)?;
     let idle_looks = probes.load(Ordering::SeqCst) - looks_before;
 
-    let created = fugue.call("fugue_create_session", json!({"name": "busy", "command": "sleep 600"}))?;
+    let created =
+        fugue.call("fugue_create_session", json!({"name": "busy", "command": "sleep 600"}))?;
     let window = Duration::from_secs(5);
     let looks_before = probes.load(Ordering::SeqCst);
     let answer = fugue.call(

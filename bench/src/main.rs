@@ -13,6 +13,7 @@ mod input;
 mod live;
 mod pty;
 mod report;
+mod shared;
 
 use figures::{Bench, guard};
 use report::{Row, Verdict};
@@ -30,7 +31,7 @@ Usage:
   --fugue PATH   the binary under test (default: $FUGUE_BIN, else target/release/fugue)
   --quick        fewer repetitions, for a quick look
   FIGURE         any of: ingest parallel wake herd input probes init memory panes exec tools
-                 size (default: all)
+                 size shared (default: all)
 
 Exit status: 0 when every measured figure meets its target, 1 otherwise.
 ";
@@ -51,6 +52,7 @@ const FIGURES: [(&str, &str, Figure); 12] = [
     ("exec", live::EXEC_FIG, live::exec),
     ("tools", figures::TOOLS_FIG, figures::tools_list),
     ("size", figures::SIZE_FIG, figures::binary_size),
+    ("shared", shared::LIST_FIG, shared::shared),
 ];
 
 fn main() -> ExitCode {

@@ -1,8 +1,8 @@
 //! The git side of a pipeline: its worktree and branch, the commit after the implementer, and the
 //! built-in merger.
 //!
-//! Every call runs `git` through `std::process::Command` with its arguments as data — no shell, no
-//! quoting — and refs are passed in full (`refs/heads/...`) after `--end-of-options` where a name
+//! Every call runs `git` through `std::process::Command` (started by `inherit::spawn`) with its
+//! arguments as data — no shell, no quoting — and refs are passed in full (`refs/heads/...`) after `--end-of-options` where a name
 //! could look like an option. The merger never forces, never touches a checkout with changes,
 //! never deletes unmerged work: it computes the merge commit without a working tree
 //! (`merge-tree --write-tree`), then moves the base branch by compare-and-swap (`update-ref NEW
@@ -23,8 +23,8 @@ struct Run {
 }
 
 fn run(dir: &Path, args: &[&str]) -> Result<Run> {
-    let output = Command::new("git")
-        .arg("-C")
+    let mut cmd = Command::new("git");
+    cmd.arg("-C")
         .arg(dir)
         .args(args)
         .env("GIT_TERMINAL_PROMPT", "0")
@@ -33,7 +33,10 @@ fn run(dir: &Path, args: &[&str]) -> Result<Run> {
         .env_remove("GIT_WORK_TREE")
         .env_remove("GIT_INDEX_FILE")
         .stdin(Stdio::null())
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let output = crate::inherit::spawn(&mut cmd)
+        .and_then(std::process::Child::wait_with_output)
         .map_err(|e| Error::new(ErrorKind::Git, format!("cannot run git: {e}")))?;
     Ok(Run {
         ok: output.status.success(),

@@ -31,10 +31,11 @@ pub(crate) fn run(args: &[&str]) -> ExitCode {
         ["--json"] => true,
         _ => return super::usage_error("ls takes no arguments but --json"),
     };
-    let found = match dir::existing() {
+    let mut found = match dir::existing() {
         Ok(dir) => servers(&dir),
         Err(e) => return super::fail(&e.to_string()),
     };
+    let shared = add_shared(&mut found);
     if json {
         let text = serde_json::to_string_pretty(&found).unwrap_or_default();
         crate::print_out(&format!("{text}\n"));
@@ -46,6 +47,9 @@ pub(crate) fn run(args: &[&str]) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let mut text = String::new();
+    for status in &shared {
+        describe_shared(status, &mut text);
+    }
     for server in &found {
         describe(server, &mut text);
     }
@@ -63,6 +67,40 @@ pub(crate) fn servers(dir: &Path) -> Vec<Value> {
     found
 }
 
+/// Joins each shared server's status (from its own socket) to its entry; a name that is not live
+/// gets an entry of its own with just `shared`. Returns the statuses, by name.
+fn add_shared(found: &mut Vec<Value>) -> Vec<Value> {
+    let statuses: Vec<Value> =
+        crate::server::cli::list().into_iter().filter(|s| s["state"] != "none").collect();
+    for status in &statuses {
+        let entry = found
+            .iter_mut()
+            .find(|s| s["shared"]["name"] == status["name"] && s["pid"] == status["pid"]);
+        match entry {
+            Some(server) => server["shared"]["status"] = status.clone(),
+            None => found.push(json!({"shared": {"name": status["name"], "status": status}})),
+        }
+    }
+    statuses
+}
+
+/// One line per shared server name: its state, version and fronts.
+fn describe_shared(status: &Value, out: &mut String) {
+    let name = clean(status["name"].as_str().unwrap_or(""));
+    let state = status["state"].as_str().unwrap_or("unknown");
+    let _ = write!(out, "shared {name}  {state}");
+    if let Some(pid) = status["pid"].as_u64() {
+        let _ = write!(out, "  pid {pid}");
+    }
+    if let Some(version) = status["version"].as_str() {
+        let _ = write!(out, "  fugue {}  proto {}", clean(version), status["proto"]);
+    }
+    if let Some(fronts) = status["fronts"].as_u64() {
+        let _ = write!(out, "  {fronts} front{}", if fronts == 1 { "" } else { "s" });
+    }
+    out.push('\n');
+}
+
 fn query(path: &Path) -> Option<Value> {
     let mut client = Client::connect(path, Some(TIMEOUT)).ok()?;
     let mut info = client.call("hello", json!({})).ok()?;
@@ -71,12 +109,19 @@ fn query(path: &Path) -> Option<Value> {
 }
 
 fn describe(server: &Value, out: &mut String) {
-    let client = match server["client"]["name"].as_str() {
-        Some(name) => {
-            let version = server["client"]["version"].as_str().unwrap_or("");
-            clean(format!("{name} {version}").trim_end())
+    if server["pid"].is_null() {
+        return; // a shared server that is not live: its line is already out
+    }
+    let client = if let Some(fronts) = server["shared"]["fronts"].as_array() {
+        shared_clients(server["shared"]["name"].as_str().unwrap_or(""), fronts)
+    } else {
+        match server["client"]["name"].as_str() {
+            Some(name) => {
+                let version = server["client"]["version"].as_str().unwrap_or("");
+                clean(format!("{name} {version}").trim_end())
+            }
+            None => "unknown".to_string(),
         }
-        None => "unknown".to_string(),
     };
     let _ = writeln!(
         out,
@@ -147,6 +192,22 @@ fn live_state(pane: &Value) -> String {
         let _ = write!(state, "  running {}", clean(command));
     }
     state
+}
+
+/// "shared NAME, fronts: claude-code 2.0 (pid 7), ..." for a shared server's client column.
+fn shared_clients(name: &str, fronts: &[Value]) -> String {
+    let list: Vec<String> = fronts
+        .iter()
+        .map(|f| {
+            let who = match f["client"]["name"].as_str() {
+                Some(n) => format!("{n} {}", f["client"]["version"].as_str().unwrap_or("")),
+                None => "unknown".into(),
+            };
+            format!("{} (pid {})", who.trim_end(), f["pid"])
+        })
+        .collect();
+    let list = if list.is_empty() { "none".to_string() } else { list.join(", ") };
+    clean(&format!("shared {name}, fronts: {list}"))
 }
 
 fn uptime(started_ms: u64) -> String {

@@ -40,9 +40,14 @@ fn parse(args: &[&str]) -> Result<Options, String> {
         match *arg {
             "--input" => options.input = true,
             "--server" => {
-                let pid = args.next().ok_or("--server needs a pid (fugue ls shows them)")?;
-                options.server =
-                    Some(pid.parse().map_err(|_| format!("--server {pid:?} is not a pid"))?);
+                let pid = args.next().ok_or("--server needs a pid or a shared server's name")?;
+                options.server = Some(match pid.parse() {
+                    Ok(pid) => pid,
+                    Err(_) if crate::server::check_name(pid).is_ok() => {
+                        crate::server::cli::pid_of(pid)?
+                    }
+                    Err(_) => return Err(format!("--server {pid:?} is not a pid or a name")),
+                });
             }
             flag if flag.starts_with('-') => return Err(format!("attach has no option {flag}")),
             spec if options.spec.is_none() => options.spec = Some(spec.to_string()),
@@ -243,7 +248,7 @@ mod tests {
         let o = parse(&["--server", "42", "--input", "build:0"]).unwrap();
         assert_eq!((o.server, o.input, o.spec.as_deref()), (Some(42), true, Some("build:0")));
         assert!(parse(&["--server"]).is_err());
-        assert!(parse(&["--server", "x"]).is_err());
+        assert!(parse(&["--server", "x/y"]).is_err());
         assert!(parse(&["a", "b"]).is_err());
         assert!(parse(&["--follow"]).is_err());
     }

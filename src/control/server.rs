@@ -79,7 +79,9 @@ pub(crate) fn start(mcp: Arc<Mcp>) -> Result<Control> {
     let shared = Arc::new(Shared {
         mcp,
         started: SystemTime::now(),
-        cwd: std::env::current_dir().unwrap_or_default(),
+        cwd: crate::server::host::default_cwd()
+            .cloned()
+            .unwrap_or_else(|| std::env::current_dir().unwrap_or_default()),
         connections: AtomicUsize::new(0),
     });
     std::thread::Builder::new()
@@ -103,7 +105,7 @@ fn accept_loop(listener: &UnixListener, shared: &Arc<Shared>) {
 
 /// Gives a connection from our own uid a thread of its own, if there is room.
 fn admit(mut stream: UnixStream, shared: &Arc<Shared>) {
-    if peer_uid(&stream) != Some(dir::euid()) {
+    if peer_cred(&stream).map(|c| c.uid) != Some(dir::euid()) {
         crate::log::warn("control socket: refused a connection from another user");
         return;
     }
@@ -226,6 +228,7 @@ impl Conn<'_> {
             "cwd": self.shared.cwd,
             "client": client,
             "input": self.input,
+            "shared": crate::server::host::info(),
         })
     }
 
@@ -335,8 +338,8 @@ fn fault_line(id: &Value, fault: &Fault) -> Vec<u8> {
     line
 }
 
-/// The uid of the process at the other end of a Unix socket.
-fn peer_uid(stream: &UnixStream) -> Option<u32> {
+/// The pid and uid of the process at the other end of a Unix socket.
+pub(crate) fn peer_cred(stream: &UnixStream) -> Option<libc::ucred> {
     let mut cred = libc::ucred { pid: 0, uid: 0, gid: 0 };
     let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
     // SAFETY: getsockopt writes at most `len` bytes into `cred`, which is that large and lives
@@ -350,5 +353,5 @@ fn peer_uid(stream: &UnixStream) -> Option<u32> {
             &raw mut len,
         )
     };
-    (r == 0).then_some(cred.uid)
+    (r == 0).then_some(cred)
 }

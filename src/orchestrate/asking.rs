@@ -8,21 +8,22 @@ use crate::error::{Error, Result};
 use crate::pane::Pane;
 use crate::pane::activity::InputWatch;
 use crate::tool::args::Args;
-use serde_json::{Value, json};
+use crate::tool::schema::choice;
+use serde_json::Value;
 use std::time::Instant;
+
+/// The `on_input` choices; the default is the first.
+const ON_INPUT: [&str; 2] = ["stop", "wait"];
 
 /// The `on_input` argument of `fugue_run_parallel` and `fugue_run_pipeline`, with its default.
 pub(crate) fn schema() -> (&'static str, Value) {
-    (
-        "on_input",
-        json!({"type": "string", "enum": ["stop", "wait"], "default": "stop",
-               "description": "stop: end a program waiting for keyboard input, status input"}),
-    )
+    let description = "stop: end a program waiting for keyboard input, status input";
+    ("on_input", choice(description, &ON_INPUT, ON_INPUT[0]))
 }
 
 /// Whether `on_input` says `stop`; checked before anything starts.
 pub(crate) fn stops(args: &Args<'_>) -> Result<bool> {
-    match args.str("on_input")?.unwrap_or("stop") {
+    match args.str("on_input")?.unwrap_or(ON_INPUT[0]) {
         "stop" => Ok(true),
         "wait" => Ok(false),
         other => Err(Error::invalid(format!("on_input {other:?} is not one of stop, wait"))),

@@ -36,6 +36,10 @@ const ACTION: &str = "notify";
 const POLL_INTERVAL_MS: u64 = 200;
 /// `lines`.
 const LINES: u64 = 100;
+/// What expect does when the program waits for keyboard input before the pattern appears.
+const ON_INPUT: &str = "wait";
+/// The most bytes of the question an `input` answer quotes.
+const MAX_QUESTION_BYTES: usize = 4 << 10;
 /// The longest wait one call accepts: one hour.
 const MAX_TIMEOUT_MS: u64 = 3_600_000;
 /// The most output one scan step copies and renders. A waiter that fell behind a fast pane catches
@@ -52,12 +56,12 @@ pub(crate) const TOOL: Tool = Tool {
                   match at line ends, so anchor patterns (`^READY$`) to avoid matching the echoed \
                   command line. Rust regex: no look-around or backreferences. Without since: \
                   searches the last `lines` lines already there plus new output, so an old line can \
-                  match; with since (send_input's offset): only output after it. status: matched (match, line, groups, offset after the \
-                  match's line), timeout, exited (the process ended first), or input (with on_input: return, the program \
-                  waits for someone to type and has printed nothing for a second; `line` is its \
-                  question). action: notify, \
-                  close_pane, return_output (adds `output`: the last `lines` lines; with since, of \
-                  the output after it).",
+                  match; with since (send_input's offset): only output after it. status: matched \
+                  (match, line, groups, offset after the match's line), timeout, exited (the \
+                  process ended first), or input (on_input: return, and the program waits for \
+                  someone to type; `line` is its question). action: notify, close_pane, \
+                  return_output (adds `output`: the last `lines` lines; with since, of the output \
+                  after it).",
     hints: RUNS,
     input: || {
         object(
@@ -90,9 +94,11 @@ pub(crate) const TOOL: Tool = Tool {
                 ("since", integer("Search only output after this offset")),
                 (
                     "on_input",
-                    json!({"type": "string", "enum": ["wait", "return"], "default": "wait",
-                           "description": "return: answer status input if the program waits for \
-                           keyboard input first"}),
+                    choice(
+                        "return: answer status input if the program waits for keyboard input first",
+                        &["wait", "return"],
+                        ON_INPUT,
+                    ),
                 ),
             ],
             &["pane_id", "pattern"],
@@ -206,7 +212,7 @@ fn expect(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     args.u64("poll_interval_ms", 0, MAX_TIMEOUT_MS)?;
     let lines = args.u64("lines", 1, 100_000)?.unwrap_or(LINES) as usize;
     let since = args.u64("since", 0, u64::MAX)?;
-    let return_on_input = match args.str("on_input")?.unwrap_or("wait") {
+    let return_on_input = match args.str("on_input")?.unwrap_or(ON_INPUT) {
         "wait" => false,
         "return" => true,
         other => {
@@ -401,18 +407,8 @@ fn outcome(
 
 /// The last line that holds anything but blanks, in the text view: a waiting program's question.
 fn last_line(pane: &Pane) -> String {
-    let text = tail_text(pane, 5);
+    let text = crate::pane::tail::lines(pane, 0, pane.output().end(), 5, MAX_QUESTION_BYTES);
     text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default().trim_end().to_string()
-}
-
-fn tail_text(pane: &Pane, lines: usize) -> String {
-    let req = ReadRequest {
-        format: Format::Text,
-        lines,
-        since: None,
-        max_bytes: config().max_output_bytes,
-    };
-    pane.output().read(&req).map(|r| r.output).unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -17,7 +17,8 @@ use crate::mux::Mux;
 use crate::pane::Pane;
 use crate::runtime::Tool;
 use crate::tool::args::Args;
-use serde_json::{Value, json};
+use crate::tool::schema::{choice, integer_or};
+use serde_json::Value;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,21 +36,27 @@ const MAX_TAIL_LINES: u64 = 1000;
 /// minified bundle printed on one line.
 const MAX_TAIL_BYTES: usize = 16 << 10;
 
-/// The `timeout_ms` argument of a run tool, with its default.
+/// The default `tail_lines` of both run tools.
+const TAIL_LINES: u64 = 10;
+
+/// The `tails` choices; the default (the first) keeps a green run small.
+const TAILS: [&str; 2] = ["failed", "all"];
+
+/// The `timeout_ms` argument of a run tool, with its default (the one its schema declares).
 pub(crate) fn run_timeout(args: &Args<'_>, default_ms: u64) -> Result<Duration> {
     let ms = args.u64("timeout_ms", 1, MAX_RUN_TIMEOUT_MS)?.unwrap_or(default_ms);
     Ok(Duration::from_millis(ms))
 }
 
-/// The `tail_lines` argument, default 10; 0 turns tails off.
+/// The `tail_lines` argument; 0 turns tails off.
 pub(crate) fn tail_lines(args: &Args<'_>) -> Result<usize> {
-    Ok(args.u64("tail_lines", 0, MAX_TAIL_LINES)?.unwrap_or(10) as usize)
+    Ok(args.u64("tail_lines", 0, MAX_TAIL_LINES)?.unwrap_or(TAIL_LINES) as usize)
 }
 
 /// The `tails` argument: whether green commands get an `output_tail` too (`all`), or only failed
 /// and timed-out ones (`failed`, the default: a green run stays small).
 pub(crate) fn all_tails(args: &Args<'_>) -> Result<bool> {
-    match args.str("tails")?.unwrap_or("failed") {
+    match args.str("tails")?.unwrap_or(TAILS[0]) {
         "failed" => Ok(false),
         "all" => Ok(true),
         other => Err(Error::invalid(format!("tails {other:?} is not one of failed, all"))),
@@ -59,9 +66,9 @@ pub(crate) fn all_tails(args: &Args<'_>) -> Result<bool> {
 /// The schema of the arguments both run tools share, each with its default.
 pub(crate) fn run_schema(timeout_ms: u64) -> [(&'static str, Value); 3] {
     [
-        ("timeout_ms", json!({"type": "integer", "default": timeout_ms})),
-        ("tail_lines", json!({"type": "integer", "default": 10})),
-        ("tails", json!({"type": "string", "enum": ["failed", "all"], "default": "failed"})),
+        ("timeout_ms", integer_or("Limit for the whole call", timeout_ms)),
+        ("tail_lines", integer_or("Lines per output_tail; 0 for none", TAIL_LINES)),
+        ("tails", choice("Which results get an output_tail", &TAILS, TAILS[0])),
     ]
 }
 

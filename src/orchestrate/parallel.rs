@@ -27,6 +27,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 const MAX_COMMANDS: usize = 10;
+/// The defaults of `timeout_ms`, `layout` (the first of its choices) and `cleanup`.
+const TIMEOUT_MS: u64 = 300_000;
+const LAYOUTS: [&str; 2] = ["hidden", "tiled"];
+const CLEANUP: bool = true;
 
 pub(crate) const TOOL: Tool = Tool {
     name: "fugue_run_parallel",
@@ -50,19 +54,16 @@ pub(crate) const TOOL: Tool = Tool {
             ],
             &["command"],
         );
-        let [timeout, tail_lines, tails] = run_schema(300_000);
+        let [timeout, tail_lines, tails] = run_schema(TIMEOUT_MS);
         object(
             &[
                 (
                     "commands",
                     json!({"type": "array", "items": item, "minItems": 1, "maxItems": MAX_COMMANDS}),
                 ),
-                (
-                    "layout",
-                    json!({"type": "string", "enum": ["hidden", "tiled"], "default": "hidden"}),
-                ),
+                ("layout", choice("Where the panes go", &LAYOUTS, LAYOUTS[0])),
                 timeout,
-                ("cleanup", json!({"type": "boolean", "default": true})),
+                ("cleanup", boolean_or("Close the panes at the end", CLEANUP)),
                 tail_lines,
                 tails,
                 asking::schema(),
@@ -117,15 +118,15 @@ enum End {
 fn run_parallel(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let started = Instant::now();
     let tasks = parse_tasks(args)?;
-    let tiled = match args.str("layout")?.unwrap_or("hidden") {
+    let tiled = match args.str("layout")?.unwrap_or(LAYOUTS[0]) {
         "hidden" => false,
         "tiled" => true,
         other => {
             return Err(Error::invalid(format!("layout {other:?} is not one of hidden, tiled")));
         }
     };
-    let timeout = super::run_timeout(args, 300_000)?;
-    let cleanup = args.bool("cleanup")?.unwrap_or(true);
+    let timeout = super::run_timeout(args, TIMEOUT_MS)?;
+    let cleanup = args.bool("cleanup")?.unwrap_or(CLEANUP);
     let tail_lines = super::tail_lines(args)?;
     let all_tails = super::all_tails(args)?;
     let stop_asking = asking::stops(args)?;

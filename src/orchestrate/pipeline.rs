@@ -48,6 +48,10 @@ const INTERRUPT_GRACE: Duration = Duration::from_secs(2);
 /// end-of-step mark still in the terminal once its status has arrived. Both were written before
 /// what we already saw, so they arrive at once; the bound only guards against a wedged reader.
 const CATCH_UP: Duration = Duration::from_secs(2);
+/// The defaults of `timeout_ms`, `stop_on_error` and `cleanup` (the pane stays for follow-ups).
+const TIMEOUT_MS: u64 = 600_000;
+const STOP_ON_ERROR: bool = true;
+const CLEANUP: bool = false;
 
 pub(crate) const TOOL: Tool = Tool {
     name: "fugue_run_pipeline",
@@ -65,7 +69,7 @@ pub(crate) const TOOL: Tool = Tool {
     input: || {
         let step =
             object(&[("command", t("string")), ("name", string("Default step-N"))], &["command"]);
-        let [timeout, tail_lines, tails] = run_schema(600_000);
+        let [timeout, tail_lines, tails] = run_schema(TIMEOUT_MS);
         object(
             &[
                 (
@@ -74,9 +78,9 @@ pub(crate) const TOOL: Tool = Tool {
                 ),
                 ("cwd", t("string")),
                 ("env", env()),
-                ("stop_on_error", json!({"type": "boolean", "default": true})),
+                ("stop_on_error", boolean_or("Stop at the first failing step", STOP_ON_ERROR)),
                 timeout,
-                ("cleanup", json!({"type": "boolean", "default": false})),
+                ("cleanup", boolean_or("Close the pane at the end", CLEANUP)),
                 tail_lines,
                 tails,
                 asking::schema(),
@@ -219,9 +223,9 @@ fn parse_plan(args: &Args<'_>) -> Result<Plan> {
         steps,
         cwd,
         env: args.env("env")?,
-        stop_on_error: args.bool("stop_on_error")?.unwrap_or(true),
-        timeout: super::run_timeout(args, 600_000)?,
-        cleanup: args.bool("cleanup")?.unwrap_or(false),
+        stop_on_error: args.bool("stop_on_error")?.unwrap_or(STOP_ON_ERROR),
+        timeout: super::run_timeout(args, TIMEOUT_MS)?,
+        cleanup: args.bool("cleanup")?.unwrap_or(CLEANUP),
         tail_lines: super::tail_lines(args)?,
         all_tails: super::all_tails(args)?,
         stop_asking: asking::stops(args)?,

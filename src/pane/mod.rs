@@ -115,9 +115,7 @@ impl Pane {
         let cfg = crate::config::config();
         let cwd = resolve_cwd(spec.cwd.clone())?;
         let size = PtySize { rows: spec.rows, cols: spec.cols, pixel_width: 0, pixel_height: 0 };
-        let pair = portable_pty::native_pty_system()
-            .openpty(size)
-            .map_err(|e| Error::new(ErrorKind::SpawnFailed, format!("cannot open a pty: {e}")))?;
+        let pair = crate::inherit::open_pty(size)?;
         let live = match (spec.live.take(), &spec.command) {
             (Some(shell), _) => Some((shell, None)),
             (None, None) if spec.integration && crate::shell::enabled() => {
@@ -365,14 +363,20 @@ fn spawn_err(e: impl std::fmt::Display) -> Error {
 /// The pane's working directory as an absolute path: a relative `cwd` is taken from fugue's own,
 /// so that what the pane reports is where it runs, whatever directory the reader is in.
 fn resolve_cwd(cwd: Option<PathBuf>) -> Result<PathBuf> {
+    // A shared server sits in `/`: its panes start, and relative paths start, where its first
+    // front was started.
+    let base = match crate::server::host::default_cwd() {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir()?,
+    };
     match cwd {
         Some(dir) => {
-            let dir = std::path::absolute(&dir).map_err(|e| {
+            let dir = std::path::absolute(base.join(&dir)).map_err(|e| {
                 Error::new(ErrorKind::BadCwd, format!("cwd {}: {e}", dir.display()))
             })?;
             check_cwd(&dir).map(|()| dir)
         }
-        None => Ok(std::env::current_dir()?),
+        None => Ok(base),
     }
 }
 

@@ -1,0 +1,411 @@
+//! The front: `fugue serve --shared NAME` as a line pipe to the shared server NAME.
+//!
+//! `open` finds the server or starts it (tmux's rule: only on "no such socket" or "refused", and
+//! only holding `NAME.lock`, after connecting once more), exchanges hellos, and replaces a server
+//! of another wire protocol only when it holds nothing. Then two loops copy whole lines: stdin to
+//! the socket, the socket to stdout. Each front connection is its own MCP session on the server,
+//! so nothing is rewritten. The front only notes which requests await an answer, so that if the
+//! server dies it can answer each with an error instead of leaving the client waiting.
+
+use super::{FileLock, HELLO_TIMEOUT, Hello, Paths, Role, State};
+use crate::error::{Error, ErrorKind, Result};
+use parking_lot::Mutex;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::collections::HashSet;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The JSON-RPC error code of an answer the front gives itself: the server is gone or unusable.
+const SERVER_GONE: i64 = -32001;
+/// How long a new server may take to say it is ready (it may first wait out an ending one).
+const READY_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long an ending server (killed for another protocol) may take to let go of its pid lock.
+const END_PATIENCE: Duration = Duration::from_secs(30);
+/// Connection attempts before giving up on a server that keeps closing on us.
+const ATTEMPTS: usize = 5;
+
+/// A connection past the hellos.
+pub(crate) struct Link {
+    pub(crate) stream: UnixStream,
+    pub(crate) input: BufReader<UnixStream>,
+    pub(crate) server: Hello,
+}
+
+/// What one connection attempt found.
+enum Found {
+    /// No socket, or nobody listening on it.
+    Nobody,
+    /// The connection closed before the server's hello: it is ending, or full.
+    Closed,
+    /// Connected, but no hello in time.
+    Unresponsive,
+    Server(Link),
+}
+
+/// `fugue serve --shared NAME`: connects (starting the server if needed) and pipes until the
+/// client or the server is gone.
+pub(crate) fn serve(name: &str) -> ExitCode {
+    match Paths::new(name).and_then(|paths| open(&paths)) {
+        Ok(link) => pipe(link),
+        Err(e) => {
+            crate::log::error(e.message());
+            answer_errors(e.message())
+        }
+    }
+}
+
+/// Connects to server `paths.name` as a front, starting or replacing it as needed.
+pub(crate) fn open(paths: &Paths) -> Result<Link> {
+    for _ in 0..ATTEMPTS {
+        match connect(paths, Role::Front)? {
+            Found::Server(link) if link.server.proto == super::proto() => return Ok(link),
+            Found::Server(link) => replace_or_refuse(paths, &link.server)?,
+            Found::Closed => {}
+            Found::Unresponsive => return Err(unresponsive(paths)),
+            Found::Nobody => {
+                let _starting = FileLock::take(&paths.lock)?;
+                match connect(paths, Role::Front)? {
+                    Found::Server(link) if link.server.proto == super::proto() => return Ok(link),
+                    Found::Server(link) => replace_or_refuse(paths, &link.server)?,
+                    Found::Closed => {}
+                    Found::Unresponsive => return Err(unresponsive(paths)),
+                    Found::Nobody => start(paths)?,
+                }
+            }
+        }
+    }
+    Err(Error::new(
+        ErrorKind::InvalidState,
+        format!(
+            "fugue server {:?} keeps closing connections before its hello (it serves {} \
+             connections at most); try again, or see `fugue ls`",
+            paths.name,
+            super::host::MAX_FRONTS
+        ),
+    ))
+}
+
+/// Connects and exchanges hellos.
+fn connect(paths: &Paths, role: Role) -> Result<Found> {
+    let stream = match UnixStream::connect(&paths.sock) {
+        Ok(stream) => stream,
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ECONNREFUSED)) => {
+            return Ok(Found::Nobody);
+        }
+        Err(e) => return Err(super::io_error(&paths.sock, &e)),
+    };
+    let hello = Hello::new(Some(role), None);
+    if (&stream).write_all(&hello.line()).is_err() {
+        return Ok(Found::Closed);
+    }
+    let mut input =
+        BufReader::new(stream.try_clone().map_err(|e| super::io_error(&paths.sock, &e))?);
+    stream.set_read_timeout(Some(HELLO_TIMEOUT)).ok();
+    let line = match crate::control::wire::read_line(&mut input, super::MAX_HELLO) {
+        Ok(Some(line)) => line,
+        Err(crate::control::wire::LineError::Io(e))
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ) =>
+        {
+            return Ok(Found::Unresponsive);
+        }
+        Ok(None) | Err(_) => return Ok(Found::Closed),
+    };
+    stream.set_read_timeout(None).ok();
+    match Hello::parse(&line) {
+        Some(server) => Ok(Found::Server(Link { stream, input, server })),
+        None => Ok(Found::Unresponsive),
+    }
+}
+
+/// A server of another wire protocol: ended and replaced if it holds nothing, refused otherwise.
+fn replace_or_refuse(paths: &Paths, server: &Hello) -> Result<()> {
+    let state = server.state.clone().unwrap_or_default();
+    if state.sessions > 0 || state.panes > 0 {
+        return Err(skew(paths, server, &state));
+    }
+    crate::log::warn(&format!(
+        "replacing fugue server {:?} (fugue {}, wire protocol {}; it holds no session) with fugue \
+         {} (wire protocol {})",
+        paths.name,
+        server.version,
+        server.proto,
+        super::version(),
+        super::proto()
+    ));
+    end_server(paths)
+}
+
+fn skew(paths: &Paths, server: &Hello, state: &State) -> Error {
+    Error::new(
+        ErrorKind::InvalidState,
+        format!(
+            "fugue server {name:?} (pid {pid}) is fugue {theirs} (wire protocol {tp}); this is \
+             fugue {ours} (wire protocol {op}). It has {sessions} session(s) and {panes} pane(s), \
+             so it was left running. Finish with them and run `fugue kill-server {name}` (it ends \
+             every pane), or use another server name, or run the old binary (/proc/{pid}/exe).",
+            name = paths.name,
+            pid = server.pid,
+            theirs = server.version,
+            tp = server.proto,
+            ours = super::version(),
+            op = super::proto(),
+            sessions = state.sessions,
+            panes = state.panes,
+        ),
+    )
+}
+
+fn unresponsive(paths: &Paths) -> Error {
+    let pid = paths.read_pid().map_or_else(|| "?".to_string(), |p| p.to_string());
+    Error::new(
+        ErrorKind::InvalidState,
+        format!(
+            "fugue server {:?} (pid {pid}) accepts connections but does not answer within {} s; \
+             `fugue kill-server {}` ends it",
+            paths.name,
+            HELLO_TIMEOUT.as_secs(),
+            paths.name
+        ),
+    )
+}
+
+/// Asks the server to end (a `kill` hello, which every version understands) and waits until it
+/// has let go of its pid lock, that is, until its last pane is gone.
+pub(crate) fn end_server(paths: &Paths) -> Result<()> {
+    if let Found::Unresponsive = connect(paths, Role::Kill)?
+        && let Some(pid) = paths.read_pid().and_then(|p| libc::pid_t::try_from(p).ok())
+    {
+        // SAFETY: kill with a pid read from the pid file, which the server holds locked.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+    }
+    match FileLock::take_within(&paths.pid, END_PATIENCE)? {
+        Some(_) => Ok(()),
+        None => Err(Error::new(
+            ErrorKind::InvalidState,
+            format!(
+                "fugue server {:?} did not end within {} s",
+                paths.name,
+                END_PATIENCE.as_secs()
+            ),
+        )),
+    }
+}
+
+/// Starts the server detached and waits for its ready line. The caller holds `NAME.lock`.
+fn start(paths: &Paths) -> Result<()> {
+    let exe =
+        std::env::current_exe().map_err(|e| Error::internal(format!("no current exe: {e}")))?;
+    let mut child = Command::new(exe)
+        .arg("__server")
+        .arg(&paths.name)
+        .env_remove("FUGUE_SERVER")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| Error::new(ErrorKind::SpawnFailed, format!("cannot start the server: {e}")))?;
+    let Some(mut ready) = child.stdout.take() else {
+        return Err(Error::internal("the server's ready pipe is missing"));
+    };
+    // The first process forks and exits at once; the server is its grandchild.
+    let _ = child.wait();
+    let answer = read_ready(&mut ready);
+    match answer.trim() {
+        "ok" => Ok(()),
+        "" => Err(Error::new(
+            ErrorKind::SpawnFailed,
+            format!(
+                "the fugue server {:?} ended before it was ready; its log is {}",
+                paths.name,
+                super::log_path(&paths.name).map(|p| p.display().to_string()).unwrap_or_default()
+            ),
+        )),
+        other => Err(Error::new(
+            ErrorKind::SpawnFailed,
+            format!(
+                "cannot start fugue server {:?}: {}",
+                paths.name,
+                other.trim_start_matches("error: ")
+            ),
+        )),
+    }
+}
+
+/// The ready line, or nothing if the pipe closes or stays silent past `READY_TIMEOUT`.
+fn read_ready(ready: &mut std::process::ChildStdout) -> String {
+    let mut pfd = libc::pollfd { fd: ready.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    let ms = libc::c_int::try_from(READY_TIMEOUT.as_millis()).unwrap_or(libc::c_int::MAX);
+    // SAFETY: poll on one pollfd that lives across the call.
+    if unsafe { libc::poll(&raw mut pfd, 1, ms) } <= 0 {
+        return String::new();
+    }
+    let mut text = String::new();
+    let _ = ready.take(4096).read_to_string(&mut text);
+    text.lines().next().unwrap_or("").to_string()
+}
+
+/// Just enough of a JSON-RPC message to know whether it opens or closes a request.
+#[derive(Deserialize)]
+struct Peek {
+    #[serde(default)]
+    id: Option<Value>,
+    #[serde(default)]
+    method: Option<String>,
+    #[serde(default)]
+    params: Option<PeekParams>,
+}
+
+#[derive(Deserialize)]
+struct PeekParams {
+    #[serde(default, rename = "requestId")]
+    request_id: Option<Value>,
+}
+
+fn peek(line: &[u8]) -> Option<Peek> {
+    serde_json::from_slice(line).ok()
+}
+
+/// Copies stdin to the server and the server to stdout until one of them ends.
+fn pipe(link: Link) -> ExitCode {
+    let pending: Arc<Mutex<HashSet<String>>> = Arc::default();
+    let to_server = link.stream;
+    let from_server = link.input;
+    let answers = pending.clone();
+    let started = std::thread::Builder::new()
+        .name("front-out".into())
+        .spawn(move || relay_answers(from_server, &answers));
+    if let Err(e) = started {
+        crate::log::error(&format!("cannot start the front's reader: {e}"));
+        return ExitCode::FAILURE;
+    }
+    relay_requests(&to_server, &pending);
+    // The client is done: as in-process, its calls end with it (the server sees the connection
+    // close and cancels them). Exiting now also keeps the reader from taking this for the
+    // server's end.
+    std::process::exit(0)
+}
+
+fn relay_requests(mut server: &UnixStream, pending: &Mutex<HashSet<String>>) {
+    let mut stdin = std::io::stdin().lock();
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match stdin.read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        note_request(&line, pending);
+        if !line.ends_with(b"\n") {
+            line.push(b'\n');
+        }
+        if server.write_all(&line).is_err() {
+            return;
+        }
+    }
+}
+
+/// Remembers a request's id until it is answered; forgets a cancelled one (nothing will answer).
+fn note_request(line: &[u8], pending: &Mutex<HashSet<String>>) {
+    let Some(message) = peek(line) else { return };
+    match (message.id, message.method.as_deref()) {
+        (Some(id), Some(_)) => {
+            pending.lock().insert(id.to_string());
+        }
+        (None, Some("notifications/cancelled")) => {
+            if let Some(id) = message.params.and_then(|p| p.request_id) {
+                pending.lock().remove(&id.to_string());
+            }
+        }
+        _ => {}
+    }
+}
+
+fn relay_answers(mut server: BufReader<UnixStream>, pending: &Mutex<HashSet<String>>) {
+    let mut line = Vec::new();
+    let mut stdout = std::io::stdout().lock();
+    loop {
+        line.clear();
+        match server.read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        if let Some(Peek { id: Some(id), method: None, .. }) = peek(&line) {
+            pending.lock().remove(&id.to_string());
+        }
+        if stdout.write_all(&line).and_then(|()| stdout.flush()).is_err() {
+            std::process::exit(0); // nobody reads us any more
+        }
+    }
+    // The server is gone: every open request gets an answer, then the client sees us end.
+    crate::log::error("the fugue server closed the connection (it ended or was killed)");
+    for id in pending.lock().drain() {
+        let id: Value = serde_json::from_str(&id).unwrap_or(Value::Null);
+        let error = json!({"code": SERVER_GONE, "message": "fugue server exited"});
+        let answer = json!({"jsonrpc": "2.0", "id": id, "error": error});
+        let _ = writeln!(stdout, "{answer}");
+    }
+    let _ = stdout.flush();
+    std::process::exit(1)
+}
+
+/// No server to talk to: every request is answered with why, until the client gives up.
+fn answer_errors(message: &str) -> ExitCode {
+    let mut stdout = std::io::stdout().lock();
+    for line in std::io::stdin().lock().split(b'\n') {
+        let Ok(line) = line else { break };
+        if let Some(Peek { id: Some(id), method: Some(_), .. }) = peek(&line) {
+            let error = json!({"code": SERVER_GONE, "message": message});
+            let answer = json!({"jsonrpc": "2.0", "id": id, "error": error});
+            if writeln!(stdout, "{answer}").and_then(|()| stdout.flush()).is_err() {
+                break;
+            }
+        }
+    }
+    ExitCode::FAILURE
+}
+
+/// `fugue call --shared NAME TOOL JSON`: one tool call through the server; the `tools/call`
+/// result, or the JSON-RPC error's message.
+pub(crate) fn call(
+    name: &str,
+    tool: &str,
+    arguments: &Value,
+) -> std::result::Result<Value, String> {
+    let paths = Paths::new(name).map_err(|e| e.message().to_string())?;
+    let Link { stream, mut input, .. } = open(&paths).map_err(|e| e.message().to_string())?;
+    let messages = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": crate::mcp::LEGACY[0], "capabilities": {},
+            "clientInfo": {"name": "fugue call", "version": env!("CARGO_PKG_VERSION")}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": tool, "arguments": arguments}}),
+    ];
+    for message in messages {
+        writeln!(&stream, "{message}").map_err(|e| format!("lost the server: {e}"))?;
+    }
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match input.read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => return Err("the fugue server closed the connection".into()),
+            Ok(_) => {}
+        }
+        let Ok(message) = serde_json::from_slice::<Value>(&line) else { continue };
+        if message["id"] != json!(2) {
+            continue;
+        }
+        if let Some(result) = message.get("result") {
+            return Ok(result.clone());
+        }
+        return Err(message["error"]["message"].as_str().unwrap_or("unknown error").to_string());
+    }
+}

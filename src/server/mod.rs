@@ -1,0 +1,301 @@
+//! Shared servers: one long-lived fugue per user and NAME that many MCP fronts use at once.
+//!
+//! `fugue serve --shared NAME` (or `FUGUE_SERVER=NAME`) is a front (`front`): a line pipe between
+//! its stdin/stdout and the server's Unix socket, starting the server when none answers. The
+//! server (`host`, started detached by `daemon`) owns the panes, sessions and agent pipelines, and
+//! runs one MCP session per connection, so fronts come and go without taking anything with them.
+//! This file holds what both sides agree on: the names and paths, the first exchange on every
+//! connection (`Hello`, with versions and the wire protocol), and the lock files. `cli` has
+//! `kill-server` and what `fugue ls` shows of shared servers.
+
+pub(crate) mod cli;
+pub(crate) mod daemon;
+pub(crate) mod front;
+pub(crate) mod host;
+
+use crate::control::dir;
+use crate::error::{Error, ErrorKind, Result};
+use serde::{Deserialize, Serialize};
+use std::fs::{File, OpenOptions};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The wire protocol spoken after the hello. Bump it on any change a peer of the other version
+/// would misread; the hello itself (`Hello`) never changes shape.
+pub(crate) const PROTO: u32 = 1;
+/// The longest hello line either side reads.
+pub(crate) const MAX_HELLO: usize = 4096;
+/// How long a peer may take to say hello before it counts as unresponsive.
+pub(crate) const HELLO_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// The wire protocol this binary speaks; `FUGUE_CLAIM_PROTO` (tests only) makes it claim another.
+pub(crate) fn proto() -> u32 {
+    std::env::var("FUGUE_CLAIM_PROTO").ok().and_then(|p| p.parse().ok()).unwrap_or(PROTO)
+}
+
+/// This binary's version; `FUGUE_CLAIM_VERSION` (tests only) makes it claim another.
+pub(crate) fn version() -> String {
+    std::env::var("FUGUE_CLAIM_VERSION")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_string())
+}
+
+/// Why a peer connects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Role {
+    /// An MCP session follows.
+    Front,
+    /// Only the hello, for `fugue ls`.
+    Probe,
+    /// End the server and everything it started (`fugue kill-server`).
+    Kill,
+}
+
+/// The first line each side sends on every connection. Its shape is fixed for all versions, so
+/// any two fugues can at least tell each other apart and a newer one can end an older server.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Hello {
+    /// Always "hello".
+    pub(crate) fugue: String,
+    pub(crate) proto: u32,
+    pub(crate) version: String,
+    pub(crate) pid: u32,
+    /// Sent by the connecting side.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) role: Option<Role>,
+    /// Sent by the server: what it holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) state: Option<State>,
+}
+
+/// What a server holds, as its hello tells it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct State {
+    pub(crate) name: String,
+    pub(crate) sessions: usize,
+    pub(crate) panes: usize,
+    pub(crate) fronts: usize,
+    pub(crate) started_at: u64,
+}
+
+impl Hello {
+    pub(crate) fn new(role: Option<Role>, state: Option<State>) -> Hello {
+        Hello {
+            fugue: "hello".into(),
+            proto: proto(),
+            version: version(),
+            pid: std::process::id(),
+            role,
+            state,
+        }
+    }
+
+    pub(crate) fn line(&self) -> Vec<u8> {
+        let mut line = serde_json::to_vec(self).unwrap_or_default();
+        line.push(b'\n');
+        line
+    }
+
+    pub(crate) fn parse(line: &[u8]) -> Option<Hello> {
+        serde_json::from_slice::<Hello>(line).ok().filter(|h| h.fugue == "hello")
+    }
+}
+
+/// A server name: what `--shared`, `FUGUE_SERVER` and `kill-server` take.
+pub(crate) fn check_name(name: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::invalid(format!(
+            "server name {name:?} must be 1 to 64 letters, digits, '_' or '-'"
+        )))
+    }
+}
+
+/// The files of one shared server.
+pub(crate) struct Paths {
+    pub(crate) name: String,
+    /// Where fronts connect.
+    pub(crate) sock: PathBuf,
+    /// Held by whoever is starting the server, so racing fronts start one.
+    pub(crate) lock: PathBuf,
+    /// Held by the server for its whole life; holds its pid.
+    pub(crate) pid: PathBuf,
+}
+
+impl Paths {
+    /// The paths for `name` in the private runtime directory, created if needed.
+    pub(crate) fn new(name: &str) -> Result<Paths> {
+        check_name(name)?;
+        let base = shared_dir()?;
+        Ok(Paths {
+            name: name.to_string(),
+            sock: base.join(format!("{name}.sock")),
+            lock: base.join(format!("{name}.lock")),
+            pid: base.join(format!("{name}.pid")),
+        })
+    }
+
+    /// The server's pid, as its pid file says.
+    pub(crate) fn read_pid(&self) -> Option<u32> {
+        std::fs::read_to_string(&self.pid).ok()?.trim().parse().ok()
+    }
+}
+
+/// `DIR/shared`, inside the private control directory and as private.
+pub(crate) fn shared_dir() -> Result<PathBuf> {
+    let dir = dir::create()?.join("shared");
+    private_dir(&dir)?;
+    dir::check(&dir, dir::euid())?;
+    Ok(dir)
+}
+
+/// The names of the shared servers with files in the directory.
+pub(crate) fn names() -> Vec<String> {
+    let Ok(dir) = dir::existing().map(|d| d.join("shared")) else { return Vec::new() };
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut names: Vec<String> = entries
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().into_string().ok()?;
+            let name = name.strip_suffix(".pid").or_else(|| name.strip_suffix(".sock"))?;
+            check_name(name).ok().map(|()| name.to_string())
+        })
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// The log file of server `name`: `server/NAME.log` under `FUGUE_STATE_DIR`, or under
+/// `$XDG_STATE_HOME/fugue` (`~/.local/state/fugue`). Its directory is created private.
+pub(crate) fn log_path(name: &str) -> Result<PathBuf> {
+    let base = match crate::config::config().state_dir.clone() {
+        Some(dir) => dir,
+        None => match std::env::var_os("XDG_STATE_HOME").map(PathBuf::from) {
+            Some(dir) if dir.is_absolute() => dir.join("fugue"),
+            _ => {
+                let home = std::env::var_os("HOME").map(PathBuf::from).ok_or_else(|| {
+                    Error::new(ErrorKind::InvalidState, "neither XDG_STATE_HOME nor HOME is set")
+                })?;
+                home.join(".local/state/fugue")
+            }
+        },
+    };
+    let dir = base.join("server");
+    std::fs::create_dir_all(&base).map_err(|e| io_error(&base, &e))?;
+    private_dir(&dir)?;
+    Ok(dir.join(format!("{name}.log")))
+}
+
+fn private_dir(dir: &Path) -> Result<()> {
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(io_error(dir, &e)),
+    }
+}
+
+pub(crate) fn io_error(path: &Path, e: &std::io::Error) -> Error {
+    Error::new(ErrorKind::Io, format!("{}: {e}", path.display()))
+}
+
+/// An exclusive `flock` on a file, released on drop (or when the process ends, however it ends).
+pub(crate) struct FileLock {
+    pub(crate) file: File,
+}
+
+impl FileLock {
+    fn open(path: &Path) -> Result<File> {
+        OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .mode(0o600)
+            .custom_flags(libc::O_CLOEXEC)
+            .open(path)
+            .map_err(|e| io_error(path, &e))
+    }
+
+    /// Blocks until the lock is ours.
+    pub(crate) fn take(path: &Path) -> Result<FileLock> {
+        let file = FileLock::open(path)?;
+        loop {
+            // SAFETY: flock on a descriptor we own; it touches no memory.
+            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
+                return Ok(FileLock { file });
+            }
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EINTR) {
+                return Err(io_error(path, &e));
+            }
+        }
+    }
+
+    /// The lock if it is free now; `None` if someone holds it.
+    pub(crate) fn try_take(path: &Path) -> Result<Option<FileLock>> {
+        let file = FileLock::open(path)?;
+        // SAFETY: flock on a descriptor we own; it touches no memory.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            return Ok(Some(FileLock { file }));
+        }
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::EWOULDBLOCK) { Ok(None) } else { Err(io_error(path, &e)) }
+    }
+
+    /// The lock once its holder lets go, or `None` at the deadline. Only used to wait out a server
+    /// that is ending (it holds the lock until its last pane is gone), which flock cannot do with
+    /// a timeout; the pause between tries is short and the wait rare.
+    pub(crate) fn take_within(path: &Path, within: Duration) -> Result<Option<FileLock>> {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(lock) = FileLock::try_take(path)? {
+                return Ok(Some(lock));
+            }
+            if Instant::now() >= deadline {
+                return Ok(None);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_checked() {
+        for good in ["default", "a", "build-2", "x_Y", &"n".repeat(64)] {
+            check_name(good).unwrap();
+        }
+        for bad in ["", "a/b", "..", "a b", "é", &"n".repeat(65)] {
+            assert!(check_name(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    /// The hello is the one thing every version must read: its text is fixed here.
+    #[test]
+    fn the_hello_keeps_its_shape() {
+        let mut hello = Hello::new(Some(Role::Front), None);
+        hello.version = "0.1.0".into();
+        hello.pid = 7;
+        hello.proto = 1;
+        assert_eq!(
+            String::from_utf8(hello.line()).unwrap(),
+            "{\"fugue\":\"hello\",\"proto\":1,\"version\":\"0.1.0\",\"pid\":7,\"role\":\"front\"}\n"
+        );
+        let server = br#"{"fugue":"hello","proto":9,"version":"9.0","pid":3,"state":{"name":"d","sessions":1,"panes":2,"fronts":0,"started_at":5},"later":true}"#;
+        let hello = Hello::parse(server).unwrap();
+        assert_eq!(hello.proto, 9);
+        assert_eq!(hello.state.unwrap().panes, 2);
+        assert!(Hello::parse(br#"{"jsonrpc":"2.0"}"#).is_none());
+    }
+}
