@@ -124,9 +124,8 @@ pub(crate) static TOOLS: &[Tool] = &[
                       Backspace, Up/Down/Left/Right, Home, End, PageUp, PageDown, F1-F12, C-a..C-z, \
                       C-\\), then Enter if `submit`. Returns the output offset before the write: \
                       pass it as `since` to read or expect only what the input caused. `pending`: \
-                      bytes the program has not read yet. wait_ms: then wait as fugue_exec does and \
-                      add status, exit_code, cwd and the output since the write (alone: only \
-                      wait).",
+                      bytes the program has not read yet. wait_ms: then wait as fugue_exec does \
+                      (alone: only wait).",
         hints: STARTS,
         input: || {
             object(
@@ -195,9 +194,8 @@ pub(crate) static TOOLS: &[Tool] = &[
         name: "fugue_get_status",
         title: "Get pane status",
         description: "A pane's status (running/exited), exit_code, signal, pid, command, size, \
-                      output offset and timings; while running, activity (prompt: the shell waits \
-                      at its prompt, busy, input: it waits for someone to type), cwd, \
-                      last_exit_code, current_command.",
+                      output offset and timings; while running: activity (prompt/busy/input), \
+                      cwd, last_exit_code, current_command.",
         hints: READS,
         input: || object(&[("pane_id", string("Pane id or name"))], &["pane_id"]),
         output: || {
@@ -212,8 +210,6 @@ pub(crate) static TOOLS: &[Tool] = &[
                 ("cols", t("integer")),
                 ("runtime_ms", t("integer")),
                 ("activity", t("string")),
-                ("last_exit_code", t("integer")),
-                ("cwd", t("string")),
             ])
         },
         call: get_status,
@@ -342,7 +338,7 @@ fn pane_args(args: &Args<'_>, name_key: Option<&str>) -> Result<PaneArgs> {
 
 /// The `integration` argument of the create tools.
 fn integration() -> Value {
-    boolean_or("Shell integration (fugue_exec)", INTEGRATION)
+    boolean_or("fugue_exec support", INTEGRATION)
 }
 
 /// Interactive shells get fugue's shell integration unless asked not to.

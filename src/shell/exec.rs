@@ -34,13 +34,12 @@ const MAX_COMMAND_BYTES: usize = 1 << 20;
 pub(crate) const TOOL: Tool = Tool {
     name: "fugue_exec",
     title: "Run a command in a live shell",
-    description: "Run shell text (lines, quotes, heredocs) in a pane's interactive shell; answer \
-                  when it ends: status ok/failed (exit_code), input (it waits for the terminal; \
-                  question ends output; reply with fugue_send_input + wait_ms), running \
-                  (timeout_ms passed) or exited (it ended the shell); cwd, duration_ms, offset, \
-                  output (its own; head+tail past max_bytes). State persists. No pane_id: \
-                  fugue's own shell pane. Busy pane: pane_busy. Timeout or cancel ends only the \
-                  wait: stop the command with keys [\"C-c\"] or fugue_close_pane.",
+    description: "Run shell text in a pane's interactive shell; answer when it ends: status \
+                  ok/failed (exit_code), input (it waits for the terminal; reply with \
+                  fugue_send_input + wait_ms), running (timeout_ms passed) or exited (it ended \
+                  the shell); cwd, output (its own; head+tail past max_bytes). State persists. \
+                  No pane_id: fugue's own shell pane. Busy pane: pane_busy. Timeout or cancel \
+                  ends only the wait: stop it with keys [\"C-c\"] or fugue_close_pane.",
     hints: RUNS,
     input: || {
         object(
@@ -58,9 +57,7 @@ pub(crate) const TOOL: Tool = Tool {
             ("status", t("string")),
             ("exit_code", t("integer")),
             ("cwd", t("string")),
-            ("duration_ms", t("integer")),
             ("pane_id", t("string")),
-            ("offset", t("integer")),
             ("output", t("string")),
         ])
     },
