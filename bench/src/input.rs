@@ -22,7 +22,10 @@ use std::time::Duration;
 pub const DETECT_FIG: &str = "input detection: `read -p 'ok? '` typed → `input` answered";
 const DETECT_TARGET: &str = "≤ prompt shown + quiet + 100 ms";
 pub const IDLE_FIG: &str = "/proc looks while nothing waits (5 panes asking, 3 s)";
-const IDLE_TARGET: &str = "0 looks, reads ≤ baseline";
+/// A stray read(2) (the stdin thread, a pane's exit watch) may land in either window; a poll of
+/// the five panes would read at least once per pane, so the slack is one read short of that.
+const IDLE_SLACK: u64 = 4;
+const IDLE_TARGET: &str = "0 looks, reads ≤ baseline + 4 (< 1 per pane)";
 pub const WATCH_FIG: &str = "/proc looks while one call waits on one quiet busy pane (5 s)";
 const WATCH_TARGET: &str = "≤ 10 a second";
 
@@ -139,7 +142,7 @@ pub fn cost(b: &Bench) -> R<Vec<Row>> {
             fugue: format!("{idle_looks} looks, {idle_reads} reads"),
             ..Row::new(IDLE_FIG, IDLE_TARGET)
         }
-        .judge(idle_looks == 0 && idle_reads <= base_reads),
+        .judge(idle_looks == 0 && idle_reads <= base_reads + IDLE_SLACK),
         Row {
             baseline: "limit: 10 a second".into(),
             fugue: format!("{watch_looks} looks = {per_second:.1} a second"),
