@@ -4,7 +4,7 @@
 //! (the program asks) or `timeout` (it does not). The quiet period is 300 ms here, so a `timeout`
 //! after 2.5 s means about eight looks at /proc all said "busy".
 
-use crate::util::{Dir, Fugue};
+use crate::util::{BusyLoops, Dir, Fugue};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -192,17 +192,11 @@ fn a_question_before_any_output_is_found_and_output_restarts_the_quiet_period() 
 #[test]
 fn input_is_told_apart_under_load() {
     // Four busy loops on two cores: the probes see threads scheduled late, woken and preempted.
-    let mut load: Vec<Child> = (0..4)
-        .map(|_| Command::new("sh").args(["-c", "while :; do :; done"]).spawn().unwrap())
-        .collect();
+    let _load = BusyLoops::new(4);
     let mut f = fugue();
     for _ in 0..3 {
         asks(&mut f, "bash -c 'read -p \"ok? \" x'");
         does_not_ask(&mut f, "sleep 30 | cat");
-    }
-    for busy in &mut load {
-        busy.kill().unwrap();
-        busy.wait().unwrap();
     }
 }
 

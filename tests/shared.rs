@@ -5,7 +5,7 @@
 //! real `fugue serve --shared NAME` processes driven over stdio by the usual harness.
 
 use crate::procfs;
-use crate::util::{BIN, Dir, Fugue, gone_within};
+use crate::util::{BIN, BusyLoops, Dir, Fugue, gone_within};
 use serde_json::{Value, json};
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Output};
@@ -343,33 +343,11 @@ fn exit_empty_after_runs() {
     assert!(gone_within(pid, Duration::from_secs(10)), "the server outlived its runs' fronts");
 }
 
-/// Busy loops that keep both cores loaded while they live; killed by pid on drop.
-pub struct Load(Vec<std::process::Child>);
-
-impl Load {
-    pub fn start(n: usize) -> Load {
-        Load(
-            (0..n)
-                .map(|_| Command::new("sh").args(["-c", "while :; do :; done"]).spawn().unwrap())
-                .collect(),
-        )
-    }
-}
-
-impl Drop for Load {
-    fn drop(&mut self) {
-        for child in &mut self.0 {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
 /// Several fronts started at once, on a loaded machine, end up on one server.
 #[test]
 fn fronts_racing_to_start_share_one_server() {
     let server = Server::new("race");
-    let _load = Load::start(2);
+    let _load = BusyLoops::new(2);
     for round in 0..3 {
         let fronts: Vec<Fugue> = (0..6)
             .map(|_| {

@@ -376,7 +376,7 @@ fn connections_past_the_limit_are_refused_with_a_clear_error() {
 #[test]
 fn a_front_arriving_as_an_empty_server_ends_gets_a_server() {
     let server = Server::new("edge");
-    let _load = crate::shared::Load::start(2);
+    let _load = crate::util::BusyLoops::new(2);
     for i in 0..12u64 {
         let mut leaving = server.front();
         leaving.call("fugue_list_sessions", json!({}));

@@ -618,8 +618,12 @@ pub struct BusyLoops {
 
 impl BusyLoops {
     pub fn one_per_core() -> BusyLoops {
-        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-        let loops = (0..cores)
+        BusyLoops::new(std::thread::available_parallelism().map_or(2, |n| n.get()))
+    }
+
+    /// `n` busy loops, more than the cores when a test wants threads preempted too.
+    pub fn new(n: usize) -> BusyLoops {
+        let loops = (0..n)
             .map(|_| {
                 Command::new("sh")
                     .args(["-c", "while :; do :; done"])
