@@ -327,6 +327,22 @@ fn exit_empty() {
     assert!(!server.shared_dir().join(format!("{}.sock", server.name)).exists());
 }
 
+/// Runs leave the orchestration session behind without windows; that holds nothing, so a server
+/// whose fronts only ran commands still ends.
+#[test]
+fn exit_empty_after_runs() {
+    let server = Server::new("runs");
+    let mut front = server.front();
+    let par = front.call("fugue_run_parallel", json!({"commands": [{"command": "true"}]}));
+    assert_eq!(par["status"], "completed", "{par}");
+    let pipe = front
+        .call("fugue_run_pipeline", json!({"commands": [{"command": "true"}], "cleanup": true}));
+    assert_eq!(pipe["status"], "completed", "{pipe}");
+    let pid = server.pid();
+    front.close_stdin();
+    assert!(gone_within(pid, Duration::from_secs(10)), "the server outlived its runs' fronts");
+}
+
 /// Busy loops that keep both cores loaded while they live; killed by pid on drop.
 pub struct Load(Vec<std::process::Child>);
 

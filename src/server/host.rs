@@ -13,7 +13,7 @@
 use super::{FileLock, Hello, Paths, Role, State};
 use crate::control::wire;
 use crate::mcp::Mcp;
-use crate::mux::unix_ms;
+use crate::mux::{ORCHESTRATION_SESSION, unix_ms};
 use crate::rpc::{Server, Stop, Writer};
 use crate::runtime::Runtime;
 use crossbeam_channel::{Receiver, Sender, after, never, select};
@@ -253,7 +253,7 @@ impl Host {
     fn state(&self) -> State {
         let (sessions, panes) = self.runtime.mux.with_sessions(|sessions, _| {
             let panes = sessions.iter().flat_map(|s| &s.windows).map(|w| w.panes.len()).sum();
-            (sessions.len(), panes)
+            (held(sessions), panes)
         });
         let fronts = self.fronts.lock().live.values().filter(|f| f.session.is_some()).count();
         State {
@@ -305,7 +305,7 @@ impl Host {
     /// this one's pid lock) instead of being turned away.
     fn close_if_empty(&self) -> bool {
         let mut fronts = self.fronts.lock();
-        let sessions = self.runtime.mux.with_sessions(|sessions, _| sessions.len());
+        let sessions = self.runtime.mux.with_sessions(|sessions, _| held(sessions));
         if fronts.live.is_empty() && sessions == 0 && !self.pipelines_running() {
             fronts.closing = true;
             let _ = std::fs::remove_file(&self.paths.sock);
@@ -336,6 +336,12 @@ impl Host {
         drop(control);
         self.runtime.shutdown();
     }
+}
+
+/// The sessions that keep a server alive. The orchestration session outlives its last run's
+/// window; empty, it holds nothing, so a server whose fronts only ran commands still ends.
+fn held(sessions: &[crate::mux::Session]) -> usize {
+    sessions.iter().filter(|s| !(s.name == ORCHESTRATION_SESSION && s.windows.is_empty())).count()
 }
 
 /// The socket as the rpc writer's output: a failed or timed-out write ends the connection.
