@@ -31,7 +31,8 @@ test: check
 
 # Real MCP clients (Python SDK, TypeScript SDK, MCP Inspector) and the official conformance suite,
 # each listing the tools and making real calls: a parallel run and a pipeline through the Python
-# SDK, and a slow parallel run that every client cancels (the processes must die, the server serve on).
+# SDK, a day in one live shell pane (interop/live_day.py), and a slow parallel run that every client
+# cancels (the processes must die, the server serve on).
 define INTEROP_CALLS
 fugue_run_parallel {"commands":[{"command":"echo one"},{"command":"exit 3"}]}
 fugue_run_pipeline {"commands":[{"command":"cd /tmp"},{"command":"test $$(pwd) = /tmp"}],"cleanup":true}
@@ -41,6 +42,8 @@ export INTEROP_SLOW_TOOL ?= fugue_run_parallel
 export INTEROP_SLOW_ARGS ?= {"commands":[{"name":"nap","command":"sleep 5"}]}
 # The Python SDK steps again through a shared-server front (fugue serve --shared).
 export INTEROP_SHARED ?= 1
+# A day in one live shell pane through the Python SDK (interop/live_day.py), also through the front.
+export INTEROP_LIVE_DAY ?= 1
 interop: build
 	interop/install.sh
 	interop/run.sh $(CURDIR)/$(BIN)

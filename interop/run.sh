@@ -5,8 +5,9 @@
 #   e.g.  interop/run.sh ./target/release/fugue
 #         INTEROP_TOOL=echo INTEROP_ARGS='{"text":"hi"}' INTEROP_SLOW_TOOL=slow \
 #           INTEROP_SLOW_ARGS='{"seconds":5}' interop/run.sh python3 /work/shared/mcp-clients/raw_server.py
-# The server runs in the current directory. Each step prints "PASS name" or
-# "FAIL name" (followed by the tail of its output); the last line is
+# The server runs in the current directory. Each step prints "PASS name",
+# "FAIL name" (followed by the tail of its output) or "SKIP name: why" (the step
+# exited 77: something it needs is not installed); the last line is
 # "N passed, N failed", and the exit status is 1 if any step failed.
 #
 # Environment:
@@ -26,13 +27,17 @@
 #   INTEROP_ONLY                 extended regex: run only the steps whose name matches
 #   INTEROP_TAIL                 lines of output shown for a failed step (default 40)
 #   INTEROP_LOG_DIR              keep every step's full output in this directory
+#   INTEROP_LIVE_DAY             a fugue server: also run interop/live_day.py, a day in one live
+#                                shell pane (cd, make, a failing test, git commit in vim, rm -i, a
+#                                long build waited on) through the Python SDK; with INTEROP_SHARED,
+#                                through the front too
 #   INTEROP_SHARED               a fugue server: also run the Python SDK steps through a front,
 #                                SERVER_CMD serve --shared NAME, in a private runtime directory
 #                                (ended with SERVER_CMD kill-server NAME afterwards)
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 [[ "${1:-}" == "--" ]] && shift
-if [[ $# -eq 0 ]]; then sed -n '2,31p' "$0"; exit 2; fi
+if [[ $# -eq 0 ]]; then sed -n '2,36p' "$0"; exit 2; fi
 server=("$@")
 
 tool="${INTEROP_TOOL:-fugue_list_sessions}"
@@ -66,11 +71,12 @@ else
   trap 'rm -rf "$logdir"' EXIT
 fi
 
-passed=0 failed=0 failed_names=() step_pid=""
+passed=0 failed=0 failed_names=() skipped_names=() step_pid=""
 t_start=$SECONDS
 
 summary() {
   echo
+  [[ ${#skipped_names[@]} -gt 0 ]] && echo "skipped: ${skipped_names[*]}"
   [[ $failed -gt 0 ]] && echo "failed: ${failed_names[*]}"
   echo "interop matrix took $((SECONDS - t_start))s (server: ${server[*]})"
   echo "$passed passed, $failed failed"
@@ -115,6 +121,9 @@ step() {
   if [[ $rc -eq 0 ]]; then
     passed=$((passed + 1))
     echo "PASS $name ($dt)"
+  elif [[ $rc -eq 77 ]]; then
+    skipped_names+=("$name")
+    echo "SKIP $name: $(grep -m1 '^skipped: ' "$log" | cut -c10-)"
   else
     failed=$((failed + 1)); failed_names+=("$name")
     echo "FAIL $name (exit $rc, $dt): $*"
@@ -145,6 +154,9 @@ if [[ -n "${INTEROP_EXTRA:-}" ]]; then
     step "py-extra-$n-$x_tool" "${pyc[@]}" --tool "$x_tool" --args "${x_args:-{\}}" -- "${server[@]}"
   done <<<"$INTEROP_EXTRA"
 fi
+
+# 2b. a day in one live shell pane, as an agent would spend it (skipped without git, make, vim)
+[[ -n "${INTEROP_LIVE_DAY:-}" ]] && step py-live-day "$py" "$here/live_day.py" -- "${server[@]}"
 
 # 3. TypeScript SDK v1 (legacy era, what most shipped hosts embed)
 step ts-sdk-v1 node "$here/ts_client.mjs" --tool "$tool" --args "$args" -- "${server[@]}"
@@ -187,6 +199,8 @@ if [[ -n "${INTEROP_SHARED:-}" ]]; then
     --tool "$tool" --args "$args" -- "${front[@]}"
   step py-shared-2026-07-28 "${pyc[@]}" --mode 2026-07-28 --expect-protocol 2026-07-28 \
     --tool "$tool" --args "$args" -- "${front[@]}"
+  [[ -n "${INTEROP_LIVE_DAY:-}" ]] && step py-shared-live-day "$py" "$here/live_day.py" \
+    -- "${front[@]}"
   [[ -n "$slow_tool" ]] && step py-shared-cancel "${pyc[@]}" --mode auto --tool "$slow_tool" \
     --args "$slow_args" --cancel-after "$cancel_after" -- "${front[@]}"
   XDG_RUNTIME_DIR="$shared_dir" "${server[@]}" kill-server "$shared_name" 2>/dev/null

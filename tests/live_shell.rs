@@ -59,6 +59,35 @@ fn the_users_rc_files_are_read_and_their_prompt_hooks_still_run() {
     }
 }
 
+/// A `PROMPT_COMMAND` string that ends in `;` (as pyenv-virtualenv's init leaves it) or in a
+/// comment still runs, and so does fugue's report after it: `fugue_exec` answers.
+#[test]
+fn a_bash_prompt_command_ending_in_a_semicolon_or_a_comment_keeps_fugue_exec_working() {
+    let Some(bash) = find("bash") else { return };
+    let hooks = [
+        "PROMPT_COMMAND='echo x >> \"$HOME/hook\";'\n",
+        "PROMPT_COMMAND='echo x >> \"$HOME/hook\" # count prompts'\n",
+    ];
+    for (i, rc) in hooks.into_iter().enumerate() {
+        let home = Dir::new(&format!("prompt-command-{i}"));
+        home.write(".bashrc", rc);
+        let mut f = fugue_with(&bash, &home);
+        let pane = shell_pane(&mut f);
+        let answer = exec(&mut f, &pane, "echo fine");
+        assert_eq!(
+            (answer["status"].as_str(), answer["output"].as_str()),
+            (Some("ok"), Some("fine")),
+            "{rc}: {answer}"
+        );
+        let hook = std::fs::read_to_string(home.join("hook")).unwrap_or_default();
+        assert!(
+            hook.lines().count() >= 2,
+            "{rc}: the user's hook ran {} times",
+            hook.lines().count()
+        );
+    }
+}
+
 #[test]
 fn integration_off_makes_fugue_exec_a_clear_error() {
     let Some(bash) = find("bash") else { return };

@@ -45,7 +45,10 @@ __fugue_b() {
 if [ "${#PROMPT_COMMAND[@]}" -gt 1 ]; then
     PROMPT_COMMAND=(__fugue_prompt "${PROMPT_COMMAND[@]}" __fugue_report)
 else
-    PROMPT_COMMAND="__fugue_prompt;${PROMPT_COMMAND:+$PROMPT_COMMAND;}__fugue_report"
+    # Newlines, not `;`: a user's string may end in `;` (pyenv-virtualenv's does) or a comment.
+    __fugue_nl=$'\n'
+    PROMPT_COMMAND="__fugue_prompt$__fugue_nl${PROMPT_COMMAND:+$PROMPT_COMMAND$__fugue_nl}__fugue_report"
+    unset __fugue_nl
 fi
 # PS0 is printed as it is, not by readline: no \[ \] around the mark.
 PS0='\e]133;C\a'${PS0-}
