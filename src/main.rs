@@ -149,7 +149,7 @@ fn serve() -> ExitCode {
         log::warn(&format!("cannot install the signal handler: {e}"));
     }
     let runtime = Arc::new(Runtime::start(true));
-    let mcp = Arc::new(Mcp::new(runtime.clone()));
+    let mcp = Arc::new(Mcp::new(runtime.clone(), own_cwd()));
     // Before the stdin loop starts, so the socket exists once the client has its first answer.
     let control = control::server::start(mcp.clone())
         .map_err(|e| {
@@ -174,6 +174,12 @@ fn serve() -> ExitCode {
     runtime.shutdown();
     // The stdin thread may be blocked in read(); the process exit ends it.
     std::process::exit(0)
+}
+
+/// fugue's working directory, the base of its calls' paths. If it cannot be read (it was
+/// removed), `.` makes each pane that needs it fail with why, as the process's own calls would.
+fn own_cwd() -> std::path::PathBuf {
+    std::env::current_dir().unwrap_or_else(|_| ".".into())
 }
 
 /// A tool and its arguments from the command line, checked.
@@ -201,7 +207,8 @@ fn call(name: &str, json: &str) -> ExitCode {
     let on_signal = cancel.clone();
     let _ = ctrlc::set_handler(move || on_signal.cancel());
     let progress = Progress::none();
-    let ctx = tool::Ctx { runtime: &runtime, cancel: &cancel, progress: &progress };
+    let cwd = own_cwd();
+    let ctx = tool::Ctx { runtime: &runtime, cwd: &cwd, cancel: &cancel, progress: &progress };
     let result = tool.call(&ctx, &arguments);
     runtime.shutdown();
     print_result(&result)

@@ -32,15 +32,18 @@ pub(crate) const ORCHESTRATION_SESSION: &str = "__orchestration__";
 pub(crate) struct PaneArgs {
     pub(crate) name: Option<String>,
     pub(crate) command: Option<String>,
-    pub(crate) cwd: Option<PathBuf>,
+    /// The caller's choice made absolute against its own directory (`tool::Ctx::dir`): a pane
+    /// always says where it starts, so a shared server never falls back to its own `/`.
+    pub(crate) cwd: PathBuf,
     pub(crate) env: Vec<(String, String)>,
     /// An interactive shell gets fugue's shell integration (on unless `integration: false`).
     pub(crate) integration: bool,
 }
 
-impl Default for PaneArgs {
-    fn default() -> PaneArgs {
-        PaneArgs { name: None, command: None, cwd: None, env: Vec::new(), integration: true }
+impl PaneArgs {
+    /// An interactive shell in `cwd`, with the integration.
+    pub(crate) fn shell(cwd: PathBuf) -> PaneArgs {
+        PaneArgs { name: None, command: None, cwd, env: Vec::new(), integration: true }
     }
 }
 

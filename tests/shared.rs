@@ -107,7 +107,7 @@ impl Drop for Server {
     }
 }
 
-fn pane_id(created: &Value) -> String {
+pub fn pane_id(created: &Value) -> String {
     created["pane_id"].as_str().unwrap().to_string()
 }
 
@@ -327,6 +327,22 @@ fn exit_empty() {
     assert!(!server.shared_dir().join(format!("{}.sock", server.name)).exists());
 }
 
+/// Runs leave the orchestration session behind without windows; that holds nothing, so a server
+/// whose fronts only ran commands still ends.
+#[test]
+fn exit_empty_after_runs() {
+    let server = Server::new("runs");
+    let mut front = server.front();
+    let par = front.call("fugue_run_parallel", json!({"commands": [{"command": "true"}]}));
+    assert_eq!(par["status"], "completed", "{par}");
+    let pipe = front
+        .call("fugue_run_pipeline", json!({"commands": [{"command": "true"}], "cleanup": true}));
+    assert_eq!(pipe["status"], "completed", "{pipe}");
+    let pid = server.pid();
+    front.close_stdin();
+    assert!(gone_within(pid, Duration::from_secs(10)), "the server outlived its runs' fronts");
+}
+
 /// Busy loops that keep both cores loaded while they live; killed by pid on drop.
 pub struct Load(Vec<std::process::Child>);
 
@@ -445,26 +461,4 @@ fn the_server_is_fully_detached() {
     assert_eq!(mode, 0o600);
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(text.contains(&format!("starting, pid {pid}")), "{text}");
-}
-
-/// The server sits in `/`, but its panes start where the first front was started, and a relative
-/// `cwd` is taken from there, as in-process.
-#[test]
-fn panes_start_where_the_first_front_was_started() {
-    let server = Server::new("cwd");
-    let here = server.dir.join("here");
-    std::fs::create_dir_all(here.join("sub")).unwrap();
-    let mut cmd = server.command(&[]);
-    cmd.args(["serve", "--shared", &server.name]).current_dir(&here);
-    let mut front = Fugue::spawn_command(cmd);
-    front.handshake();
-    let plain = pane_id(&front.call("fugue_create_session", json!({"command": "pwd"})));
-    let relative =
-        pane_id(&front.call("fugue_create_session", json!({"command": "pwd", "cwd": "sub"})));
-    front.wait_exit(&plain);
-    front.wait_exit(&relative);
-    assert_eq!(front.text(&plain).trim(), here.to_str().unwrap());
-    assert_eq!(front.text(&relative).trim(), here.join("sub").to_str().unwrap());
-    let status = front.call("fugue_get_status", json!({"pane_id": relative}));
-    assert_eq!(status["cwd"], here.join("sub").to_str().unwrap());
 }

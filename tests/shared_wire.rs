@@ -192,10 +192,12 @@ fn ls_names_shared_servers_with_their_fronts_and_state() {
     let pid = server.pid();
     assert!(text.contains(&format!("shared {}  live  pid {pid}", server.name)), "{text}");
     assert!(
-        text.contains(&format!("fugue {}  proto 1  1 front", env!("CARGO_PKG_VERSION"))),
+        text.contains(&format!("fugue {}  proto 2  1 front", env!("CARGO_PKG_VERSION"))),
         "{text}"
     );
-    assert!(text.contains(&format!("fronts: fugue-tests 0 (pid {})", front.pid())), "{text}");
+    let here = std::env::current_dir().unwrap();
+    let shown = format!("fronts: fugue-tests 0 (pid {}, in {})", front.pid(), here.display());
+    assert!(text.contains(&shown), "{text}");
     assert!(text.contains("session work"), "{text}");
     let out = server.run(&["ls", "--json"]);
     let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -328,7 +330,7 @@ fn connections_past_the_limit_are_refused_with_a_clear_error() {
     first.call("fugue_list_sessions", json!({}));
     let sock = server.shared_dir().join(format!("{}.sock", server.name));
     let hello =
-        "{\"fugue\":\"hello\",\"proto\":1,\"version\":\"test\",\"pid\":1,\"role\":\"front\"}\n";
+        "{\"fugue\":\"hello\",\"proto\":2,\"version\":\"test\",\"pid\":1,\"role\":\"front\"}\n";
     let mut held: Vec<std::os::unix::net::UnixStream> = (0..127)
         .map(|_| {
             let mut stream = std::os::unix::net::UnixStream::connect(&sock).unwrap();

@@ -43,6 +43,8 @@ mod schemas;
 mod bulk;
 // Shared servers: fronts that come and go, kill-server, exit-empty, start races, stale sockets.
 mod shared;
+// Shared servers: each front's calls work in the front's own directory.
+mod shared_cwd;
 // Shared servers on the wire: both eras, progress, cancellation, a dying server, version skew, ls.
 mod shared_wire;
 // Activity: programs that wait for someone to type, told apart from those that work or wait on

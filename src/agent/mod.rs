@@ -174,6 +174,7 @@ fn limits_schema(defaults: Option<&Limits>) -> Value {
 
 fn create(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let repo = args.path("repo")?.ok_or_else(|| Error::invalid("argument 'repo' is required"))?;
+    let repo = ctx.dir(Some(repo));
     let task =
         prompt_text(args, "task")?.ok_or_else(|| Error::invalid("argument 'task' is required"))?;
     let agents = Agents {
@@ -274,7 +275,7 @@ enum Until {
 fn status(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let manager = &ctx.agents;
     let repo = match args.path("repo")? {
-        Some(path) => Some(load_repo(manager, &path)?),
+        Some(path) => Some(load_repo(manager, &ctx.dir(Some(path)))?),
         None => None,
     };
     let wait_ms = args.u64("wait_ms", 0, MAX_WAIT_MS)?.unwrap_or(WAIT_MS);

@@ -261,7 +261,7 @@ impl Runner {
         let args = PaneArgs {
             name: Some(format!("{}-{stage}-{attempt}", self.id8())),
             command: Some(command.to_string()),
-            cwd: Some(PathBuf::from(&job.worktree)),
+            cwd: PathBuf::from(&job.worktree),
             env,
             integration: false,
         };

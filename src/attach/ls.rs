@@ -194,7 +194,8 @@ fn live_state(pane: &Value) -> String {
     state
 }
 
-/// "shared NAME, fronts: claude-code 2.0 (pid 7), ..." for a shared server's client column.
+/// "shared NAME, fronts: claude-code 2.0 (pid 7, in /src/app), ..." for a shared server's client
+/// column: each front's directory is where its calls work.
 fn shared_clients(name: &str, fronts: &[Value]) -> String {
     let list: Vec<String> = fronts
         .iter()
@@ -203,7 +204,10 @@ fn shared_clients(name: &str, fronts: &[Value]) -> String {
                 Some(n) => format!("{n} {}", f["client"]["version"].as_str().unwrap_or("")),
                 None => "unknown".into(),
             };
-            format!("{} (pid {})", who.trim_end(), f["pid"])
+            match f["cwd"].as_str() {
+                Some(dir) => format!("{} (pid {}, in {dir})", who.trim_end(), f["pid"]),
+                None => format!("{} (pid {})", who.trim_end(), f["pid"]),
+            }
         })
         .collect();
     let list = if list.is_empty() { "none".to_string() } else { list.join(", ") };

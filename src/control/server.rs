@@ -60,7 +60,6 @@ impl Drop for Control {
 struct Shared {
     mcp: Arc<Mcp>,
     started: SystemTime,
-    cwd: PathBuf,
     connections: AtomicUsize,
 }
 
@@ -76,14 +75,8 @@ pub(crate) fn start(mcp: Arc<Mcp>) -> Result<Control> {
     })?;
     let control = Control { path };
     std::fs::set_permissions(&control.path, std::fs::Permissions::from_mode(0o600))?;
-    let shared = Arc::new(Shared {
-        mcp,
-        started: SystemTime::now(),
-        cwd: crate::server::host::default_cwd()
-            .cloned()
-            .unwrap_or_else(|| std::env::current_dir().unwrap_or_default()),
-        connections: AtomicUsize::new(0),
-    });
+    let shared =
+        Arc::new(Shared { mcp, started: SystemTime::now(), connections: AtomicUsize::new(0) });
     std::thread::Builder::new()
         .name("control".into())
         .stack_size(THREAD_STACK)
@@ -225,7 +218,7 @@ impl Conn<'_> {
             "pid": std::process::id(),
             "version": env!("CARGO_PKG_VERSION"),
             "started_at": unix_ms(self.shared.started),
-            "cwd": self.shared.cwd,
+            "cwd": self.shared.mcp.cwd,
             "client": client,
             "input": self.input,
             "shared": crate::server::host::info(),

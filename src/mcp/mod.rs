@@ -15,6 +15,7 @@ use crate::tool;
 use crate::tool::call::{Cancel, Progress};
 use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
+use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 pub(crate) const MODERN: &str = "2026-07-28";
@@ -67,6 +68,8 @@ pub(crate) struct ClientInfo {
 
 pub(crate) struct Mcp {
     pub(crate) runtime: Arc<Runtime>,
+    /// The client's directory, the base of its calls' paths (`tool::Ctx::cwd`).
+    pub(crate) cwd: PathBuf,
     /// The version agreed by `initialize`, once a legacy client has said hello.
     legacy: Mutex<Option<String>>,
     /// The first client name seen; set once, so reading it never takes a lock.
@@ -74,8 +77,8 @@ pub(crate) struct Mcp {
 }
 
 impl Mcp {
-    pub(crate) fn new(runtime: Arc<Runtime>) -> Mcp {
-        Mcp { runtime, legacy: Mutex::new(None), client: OnceLock::new() }
+    pub(crate) fn new(runtime: Arc<Runtime>, cwd: PathBuf) -> Mcp {
+        Mcp { runtime, cwd, legacy: Mutex::new(None), client: OnceLock::new() }
     }
 
     /// The MCP client's name and version, once it has told us.
@@ -203,7 +206,12 @@ impl Mcp {
                 format!("Unknown tool: {name}; tools/list shows the tools"),
             )
         })?;
-        let ctx = tool::Ctx { runtime: &*self.runtime, cancel: req.cancel, progress: req.progress };
+        let ctx = tool::Ctx {
+            runtime: &*self.runtime,
+            cwd: &self.cwd,
+            cancel: req.cancel,
+            progress: req.progress,
+        };
         Ok(tool.call(&ctx, arguments))
     }
 }

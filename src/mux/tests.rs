@@ -14,13 +14,13 @@ fn panes_reserved_together_get_their_final_tiles() {
     let window = mux.add_window(&session, None).unwrap();
     let (rows, cols) = (config().rows, config().cols);
     let place = Place::Window { session: &session, window: &window };
-    let three =
-        mux.reserve(&place, &[PaneArgs::default(), PaneArgs::default(), PaneArgs::default()]);
+    let shell = PaneArgs::shell("/".into());
+    let three = mux.reserve(&place, &[shell.clone(), shell.clone(), shell.clone()]);
     let want: Vec<(u16, u16)> =
         layout::tile(3, rows, cols).iter().map(|r| (r.rows, r.cols)).collect();
     assert_eq!(sizes(&three), want);
     // A slot still starting counts: the next pane is sized as the fourth.
-    let fourth = mux.reserve(&place, &[PaneArgs::default()]);
+    let fourth = mux.reserve(&place, &[PaneArgs::shell("/".into())]);
     let tile = layout::tile(4, rows, cols)[3];
     assert_eq!(sizes(&fourth), [(tile.rows, tile.cols)]);
 }
@@ -29,7 +29,7 @@ fn panes_reserved_together_get_their_final_tiles() {
 fn a_slot_dropped_unstarted_is_given_back() {
     let mux = Mux::default();
     let session = mux.ensure_session("s").unwrap();
-    let named = PaneArgs { name: Some("p".into()), ..PaneArgs::default() };
+    let named = PaneArgs { name: Some("p".into()), ..PaneArgs::shell("/".into()) };
     let place = Place::NewWindow { session: &session, name: None };
     drop(mux.reserve(&place, std::slice::from_ref(&named)));
     let inner = mux.inner.lock();

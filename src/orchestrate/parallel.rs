@@ -20,9 +20,10 @@ use crate::pane::activity::{InputWatch, quiet_period};
 use crate::pane::exit::{SignalField, write_exit};
 use crate::runtime::{Ctx, Tool};
 use crate::tool::args::Args;
-use crate::tool::{RUNS, schema::*};
+use crate::tool::{self, RUNS, schema::*};
 use crossbeam_channel::{Receiver, Select};
 use serde_json::{Value, json};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -117,7 +118,7 @@ enum End {
 
 fn run_parallel(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let started = Instant::now();
-    let tasks = parse_tasks(args)?;
+    let tasks = parse_tasks(args, ctx.cwd)?;
     let tiled = match args.str("layout")?.unwrap_or(LAYOUTS[0]) {
         "hidden" => false,
         "tiled" => true,
@@ -166,8 +167,9 @@ fn run_parallel(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     }))
 }
 
-/// Checks every command before anything starts.
-fn parse_tasks(args: &Args<'_>) -> Result<Vec<Task>> {
+/// Checks every command before anything starts; a relative `cwd` is taken from `base`, the
+/// caller's directory.
+fn parse_tasks(args: &Args<'_>, base: &Path) -> Result<Vec<Task>> {
     let items = args.array("commands")?.ok_or_else(|| {
         Error::invalid("argument 'commands' is required: a list of {command, cwd?, name?, env?}")
     })?;
@@ -180,14 +182,14 @@ fn parse_tasks(args: &Args<'_>) -> Result<Vec<Task>> {
     let tasks = items
         .iter()
         .enumerate()
-        .map(|(i, item)| parse_task(i, item))
+        .map(|(i, item)| parse_task(base, i, item))
         .collect::<Result<Vec<_>>>()?;
     let names: Vec<String> = tasks.iter().map(|t| t.name.clone()).collect();
     check_unique(&names, "commands")?;
     Ok(tasks)
 }
 
-fn parse_task(index: usize, item: &Value) -> Result<Task> {
+fn parse_task(base: &Path, index: usize, item: &Value) -> Result<Task> {
     let what = format!("commands[{index}]");
     let item = Args::object(&what, item)?;
     let unknown = item.unknown(&["command", "cwd", "name", "env"]);
@@ -197,10 +199,14 @@ fn parse_task(index: usize, item: &Value) -> Result<Task> {
         )));
     }
     let command = command(&item, &what)?;
-    let cwd = item.path("cwd")?;
-    if let Some(cwd) = &cwd {
-        check_cwd(cwd, &what)?;
-    }
+    let cwd = match item.path("cwd")? {
+        Some(dir) => {
+            let dir = tool::dir(base, Some(dir));
+            check_cwd(&dir, &what)?;
+            dir
+        }
+        None => tool::dir(base, None),
+    };
     let name = item.name("name")?.unwrap_or_else(|| format!("task-{}", index + 1));
     let env = item.env("env")?;
     Ok(Task {
@@ -425,7 +431,7 @@ mod tests {
 
     fn parse(value: Value) -> Result<Vec<Task>> {
         let map: Map<String, Value> = value.as_object().unwrap().clone();
-        parse_tasks(&Args::new(&map))
+        parse_tasks(&Args::new(&map), Path::new("/"))
     }
 
     #[test]

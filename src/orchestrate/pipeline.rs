@@ -31,12 +31,12 @@ use crate::pane::exit::{Exit, SignalField, write_exit};
 use crate::runtime::{Ctx, Tool};
 use crate::tool::args::Args;
 use crate::tool::call::Progress;
-use crate::tool::{RUNS, schema::*};
+use crate::tool::{self, RUNS, schema::*};
 use crossbeam_channel::{Receiver, after, never, select};
 use serde_json::{Value, json};
 use std::fs::File;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -107,7 +107,8 @@ struct Step {
 
 struct Plan {
     steps: Vec<Step>,
-    cwd: Option<PathBuf>,
+    /// Where the shell starts: the caller's `cwd`, taken from the caller's directory.
+    cwd: PathBuf,
     env: Vec<(String, String)>,
     stop_on_error: bool,
     timeout: Duration,
@@ -148,7 +149,7 @@ struct Run<'a> {
 
 fn run_pipeline(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let started = Instant::now();
-    let plan = parse_plan(args)?;
+    let plan = parse_plan(args, ctx.cwd)?;
     let dir = PrivateDir::create(&ctx.temp_dirs)?;
     let nonce = new_id().replace('-', "");
     let steps: Vec<&str> = plan.steps.iter().map(|s| s.command.as_str()).collect();
@@ -199,7 +200,7 @@ fn run_pipeline(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     answer
 }
 
-fn parse_plan(args: &Args<'_>) -> Result<Plan> {
+fn parse_plan(args: &Args<'_>, base: &Path) -> Result<Plan> {
     let items = args.array("commands")?.ok_or_else(|| {
         Error::invalid("argument 'commands' is required: a list of {command, name?}")
     })?;
@@ -215,10 +216,14 @@ fn parse_plan(args: &Args<'_>) -> Result<Plan> {
         .map(|(i, item)| parse_step(i, item))
         .collect::<Result<Vec<_>>>()?;
     check_unique(&steps.iter().map(|s| s.name.clone()).collect::<Vec<_>>(), "steps")?;
-    let cwd = args.path("cwd")?;
-    if let Some(cwd) = &cwd {
-        check_cwd(cwd, "pipeline")?;
-    }
+    let cwd = match args.path("cwd")? {
+        Some(dir) => {
+            let dir = tool::dir(base, Some(dir));
+            check_cwd(&dir, "pipeline")?;
+            dir
+        }
+        None => tool::dir(base, None),
+    };
     Ok(Plan {
         steps,
         cwd,
@@ -603,7 +608,7 @@ mod tests {
                 .iter()
                 .map(|c| Step { name: String::new(), command: (*c).to_string() })
                 .collect(),
-            cwd: None,
+            cwd: PathBuf::from("/"),
             env: Vec::new(),
             stop_on_error,
             timeout: Duration::from_secs(1),

@@ -77,7 +77,8 @@ pub(crate) struct Spec {
     /// What the pane's `command` shows, when not the command itself (a pipeline's steps rather
     /// than its driver line).
     pub(crate) shown: Option<String>,
-    pub(crate) cwd: Option<PathBuf>,
+    /// Where it starts: absolute, or relative to fugue's own directory.
+    pub(crate) cwd: PathBuf,
     pub(crate) env: Vec<(String, String)>,
     pub(crate) rows: u16,
     pub(crate) cols: u16,
@@ -113,7 +114,7 @@ impl Pane {
     /// Starts the pane; a live shell registers its private directory in `temp_dirs`.
     pub(crate) fn spawn(mut spec: Spec, temp_dirs: &Arc<TempDirs>) -> Result<Arc<Pane>> {
         let cfg = crate::config::config();
-        let cwd = resolve_cwd(spec.cwd.clone())?;
+        let cwd = resolve_cwd(&spec.cwd)?;
         let size = PtySize { rows: spec.rows, cols: spec.cols, pixel_width: 0, pixel_height: 0 };
         let pair = crate::inherit::open_pty(size)?;
         let live = match (spec.live.take(), &spec.command) {
@@ -360,24 +361,13 @@ fn spawn_err(e: impl std::fmt::Display) -> Error {
     Error::new(ErrorKind::SpawnFailed, format!("cannot set up the pty: {e}"))
 }
 
-/// The pane's working directory as an absolute path: a relative `cwd` is taken from fugue's own,
-/// so that what the pane reports is where it runs, whatever directory the reader is in.
-fn resolve_cwd(cwd: Option<PathBuf>) -> Result<PathBuf> {
-    // A shared server sits in `/`: its panes start, and relative paths start, where its first
-    // front was started.
-    let base = match crate::server::host::default_cwd() {
-        Some(dir) => dir.clone(),
-        None => std::env::current_dir()?,
-    };
-    match cwd {
-        Some(dir) => {
-            let dir = std::path::absolute(base.join(&dir)).map_err(|e| {
-                Error::new(ErrorKind::BadCwd, format!("cwd {}: {e}", dir.display()))
-            })?;
-            check_cwd(&dir).map(|()| dir)
-        }
-        None => Ok(base),
-    }
+/// The pane's working directory as an absolute path, so that what the pane reports is where it
+/// runs, whatever directory the reader is in. The caller made a relative `cwd` relative to its
+/// own directory (`tool::Ctx::dir`); `.` only stands for a directory that could not be read.
+fn resolve_cwd(cwd: &std::path::Path) -> Result<PathBuf> {
+    let dir = std::path::absolute(cwd)
+        .map_err(|e| Error::new(ErrorKind::BadCwd, format!("cwd {}: {e}", cwd.display())))?;
+    check_cwd(&dir).map(|()| dir)
 }
 
 /// Checks that a process can start in `cwd`: it exists and is a directory.

@@ -317,7 +317,7 @@ pub(crate) fn add_exit(value: &mut Value, pane: &Pane) {
 }
 
 /// The pane arguments shared by the create tools.
-fn pane_args(args: &Args<'_>, name_key: Option<&str>) -> Result<PaneArgs> {
+fn pane_args(ctx: &Ctx<'_>, args: &Args<'_>, name_key: Option<&str>) -> Result<PaneArgs> {
     let command = args.str("command")?.map(str::to_string);
     if command.as_deref().is_some_and(|c| c.trim().is_empty()) {
         return Err(Error::invalid(
@@ -330,7 +330,7 @@ fn pane_args(args: &Args<'_>, name_key: Option<&str>) -> Result<PaneArgs> {
             None => None,
         },
         command,
-        cwd: args.path("cwd")?,
+        cwd: ctx.dir(args.path("cwd")?),
         env: args.env("env")?,
         integration: args.bool("integration")?.unwrap_or(INTEGRATION),
     })
@@ -346,7 +346,8 @@ const INTEGRATION: bool = true;
 
 fn create_session(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let name = args.name("name")?;
-    let (session_id, window_id, pane) = ctx.mux.create_session(name, pane_args(args, None)?)?;
+    let (session_id, window_id, pane) =
+        ctx.mux.create_session(name, pane_args(ctx, args, None)?)?;
     Ok(
         json!({"session_id": session_id, "window_id": window_id, "pane_id": pane.id, "pid": pane.pid}),
     )
@@ -355,14 +356,14 @@ fn create_session(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
 fn create_window(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let session = args.required_str("session_id")?;
     let name = args.name("name")?;
-    let pane = ctx.mux.create_window(session, name, pane_args(args, None)?)?;
+    let pane = ctx.mux.create_window(session, name, pane_args(ctx, args, None)?)?;
     Ok(json!({"window_id": pane.window_id, "pane_id": pane.id, "pid": pane.pid}))
 }
 
 fn create_pane(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let session = args.required_str("session_id")?;
     let window = args.required_str("window_id")?;
-    let pane = ctx.mux.create_pane(session, window, pane_args(args, Some("name"))?)?;
+    let pane = ctx.mux.create_pane(session, window, pane_args(ctx, args, Some("name"))?)?;
     Ok(json!({"pane_id": pane.id, "pid": pane.pid}))
 }
 

@@ -14,7 +14,6 @@ use std::io::Write;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::os::unix::net::UnixListener;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -31,7 +30,6 @@ pub(crate) fn main(name: &str) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
     let ready = match detach(&log) {
         Ok(ready) => ready,
         Err(e) => {
@@ -43,7 +41,7 @@ pub(crate) fn main(name: &str) -> ExitCode {
     crate::log::cap(LOG_CAP);
     crate::log::warn(&format!("server {name:?} starting, pid {}", std::process::id()));
     match bind(&paths) {
-        Ok((pid_lock, listener)) => host::run(paths, listener, pid_lock, ready, cwd),
+        Ok((pid_lock, listener)) => host::run(paths, listener, pid_lock, ready),
         Err(e) => {
             crate::log::error(&e.to_string());
             let _ = writeln!(ready, "error: {e}");

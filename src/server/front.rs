@@ -99,7 +99,10 @@ fn connect(paths: &Paths, role: Role) -> Result<Found> {
         }
         Err(e) => return Err(super::io_error(&paths.sock, &e)),
     };
-    let hello = Hello::new(Some(role), None);
+    let mut hello = Hello::new(Some(role), None);
+    if role == Role::Front {
+        hello.cwd = own_cwd();
+    }
     if (&stream).write_all(&hello.line()).is_err() {
         return Ok(Found::Closed);
     }
@@ -123,6 +126,25 @@ fn connect(paths: &Paths, role: Role) -> Result<Found> {
         Some(server) => Ok(Found::Server(Link { stream, input, server })),
         None => Ok(Found::Unresponsive),
     }
+}
+
+/// The front's directory as its hello names it. One that cannot be read (removed) or is not
+/// UTF-8 is left out, and the server takes its own, `/`, instead: a front never borrows another
+/// front's directory.
+fn own_cwd() -> Option<String> {
+    let unusable = |why: String| {
+        crate::log::warn(&format!("{why}; panes made without a cwd start in /"));
+    };
+    let dir = std::env::current_dir()
+        .map_err(|e| unusable(format!("cannot read the current directory: {e}")))
+        .ok()?;
+    dir.into_os_string()
+        .into_string()
+        .map_err(|dir| {
+            let shown = std::path::Path::new(&dir).display().to_string();
+            unusable(format!("the current directory {shown} is not UTF-8 text"));
+        })
+        .ok()
 }
 
 /// A server of another wire protocol: ended and replaced if it holds nothing, refused otherwise.

@@ -3,8 +3,9 @@
 //! One thread accepts on `NAME.sock`. Every connection from our own uid is counted at once (so the
 //! server never ends while one is being set up) and gets a thread that exchanges hellos and then,
 //! for a front, runs the ordinary JSON-RPC loop (`rpc::Server`) over the socket with an `Mcp` of
-//! its own on the shared `Mux`: both MCP eras, progress and cancellation work as over stdio, and
-//! ids never cross between fronts. A front that goes away — however it goes — is an end of input:
+//! its own on the shared `Mux`, working in the directory the front's hello names: both MCP eras,
+//! progress and cancellation work as over stdio, paths are the front's, and ids never cross
+//! between fronts. A front that goes away — however it goes — is an end of input:
 //! its calls in flight are cancelled, and nothing else changes. A janitor ends the server once it
 //! holds no session, no front and no running agent pipeline (tmux's exit-empty); a signal or a
 //! `kill` hello ends it at once. Ending is one ordered path: stop taking fronts, remove the socket,
@@ -13,7 +14,7 @@
 use super::{FileLock, Hello, Paths, Role, State};
 use crate::control::wire;
 use crate::mcp::Mcp;
-use crate::mux::unix_ms;
+use crate::mux::{ORCHESTRATION_SESSION, unix_ms};
 use crate::rpc::{Server, Stop, Writer};
 use crate::runtime::Runtime;
 use crossbeam_channel::{Receiver, Sender, after, never, select};
@@ -75,13 +76,6 @@ pub(crate) struct Host {
 }
 
 static HOST: OnceLock<Arc<Host>> = OnceLock::new();
-static DEFAULT_CWD: OnceLock<PathBuf> = OnceLock::new();
-
-/// The directory panes start in when a call names none: the one the first front was started in
-/// (the server itself sits in `/`). `None` outside a shared server.
-pub(crate) fn default_cwd() -> Option<&'static PathBuf> {
-    DEFAULT_CWD.get()
-}
 
 /// What `fugue ls` shows of this process when it is a shared server.
 pub(crate) fn info() -> Option<Value> {
@@ -93,7 +87,7 @@ pub(crate) fn info() -> Option<Value> {
         .filter_map(|f| {
             let (mcp, _) = f.session.as_ref()?;
             let client = mcp.client().map(|c| json!({"name": c.name, "version": c.version}));
-            Some(json!({"pid": f.pid, "since": unix_ms(f.since), "client": client}))
+            Some(json!({"pid": f.pid, "since": unix_ms(f.since), "client": client, "cwd": mcp.cwd}))
         })
         .collect();
     list.sort_by_key(|f| f["since"].as_u64());
@@ -106,9 +100,7 @@ pub(crate) fn run(
     listener: UnixListener,
     pid_lock: FileLock,
     mut ready: std::fs::File,
-    cwd: PathBuf,
 ) -> ExitCode {
-    let _ = DEFAULT_CWD.set(cwd);
     let (end_tx, end_rx) = crossbeam_channel::bounded::<End>(8);
     let on_signal = end_tx.clone();
     if let Err(e) = ctrlc::set_handler(move || {
@@ -117,7 +109,8 @@ pub(crate) fn run(
         crate::log::warn(&format!("cannot install the signal handler: {e}"));
     }
     let runtime = Arc::new(Runtime::start(true));
-    let control = crate::control::server::start(Arc::new(Mcp::new(runtime.clone())))
+    // The control socket makes no tool calls; its `cwd` (in `fugue ls`) is the server's own.
+    let control = crate::control::server::start(Arc::new(Mcp::new(runtime.clone(), "/".into())))
         .map_err(|e| crate::log::warn(&format!("no control socket: {e}")))
         .ok();
     let (wake_tx, wake_rx) = crossbeam_channel::bounded(1);
@@ -230,13 +223,14 @@ impl Host {
                 let _ = self.end.try_send(End::Kill);
             }
             Role::Front if theirs.proto != super::proto() => {}
-            Role::Front => self.session(&stream, input, id),
+            Role::Front => self.session(&stream, input, id, front_cwd(theirs.cwd)),
         }
     }
 
-    fn session(&self, stream: &UnixStream, input: BufReader<UnixStream>, id: u64) {
+    /// One front's MCP session: its calls work in its directory `cwd`, as in-process.
+    fn session(&self, stream: &UnixStream, input: BufReader<UnixStream>, id: u64, cwd: PathBuf) {
         let Ok(out) = stream.try_clone() else { return };
-        let mcp = Arc::new(Mcp::new(self.runtime.clone()));
+        let mcp = Arc::new(Mcp::new(self.runtime.clone(), cwd));
         // Nobody listens for the writer's stop: a failed write shuts the socket down instead,
         // which ends the read loop below.
         let (stop, _) = crossbeam_channel::bounded::<Stop>(1);
@@ -253,7 +247,7 @@ impl Host {
     fn state(&self) -> State {
         let (sessions, panes) = self.runtime.mux.with_sessions(|sessions, _| {
             let panes = sessions.iter().flat_map(|s| &s.windows).map(|w| w.panes.len()).sum();
-            (sessions.len(), panes)
+            (held(sessions), panes)
         });
         let fronts = self.fronts.lock().live.values().filter(|f| f.session.is_some()).count();
         State {
@@ -305,7 +299,7 @@ impl Host {
     /// this one's pid lock) instead of being turned away.
     fn close_if_empty(&self) -> bool {
         let mut fronts = self.fronts.lock();
-        let sessions = self.runtime.mux.with_sessions(|sessions, _| sessions.len());
+        let sessions = self.runtime.mux.with_sessions(|sessions, _| held(sessions));
         if fronts.live.is_empty() && sessions == 0 && !self.pipelines_running() {
             fronts.closing = true;
             let _ = std::fs::remove_file(&self.paths.sock);
@@ -336,6 +330,21 @@ impl Host {
         drop(control);
         self.runtime.shutdown();
     }
+}
+
+/// The directory a front's calls work in: the one its hello names; the server's own (`/`) when
+/// it names none (it could not read its own, or not as text) or names a relative one.
+fn front_cwd(named: Option<String>) -> PathBuf {
+    match named.map(PathBuf::from) {
+        Some(dir) if dir.is_absolute() => dir,
+        _ => PathBuf::from("/"),
+    }
+}
+
+/// The sessions that keep a server alive. The orchestration session outlives its last run's
+/// window; empty, it holds nothing, so a server whose fronts only ran commands still ends.
+fn held(sessions: &[crate::mux::Session]) -> usize {
+    sessions.iter().filter(|s| !(s.name == ORCHESTRATION_SESSION && s.windows.is_empty())).count()
 }
 
 /// The socket as the rpc writer's output: a failed or timed-out write ends the connection.

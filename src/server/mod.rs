@@ -24,9 +24,12 @@ use std::time::{Duration, Instant};
 
 /// The wire protocol spoken after the hello. Bump it on any change a peer of the other version
 /// would misread; the hello itself (`Hello`) never changes shape.
-pub(crate) const PROTO: u32 = 1;
-/// The longest hello line either side reads.
-pub(crate) const MAX_HELLO: usize = 4096;
+/// 2: a front's hello names its directory, the base of its calls' paths (a server of 1 would
+/// ignore it and start the front's panes in another front's directory).
+pub(crate) const PROTO: u32 = 2;
+/// The longest hello line either side reads: room for a front's directory of `PATH_MAX` (4096)
+/// bytes even if every byte were escaped (`\u00XX`).
+pub(crate) const MAX_HELLO: usize = 32 << 10;
 /// How long a peer may take to say hello before it counts as unresponsive.
 pub(crate) const HELLO_TIMEOUT: Duration = Duration::from_secs(3);
 
@@ -67,6 +70,10 @@ pub(crate) struct Hello {
     /// Sent by the connecting side.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) role: Option<Role>,
+    /// Sent by a front: the directory it was started in, where its calls' panes start and from
+    /// which their relative paths are taken, as in-process. Absent when it is not UTF-8 text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) cwd: Option<String>,
     /// Sent by the server: what it holds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) state: Option<State>,
@@ -90,6 +97,7 @@ impl Hello {
             version: version(),
             pid: std::process::id(),
             role,
+            cwd: None,
             state,
         }
     }
@@ -292,10 +300,28 @@ mod tests {
             String::from_utf8(hello.line()).unwrap(),
             "{\"fugue\":\"hello\",\"proto\":1,\"version\":\"0.1.0\",\"pid\":7,\"role\":\"front\"}\n"
         );
+        // Since wire protocol 2 a front names its directory; the fields before it are unchanged.
+        hello.proto = 2;
+        hello.cwd = Some("/home/u/repo".into());
+        assert_eq!(
+            String::from_utf8(hello.line()).unwrap(),
+            "{\"fugue\":\"hello\",\"proto\":2,\"version\":\"0.1.0\",\"pid\":7,\"role\":\"front\",\"cwd\":\"/home/u/repo\"}\n"
+        );
+        let front = Hello::parse(&hello.line()).unwrap();
+        assert_eq!(front.cwd.as_deref(), Some("/home/u/repo"));
         let server = br#"{"fugue":"hello","proto":9,"version":"9.0","pid":3,"state":{"name":"d","sessions":1,"panes":2,"fronts":0,"started_at":5},"later":true}"#;
         let hello = Hello::parse(server).unwrap();
         assert_eq!(hello.proto, 9);
         assert_eq!(hello.state.unwrap().panes, 2);
         assert!(Hello::parse(br#"{"jsonrpc":"2.0"}"#).is_none());
+    }
+
+    /// The longest directory a front can be in (`PATH_MAX`), every byte escaped, still fits.
+    #[test]
+    fn a_front_in_the_longest_directory_fits_in_a_hello() {
+        let mut hello = Hello::new(Some(Role::Front), None);
+        hello.version = "x".repeat(100);
+        hello.cwd = Some("\u{1}".repeat(4096));
+        assert!(hello.line().len() <= MAX_HELLO, "{}", hello.line().len());
     }
 }

@@ -5,8 +5,8 @@
 //! `export`, functions and aliases stay). The shell's next prompt record, which names the exec,
 //! gives the status and the directory; the marks tagged with the exec's id and the prompt's number
 //! delimit its output. A pane that is busy gets `pane_busy` and nothing is typed; a shell still
-//! starting is waited for. Without `pane_id` the command goes to fugue's own shell pane, made on
-//! first use in the session `shell`.
+//! starting is waited for. Without `pane_id` the command goes to fugue's own shell pane for the
+//! caller's directory, made on first use in the session `shell`.
 
 use super::Shell;
 use super::wait::{self, Outcome, Until, Wait};
@@ -19,6 +19,7 @@ use crate::tool::{RUNS, schema::*};
 use crossbeam_channel::{after, select};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -190,20 +191,22 @@ fn first_line(command: &str) -> &str {
     &line[..line.len().min(line.char_indices().nth(60).map_or(line.len(), |(i, _)| i))]
 }
 
-/// fugue's own shell pane: made on first use in the session `shell`, in fugue's directory, and
-/// kept between calls; made again if it was closed or its shell exited.
+/// fugue's own shell pane for the caller's directory: made on first use in the session `shell`,
+/// in that directory, and kept between calls; made again if it was closed or its shell exited.
+/// In-process there is one directory, so one pane. In a shared server, fronts started in one
+/// directory share its pane (a restarted agent finds its shell as it left it), and an agent in
+/// another directory gets its own: none runs its commands in another's shell unless it names it.
 fn default_pane(ctx: &Ctx<'_>) -> Result<Arc<Pane>> {
-    static DEFAULT: Mutex<Option<String>> = Mutex::new(None);
-    let mut id = DEFAULT.lock();
-    if let Some(pane) = id.as_deref().and_then(|id| ctx.mux.pane(id).ok())
-        && pane.is_running()
-    {
-        return Ok(pane);
+    // Directory and pane id. Entries whose shell is gone are dropped on every use, so the list
+    // holds no more than the default panes still running.
+    static DEFAULTS: Mutex<Vec<(PathBuf, String)>> = Mutex::new(Vec::new());
+    let mut defaults = DEFAULTS.lock();
+    defaults.retain(|(_, id)| ctx.mux.pane(id).is_ok_and(|pane| pane.is_running()));
+    if let Some((_, id)) = defaults.iter().find(|(dir, _)| dir == ctx.cwd) {
+        return ctx.mux.pane(id);
     }
-    let args =
-        PaneArgs { name: None, command: None, cwd: None, env: Vec::new(), integration: true };
     let session = ctx.mux.ensure_session(SHELL_SESSION)?;
-    let pane = ctx.mux.create_window(&session, None, args)?;
-    *id = Some(pane.id.clone());
+    let pane = ctx.mux.create_window(&session, None, PaneArgs::shell(ctx.dir(None)))?;
+    defaults.push((ctx.cwd.to_path_buf(), pane.id.clone()));
     Ok(pane)
 }

@@ -15,12 +15,33 @@ use args::Args;
 use call::{Cancel, Progress};
 use serde_json::{Map, Value, json};
 use std::ops::Deref;
+use std::path::{Path, PathBuf};
 
-/// What a handler gets: the runtime it acts on, and its call's cancellation and progress.
+/// What a handler gets: the runtime it acts on, the caller's directory, and its call's
+/// cancellation and progress.
 pub(crate) struct Ctx<'a, R> {
     pub(crate) runtime: &'a R,
+    /// Where the caller works: fugue's own directory in-process, the front's in a shared server.
+    /// Paths in arguments are relative to it, and what names no directory runs in it.
+    pub(crate) cwd: &'a Path,
     pub(crate) cancel: &'a Cancel,
     pub(crate) progress: &'a Progress,
+}
+
+impl<R> Ctx<'_, R> {
+    /// A directory argument as the caller means it (see `dir`).
+    pub(crate) fn dir(&self, path: Option<PathBuf>) -> PathBuf {
+        dir(self.cwd, path)
+    }
+}
+
+/// A directory argument as a caller working in `base` means it: relative to `base`, which is also
+/// the answer when the argument is absent.
+pub(crate) fn dir(base: &Path, path: Option<PathBuf>) -> PathBuf {
+    match path {
+        Some(path) => base.join(path),
+        None => base.to_path_buf(),
+    }
 }
 
 /// A handler reaches the runtime's parts directly (`ctx.mux`): the runtime is what it acts on.
@@ -233,7 +254,7 @@ mod tests {
 
     fn call(arguments: Value) -> Value {
         let (cancel, progress) = (Cancel::default(), Progress::none());
-        let ctx = Ctx { runtime: &(), cancel: &cancel, progress: &progress };
+        let ctx = Ctx { runtime: &(), cwd: Path::new("/"), cancel: &cancel, progress: &progress };
         Registered::new(&ECHO).call(&ctx, arguments.as_object().unwrap())
     }
 
@@ -243,6 +264,16 @@ mod tests {
         assert_eq!(result["structuredContent"], json!({"said": "hi"}));
         assert_eq!(result["content"][0]["text"], r#"{"said":"hi"}"#);
         assert!(result.get("isError").is_none());
+    }
+
+    #[test]
+    fn directories_are_taken_from_the_callers() {
+        let (cancel, progress) = (Cancel::default(), Progress::none());
+        let ctx =
+            Ctx { runtime: &(), cwd: Path::new("/w/repo"), cancel: &cancel, progress: &progress };
+        assert_eq!(ctx.dir(None), Path::new("/w/repo"));
+        assert_eq!(ctx.dir(Some("sub/x".into())), Path::new("/w/repo/sub/x"));
+        assert_eq!(ctx.dir(Some("/abs".into())), Path::new("/abs"));
     }
 
     #[test]
