@@ -73,6 +73,18 @@ fn bash_read_silent_asks() {
     assert_eq!(answer["line"], "Password:");
 }
 
+/// fish's `read` polls the terminal beside its universal-variable notifier, a FIFO it holds open
+/// for reading and writing (fish 3), and an eventfd.
+#[test]
+fn fish_read_asks() {
+    if !installed("fish") {
+        return;
+    }
+    let mut f = fugue();
+    let answer = asks(&mut f, "fish -c \"read -P 'ok? ' x; echo got \\$x\"");
+    assert_eq!(answer["line"], "ok?");
+}
+
 #[test]
 fn python_input_asks() {
     if !installed("python3") {
@@ -235,6 +247,19 @@ fn a_reader_of_a_fifo_does_not_ask() {
     assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
     let mut f = fugue();
     does_not_ask(&mut f, &format!("cat {}", fifo.display()));
+    // Held for reading and writing, a FIFO is the program's own wake-up, but not the terminal.
+    does_not_ask(&mut f, &format!("cat <>{}", fifo.display()));
+    // Beside the terminal, a FIFO only read is the world's: whoever writes it wakes the program.
+    if installed("python3") {
+        does_not_ask(
+            &mut f,
+            &format!(
+                "python3 -c 'import os, select, sys; r = os.open(\"{}\", os.O_RDONLY | \
+                 os.O_NONBLOCK); select.select([sys.stdin, r], [], [])'",
+                fifo.display()
+            ),
+        );
+    }
 }
 
 #[test]

@@ -166,6 +166,23 @@ fn expect_matches_text_split_across_reads() {
     assert_eq!(out["line"], "READY");
 }
 
+/// A pattern over two lines whose second line comes in a later read: the waiting expect has
+/// already searched the first (its progress notification says it is waiting), and must still see
+/// it. This once missed under load, when `echo; pwd` output came in two reads.
+#[test]
+fn a_pattern_over_lines_matches_when_they_arrive_apart() {
+    let mut f = Fugue::start();
+    let pane = f.pane("stty -echo; printf 'first\\n'; read go; printf 'second\\n'; read end");
+    f.expect(&pane, "^first$");
+    let args = json!({"pane_id": pane, "pattern": r"^first\nsecond$", "timeout_ms": 20000});
+    let id = f.submit("tools/call", tool_params("fugue_expect", args, Some("apart")));
+    wait_for_progress(&mut f, "apart");
+    f.call("fugue_send_input", json!({"pane_id": pane, "input": "go", "submit": true}));
+    let found = structured(&f.response(&id));
+    assert_eq!(found["status"], "matched", "{found}");
+    assert_eq!(found["match"], "first\nsecond", "{found}");
+}
+
 #[test]
 fn expect_matches_utf8_split_across_reads() {
     let mut f = Fugue::start();

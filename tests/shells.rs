@@ -118,13 +118,16 @@ fn a_syntax_error_fails_one_step_and_the_shell_goes_on_in_every_shell() {
     }
 }
 
-/// A step waiting in the shell's own `read` is interrupted at the timeout; the shell survives, the
-/// rest of the step does not run, and the kept pane becomes the interactive shell with the state
-/// the steps left. bash and zsh restart `read` after a trap that returns normally, so this once
-/// waited for the kill grace and then killed the pane.
+/// A step waiting in the shell's own `read` is interrupted at the timeout (`on_input: wait`: else
+/// the read is stopped as asking after a quiet second); the shell survives, the rest of the step
+/// does not run, and the kept pane becomes the interactive shell with the state the steps left.
+/// bash and zsh restart `read` after a trap that returns normally, so this once waited for the
+/// kill grace and then killed the pane.
 #[test]
 fn a_timed_out_read_leaves_an_interactive_shell_in_every_shell() {
-    const TIMEOUT_MS: u64 = 1000;
+    /// Time for the shell to start and run the first step on a busy machine (zsh took 1.2 s
+    /// under load), so that the timeout finds the second step in its `read`.
+    const TIMEOUT_MS: u64 = 3000;
     /// The grace after which fugue kills a step that ignored the interrupt.
     const KILL_GRACE_MS: u64 = 2000;
     for (name, shell) in installed(&SHELLS) {
@@ -136,7 +139,7 @@ fn a_timed_out_read_leaves_an_interactive_shell_in_every_shell() {
                 {"command": "export KEPT=yes"},
                 {"name": "ask", "command": "read -r answer; echo \"continued-$answer\""},
                 {"command": "echo never-run"},
-            ], "timeout_ms": TIMEOUT_MS, "cleanup": false}),
+            ], "timeout_ms": TIMEOUT_MS, "on_input": "wait", "cleanup": false}),
         );
         assert_eq!(out["status"], "timeout", "{name}: {out}");
         assert_eq!(out["failed_at"], "ask", "{name}: {out}");

@@ -3,8 +3,9 @@
 //! The call subscribes to the pane's output events, then scans: the text view of everything from its
 //! start point on, rendered line by line, so colours and `\r` redraws cannot hide a match. It sleeps
 //! in `select!` until the reader announces new output, the process exits, the deadline passes or
-//! the client cancels. Each wake scans only from the first line not yet complete, so a long wait
-//! over a chatty pane does linear work.
+//! the client cancels. Each wake scans from the first line not yet complete, and the last few
+//! complete lines before it for a match that spans lines, so a long wait over a chatty pane does
+//! linear work.
 
 use crate::config::config;
 use crate::error::{Error, ErrorKind, Result};
@@ -27,6 +28,11 @@ use std::time::{Duration, Instant};
 /// a match at its end was missed until the deadline. A match inside such a line must fit in its
 /// last 64 KiB.
 const RESCAN_LIMIT: usize = 64 << 10;
+/// How many complete lines (`CONTEXT_LINES`, at most `CONTEXT_BYTES` of output) a wake searches
+/// again with the new output: a match that spans lines is found however its lines arrive when
+/// those lines, whole, are at most 32 and 8 KiB.
+const CONTEXT_LINES: usize = 32;
+const CONTEXT_BYTES: usize = 8 << 10;
 // Defaults of absent arguments, declared in the schema and applied by the handler.
 /// `timeout_ms`: one minute.
 const TIMEOUT_MS: u64 = 60_000;
@@ -326,8 +332,14 @@ impl Scan {
                 .or_else(|| self.search(&bytes[tail_from..keep], tail_start, alt_at(tail_start)))
         };
         if found.is_none() {
-            // Complete lines are done; the unfinished line is searched again next time.
-            self.from = start + tail_from as u64;
+            // The unfinished line is searched again next time, and so are the complete lines
+            // before it that a match spanning lines could still begin in.
+            let next = if tail_from == line_start {
+                context_start(&bytes[..line_start])
+            } else {
+                tail_from
+            };
+            self.from = start + next as u64;
         }
         Step { found, exited: exited && !behind, closed, end: scanned, behind }
     }
@@ -349,6 +361,29 @@ impl Scan {
         let groups =
             caps.iter().skip(1).map(|g| g.map_or(Value::Null, |m| json!(m.as_str()))).collect();
         Some(Found { matched: whole.as_str().to_string(), line, groups, offset })
+    }
+}
+
+/// Where the next scan begins in `complete`, raw output made of whole lines: at the last
+/// `CONTEXT_LINES` of them, as many as fit in `CONTEXT_BYTES`. A pattern may span lines (`\n`),
+/// and its lines may arrive in separate reads: the scan that sees its last line must still see its
+/// first. Bounded, so that a chatty pane is not searched again in full on every read.
+fn context_start(complete: &[u8]) -> usize {
+    let floor = complete.len().saturating_sub(CONTEXT_BYTES);
+    let mut line_ends = complete[floor..]
+        .iter()
+        .enumerate()
+        .rev()
+        .filter(|(_, b)| **b == b'\n')
+        .map(|(i, _)| floor + i + 1);
+    match line_ends.nth(CONTEXT_LINES) {
+        Some(start) => start,
+        None if floor == 0 => 0,
+        // The first line that begins inside the window; `complete` ends with a newline.
+        None => complete[floor - 1..]
+            .iter()
+            .position(|b| *b == b'\n')
+            .map_or(complete.len(), |p| floor + p),
     }
 }
 
@@ -430,6 +465,19 @@ mod tests {
         assert!(compile(r"^\w+$").unwrap().is_match("naïve"));
         let err = compile(r"\p{Greek}").unwrap_err();
         assert_eq!(err.code(), "invalid_regex");
+    }
+
+    #[test]
+    fn the_next_scan_keeps_the_last_lines_that_fit() {
+        assert_eq!(context_start(b""), 0);
+        assert_eq!(context_start(b"a\nb\n"), 0, "fewer lines than kept: all of them");
+        let many = "x\n".repeat(CONTEXT_LINES + 8);
+        assert_eq!(context_start(many.as_bytes()), 16, "the last CONTEXT_LINES lines");
+        let line = format!("{}\n", "y".repeat(CONTEXT_BYTES / 2));
+        let long = line.repeat(3);
+        assert_eq!(context_start(long.as_bytes()), 2 * line.len(), "whole lines within the bytes");
+        let endless = format!("{}\n", "z".repeat(CONTEXT_BYTES + 1));
+        assert_eq!(context_start(endless.as_bytes()), endless.len(), "a line too long: none");
     }
 
     #[test]

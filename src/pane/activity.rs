@@ -13,7 +13,7 @@ use super::Pane;
 use crate::log;
 use std::fs;
 use std::io::ErrorKind;
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, FileTypeExt};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -300,8 +300,11 @@ enum FdKind {
     /// The pane's terminal, or `/dev/tty` (a foreground process's controlling terminal is the
     /// pane's).
     Terminal,
-    /// Wakes a program from inside itself: eventfd, signalfd, timerfd, or a pipe whose both ends
-    /// it holds (the self-pipe trick). A pipe from another process is `Other`: `sleep 9 | cat`.
+    /// Wakes a program from inside itself: eventfd, signalfd, timerfd, a pipe whose both ends
+    /// it holds (the self-pipe trick), or a named FIFO it opened for reading and writing, which
+    /// never ends and needs no other writer (fish's universal-variable notifier, polled beside the
+    /// terminal at its prompt and in its `read`). A pipe or FIFO only read is `Other`:
+    /// `sleep 9 | cat`, `cat <fifo`.
     Internal,
     /// An epoll set inside the set.
     Epoll,
@@ -348,6 +351,7 @@ impl Proc<'_> {
             .iter()
             .any(|k| link == format!("anon_inode:[{k}]"))
             || (link.starts_with("pipe:") && self.holds_twice(&link))
+            || (link.starts_with('/') && self.own_fifo(fd))
         {
             FdKind::Internal
         } else if link == "anon_inode:[eventpoll]" {
@@ -366,6 +370,19 @@ impl Proc<'_> {
             .take(2)
             .count();
         same == 2
+    }
+
+    /// Whether descriptor `fd` is a named FIFO opened for reading and writing (`O_RDWR`).
+    fn own_fifo(&self, fd: u64) -> bool {
+        let is_fifo = fs::metadata(format!("/proc/{}/fd/{fd}", self.pid))
+            .is_ok_and(|m| m.file_type().is_fifo());
+        is_fifo
+            && fs::read_to_string(format!("/proc/{}/fdinfo/{fd}", self.pid)).is_ok_and(|info| {
+                info.lines()
+                    .find_map(|l| l.strip_prefix("flags:"))
+                    .and_then(|f| i32::from_str_radix(f.trim(), 8).ok())
+                    .is_some_and(|flags| flags & libc::O_ACCMODE == libc::O_RDWR)
+            })
     }
 
     /// poll/ppoll: `count` `struct pollfd { int fd; short events, revents; }` at `addr`.
