@@ -14,9 +14,8 @@ use crate::report::Row;
 use serde_json::json;
 use std::fs::File;
 use std::io::{Read, Write};
-use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 pub const EXEC_FIG: &str = "`fugue_exec` of `true` in a live bash, call → answer";
@@ -94,23 +93,7 @@ impl Bare {
         let (master, slave) = pty::open()?;
         let mut cmd = Command::new(bash);
         cmd.arg("-i").env("HOME", home).env("TERM", "xterm-256color");
-        for stdio in 0..3 {
-            let fd = slave.try_clone().map_err(|e| e.to_string())?;
-            match stdio {
-                0 => cmd.stdin(Stdio::from(fd)),
-                1 => cmd.stdout(Stdio::from(fd)),
-                _ => cmd.stderr(Stdio::from(fd)),
-            };
-        }
-        // SAFETY: setsid and ioctl are async-signal-safe; the closure touches no parent state.
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::setsid() == -1 || libc::ioctl(0, libc::TIOCSCTTY, 0) == -1 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        pty::on_terminal(&mut cmd, &slave)?;
         let child = cmd.spawn().map_err(|e| format!("cannot start bash: {e}"))?;
         drop(slave);
         let mut bare = Bare { master: File::from(master), child, seen: Vec::new() };

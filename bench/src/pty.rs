@@ -19,23 +19,7 @@ pub fn drain(command: &str) -> R<(u64, Duration, Duration)> {
     let started = Instant::now();
     let mut cmd = Command::new("/bin/sh");
     cmd.arg("-c").arg(command);
-    for stdio in 0..3 {
-        let fd = slave.try_clone().map_err(|e| e.to_string())?;
-        match stdio {
-            0 => cmd.stdin(Stdio::from(fd)),
-            1 => cmd.stdout(Stdio::from(fd)),
-            _ => cmd.stderr(Stdio::from(fd)),
-        };
-    }
-    // SAFETY: setsid and ioctl are async-signal-safe; the closure touches no parent state.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::setsid() == -1 || libc::ioctl(0, libc::TIOCSCTTY, 0) == -1 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    on_terminal(&mut cmd, &slave)?;
     let mut child = cmd.spawn().map_err(|e| format!("cannot start /bin/sh: {e}"))?;
     // The parent's copies of the slave must close, or the master never sees end of file.
     drop(cmd);
@@ -76,4 +60,27 @@ pub fn open() -> R<(OwnedFd, OwnedFd)> {
         unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) };
     }
     Ok((master, slave))
+}
+
+/// Gives `cmd` the PTY's slave side as stdin, stdout and stderr, and makes it the leader of a new
+/// session whose controlling terminal that is, as a terminal starts a shell.
+pub fn on_terminal(cmd: &mut Command, slave: &OwnedFd) -> R<()> {
+    for stdio in 0..3 {
+        let fd = slave.try_clone().map_err(|e| e.to_string())?;
+        match stdio {
+            0 => cmd.stdin(Stdio::from(fd)),
+            1 => cmd.stdout(Stdio::from(fd)),
+            _ => cmd.stderr(Stdio::from(fd)),
+        };
+    }
+    // SAFETY: setsid and ioctl are async-signal-safe; the closure touches no parent state.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setsid() == -1 || libc::ioctl(0, libc::TIOCSCTTY, 0) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    Ok(())
 }

@@ -26,14 +26,14 @@ pub(crate) fn main(name: &str) -> ExitCode {
     let (paths, log) = match Paths::new(name).and_then(|p| Ok((super::log_path(name)?, p))) {
         Ok((log, paths)) => (paths, log),
         Err(e) => {
-            println!("error: {e}");
+            println!("error: {e}"); // stdout-ok: the ready pipe of the front that started us
             return ExitCode::FAILURE;
         }
     };
     let ready = match detach(&log) {
         Ok(ready) => ready,
         Err(e) => {
-            println!("error: cannot detach: {e}");
+            println!("error: cannot detach: {e}"); // stdout-ok: the front's ready pipe
             return ExitCode::FAILURE;
         }
     };
