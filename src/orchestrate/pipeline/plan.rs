@@ -1,0 +1,136 @@
+//! A `fugue_run_pipeline` call's arguments, checked and turned into the plan it runs: the steps,
+//! where the shell starts, and the options, each default read from the constant its schema declares.
+
+use super::{CLEANUP, MAX_STEPS, STOP_ON_ERROR, TIMEOUT_MS};
+use crate::error::{Error, Result};
+use crate::orchestrate::{asking, check_cwd, check_unique, command};
+use crate::tool::{self, args::Args};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub(super) struct Step {
+    pub(super) name: String,
+    pub(super) command: String,
+}
+
+pub(super) struct Plan {
+    pub(super) steps: Vec<Step>,
+    /// Where the shell starts: the caller's `cwd`, taken from the caller's directory.
+    pub(super) cwd: PathBuf,
+    pub(super) env: Vec<(String, String)>,
+    pub(super) stop_on_error: bool,
+    pub(super) timeout: Duration,
+    pub(super) cleanup: bool,
+    pub(super) tail_lines: usize,
+    /// Every step gets its `output_tail`, not only the failed one.
+    pub(super) all_tails: bool,
+    /// `on_input: stop`: interrupt a step found asking.
+    pub(super) stop_asking: bool,
+}
+
+pub(super) fn parse_plan(args: &Args<'_>, base: &Path) -> Result<Plan> {
+    let items = args.array("commands")?.ok_or_else(|| {
+        Error::invalid("argument 'commands' is required: a list of {command, name?}")
+    })?;
+    if items.is_empty() || items.len() > MAX_STEPS {
+        return Err(Error::invalid(format!(
+            "'commands' has {} items; give 1 to {MAX_STEPS}",
+            items.len()
+        )));
+    }
+    let steps = items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| parse_step(i, item))
+        .collect::<Result<Vec<_>>>()?;
+    check_unique(&steps.iter().map(|s| s.name.clone()).collect::<Vec<_>>(), "steps")?;
+    let cwd = match args.path("cwd")? {
+        Some(dir) => {
+            let dir = tool::dir(base, Some(dir));
+            check_cwd(&dir, "pipeline")?;
+            dir
+        }
+        None => tool::dir(base, None),
+    };
+    Ok(Plan {
+        steps,
+        cwd,
+        env: args.env("env")?,
+        stop_on_error: args.bool("stop_on_error")?.unwrap_or(STOP_ON_ERROR),
+        timeout: crate::orchestrate::run_timeout(args, TIMEOUT_MS)?,
+        cleanup: args.bool("cleanup")?.unwrap_or(CLEANUP),
+        tail_lines: crate::orchestrate::tail_lines(args)?,
+        all_tails: crate::orchestrate::all_tails(args)?,
+        stop_asking: asking::stops(args)?,
+    })
+}
+
+/// The longest `command` a pipeline's pane shows.
+const MAX_SHOWN: usize = 256;
+
+impl Plan {
+    /// What the pipeline's pane shows as its `command`: the steps as one command line, joined as
+    /// they run (`&&` when the first failure stops them, `;` otherwise), cut at `MAX_SHOWN` bytes.
+    pub(super) fn shown(&self) -> String {
+        let join = if self.stop_on_error { " && " } else { " ; " };
+        let steps: Vec<String> =
+            self.steps.iter().map(|s| s.command.trim().replace('\n', "; ")).collect();
+        let line = steps.join(join);
+        if line.len() <= MAX_SHOWN {
+            return line;
+        }
+        let mut end = MAX_SHOWN;
+        while !line.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!("{}…", &line[..end])
+    }
+}
+
+fn parse_step(index: usize, item: &Value) -> Result<Step> {
+    let what = format!("commands[{index}]");
+    let item = Args::object(&what, item)?;
+    if let Some(key) = item.unknown(&["command", "name"]).first() {
+        return Err(Error::invalid(format!(
+            "{what}: unknown key '{key}'; a step takes command and name (cwd and env apply to \
+             the whole pipeline)"
+        )));
+    }
+    let command = command(&item, &what)?;
+    let name = item.name("name")?.unwrap_or_else(|| format!("step-{}", index + 1));
+    Ok(Step { name, command })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(commands: &[&str], stop_on_error: bool) -> Plan {
+        Plan {
+            steps: commands
+                .iter()
+                .map(|c| Step { name: String::new(), command: (*c).to_string() })
+                .collect(),
+            cwd: PathBuf::from("/"),
+            env: Vec::new(),
+            stop_on_error,
+            timeout: Duration::from_secs(1),
+            cleanup: false,
+            tail_lines: 10,
+            all_tails: false,
+            stop_asking: true,
+        }
+    }
+
+    #[test]
+    fn the_pane_shows_the_steps_joined_as_they_run() {
+        assert_eq!(
+            plan(&["cd /src", "make\nmake test "], true).shown(),
+            "cd /src && make; make test"
+        );
+        assert_eq!(plan(&["false", "true"], false).shown(), "false ; true");
+        let long = plan(&[&"é".repeat(200)], true).shown();
+        assert!(long.len() <= MAX_SHOWN + '…'.len_utf8() && long.ends_with('…'), "{long}");
+    }
+}
