@@ -477,21 +477,10 @@ fn resume(pipeline: Pipeline) -> (Pipeline, Step) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::record::{Agents, Job, PipelineStatus};
+    use crate::agent::record::PipelineStatus;
 
     fn cancelled(name: String) -> Pipeline {
-        let job = Job {
-            repo: "/r".into(),
-            base_branch: "main".into(),
-            base_commit: "abc".into(),
-            branch: "fugue/x".into(),
-            worktree: "/w".into(),
-            task: "t".into(),
-            env: Vec::new(),
-        };
-        let agents = Agents { implementer: "true".into(), ..Agents::default() };
-        let mut p =
-            Pipeline::new(new_id(), Some(name), None, job, agents, Limits::default(), now());
+        let mut p = crate::agent::record::sample(&new_id(), Some(name));
         p.status = PipelineStatus::Cancelled;
         p
     }

@@ -382,3 +382,19 @@ impl Pipeline {
 pub(crate) fn short_commit(commit: &str) -> &str {
     &commit[..commit.len().min(10)]
 }
+
+/// A pipeline with placeholder paths and agents, for unit tests that only store or list it.
+#[cfg(test)]
+pub(crate) fn sample(id: &str, name: Option<String>) -> Pipeline {
+    let job = Job {
+        repo: "/r".into(),
+        base_branch: "main".into(),
+        base_commit: "abc".into(),
+        branch: "fugue/x".into(),
+        worktree: "/w".into(),
+        task: "t".into(),
+        env: Vec::new(),
+    };
+    let agents = Agents { implementer: "true".into(), ..Agents::default() };
+    Pipeline::new(id.into(), name, None, job, agents, Limits::default(), 1)
+}

@@ -315,7 +315,6 @@ fn io_error(what: &str, path: &Path, e: std::io::Error) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::record::{Agents, Job, Limits};
 
     struct Temp(PathBuf);
 
@@ -335,17 +334,7 @@ mod tests {
     }
 
     fn pipeline(id: &str) -> Pipeline {
-        let job = Job {
-            repo: "/r".into(),
-            base_branch: "main".into(),
-            base_commit: "abc".into(),
-            branch: "fugue/x".into(),
-            worktree: "/w".into(),
-            task: "t".into(),
-            env: Vec::new(),
-        };
-        let agents = Agents { implementer: "true".into(), ..Agents::default() };
-        Pipeline::new(id.into(), None, None, job, agents, Limits::default(), 1)
+        crate::agent::record::sample(id, None)
     }
 
     fn mode(path: &Path) -> u32 {
