@@ -49,11 +49,29 @@ impl Server {
     }
 
     pub fn front_with(&self, extra: &[(&str, &str)]) -> Fugue {
-        let mut cmd = self.command(extra);
-        cmd.args(["serve", "--shared", &self.name]);
-        let mut front = Fugue::spawn_command(cmd);
+        let mut front = self.bare_front_with(extra);
         front.handshake();
         front
+    }
+
+    /// A front before any handshake, for tests of its first answers and of the modern era.
+    pub fn bare_front_with(&self, extra: &[(&str, &str)]) -> Fugue {
+        let mut cmd = self.command(extra);
+        cmd.args(["serve", "--shared", &self.name]);
+        Fugue::spawn_command(cmd)
+    }
+
+    pub fn bare_front(&self) -> Fugue {
+        self.bare_front_with(&[])
+    }
+
+    /// A new front's answer to a legacy `initialize`: a result, or the error that refused it.
+    pub fn first_answer(&self) -> Value {
+        self.bare_front().request(
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "t", "version": "0"}}),
+        )
     }
 
     /// Runs `fugue ARGS...` to completion in this world.
@@ -349,13 +367,7 @@ fn fronts_racing_to_start_share_one_server() {
     let server = Server::new("race");
     let _load = BusyLoops::new(2);
     for round in 0..3 {
-        let fronts: Vec<Fugue> = (0..6)
-            .map(|_| {
-                let mut cmd = server.command(&[]);
-                cmd.args(["serve", "--shared", &server.name]);
-                Fugue::spawn_command(cmd)
-            })
-            .collect();
+        let fronts: Vec<Fugue> = (0..6).map(|_| server.bare_front()).collect();
         let mut fronts: Vec<Fugue> = fronts
             .into_iter()
             .map(|mut f| {

@@ -35,9 +35,7 @@ fn first_progress(front: &mut Fugue, token: &str) {
 fn both_eras_and_the_same_ids_on_two_fronts() {
     let server = Server::new("eras");
     let mut legacy = server.front();
-    let mut cmd = server.command(&[]);
-    cmd.args(["serve", "--shared", &server.name]);
-    let mut modern = Fugue::spawn_command(cmd);
+    let mut modern = server.bare_front();
     let listed = modern.request("tools/list", json!({"_meta": envelope()}));
     assert_eq!(listed["result"]["resultType"], "complete", "{listed}");
     let before = modern.request("tools/list", json!({}));
@@ -161,13 +159,7 @@ fn version_skew_replaces_an_empty_server_and_never_one_with_panes() {
     let mut old_front = server.front_with(&old);
     let pane = old_front.pane("sleep 600");
     let old_pid = server.pid();
-    let mut cmd = server.command(&[]);
-    cmd.args(["serve", "--shared", &server.name]);
-    let mut refused = Fugue::spawn_command(cmd);
-    let answer = refused.request(
-        "initialize",
-        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}),
-    );
+    let answer = server.first_answer();
     let message = answer["error"]["message"].as_str().unwrap_or_else(|| panic!("{answer}"));
     for part in [
         "9.9.9",
@@ -304,13 +296,7 @@ fn an_unresponsive_server_is_left_alone_until_kill_server() {
         "{text}"
     );
     assert!(sock.exists(), "an unresponsive server's socket is never removed");
-    let mut cmd = server.command(&[]);
-    cmd.args(["serve", "--shared", &server.name]);
-    let mut front = Fugue::spawn_command(cmd);
-    let answer = front.request(
-        "initialize",
-        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}),
-    );
+    let answer = server.first_answer();
     let message = answer["error"]["message"].as_str().unwrap_or_else(|| panic!("{answer}"));
     assert!(message.contains("does not answer"), "{message}");
     assert!(message.contains(&format!("fugue kill-server {}", server.name)), "{message}");
@@ -341,13 +327,7 @@ fn connections_past_the_limit_are_refused_with_a_clear_error() {
             stream
         })
         .collect();
-    let mut cmd = server.command(&[]);
-    cmd.args(["serve", "--shared", &server.name]);
-    let mut refused = Fugue::spawn_command(cmd);
-    let answer = refused.request(
-        "initialize",
-        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}),
-    );
+    let answer = server.first_answer();
     let message = answer["error"]["message"].as_str().unwrap_or_else(|| panic!("{answer}"));
     assert!(message.contains("128 connections at most"), "{message}");
     let ls = String::from_utf8_lossy(&server.run(&["ls"]).stdout).into_owned();
@@ -356,13 +336,7 @@ fn connections_past_the_limit_are_refused_with_a_clear_error() {
     // The server notices the closed connection on its own thread: the next front may come first.
     let deadline = Instant::now() + PATIENCE;
     loop {
-        let mut cmd = server.command(&[]);
-        cmd.args(["serve", "--shared", &server.name]);
-        let mut next = Fugue::spawn_command(cmd);
-        let answer = next.request(
-            "initialize",
-            json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}),
-        );
+        let answer = server.first_answer();
         if answer.get("result").is_some() {
             break;
         }
