@@ -63,6 +63,19 @@ struct Soak {
 }
 
 impl Soak {
+    /// A soak over `f`, whose server is `pid`, measured from now; it calls only the tools `f` lists.
+    fn new(mut f: Fugue, pid: u32, repo: std::path::PathBuf) -> Soak {
+        let list = f.request("tools/list", json!({}));
+        let has = list["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect();
+        let peak = measure(pid);
+        Soak { f, pid, repo, peak, calls: BTreeMap::new(), cancelled: HashSet::new(), has }
+    }
+
     fn call(&mut self, tool: &'static str, args: Value) -> Value {
         *self.calls.entry(tool).or_default() += 1;
         self.f.call(tool, args)
@@ -278,18 +291,9 @@ fn soak() {
     let mut env = GIT_ENV.to_vec();
     let state_dir = state.join("state");
     env.push(("FUGUE_STATE_DIR", state_dir.to_str().unwrap()));
-    let mut f = Fugue::start_with(&env);
-    let list = f.request("tools/list", json!({}));
-    let has = list["result"]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap().to_string())
-        .collect();
+    let f = Fugue::start_with(&env);
     let pid = f.pid();
-    let peak = measure(pid);
-    let calls = BTreeMap::new();
-    let mut soak = Soak { f, pid, repo, peak, calls, cancelled: HashSet::new(), has };
+    let mut soak = Soak::new(f, pid, repo);
     // Warm up: one round grows the worker pool and the allocator to their working size.
     soak.round(0);
     let start = settle(pid, u64::MAX, 0);
@@ -364,17 +368,8 @@ fn soak_shared() {
         "fugue_create_session",
         json!({"name": "printer", "command": "while :; do date; sleep 0.2; done"}),
     );
-    let list = f.request("tools/list", json!({}));
-    let has = list["result"]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap().to_string())
-        .collect();
     let pid = server.pid();
-    let peak = measure(pid);
-    let mut soak =
-        Soak { f, pid, repo, peak, calls: BTreeMap::new(), cancelled: HashSet::new(), has };
+    let mut soak = Soak::new(f, pid, repo);
     soak.round(0);
     let start = settle(pid, u64::MAX, 1);
     let started = Instant::now();
