@@ -1,8 +1,9 @@
 //! What the text view holds and what fugue_expect returns from it: output after `since` only, and
-//! the main screen only (a full-screen program's alternate screen is for the screen view).
+//! the main screen's history only; while a full-screen program shows the alternate screen, that
+//! screen is matchable too, and once it leaves, its drawing is gone for both.
 
 use crate::util::*;
-use serde_json::json;
+use serde_json::{Value, json};
 
 /// `return_output` with `since` returns what came after `since`, not the pane's last lines.
 #[test]
@@ -57,14 +58,16 @@ fn the_text_view_leaves_out_the_alternate_screen() {
     let pane = f.shell();
     let sent =
         f.call("fugue_send_input", json!({"pane_id": pane, "input": ALT_PROGRAM, "submit": true}));
-    // Waiting while the program draws: only the main screen's line can match.
+    // Waiting while the program draws: what its screen shows matches, as on that screen.
     let found = f.call(
         "fugue_expect",
-        json!({"pane_id": pane, "pattern": "SECXRET|^after-42$", "since": sent["offset"],
-               "action": "return_output", "timeout_ms": 20000}),
+        json!({"pane_id": pane, "pattern": "^SECXRET drawn$", "since": sent["offset"],
+               "timeout_ms": 20000}),
     );
-    assert_eq!(found["match"], "after-42", "the alternate screen matched: {found}");
-    assert!(!found["output"].as_str().unwrap().contains("SECXRET"), "{found}");
+    assert_eq!(found["status"], "matched", "{found}");
+    assert_eq!(found["alternate_screen"], true, "{found}");
+    // Once it has left, the main screen's history goes on without the drawing.
+    f.expect_since(&pane, "^after-42$", &sent["offset"]);
     let text = f.text(&pane);
     assert!(text.contains("main-one") && text.contains("after-42"), "{text}");
     assert!(!text.contains("SECXRET"), "the alternate screen is in the text view: {text}");
@@ -81,6 +84,75 @@ fn the_text_view_leaves_out_the_alternate_screen() {
     // The raw view keeps every byte.
     let raw = f.call("fugue_get_output", json!({"pane_id": pane, "format": "raw", "lines": 1000}));
     assert!(raw["output"].as_str().unwrap().contains("SECXRET"), "{raw}");
+}
+
+/// Whether `program` runs here; a skip message when it does not.
+fn present(program: &str) -> bool {
+    let found = find_shell(program).is_some();
+    if !found {
+        eprintln!("skipped: {program} not installed");
+    }
+    found
+}
+
+/// Starts `command` in a fresh shell pane in `dir` and waits with `pattern` for what it shows on
+/// the alternate screen: the match must be there, marked as that screen.
+fn expect_on_screen(f: &mut Fugue, dir: &Dir, command: &str, pattern: &str) -> (String, Value) {
+    let created = f.call("fugue_create_session", json!({"cwd": dir.path_str()}));
+    let pane = created["pane_id"].as_str().unwrap().to_string();
+    let sent =
+        f.call("fugue_send_input", json!({"pane_id": pane, "input": command, "submit": true}));
+    let found = f.call(
+        "fugue_expect",
+        json!({"pane_id": pane, "pattern": pattern, "since": sent["offset"], "timeout_ms": 20000}),
+    );
+    assert_eq!(found["status"], "matched", "{command}: {found}");
+    assert_eq!(found["alternate_screen"], true, "{command}: {found}");
+    (pane, found)
+}
+
+/// While a full-screen program runs, `fugue_expect` sees what its screen shows: a printf program,
+/// vim, less, and a command run in a tmux started inside the pane.
+#[test]
+fn expect_matches_what_a_full_screen_program_shows_while_it_shows_it() {
+    let dir = Dir::new("alt-expect");
+    dir.write("notes.txt", "inside-the-buffer\n");
+    dir.write("long.txt", &(1..=200).map(|i| format!("row-{i}\n")).collect::<String>());
+    let mut f = Fugue::start();
+    let printf = "printf '\\033[?1049h\\033[H'; echo ALT-CONTENT; sleep 30";
+    let (pane, found) = expect_on_screen(&mut f, &dir, printf, "^ALT-CONTENT$");
+    assert_eq!(found["line"], "ALT-CONTENT", "{found}");
+    f.call("fugue_close_pane", json!({"pane_id": pane}));
+    if present("vim") {
+        let (pane, found) = expect_on_screen(&mut f, &dir, VIM, "^inside-the-buffer$");
+        assert_eq!(found["match"], "inside-the-buffer", "{found}");
+        f.call("fugue_close_pane", json!({"pane_id": pane}));
+    }
+    if present("less") {
+        let (pane, _) = expect_on_screen(&mut f, &dir, "less long.txt", "^row-3$");
+        // Paging on redraws the screen; the new rows match as they show.
+        let sent = f.call("fugue_send_input", json!({"pane_id": pane, "input": "G"}));
+        let end = f.call(
+            "fugue_expect",
+            json!({"pane_id": pane, "pattern": "^row-200$", "since": sent["offset"],
+                   "timeout_ms": 20000}),
+        );
+        assert_eq!(end["alternate_screen"], true, "{end}");
+        f.call("fugue_close_pane", json!({"pane_id": pane}));
+    }
+    if present("tmux") {
+        let socket = dir.join("tmux.sock");
+        let tmux = format!(
+            "tmux -S {} -f /dev/null new-session 'echo INNER-$((6*7)); sleep 30'",
+            socket.display()
+        );
+        let (pane, found) = expect_on_screen(&mut f, &dir, &tmux, "^INNER-42$");
+        assert_eq!(found["line"], "INNER-42", "{found}");
+        f.call("fugue_close_pane", json!({"pane_id": pane}));
+        let _ = std::process::Command::new("tmux")
+            .args(["-S", path_str(&socket), "kill-server"])
+            .output();
+    }
 }
 
 /// vim without the user's configuration or history.

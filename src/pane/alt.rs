@@ -121,6 +121,11 @@ impl AltScreen {
         }
     }
 
+    /// Whether a full-screen program has the alternate screen now, after every byte fed.
+    pub(crate) fn active(&self) -> bool {
+        self.on
+    }
+
     /// Whether the byte at raw offset `offset` was printed on the alternate screen.
     pub(crate) fn at(&self, offset: u64) -> bool {
         let before = self.switches.partition_point(|(at, _)| *at <= offset);

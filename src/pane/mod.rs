@@ -15,6 +15,7 @@ pub(crate) mod output;
 pub(crate) mod process;
 pub(crate) mod ring;
 pub(crate) mod screen;
+pub(crate) mod search;
 pub(crate) mod tail;
 pub(crate) mod text;
 pub(crate) mod tools;

@@ -1,5 +1,6 @@
 //! The last lines a pane printed, as text: what a run's result, a failed agent's reason and the
-//! next agent's input quote of a command's output.
+//! next agent's input quote of a command's output; and what a pane shows now, which for a
+//! full-screen program is its screen rather than the main screen's last lines.
 
 use super::{Pane, text};
 
@@ -26,6 +27,40 @@ pub(crate) fn lines(pane: &Pane, from: u64, to: u64, lines: usize, max_bytes: us
     let rendered = text::render(&bytes[begin..], alt);
     let skip = rendered.len().saturating_sub(lines);
     clip_front(rendered[skip..].join("\n"), max_bytes)
+}
+
+/// What a pane shows now, for an answer that must let the agent see it without another call.
+pub(crate) struct Shown {
+    pub(crate) text: String,
+    /// The text is the alternate screen of a full-screen program (an editor, a pager, an
+    /// installer), not the main screen's last lines.
+    pub(crate) alternate: bool,
+}
+
+impl Shown {
+    /// Puts the text under `key`, and `alternate_screen: true` beside it when it is that screen.
+    pub(crate) fn write(self, value: &mut serde_json::Value, key: &str) {
+        value[key] = serde_json::json!(self.text);
+        if self.alternate {
+            value["alternate_screen"] = serde_json::json!(true);
+        }
+    }
+}
+
+/// What the pane shows now: while a full-screen program has the alternate screen, that screen's
+/// non-blank rows; otherwise the last `lines` lines of the text view. At most `max_bytes`, the
+/// end kept.
+pub(crate) fn shown(pane: &Pane, lines: usize, max_bytes: usize) -> Shown {
+    if pane.output().with(|s| s.alt.active()) {
+        let grid = pane.output().grid();
+        if grid.alternate {
+            let rows: Vec<&str> =
+                grid.rows.iter().map(String::as_str).filter(|r| !r.trim().is_empty()).collect();
+            return Shown { text: clip_front(rows.join("\n"), max_bytes), alternate: true };
+        }
+    }
+    let end = pane.output().end();
+    Shown { text: self::lines(pane, 0, end, lines, max_bytes), alternate: false }
 }
 
 /// The start of the line `lines` lines back from the end of `bytes` (0 when there are fewer).

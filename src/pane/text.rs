@@ -17,19 +17,27 @@ use super::alt;
 /// `alt::AltScreen::at`): what a full-screen program draws there is not main-screen text, so it is
 /// left out until the program switches back.
 pub(crate) fn render_joined(bytes: &[u8], alt: bool) -> String {
-    run(bytes, alt).0
+    run(bytes, alt, false).0
+}
+
+/// `render_joined` for a search that reaches the end of the output, where the last line, if it has
+/// no newline, is the one the cursor is on: its blanks up to the cursor stay. A prompt that waits
+/// for its answer (`>>> `, `Password: `) ends in a space, and a pattern that says so must match it.
+pub(crate) fn render_joined_to_cursor(bytes: &[u8], alt: bool) -> String {
+    run(bytes, alt, true).0
 }
 
 /// The lines of `render_joined`, one string each.
 pub(crate) fn render(bytes: &[u8], alt: bool) -> Vec<String> {
-    let (text, lines) = run(bytes, alt);
+    let (text, lines) = run(bytes, alt, false);
     if lines == 0 { Vec::new() } else { text.split('\n').map(String::from).collect() }
 }
 
 /// The joined text and its number of lines.
-fn run(bytes: &[u8], alt: bool) -> (String, usize) {
+fn run(bytes: &[u8], alt: bool, to_cursor: bool) -> (String, usize) {
     let mut term = LineTerm {
         alt,
+        to_cursor,
         pad_budget: bytes.len() + PAD_SLACK,
         out: String::with_capacity(bytes.len()),
         ..LineTerm::default()
@@ -116,6 +124,8 @@ struct LineTerm {
     pad_budget: usize,
     /// A full-screen program has the alternate screen: what it prints is not main-screen text.
     alt: bool,
+    /// Keep the blanks before the cursor on an unfinished last line (`render_joined_to_cursor`).
+    to_cursor: bool,
 }
 
 impl LineTerm {
@@ -308,7 +318,14 @@ impl LineTerm {
 
     fn finish(mut self) -> (String, usize) {
         if self.line.iter().any(|c| *c != ' ') {
-            self.newline();
+            if self.to_cursor {
+                let end = self.line.iter().rposition(|c| !c.is_whitespace()).map_or(0, |i| i + 1);
+                let cursor = self.col.min(self.line.len()).max(end);
+                self.next_line();
+                self.out.extend(&self.line[..cursor]);
+            } else {
+                self.newline();
+            }
         }
         (self.out, self.lines)
     }
@@ -322,6 +339,15 @@ mod tests {
         let joined = render_joined(bytes, false);
         assert_eq!(joined, render(bytes, false).join("\n"));
         joined
+    }
+
+    #[test]
+    fn the_cursor_line_keeps_its_blanks_up_to_the_cursor_when_asked() {
+        assert_eq!(render_joined(b"a\r\n>>> ", false), "a\n>>>");
+        assert_eq!(render_joined_to_cursor(b"a\r\n>>> ", false), "a\n>>> ");
+        assert_eq!(render_joined_to_cursor(b"Password:   \x1b[2D", false), "Password: ");
+        assert_eq!(render_joined_to_cursor(b"done  \r\n", false), "done", "a finished line");
+        assert_eq!(render_joined_to_cursor(b"x\r\n   ", false), "x", "a blank line is no line");
     }
 
     #[test]
