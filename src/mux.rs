@@ -24,6 +24,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+/// The fewest characters of a pane id that name it by prefix: fewer would collide too often.
+const MIN_PREFIX: usize = 4;
+
 /// The session that `fugue_run_parallel` and `fugue_run_pipeline` put their panes in by default.
 pub(crate) const ORCHESTRATION_SESSION: &str = "__orchestration__";
 
@@ -195,9 +198,9 @@ impl Mux {
         Ok(inner.sessions[s].windows[w].id.clone())
     }
 
+    /// The pane `key` names: see `Inner::find_pane`.
     pub(crate) fn pane(&self, key: &str) -> Result<Arc<Pane>> {
-        let inner = self.inner.lock();
-        inner.find_pane(key).cloned().ok_or_else(|| pane_not_found(key))
+        self.inner.lock().find_pane(key).cloned()
     }
 
     /// Removes the pane from the registry, then ends its processes. Lookups fail from the moment the
@@ -207,6 +210,24 @@ impl Mux {
         self.changes.notify();
         let exit = pane.close();
         Ok((pane, exit))
+    }
+
+    /// Closes several panes at once, in the order named; every key is looked up before any pane
+    /// is touched, so an unknown one closes nothing.
+    pub(crate) fn close_panes(&self, keys: &[String]) -> Result<Vec<(Arc<Pane>, Option<Exit>)>> {
+        let panes = {
+            let mut inner = self.inner.lock();
+            let mut ids: Vec<String> = Vec::with_capacity(keys.len());
+            for key in keys {
+                let id = inner.find_pane(key)?.id.clone();
+                if !ids.contains(&id) {
+                    ids.push(id);
+                }
+            }
+            ids.iter().map(|id| inner.detach_pane(id)).collect::<Result<Vec<_>>>()?
+        };
+        self.changes.notify();
+        Ok(close_all(panes))
     }
 
     /// Closes every pane of a session at once and removes it; returns each pane with its exit.
@@ -358,8 +379,52 @@ impl Mux {
 }
 
 impl Inner {
-    fn find_pane(&self, key: &str) -> Option<&Arc<Pane>> {
-        self.panes.get(key).or_else(|| self.panes.values().find(|p| p.name.as_deref() == Some(key)))
+    /// The pane `key` names, as an agent would say it: its id or name; a session's or window's id
+    /// or name when that holds exactly one pane; or an unambiguous prefix of its id, at least
+    /// `MIN_PREFIX` characters long (an ambiguous one is an error that lists the candidates).
+    fn find_pane(&self, key: &str) -> Result<&Arc<Pane>> {
+        let by_name = || self.panes.values().find(|p| p.name.as_deref() == Some(key));
+        if let Some(pane) = self.panes.get(key).or_else(by_name).or_else(|| self.only_pane(key)) {
+            return Ok(pane);
+        }
+        if key.chars().count() < MIN_PREFIX {
+            return Err(pane_not_found(key));
+        }
+        let mut found: Vec<(&String, &Arc<Pane>)> =
+            self.panes.iter().filter(|(id, _)| id.starts_with(key)).collect();
+        match found.len() {
+            0 => Err(pane_not_found(key)),
+            1 => Ok(found[0].1),
+            _ => {
+                found.sort_by(|a, b| a.0.cmp(b.0));
+                let ids: Vec<&str> = found.iter().map(|(id, _)| id.as_str()).collect();
+                Err(Error::invalid(format!(
+                    "pane id prefix {key:?} names {} panes: {}; give more of the id",
+                    ids.len(),
+                    ids.join(", ")
+                )))
+            }
+        }
+    }
+
+    /// The one pane of the session or window whose id or name is `key`, when exactly one pane
+    /// is meant.
+    fn only_pane(&self, key: &str) -> Option<&Arc<Pane>> {
+        let sessions = self.sessions.iter().filter(|s| s.id == key || s.name == key);
+        let windows = self.sessions.iter().flat_map(|s| &s.windows);
+        let windows = windows.filter(|w| w.id == key || w.name == key);
+        let holders = sessions
+            .map(|s| s.windows.iter().flat_map(|w| &w.panes).collect::<Vec<_>>())
+            .chain(windows.map(|w| w.panes.iter().collect()));
+        let mut only = None;
+        for ids in holders {
+            let [id] = ids.as_slice() else { return None };
+            match only {
+                Some(seen) if seen != *id => return None,
+                _ => only = Some(*id),
+            }
+        }
+        self.panes.get(only?)
     }
 
     fn session_index(&self, key: &str) -> Option<usize> {
@@ -393,7 +458,9 @@ impl Inner {
             ));
         }
         if let Some(name) = &args.name
-            && (self.find_pane(name).is_some() || self.reserved_names.contains(name))
+            && (self.panes.contains_key(name)
+                || self.panes.values().any(|p| p.name.as_ref() == Some(name))
+                || self.reserved_names.contains(name))
         {
             return Err(name_taken("pane", name));
         }
@@ -527,7 +594,7 @@ impl Inner {
 
     /// Takes a pane out of the registry; an emptied window goes, and so does an emptied session.
     fn detach_pane(&mut self, key: &str) -> Result<Arc<Pane>> {
-        let pane = self.find_pane(key).cloned().ok_or_else(|| pane_not_found(key))?;
+        let pane = self.find_pane(key)?.clone();
         self.panes.remove(&pane.id);
         let mut retile = None;
         if let Some(session) = self.sessions.iter_mut().find(|s| s.id == pane.session_id) {

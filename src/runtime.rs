@@ -23,6 +23,8 @@ pub(crate) struct Runtime {
     pub(crate) agents: Arc<Manager>,
     /// Temporary directories of `fugue_run_pipeline` calls in progress and of live shells.
     pub(crate) temp_dirs: Arc<TempDirs>,
+    /// fugue's own shells, where `fugue_exec` without `pane_id` runs.
+    pub(crate) shells: crate::shell::pool::Pool,
 }
 
 impl Runtime {
@@ -34,7 +36,7 @@ impl Runtime {
         let temp_dirs = Arc::<TempDirs>::default();
         let mux = Arc::new(Mux::new(temp_dirs.clone()));
         let agents = agent::start(mux.clone(), drive);
-        Runtime { mux, agents, temp_dirs }
+        Runtime { mux, agents, temp_dirs, shells: Default::default() }
     }
 
     /// Stops everything, in order: agent runners first, so the panes ending next are not taken for

@@ -54,6 +54,8 @@ mod activity;
 mod asking;
 // fugue_exec and live shells: exact commands in interactive panes, in every installed shell.
 mod exec;
+// Jobs: fugue's shells never wait their turn, until, fugue_wait, answers and handles.
+mod jobs;
 // Live shells: rc files and hooks kept, integration off, cleanup, wait_ms in non-shell panes.
 mod live_shell;
 // The names fugue gives the sessions and windows it creates.

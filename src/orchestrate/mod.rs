@@ -11,6 +11,7 @@ pub(crate) mod expect;
 pub(crate) mod parallel;
 pub(crate) mod pipeline;
 pub(crate) mod tempdir;
+pub(crate) mod wait;
 
 use crate::error::{Error, Result};
 use crate::mux::Mux;
@@ -24,7 +25,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The orchestration tools in `tools/list` order.
-pub(crate) static TOOLS: &[Tool] = &[expect::TOOL, parallel::TOOL, pipeline::TOOL];
+pub(crate) static TOOLS: &[Tool] = &[expect::TOOL, wait::TOOL, parallel::TOOL, pipeline::TOOL];
 
 /// The longest total timeout `fugue_run_parallel` and `fugue_run_pipeline` accept: one day.
 const MAX_RUN_TIMEOUT_MS: u64 = 86_400_000;

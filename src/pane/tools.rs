@@ -241,15 +241,28 @@ pub(crate) static TOOLS: &[Tool] = &[
         description: "Close a pane: hang-up, then SIGTERM, then SIGKILL to every process it started; \
                       its output is discarded. Closing a window's last pane removes the window, and \
                       a session's last pane the session (its id and name are gone). Returns how it \
-                      ended.",
+                      ended. pane_ids closes several at once: results, one per pane.",
         hints: ENDS,
-        input: || object(&[("pane_id", string("Pane id or name"))], &["pane_id"]),
+        input: || {
+            object(
+                &[
+                    ("pane_id", string("Pane id or name")),
+                    (
+                        "pane_ids",
+                        json!({"type": "array", "items": {"type": "string"}, "minItems": 1,
+                               "description": "Several panes, closed together"}),
+                    ),
+                ],
+                &[],
+            )
+        },
         output: || {
             result(&[
                 ("closed", t("boolean")),
                 ("pane_id", t("string")),
                 ("exit_code", nullable("integer")),
                 ("signal", nullable("string")),
+                ("results", t("array")),
             ])
         },
         call: close_pane,
@@ -368,7 +381,14 @@ fn create_pane(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
 }
 
 fn send_input(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
+    let started = std::time::Instant::now();
     let pane = ctx.mux.pane(args.required_str("pane_id")?)?;
+    // A wait's answer names the pane and how long it took, as fugue_exec's does.
+    let waited = |mut value: Value| {
+        value["pane_id"] = json!(pane.id);
+        value["duration_ms"] = json!(started.elapsed().as_millis() as u64);
+        value
+    };
     let input = args.str("input")?.unwrap_or("");
     let keys = args.strings("keys")?;
     let submit = args.bool("submit")?.unwrap_or(SUBMIT);
@@ -376,7 +396,7 @@ fn send_input(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let max_bytes = crate::shell::exec::max_bytes(args)?;
     if input.is_empty() && keys.is_empty() && !submit {
         if let Some(wait) = wait {
-            return crate::shell::wait::after_input(ctx, &pane, None, wait, max_bytes);
+            return crate::shell::wait::after_input(ctx, &pane, None, wait, max_bytes).map(waited);
         }
         return Err(Error::invalid(
             "nothing to send: give input, keys, or submit: true (or wait_ms to only wait)",
@@ -412,7 +432,7 @@ fn send_input(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
         let mut value =
             crate::shell::wait::after_input(ctx, &pane, Some((offset, seen)), wait, max_bytes)?;
         value["bytes"] = json!(written);
-        return Ok(value);
+        return Ok(waited(value));
     }
     let mut value = json!({"bytes": written, "offset": offset});
     if pending > 0 {
@@ -494,10 +514,30 @@ fn resize_pane(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
 }
 
 fn close_pane(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
-    let (pane, exit) = ctx.mux.close_pane(args.required_str("pane_id")?)?;
-    let mut value = json!({"closed": true, "pane_id": pane.id});
-    write_exit(&mut value, exit, SignalField::Always);
-    Ok(value)
+    let ended = |pane: &Pane, exit| {
+        let mut value = json!({"pane_id": pane.id});
+        write_exit(&mut value, exit, SignalField::Always);
+        value
+    };
+    match (args.str("pane_id")?, args.has("pane_ids")) {
+        (Some(key), false) => {
+            let (pane, exit) = ctx.mux.close_pane(key)?;
+            let mut value = ended(&pane, exit);
+            value["closed"] = json!(true);
+            Ok(value)
+        }
+        (None, true) => {
+            let keys = args.strings("pane_ids")?;
+            if keys.is_empty() {
+                return Err(Error::invalid("pane_ids is empty; name at least one pane"));
+            }
+            let closed = ctx.mux.close_panes(&keys)?;
+            let results: Vec<Value> =
+                closed.iter().map(|(pane, exit)| ended(pane, *exit)).collect();
+            Ok(json!({"closed": true, "results": results}))
+        }
+        _ => Err(Error::invalid("give pane_id or pane_ids (one of them)")),
+    }
 }
 
 fn close_session(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {

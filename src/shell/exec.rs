@@ -4,49 +4,53 @@
 //! fugue types a fixed line that reads the file and `eval`s it in the shell itself (so `cd`,
 //! `export`, functions and aliases stay). The shell's next prompt record, which names the exec,
 //! gives the status and the directory; the marks tagged with the exec's id and the prompt's number
-//! delimit its output. A pane that is busy gets `pane_busy` and nothing is typed; a shell still
-//! starting is waited for. Without `pane_id` the command goes to fugue's own shell pane for the
-//! caller's directory, made on first use in the session `shell`.
+//! delimit its output. A named pane that is busy gets `pane_busy` and nothing is typed; a shell
+//! still starting is waited for. Without `pane_id` the command goes to the first free one of
+//! fugue's own shells for the caller's directory (`pool`), a new one while all are busy. `cwd`
+//! runs it in a directory as `cd DIR &&` would; `until` answers `ready` as soon as the command's
+//! own output matches, and leaves it running.
 
-use super::Shell;
 use super::wait::{self, Outcome, Until, Wait};
+use super::{Kind, Shell};
 use crate::error::{Error, ErrorKind, Result};
-use crate::mux::PaneArgs;
 use crate::pane::Pane;
+use crate::pane::search::compile;
 use crate::runtime::{Ctx, Tool};
 use crate::tool::args::Args;
 use crate::tool::{RUNS, schema::*};
 use crossbeam_channel::{after, select};
-use parking_lot::Mutex;
 use serde_json::{Value, json};
-use std::path::PathBuf;
-use std::sync::Arc;
+use std::path::Path;
 use std::time::{Duration, Instant};
-
-/// The session of fugue's own shell pane.
-pub(crate) const SHELL_SESSION: &str = "shell";
 
 const DEFAULT_TIMEOUT_MS: u64 = 30_000;
 const MAX_TIMEOUT_MS: u64 = 86_400_000;
 pub(crate) const DEFAULT_MAX_BYTES: u64 = 16_384;
+/// How long a shell may take to show its first prompt, whatever the command's `timeout_ms`.
+const SHELL_START: Duration = Duration::from_secs(10);
 /// The longest command accepted, in bytes.
 const MAX_COMMAND_BYTES: usize = 1 << 20;
 
 pub(crate) const TOOL: Tool = Tool {
     name: "fugue_exec",
     title: "Run a command in a live shell",
-    description: "Run shell text in a pane's interactive shell; answer when it ends: status \
-                  ok/failed (exit_code), input (it waits for the terminal; reply with \
-                  fugue_send_input + wait_ms), running (timeout_ms passed) or exited (it ended \
-                  the shell); cwd, output (its own; head+tail past max_bytes). State persists. \
-                  No pane_id: fugue's own shell pane. Busy pane: pane_busy. Timeout or cancel \
-                  ends only the wait: stop it with keys [\"C-c\"] or fugue_close_pane.",
+    description: "Run shell text in a live shell; answer when it ends: status ok/failed \
+                  (exit_code), input (it waits for the terminal; reply with fugue_send_input + \
+                  wait_ms), running (timeout_ms passed), exited (it ended the shell), or ready \
+                  (`until` matched its output; it keeps running: a server that is up). cwd, \
+                  output (its own; head+tail past max_bytes), pane_id. State persists. No \
+                  pane_id: fugue's own shells; while one is busy the command runs in another, so \
+                  start a job with until, run the next command, then fugue_wait on both. Timeout \
+                  or cancel ends only the wait: stop it with keys [\"C-c\"] or \
+                  fugue_close_pane.",
     hints: RUNS,
     input: || {
         object(
             &[
                 ("command", string("Shell text to run")),
-                ("pane_id", string("A shell pane (default: fugue's own)")),
+                ("pane_id", string("A shell pane (default: fugue's own, a free one)")),
+                ("cwd", string("Run it in this directory (as cd DIR &&)")),
+                ("until", string("Regex: answer ready when the command's output matches")),
                 ("timeout_ms", integer_or("Answer running after this long", DEFAULT_TIMEOUT_MS)),
                 ("max_bytes", integer_or("Output cap (head and tail kept)", DEFAULT_MAX_BYTES)),
             ],
@@ -76,21 +80,39 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     }
     let timeout = args.u64("timeout_ms", 1, MAX_TIMEOUT_MS)?.unwrap_or(DEFAULT_TIMEOUT_MS);
     let max_bytes = max_bytes(args)?;
-    let deadline = started + Duration::from_millis(timeout);
-    let pane = match args.str("pane_id")? {
-        Some(id) => ctx.mux.pane(id)?,
-        None => default_pane(ctx)?,
+    let dir = args.path("cwd")?.map(|dir| ctx.dir(Some(dir)));
+    if let Some(dir) = &dir {
+        crate::orchestrate::check_cwd(dir, "fugue_exec")?;
+    }
+    let pattern = args.str("until")?.map(compile).transpose()?;
+    let timeout = Duration::from_millis(timeout);
+    // A shell that is still starting (a new one of fugue's own, often) is waited for apart from
+    // the command's own time: a short timeout_ms asks to leave a job running, not to fail it.
+    let started_by = started + timeout.max(SHELL_START);
+    // A shell of fugue's own is held from the choice until the command is typed.
+    let (pane, claim) = match args.str("pane_id")? {
+        Some(id) => (ctx.mux.pane(id)?, None),
+        None => {
+            let claim = ctx.shells.claim(&ctx.mux, ctx.cwd)?;
+            (claim.pane.clone(), Some(claim))
+        }
     };
     let shell = live_shell(&pane)?;
-    wait_for_prompt(ctx, &pane, shell, deadline)?;
+    wait_for_prompt(ctx, &pane, shell, started_by)?;
+    let deadline = Instant::now() + timeout;
+    let command = match &dir {
+        Some(dir) => in_dir(shell.kind, dir, &command),
+        None => command,
+    };
     let (id, stub) = shell.prepare_exec(&command)?;
+    drop(claim);
     let sent = pane.send(&[stub.as_bytes()]);
     let outcome = sent.and_then(|(typed, _)| {
-        let wait =
-            Wait { pane: &pane, shell: Some(shell), until: Until::Exec { id, typed }, deadline };
+        let until = Until::Exec { id, typed };
+        let wait = Wait { pane: &pane, shell: Some(shell), until, pattern, deadline };
         Ok((typed, wait.run(ctx)?))
     });
-    if !matches!(outcome, Ok((_, Outcome::Input | Outcome::Running))) {
+    if !matches!(outcome, Ok((_, Outcome::Input | Outcome::Running | Outcome::Ready(_)))) {
         shell.forget_exec(id);
     }
     let (typed, outcome) = outcome?;
@@ -100,6 +122,17 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     value["duration_ms"] = json!(started.elapsed().as_millis() as u64);
     value["pane_id"] = json!(pane.id);
     Ok(value)
+}
+
+/// `command` run in `dir`, as `cd DIR && command` would run it: not at all when the `cd` fails,
+/// and the shell stays in `dir`. The command goes in a group of its own, so that its own `;` and
+/// `||` still need the `cd`.
+fn in_dir(kind: Kind, dir: &Path, command: &str) -> String {
+    let dir = super::quote(&dir.to_string_lossy());
+    match kind {
+        Kind::Fish => format!("cd {dir}; and begin\n{command}\nend"),
+        _ => format!("cd {dir} && {{\n{command}\n}}"),
+    }
 }
 
 /// The `max_bytes` argument of `fugue_exec` and `fugue_send_input`.
@@ -164,9 +197,10 @@ fn wait_for_prompt(ctx: &Ctx<'_>, pane: &Pane, shell: &Shell, deadline: Instant)
                 return Err(Error::new(
                     ErrorKind::InvalidState,
                     format!(
-                        "the shell of pane {} did not show its first prompt within timeout_ms; \
-                         its output: {:?}",
+                        "the shell of pane {} did not show its first prompt within {} s (or \
+                         timeout_ms, if longer); its output: {:?}",
                         pane.id,
+                        SHELL_START.as_secs(),
                         crate::orchestrate::tail(pane, 0, pane.output().end(), 3)
                     ),
                 ));
@@ -186,27 +220,8 @@ fn busy(pane: &Pane, what: &str) -> Error {
     )
 }
 
-fn first_line(command: &str) -> &str {
+/// The first line of `command`, at most 60 characters: how a busy shell names what it runs.
+pub(crate) fn first_line(command: &str) -> &str {
     let line = command.lines().next().unwrap_or("");
     &line[..line.len().min(line.char_indices().nth(60).map_or(line.len(), |(i, _)| i))]
-}
-
-/// fugue's own shell pane for the caller's directory: made on first use in the session `shell`,
-/// in that directory, and kept between calls; made again if it was closed or its shell exited.
-/// In-process there is one directory, so one pane. In a shared server, fronts started in one
-/// directory share its pane (a restarted agent finds its shell as it left it), and an agent in
-/// another directory gets its own: none runs its commands in another's shell unless it names it.
-fn default_pane(ctx: &Ctx<'_>) -> Result<Arc<Pane>> {
-    // Directory and pane id. Entries whose shell is gone are dropped on every use, so the list
-    // holds no more than the default panes still running.
-    static DEFAULTS: Mutex<Vec<(PathBuf, String)>> = Mutex::new(Vec::new());
-    let mut defaults = DEFAULTS.lock();
-    defaults.retain(|(_, id)| ctx.mux.pane(id).is_ok_and(|pane| pane.is_running()));
-    if let Some((_, id)) = defaults.iter().find(|(dir, _)| dir == ctx.cwd) {
-        return ctx.mux.pane(id);
-    }
-    let session = ctx.mux.ensure_session(SHELL_SESSION)?;
-    let pane = ctx.mux.create_window(&session, None, PaneArgs::shell(ctx.dir(None)))?;
-    defaults.push((ctx.cwd.to_path_buf(), pane.id.clone()));
-    Ok(pane)
 }

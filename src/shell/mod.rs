@@ -16,6 +16,7 @@
 //! stops.
 
 pub(crate) mod exec;
+pub(crate) mod pool;
 pub(crate) mod status;
 pub(crate) mod wait;
 

@@ -2,20 +2,24 @@
 //! `fugue_exec` and `fugue_send_input`'s `wait_ms`.
 //!
 //! In: the pane, its shell integration (if any), what ends the wait (the prompt after a given
-//! exec, or any prompt printed after a given output offset), and the deadline. The wait blocks in
-//! `select!` on the shell's records, the pane's end, the call's cancel channel, the deadline, the
-//! input watch's next look and the progress heartbeat. Out: an `Answer` whose JSON holds `status`
-//! (ok, failed, input, running, exited), `exit_code`, `cwd`, `output` and `offset`.
+//! exec, or any prompt printed after a given output offset), an optional pattern for the exec's
+//! output (`until`), and the deadline. The wait blocks in `select!` on the shell's records, the
+//! pane's end, its output (only with a pattern), the call's cancel channel, the deadline, the
+//! input watch's next look and the progress heartbeat. Out: an `Outcome`, and from it the JSON
+//! that holds `status` (ok, failed, input, running, exited, ready), `exit_code`, `cwd`, `output`
+//! and `offset`.
 
 use super::{Prompt, Shell};
 use crate::error::{Error, Result};
 use crate::pane::Pane;
 use crate::pane::activity::{InputWatch, quiet_period};
 use crate::pane::exit::{Exit, SignalField, write_exit};
-use crate::pane::text;
+use crate::pane::search::{Found, Scan};
+use crate::pane::{tail, text};
 use crate::runtime::Ctx;
 use crate::tool::args::Args;
 use crossbeam_channel::{after, never, select};
+use regex::Regex;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -49,13 +53,41 @@ pub(crate) enum Outcome {
     Input,
     /// The deadline passed.
     Running,
+    /// The exec's output matched the wait's pattern; the command goes on.
+    Ready(Found),
 }
 
 pub(crate) struct Wait<'a> {
     pub(crate) pane: &'a Arc<Pane>,
     pub(crate) shell: Option<&'a Shell>,
     pub(crate) until: Until,
+    /// Ends the wait with `Ready` when the exec's own output matches it (`Until::Exec` only).
+    pub(crate) pattern: Option<Regex>,
     pub(crate) deadline: Instant,
+}
+
+/// The search of an exec's output for the wait's pattern: it begins once the mark where the
+/// output begins is found, so the typed line never matches.
+enum Search {
+    None,
+    BeforeMark { regex: Regex, mark: String, typed: u64 },
+    Scanning(Scan),
+}
+
+impl Search {
+    fn matched(&mut self, pane: &Pane) -> Option<Found> {
+        if let Search::BeforeMark { regex, mark, typed } = self {
+            let (_, begin) = locate(pane, mark, *typed)?;
+            *self = Search::Scanning(Scan::new(regex.clone(), begin));
+        }
+        let Search::Scanning(scan) = self else { return None };
+        loop {
+            let step = scan.step(pane);
+            if step.found.is_some() || !step.behind {
+                return step.found;
+            }
+        }
+    }
 }
 
 impl Wait<'_> {
@@ -63,6 +95,11 @@ impl Wait<'_> {
     pub(crate) fn run(&self, ctx: &Ctx<'_>) -> Result<Outcome> {
         let records = self.shell.map_or_else(never, Shell::subscribe);
         let ending = self.pane.output().subscribe_status();
+        let mut search = self.search();
+        let printed = match search {
+            Search::None => never(),
+            _ => self.pane.output().subscribe(),
+        };
         let heartbeat = ctx.progress.heartbeat();
         let mut watch = InputWatch::new(self.pane, quiet_period());
         let started = Instant::now();
@@ -76,6 +113,9 @@ impl Wait<'_> {
             if !self.pane.is_running() {
                 return Ok(Outcome::Exited(self.pane.output().exit()));
             }
+            if let Some(found) = search.matched(self.pane) {
+                return Ok(Outcome::Ready(found));
+            }
             if Instant::now() >= not_before && watch.check() {
                 return Ok(Outcome::Input);
             }
@@ -84,11 +124,21 @@ impl Wait<'_> {
             select! {
                 recv(records) -> _ => {}
                 recv(ending) -> _ => {}
+                recv(printed) -> _ => {}
                 recv(check_at) -> _ => {}
                 recv(ctx.cancel.receiver()) -> _ => return Err(Error::cancelled()),
                 recv(after(until(self.deadline))) -> _ => return Ok(Outcome::Running),
                 recv(heartbeat) -> _ => self.report(ctx, started),
             }
+        }
+    }
+
+    fn search(&self) -> Search {
+        match (&self.pattern, self.until, self.shell) {
+            (Some(regex), Until::Exec { id, typed }, Some(shell)) => {
+                Search::BeforeMark { regex: regex.clone(), mark: shell.begin_mark(id), typed }
+            }
+            _ => Search::None,
         }
     }
 
@@ -169,12 +219,13 @@ pub(crate) fn after_input(
     }
     let until = Until::PromptAfter { from, seen: seen.unwrap_or(0) };
     let deadline = Instant::now() + wait;
-    let outcome = Wait { pane, shell, until, deadline }.run(ctx)?;
+    let outcome = Wait { pane, shell, until, pattern: None, deadline }.run(ctx)?;
     Ok(answer(pane, &outcome, from, max_bytes, cwd(), shell_pane))
 }
 
-/// The last prompt when the shell sits at it with nothing running.
-fn idle(pane: &Pane, shell: &Shell) -> Option<Prompt> {
+/// The last prompt when the shell sits at it with nothing running: the outcome of the last command,
+/// whenever it ended.
+pub(crate) fn idle(pane: &Pane, shell: &Shell) -> Option<Prompt> {
     let (last, pending) = shell.with(|s| (s.last().cloned(), s.pending.is_some()));
     if pending || !pane.is_running() || pane.foreground_job().is_some() {
         return None;
@@ -192,18 +243,21 @@ pub(crate) fn find_mark(pane: &Pane, mark: &str, from: u64) -> Option<(u64, u64)
     let events = pane.output().subscribe();
     let deadline = Instant::now() + CATCH_UP;
     loop {
-        let (bytes, start, settled) = pane.output().with(|s| {
-            let (bytes, start) = s.ring.copy(from, u64::MAX);
-            (bytes, start, s.eof || s.closed)
-        });
-        if let Some(at) = find(&bytes, mark.as_bytes()) {
-            let at = start + at as u64;
-            return Some((at, at + mark.len() as u64));
+        if let Some(found) = locate(pane, mark, from) {
+            return Some(found);
         }
+        let settled = pane.output().with(|s| s.eof || s.closed);
         if settled || events.recv_deadline(deadline).is_err() {
             return None;
         }
     }
+}
+
+/// Where `mark` sits in the pane's output at or after `from` now (start and end offsets).
+fn locate(pane: &Pane, mark: &str, from: u64) -> Option<(u64, u64)> {
+    let (bytes, start) = pane.output().with(|s| s.ring.copy(from, u64::MAX));
+    let at = start + find(&bytes, mark.as_bytes())? as u64;
+    Some((at, at + mark.len() as u64))
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
@@ -238,13 +292,24 @@ pub(crate) fn answer(
         }
         Outcome::Input => json!({"status": "input"}),
         Outcome::Running => json!({"status": "running"}),
+        Outcome::Ready(found) => {
+            let mut value = json!({"status": "ready"});
+            found.write(&mut value);
+            value
+        }
     };
     if !matches!(outcome, Outcome::Ended { .. })
         && let Some(cwd) = cwd
     {
         value["cwd"] = json!(cwd);
     }
-    value["output"] = json!(output_between(pane, from, end, max_bytes));
+    let shown = matches!(outcome, Outcome::Input).then(|| tail::shown(pane, 0, max_bytes));
+    match shown {
+        // A full-screen program asks (an editor, a pager, an installer): its screen is what the
+        // agent must see to answer, not the main screen's lines under it.
+        Some(shown) if shown.alternate => shown.write(&mut value, "output"),
+        _ => value["output"] = json!(output_between(pane, from, end, max_bytes)),
+    }
     value["offset"] = json!(pane.output().end());
     value
 }

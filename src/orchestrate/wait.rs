@@ -1,0 +1,298 @@
+//! `fugue_wait`: wait on one or several panes until one (`any`) or every one (`all`) has an
+//! outcome — its command ended, its program exited, it asks, or `until` matched.
+//!
+//! In: pane ids (1 to 32), the mode, an optional pattern searched in what each pane prints after
+//! the call starts, a timeout and how many lines each answer shows. The call blocks in one
+//! `Select` over every pane's status and shell-record channels (and output, with a pattern), the
+//! call's cancel channel, the progress heartbeat and a deadline: the next input look, or the
+//! timeout. Nothing polls, and waiting costs nothing while nothing happens. Out: `status` (done or
+//! timeout), `fired` (ids in the order they fired), one result per pane in the order asked (the
+//! outcome's fields and what the pane shows), and `duration_ms`. Cancelling ends only the wait.
+
+use crate::error::{Error, Result};
+use crate::pane::Pane;
+use crate::pane::activity::{InputWatch, quiet_period};
+use crate::pane::exit::{SignalField, write_exit};
+use crate::pane::search::{Found, Scan, compile};
+use crate::pane::tail;
+use crate::runtime::{Ctx, Tool};
+use crate::shell::wait::idle;
+use crate::tool::args::Args;
+use crate::tool::{RUNS, schema::*};
+use crossbeam_channel::{Receiver, Select};
+use regex::Regex;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+// Defaults of absent arguments, declared in the schema and applied by the handler.
+/// `timeout_ms`: five minutes.
+const TIMEOUT_MS: u64 = 300_000;
+/// `tail_lines`.
+const TAIL_LINES: u64 = 10;
+/// `mode`: the choices, the default first.
+const MODES: [&str; 2] = ["any", "all"];
+/// The most panes one call waits on.
+const MAX_PANES: usize = 32;
+/// The longest wait one call accepts: one day.
+const MAX_TIMEOUT_MS: u64 = 86_400_000;
+/// The most lines a result may show, and the most bytes of them.
+const MAX_TAIL_LINES: u64 = 1000;
+const MAX_TAIL_BYTES: usize = 16 << 10;
+
+pub(crate) const TOOL: Tool = Tool {
+    name: "fugue_wait",
+    title: "Wait on panes",
+    description: "Wait on 1-32 panes (jobs started with fugue_exec until/running, panes of \
+                  commands) and answer when one (mode any) or all have an outcome: ok/failed \
+                  (exit_code, cwd: a shell's command ended, even before this call), exited (the \
+                  pane's program ended), input (it asks; output shows the question), matched \
+                  (until matched output printed after the call). Instead of polling or sleeping. \
+                  results in pane_ids order, each with its last tail_lines lines; fired: first \
+                  first; status timeout leaves the rest running.",
+    hints: RUNS,
+    input: || {
+        object(
+            &[
+                (
+                    "pane_ids",
+                    json!({"type": "array", "items": {"type": "string"}, "minItems": 1,
+                           "maxItems": MAX_PANES, "description": "Panes to wait on"}),
+                ),
+                ("mode", choice("any: the first outcome; all: every pane's", &MODES, MODES[0])),
+                ("until", string("Regex for output printed after the call starts")),
+                ("timeout_ms", integer_or("Give up after this long", TIMEOUT_MS)),
+                ("tail_lines", integer_or("Lines of each pane's output to show", TAIL_LINES)),
+            ],
+            &["pane_ids"],
+        )
+    },
+    output: || {
+        result(&[
+            ("status", t("string")),
+            ("fired", t("array")),
+            ("results", t("array")),
+            ("duration_ms", t("integer")),
+        ])
+    },
+    call: wait,
+};
+
+/// What happened to one pane.
+enum Outcome {
+    /// Its shell's command ended and the shell is back at its prompt.
+    Ended { status: i32, cwd: String },
+    /// Its process ended.
+    Exited,
+    /// Its program waits for the terminal.
+    Input,
+    /// `until` matched.
+    Matched(Found),
+}
+
+/// One pane waited on.
+struct Watched {
+    pane: Arc<Pane>,
+    scan: Option<Scan>,
+    input: InputWatch,
+    outcome: Option<Outcome>,
+    /// What wakes the wait for this pane: how it ends, its shell's records, and with a pattern
+    /// its output.
+    wakes: Vec<Receiver<()>>,
+}
+
+impl Watched {
+    fn new(pane: Arc<Pane>, pattern: Option<&Regex>) -> Watched {
+        let mut wakes = vec![pane.output().subscribe_status()];
+        wakes.extend(pane.shell().map(|s| s.subscribe()));
+        let scan = pattern.map(|regex| {
+            // Subscribe before the start point is read, so nothing printed between is missed.
+            wakes.push(pane.output().subscribe());
+            Scan::new(regex.clone(), pane.output().end())
+        });
+        let input = InputWatch::new(&pane, quiet_period());
+        Watched { pane, scan, input, outcome: None, wakes }
+    }
+
+    /// The pane's outcome now, if it has one: a match first, then its end, its shell back at
+    /// the prompt, a question.
+    fn look(&mut self) -> Option<Outcome> {
+        if let Some(found) = self.scan.as_mut().and_then(|scan| matched(scan, &self.pane)) {
+            return Some(Outcome::Matched(found));
+        }
+        if !self.pane.is_running() {
+            return Some(Outcome::Exited);
+        }
+        if let Some(prompt) = self.pane.shell().and_then(|shell| idle(&self.pane, shell)) {
+            return Some(Outcome::Ended { status: prompt.status, cwd: prompt.cwd });
+        }
+        self.input.check().then_some(Outcome::Input)
+    }
+
+    fn result(&self, lines: usize) -> Value {
+        let mut value = json!({"pane_id": self.pane.id});
+        value["status"] = json!(match &self.outcome {
+            None => "running",
+            Some(Outcome::Ended { status: 0, .. }) => "ok",
+            Some(Outcome::Ended { .. }) => "failed",
+            Some(Outcome::Exited) => "exited",
+            Some(Outcome::Input) => "input",
+            Some(Outcome::Matched(_)) => "matched",
+        });
+        match &self.outcome {
+            Some(Outcome::Ended { status, cwd }) => {
+                value["exit_code"] = json!(status);
+                value["cwd"] = json!(cwd);
+            }
+            Some(Outcome::Exited) => {
+                write_exit(&mut value, self.pane.output().exit(), SignalField::WhenSignalled);
+            }
+            Some(Outcome::Matched(found)) => found.write(&mut value),
+            Some(Outcome::Input) | None => {}
+        }
+        let shown = tail::shown(&self.pane, lines, MAX_TAIL_BYTES);
+        if matches!(self.outcome, Some(Outcome::Input)) {
+            let question = shown.text.lines().rev().find(|l| !l.trim().is_empty());
+            value["line"] = json!(question.unwrap_or_default().trim_end());
+        }
+        shown.write(&mut value, "output");
+        value
+    }
+}
+
+/// Searches what the pane printed since the last look, catching up in bounded steps.
+fn matched(scan: &mut Scan, pane: &Pane) -> Option<Found> {
+    loop {
+        let step = scan.step(pane);
+        if step.found.is_some() || !step.behind {
+            return step.found;
+        }
+    }
+}
+
+fn wait(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
+    let started = Instant::now();
+    let panes = panes(ctx, args)?;
+    let all = match args.str("mode")?.unwrap_or(MODES[0]) {
+        "any" => false,
+        "all" => true,
+        other => return Err(Error::invalid(format!("mode {other:?} is not one of any, all"))),
+    };
+    let pattern = args.str("until")?.map(compile).transpose()?;
+    let timeout = args.u64("timeout_ms", 0, MAX_TIMEOUT_MS)?.unwrap_or(TIMEOUT_MS);
+    let lines = args.u64("tail_lines", 0, MAX_TAIL_LINES)?.unwrap_or(TAIL_LINES) as usize;
+    let deadline = started + Duration::from_millis(timeout);
+    let mut watched: Vec<Watched> =
+        panes.into_iter().map(|pane| Watched::new(pane, pattern.as_ref())).collect();
+    let mut fired = Vec::new();
+    let heartbeat = ctx.progress.heartbeat();
+    let done = loop {
+        fire(&mut watched, &mut fired);
+        let enough = if all { fired.len() == watched.len() } else { !fired.is_empty() };
+        if enough {
+            break true;
+        }
+        match sleep(ctx, &watched, &heartbeat, deadline) {
+            Wake::Event => {}
+            Wake::Heartbeat => report(ctx, &watched, started, deadline),
+            Wake::Deadline => break false,
+            Wake::Cancelled => return Err(Error::cancelled()),
+        }
+    };
+    let results: Vec<Value> = watched.iter().map(|w| w.result(lines)).collect();
+    Ok(json!({
+        "status": if done { "done" } else { "timeout" },
+        "fired": fired,
+        "results": results,
+        "duration_ms": started.elapsed().as_millis() as u64,
+    }))
+}
+
+/// The panes named, each found before anything waits; one named twice is an error.
+fn panes(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Vec<Arc<Pane>>> {
+    let ids = args.strings("pane_ids")?;
+    if ids.is_empty() || ids.len() > MAX_PANES {
+        return Err(Error::invalid(format!(
+            "pane_ids holds {} ids; give 1 to {MAX_PANES}",
+            ids.len()
+        )));
+    }
+    let mut panes: Vec<Arc<Pane>> = Vec::with_capacity(ids.len());
+    for id in &ids {
+        let pane = ctx.mux.pane(id)?;
+        if panes.iter().any(|p| p.id == pane.id) {
+            return Err(Error::invalid(format!("pane_ids names pane {} twice", pane.id)));
+        }
+        panes.push(pane);
+    }
+    Ok(panes)
+}
+
+/// Records the outcome of every pane that has one now, in the order of `pane_ids`.
+fn fire(watched: &mut [Watched], fired: &mut Vec<String>) {
+    for w in watched.iter_mut().filter(|w| w.outcome.is_none()) {
+        if let Some(outcome) = w.look() {
+            w.outcome = Some(outcome);
+            fired.push(w.pane.id.clone());
+        }
+    }
+}
+
+enum Wake {
+    Event,
+    Heartbeat,
+    Deadline,
+    Cancelled,
+}
+
+/// Blocks until a pane's channel speaks, the next input look is due, the heartbeat ticks, the call
+/// is cancelled or the deadline passes; then empties every channel that spoke.
+fn sleep(
+    ctx: &Ctx<'_>,
+    watched: &[Watched],
+    heartbeat: &Receiver<Instant>,
+    deadline: Instant,
+) -> Wake {
+    let waiting = || watched.iter().filter(|w| w.outcome.is_none());
+    let wakes: Vec<&Receiver<()>> = waiting().flat_map(|w| &w.wakes).collect();
+    let look = waiting().filter_map(|w| w.input.next_check()).min();
+    let mut select = Select::new();
+    for wake in &wakes {
+        select.recv(wake);
+    }
+    let cancel = select.recv(ctx.cancel.receiver());
+    let beat = select.recv(heartbeat);
+    let until = look.map_or(deadline, |at| at.min(deadline));
+    let ready = select.ready_deadline(until);
+    for wake in &wakes {
+        while wake.try_recv().is_ok() {}
+    }
+    match ready {
+        Ok(i) if i == cancel => Wake::Cancelled,
+        Ok(i) if i == beat => {
+            let _ = heartbeat.try_recv();
+            Wake::Heartbeat
+        }
+        Err(_) if Instant::now() >= deadline => Wake::Deadline,
+        // A channel spoke, or the next input look is due.
+        Ok(_) | Err(_) => Wake::Event,
+    }
+}
+
+/// Progress: the seconds waited, and what still runs.
+fn report(ctx: &Ctx<'_>, watched: &[Watched], started: Instant, deadline: Instant) {
+    let running: Vec<String> = watched
+        .iter()
+        .filter(|w| w.outcome.is_none())
+        .map(|w| {
+            let short = crate::mux::short_id(&w.pane.id);
+            match w.pane.command.as_deref() {
+                Some(command) => format!("{short} ({command})"),
+                None => short.to_string(),
+            }
+        })
+        .collect();
+    let total = deadline.saturating_duration_since(started).as_secs_f64();
+    let message = format!("waiting on {}", running.join(", "));
+    ctx.progress.report(started.elapsed().as_secs_f64(), Some(total), &message);
+}

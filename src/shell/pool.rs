@@ -1,0 +1,122 @@
+//! fugue's own shells: where `fugue_exec` without `pane_id` runs, so that an agent never waits its
+//! turn.
+//!
+//! In: the caller's directory (a shared server's front works in its own) and the registry of panes.
+//! Out: a `Claim` on a shell pane of that directory that nobody else runs a command in. Shells are
+//! kept in the order they were made and the first free one is taken, so `cd` and `export` carry
+//! over between calls as far as they can; while every one is busy, a new one starts in the busy
+//! shell's current directory, up to `MAX_SHELLS` per directory. A claim holds its shell from the
+//! choice until the command is typed (when the shell's own record of it takes over), so two calls
+//! at once never pick the same shell. The pool belongs to the `Runtime`: nothing here is global.
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::mux::{Mux, PaneArgs};
+use crate::pane::Pane;
+use parking_lot::Mutex;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The session of fugue's own shell panes.
+pub(crate) const SHELL_SESSION: &str = "shell";
+
+/// The most shells one directory's calls keep busy at once.
+pub(crate) const MAX_SHELLS: usize = 16;
+
+/// fugue's own shells, per caller directory, in the order they were made.
+#[derive(Default)]
+pub(crate) struct Pool {
+    shells: Mutex<Vec<Entry>>,
+}
+
+struct Entry {
+    /// The directory of the callers this shell serves (not where the shell is now).
+    dir: PathBuf,
+    pane: Arc<Pane>,
+    /// A call chose this shell and has not typed its command yet.
+    claimed: bool,
+}
+
+/// A shell chosen for one command; dropping it lets others choose the shell again.
+pub(crate) struct Claim<'p> {
+    pool: &'p Pool,
+    pub(crate) pane: Arc<Pane>,
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        let mut shells = self.pool.shells.lock();
+        if let Some(entry) = shells.iter_mut().find(|e| Arc::ptr_eq(&e.pane, &self.pane)) {
+            entry.claimed = false;
+        }
+    }
+}
+
+impl Pool {
+    /// The first free shell of `dir`'s callers, or a new one while they have fewer than
+    /// `MAX_SHELLS`; `limit_reached`, naming what each one runs, past that.
+    pub(crate) fn claim(&self, mux: &Mux, dir: &Path) -> Result<Claim<'_>> {
+        let mut shells = self.shells.lock();
+        // Shells that were closed or exited leave the pool on every use, so it holds no more than
+        // the shells still running.
+        shells.retain(|e| e.pane.is_running() && mux.pane(&e.pane.id).is_ok());
+        let mine: Vec<usize> = (0..shells.len()).filter(|&i| shells[i].dir == dir).collect();
+        let free = mine.iter().copied().find(|&i| !shells[i].claimed && is_free(&shells[i].pane));
+        let pane = match free {
+            Some(i) => {
+                shells[i].claimed = true;
+                shells[i].pane.clone()
+            }
+            None if mine.len() >= MAX_SHELLS => {
+                return Err(all_busy(mine.iter().map(|&i| &shells[i])));
+            }
+            None => {
+                // The new shell starts where the busy one is now, as if the agent had opened a
+                // second terminal beside it.
+                let busy_dir = mine.iter().find_map(|&i| shell_dir(&shells[i].pane));
+                let start = busy_dir.filter(|d| d.is_dir()).unwrap_or_else(|| dir.to_path_buf());
+                let session = mux.ensure_session(SHELL_SESSION)?;
+                let pane = mux.create_window(&session, None, PaneArgs::shell(start))?;
+                shells.push(Entry { dir: dir.to_path_buf(), pane: pane.clone(), claimed: true });
+                pane
+            }
+        };
+        Ok(Claim { pool: self, pane })
+    }
+}
+
+/// Whether a shell pane can take a command now: its shell is starting (the call waits for its
+/// prompt), or it sits at its prompt with no `fugue_exec` pending and no job in the foreground.
+fn is_free(pane: &Pane) -> bool {
+    let Some(shell) = pane.shell() else { return false };
+    let (started, pending) = shell.with(|s| (s.prompts > 0, s.pending.is_some()));
+    !pending && (!started || pane.foreground_job().is_none())
+}
+
+/// The directory the pane's shell last reported.
+fn shell_dir(pane: &Pane) -> Option<PathBuf> {
+    pane.shell()?.with(|s| s.last().map(|p| PathBuf::from(&p.cwd)))
+}
+
+fn all_busy<'e>(entries: impl Iterator<Item = &'e Entry>) -> Error {
+    let busy: Vec<String> = entries
+        .map(|e| {
+            let what = e.pane.shell().and_then(|s| {
+                s.with(|st| {
+                    st.pending.as_ref().map(|(_, c)| super::exec::first_line(c).to_string())
+                })
+            });
+            match what.or_else(|| e.pane.foreground_job()) {
+                Some(what) => format!("{} ({what})", e.pane.id),
+                None => e.pane.id.clone(),
+            }
+        })
+        .collect();
+    Error::new(
+        ErrorKind::LimitReached,
+        format!(
+            "all {MAX_SHELLS} of fugue's shells for this directory are busy: {}; wait for one \
+             with fugue_wait, stop one with fugue_send_input keys [\"C-c\"], or close one",
+            busy.join(", ")
+        ),
+    )
+}
