@@ -28,12 +28,18 @@ const PROMPT: &str = "BENCH-READY> ";
 
 pub fn exec(b: &Bench) -> R<Vec<Row>> {
     let bash = find("bash").ok_or("bash is not installed")?;
-    let home = std::env::temp_dir().join(format!("fugue-bench-home-{}", std::process::id()));
-    std::fs::create_dir_all(&home).map_err(|e| e.to_string())?;
-    std::fs::write(home.join(".bashrc"), format!("PS1='{PROMPT}'\n")).map_err(|e| e.to_string())?;
+    let home = bench_home()?;
     let measured = measure(b, &bash, &home);
     let _ = std::fs::remove_dir_all(&home);
     measured
+}
+
+/// A temporary HOME whose .bashrc sets the prompt both bashes show; the caller removes it.
+pub fn bench_home() -> R<PathBuf> {
+    let home = std::env::temp_dir().join(format!("fugue-bench-home-{}", std::process::id()));
+    std::fs::create_dir_all(&home).map_err(|e| e.to_string())?;
+    std::fs::write(home.join(".bashrc"), format!("PS1='{PROMPT}'\n")).map_err(|e| e.to_string())?;
+    Ok(home)
 }
 
 fn measure(b: &Bench, bash: &str, home: &std::path::Path) -> R<Vec<Row>> {
@@ -82,14 +88,14 @@ fn measure(b: &Bench, bash: &str, home: &std::path::Path) -> R<Vec<Row>> {
 }
 
 /// An interactive bash on a bare PTY, driven by writing lines and reading up to its prompt.
-struct Bare {
+pub struct Bare {
     master: File,
     child: Child,
     seen: Vec<u8>,
 }
 
 impl Bare {
-    fn start(bash: &str, home: &std::path::Path) -> R<Bare> {
+    pub fn start(bash: &str, home: &std::path::Path) -> R<Bare> {
         let (master, slave) = pty::open()?;
         let mut cmd = Command::new(bash);
         cmd.arg("-i").env("HOME", home).env("TERM", "xterm-256color");
@@ -131,7 +137,7 @@ impl Drop for Bare {
     }
 }
 
-fn find(program: &str) -> Option<String> {
+pub fn find(program: &str) -> Option<String> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .map(|dir| dir.join(program))

@@ -10,6 +10,7 @@ mod client;
 mod clock;
 mod figures;
 mod input;
+mod jobs;
 mod live;
 mod pty;
 mod report;
@@ -26,12 +27,12 @@ fugue-bench — measure fugue against its baselines and print one table
 
 Usage:
   fugue-bench [--fugue PATH] [--quick] [FIGURE...]
-  fugue-bench emit         (the helper run inside panes)
+  fugue-bench emit|stamp   (the helpers run inside panes)
 
   --fugue PATH   the binary under test (default: $FUGUE_BIN, else target/release/fugue)
   --quick        fewer repetitions, for a quick look
   FIGURE         any of: ingest parallel wake herd input probes init memory panes exec tools
-                 size shared (default: all)
+                 jobs size shared (default: all)
 
 Exit status: 0 when every measured figure meets its target, 1 otherwise.
 ";
@@ -39,7 +40,7 @@ Exit status: 0 when every measured figure meets its target, 1 otherwise.
 type Figure = fn(&Bench) -> client::R<Vec<Row>>;
 
 /// The figures in table order: (name on the command line, row name for errors, target, function).
-const FIGURES: [(&str, &str, Figure); 13] = [
+const FIGURES: [(&str, &str, Figure); 14] = [
     ("ingest", figures::INGEST, figures::ingestion),
     ("parallel", figures::TRUE_FIG, figures::parallel),
     ("wake", figures::WAKE_FIG, figures::wake),
@@ -50,6 +51,7 @@ const FIGURES: [(&str, &str, Figure); 13] = [
     ("memory", figures::MEM_FIG, figures::memory),
     ("panes", figures::PANES_FIG, figures::many_panes),
     ("exec", live::EXEC_FIG, live::exec),
+    ("jobs", jobs::WAIT_FIG, jobs::jobs),
     ("tools", figures::TOOLS_FIG, figures::tools_list),
     ("size", figures::SIZE_FIG, figures::binary_size),
     ("shared", shared::LIST_FIG, shared::shared),
@@ -57,8 +59,10 @@ const FIGURES: [(&str, &str, Figure); 13] = [
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.first().map(String::as_str) == Some("emit") {
-        return emit();
+    match args.first().map(String::as_str) {
+        Some("emit") => return emit(),
+        Some("stamp") => return stamp(),
+        _ => {}
     }
     let mut fugue =
         std::env::var_os("FUGUE_BIN").map_or("target/release/fugue".into(), PathBuf::from);
@@ -119,7 +123,8 @@ fn usage(message: &str) -> ExitCode {
 }
 
 /// The pane helper: says it is ready, then answers each input line `X` with `GOX <ns>`, `<ns>` being
-/// the monotonic clock read just before the one write(2) that puts the answer on the terminal.
+/// the monotonic clock read just before the one write(2) that puts the answer on the terminal. The
+/// line `exit` is answered `BYE <ns>`, the clock read just before the process exits.
 fn emit() -> ExitCode {
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(b"EMIT READY\n").and_then(|_| out.flush());
@@ -131,9 +136,23 @@ fn emit() -> ExitCode {
             Ok(0) | Err(_) => return ExitCode::SUCCESS,
             Ok(_) => {}
         }
+        if line.trim() == "exit" {
+            let _ = writeln!(out, "BYE {}", clock::now_ns()).and_then(|_| out.flush());
+            return ExitCode::SUCCESS;
+        }
         let answer = format!("GO{} {}\n", line.trim(), clock::now_ns());
         if out.write_all(answer.as_bytes()).and_then(|_| out.flush()).is_err() {
             return ExitCode::SUCCESS;
         }
     }
+}
+
+/// The `until` helper: after a moment (so the waiting call is blocked by then), prints
+/// `STAMP <ns>`, the clock read just before the write, then runs on until interrupted.
+fn stamp() -> ExitCode {
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "STAMP {}", clock::now_ns()).and_then(|_| out.flush());
+    std::thread::sleep(std::time::Duration::from_secs(600));
+    ExitCode::SUCCESS
 }

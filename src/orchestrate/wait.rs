@@ -172,7 +172,6 @@ fn matched(scan: &mut Scan, pane: &Pane) -> Option<Found> {
 
 fn wait(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let started = Instant::now();
-    let panes = panes(ctx, args)?;
     let all = match args.str("mode")?.unwrap_or(MODES[0]) {
         "any" => false,
         "all" => true,
@@ -182,6 +181,8 @@ fn wait(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let timeout = args.u64("timeout_ms", 0, MAX_TIMEOUT_MS)?.unwrap_or(TIMEOUT_MS);
     let lines = args.u64("tail_lines", 0, MAX_TAIL_LINES)?.unwrap_or(TAIL_LINES) as usize;
     let deadline = started + Duration::from_millis(timeout);
+    // The ids are looked up last: every argument is checked before anything is looked at.
+    let panes = panes(ctx, args)?;
     let mut watched: Vec<Watched> =
         panes.into_iter().map(|pane| Watched::new(pane, pattern.as_ref())).collect();
     let mut fired = Vec::new();
