@@ -11,6 +11,7 @@ mod attach;
 mod config;
 mod control;
 mod error;
+mod ids;
 mod inherit;
 mod layout;
 mod log;

@@ -7,7 +7,7 @@
 
 use crate::control::dir;
 use crate::control::wire::Client;
-use crate::mux::short_id;
+use crate::ids::short_id;
 use serde_json::{Value, json};
 use std::fmt::Write;
 use std::path::Path;

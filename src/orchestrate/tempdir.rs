@@ -9,8 +9,8 @@
 //! this user whose owner is gone and leaves every live fugue's alone.
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::ids::new_id;
 use crate::log;
-use crate::mux::new_id;
 use crate::pane::process::live_start;
 use crate::runtime::TempDirs;
 use std::fs::File;

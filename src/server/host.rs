@@ -13,8 +13,9 @@
 
 use super::{FileLock, Hello, Paths, Role, State};
 use crate::control::wire;
+use crate::ids::unix_ms;
 use crate::mcp::Mcp;
-use crate::mux::{ORCHESTRATION_SESSION, unix_ms};
+use crate::mux::ORCHESTRATION_SESSION;
 use crate::rpc::{Server, Stop, Writer};
 use crate::runtime::Runtime;
 use crossbeam_channel::{Receiver, Sender, after, never, select};

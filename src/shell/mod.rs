@@ -23,7 +23,7 @@ pub(crate) mod wait;
 pub(crate) static TOOLS: &[crate::runtime::Tool] = &[exec::TOOL];
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::mux::new_id;
+use crate::ids::new_id;
 use crate::orchestrate::tempdir::PrivateDir;
 use crate::pane::output::Watch;
 use crate::runtime::TempDirs;
