@@ -23,6 +23,7 @@ mod rpc;
 mod runtime;
 mod server;
 mod shell;
+mod tempdir;
 mod tool;
 
 use mcp::Mcp;

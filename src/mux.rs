@@ -17,7 +17,7 @@ use crate::layout;
 use crate::pane::exit::Exit;
 use crate::pane::output::Watch;
 use crate::pane::{Pane, Spec};
-use crate::runtime::TempDirs;
+use crate::tempdir::TempDirs;
 use crossbeam_channel::Receiver;
 use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};

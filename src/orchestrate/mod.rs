@@ -10,7 +10,6 @@ mod driver;
 pub(crate) mod expect;
 pub(crate) mod parallel;
 pub(crate) mod pipeline;
-pub(crate) mod tempdir;
 
 use crate::error::{Error, Result};
 use crate::mux::Mux;

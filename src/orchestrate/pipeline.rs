@@ -23,7 +23,6 @@ mod plan;
 
 use super::asking::{self, Asked};
 use super::driver::{self, Event, WakeReader, find, read_status};
-use super::tempdir::PrivateDir;
 use super::{run_schema, tail};
 use crate::error::{Error, ErrorKind, Result};
 use crate::ids::{new_id, short_id};
@@ -32,6 +31,7 @@ use crate::pane::Pane;
 use crate::pane::activity::{InputWatch, quiet_period};
 use crate::pane::exit::{Exit, SignalField, write_exit};
 use crate::runtime::{Ctx, Tool};
+use crate::tempdir::PrivateDir;
 use crate::tool::args::Args;
 use crate::tool::call::Progress;
 use crate::tool::{RUNS, schema::*};

@@ -21,7 +21,7 @@ pub(crate) mod tools;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::ids::short_id;
-use crate::runtime::TempDirs;
+use crate::tempdir::TempDirs;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use exit::Exit;
 use input::Input;

@@ -24,9 +24,8 @@ pub(crate) static TOOLS: &[crate::runtime::Tool] = &[exec::TOOL];
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::ids::new_id;
-use crate::orchestrate::tempdir::PrivateDir;
 use crate::pane::output::Watch;
-use crate::runtime::TempDirs;
+use crate::tempdir::{PrivateDir, TempDirs};
 use crossbeam_channel::Receiver;
 use parking_lot::Mutex;
 use std::collections::VecDeque;
