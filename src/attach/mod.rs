@@ -222,7 +222,7 @@ fn goodbye(app: &App, outcome: Outcome) -> ExitCode {
             (format!("[fugue {} has exited; nothing left to watch]", app.pid), 1)
         }
         Outcome::Signal(signal) => (
-            format!("[fugue attach ended by {}]", crate::pane::process::signal_name(signal)),
+            format!("[fugue attach ended by {}]", crate::pane::exit::signal_name(signal)),
             128 + signal,
         ),
     };

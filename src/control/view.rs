@@ -10,7 +10,7 @@
 use crate::layout::{self, Rect};
 use crate::mux::{Mux, ORCHESTRATION_SESSION, Session};
 use crate::pane::Pane;
-use crate::pane::process::signal_name;
+use crate::pane::exit::signal_name;
 use serde_json::{Value, json};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;

@@ -497,7 +497,7 @@ impl Run<'_> {
         let how = match self.shell_exit {
             Some(Exit { code: Some(code), .. }) => format!("with exit code {code}"),
             Some(Exit { signal: Some(signal), .. }) => {
-                format!("by {}", crate::pane::process::signal_name(signal))
+                format!("by {}", crate::pane::exit::signal_name(signal))
             }
             _ => "unexpectedly".to_string(),
         };
