@@ -25,6 +25,7 @@ mod server;
 mod shell;
 mod tempdir;
 mod tool;
+mod watch;
 
 use mcp::Mcp;
 use rpc::{Server, Stop, Writer};

@@ -24,8 +24,8 @@ pub(crate) static TOOLS: &[crate::runtime::Tool] = &[exec::TOOL];
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::ids::new_id;
-use crate::pane::output::Watch;
 use crate::tempdir::{PrivateDir, TempDirs};
+use crate::watch::Watch;
 use crossbeam_channel::Receiver;
 use parking_lot::Mutex;
 use std::collections::VecDeque;
