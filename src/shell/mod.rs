@@ -19,9 +19,6 @@ pub(crate) mod exec;
 pub(crate) mod status;
 pub(crate) mod wait;
 
-/// The live-shell tools in `tools/list` order.
-pub(crate) static TOOLS: &[crate::runtime::Tool] = &[exec::TOOL];
-
 use crate::error::{Error, ErrorKind, Result};
 use crate::ids::new_id;
 use crate::tempdir::{PrivateDir, TempDirs};
