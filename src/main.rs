@@ -13,6 +13,7 @@ mod control;
 mod error;
 mod ids;
 mod inherit;
+mod jsonrpc;
 mod layout;
 mod log;
 mod mcp;
