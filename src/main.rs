@@ -11,7 +11,9 @@ mod attach;
 mod config;
 mod control;
 mod error;
+mod ids;
 mod inherit;
+mod jsonrpc;
 mod layout;
 mod log;
 mod mcp;
@@ -22,41 +24,19 @@ mod rpc;
 mod runtime;
 mod server;
 mod shell;
+mod tempdir;
 mod tool;
+mod usage;
+mod watch;
 
 use mcp::Mcp;
 use rpc::{Server, Stop, Writer};
 use runtime::Runtime;
 use serde_json::{Map, Value};
-use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
 use tool::call::{Cancel, Progress};
-
-const USAGE: &str = "\
-fugue — a terminal multiplexer for AI agents, speaking MCP over stdio
-
-Usage:
-  fugue [serve]            run the MCP server on stdin/stdout (logs go to stderr)
-  fugue serve --shared [NAME]
-                           be a front for this user's shared server NAME (default: default),
-                           starting it if needed; its panes outlive the front (also FUGUE_SERVER)
-  fugue call TOOL [JSON]   run one tool in-process and print its JSON result
-  fugue call --shared NAME TOOL [JSON]
-                           the same, in shared server NAME (starting it if needed)
-  fugue kill-server [NAME] end shared server NAME and every process it started
-  fugue tools              list the tools, one line each
-  fugue verdict complete|followup|failed [--reason TEXT] [--prompt TEXT] [--cost USD]
-                           write an agent-pipeline verdict to $FUGUE_VERDICT_FILE
-  fugue ls [--json]        list the running fugue servers with their sessions and panes
-  fugue attach [--server PID|NAME] [--input] [SESSION[:WINDOW]]
-                           watch a window's panes live in this terminal (C-b ? lists the keys)
-  fugue --help | --version
-  fugue COMMAND --help     one command's usage
-
-Environment: FUGUE_SERVER, FUGUE_SHELL, FUGUE_STATE_DIR, FUGUE_LOG, FUGUE_SCROLLBACK_BYTES, FUGUE_MAX_PANES,
-FUGUE_MAX_SESSIONS, FUGUE_MAX_CALLS, FUGUE_MAX_LINE_BYTES, FUGUE_MAX_OUTPUT_BYTES (see fugue(1)).
-";
+use usage::{USAGE, print_out, usage_error};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -151,7 +131,7 @@ fn serve() -> ExitCode {
     let runtime = Arc::new(Runtime::start(true));
     let mcp = Arc::new(Mcp::new(runtime.clone(), own_cwd()));
     // Before the stdin loop starts, so the socket exists once the client has its first answer.
-    let control = control::server::start(mcp.clone())
+    let control = control::server::start(mcp.clone(), Box::new(|| None))
         .map_err(|e| {
             log::warn(&format!("no control socket (fugue ls and attach cannot see us): {e}"))
         })
@@ -244,19 +224,4 @@ fn list_tools() -> ExitCode {
         text.push_str(&format!("{:<32} {first}\n", tool.name));
     }
     print_out(&text)
-}
-
-/// Command output (not the protocol) for `--help`, `tools` and `call`.
-fn print_out(text: &str) -> ExitCode {
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
-        Err(_) => ExitCode::FAILURE,
-    }
-}
-
-pub(crate) fn usage_error(message: &str) -> ExitCode {
-    let _ = writeln!(std::io::stderr(), "fugue: {message}\n\n{USAGE}");
-    ExitCode::from(2)
 }

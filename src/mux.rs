@@ -12,17 +12,18 @@
 
 use crate::config::config;
 use crate::error::{Error, ErrorKind, Result};
+use crate::ids::new_id;
 use crate::layout;
 use crate::pane::exit::Exit;
-use crate::pane::output::Watch;
 use crate::pane::{Pane, Spec};
-use crate::runtime::TempDirs;
+use crate::tempdir::TempDirs;
+use crate::watch::Watch;
 use crossbeam_channel::Receiver;
 use parking_lot::Mutex;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 /// The fewest characters of a pane id that name it by prefix: fewer would collide too often.
 const MIN_PREFIX: usize = 4;
@@ -625,20 +626,6 @@ fn close_all(panes: Vec<Arc<Pane>>) -> Vec<(Arc<Pane>, Option<Exit>)> {
     let refs: Vec<&Pane> = panes.iter().map(|p| p.as_ref()).collect();
     let exits = crate::pane::close_panes(&refs);
     panes.iter().cloned().zip(exits).collect()
-}
-
-pub(crate) fn new_id() -> String {
-    uuid::Uuid::new_v4().to_string()
-}
-
-/// The first eight characters of an id: enough to tell ids apart where a person reads them (a
-/// window, a branch, a thread name).
-pub(crate) fn short_id(id: &str) -> &str {
-    id.char_indices().nth(8).map_or(id, |(end, _)| &id[..end])
-}
-
-pub(crate) fn unix_ms(t: SystemTime) -> u64 {
-    t.duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
 
 pub(crate) fn pane_not_found(key: &str) -> Error {

@@ -7,6 +7,7 @@
 //! written for it, so after a cancel nothing more — no progress, no response — goes out for that id.
 
 use crate::config::config;
+use crate::jsonrpc::{INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, RpcError};
 use crate::mcp::{Mcp, Request, Route};
 use crate::tool::call::{Cancel, Progress};
 use crossbeam_channel::{Receiver, Sender};
@@ -16,36 +17,6 @@ use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::sync::Arc;
 use std::time::Duration;
-
-/// A JSON-RPC error answer.
-#[derive(Debug)]
-pub(crate) struct RpcError {
-    pub(crate) code: i64,
-    pub(crate) message: String,
-    pub(crate) data: Option<Value>,
-}
-
-impl RpcError {
-    pub(crate) fn new(code: i64, message: impl Into<String>) -> RpcError {
-        RpcError { code, message: message.into(), data: None }
-    }
-
-    pub(crate) fn to_json(&self) -> Value {
-        let mut error = json!({"code": self.code, "message": self.message});
-        if let Some(data) = &self.data {
-            error["data"] = data.clone();
-        }
-        error
-    }
-}
-
-/// The JSON-RPC error codes fugue answers with (the last is MCP's, for an unknown protocol version).
-pub(crate) const PARSE_ERROR: i64 = -32700;
-pub(crate) const INVALID_REQUEST: i64 = -32600;
-pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
-pub(crate) const INVALID_PARAMS: i64 = -32602;
-pub(crate) const INTERNAL_ERROR: i64 = -32603;
-pub(crate) const UNSUPPORTED_VERSION: i64 = -32022;
 
 /// Why the server stops.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

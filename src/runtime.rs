@@ -7,8 +7,7 @@
 
 use crate::agent::{self, manager::Manager};
 use crate::mux::Mux;
-use parking_lot::Mutex;
-use std::path::{Path, PathBuf};
+use crate::tempdir::TempDirs;
 use std::sync::Arc;
 
 /// The context a tool handler of fugue gets.
@@ -32,7 +31,7 @@ impl Runtime {
     /// for `fugue call`, which ends with its one call and so only reads pipelines.
     pub(crate) fn start(drive: bool) -> Runtime {
         // Before any call makes directories of its own: those of fugues that were killed go.
-        crate::orchestrate::tempdir::sweep_stale();
+        crate::tempdir::sweep_stale();
         let temp_dirs = Arc::<TempDirs>::default();
         let mux = Arc::new(Mux::new(temp_dirs.clone()));
         let agents = agent::start(mux.clone(), drive);
@@ -49,31 +48,6 @@ impl Runtime {
     }
 }
 
-/// Temporary directories in use, so that fugue can remove them when it stops without waiting for
-/// the calls that made them to unwind.
-#[derive(Default)]
-pub(crate) struct TempDirs {
-    live: Mutex<Vec<PathBuf>>,
-}
-
-impl TempDirs {
-    pub(crate) fn add(&self, path: PathBuf) {
-        self.live.lock().push(path);
-    }
-
-    /// Removes `path` from the registry (its owner has removed it).
-    pub(crate) fn forget(&self, path: &Path) {
-        self.live.lock().retain(|p| p != path);
-    }
-
-    /// Removes every directory still registered.
-    fn remove_all(&self) {
-        for path in self.live.lock().drain(..) {
-            let _ = std::fs::remove_dir_all(path);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,16 +57,5 @@ mod tests {
         fn shareable<T: Send + Sync>() {}
         shareable::<Runtime>();
         shareable::<Arc<Runtime>>();
-    }
-
-    #[test]
-    fn shutdown_removes_the_directories_still_registered() {
-        let dirs = TempDirs::default();
-        let kept = std::env::temp_dir().join(format!("fugue-runtime-test-{}", std::process::id()));
-        std::fs::create_dir_all(kept.join("inside")).unwrap();
-        dirs.add(kept.clone());
-        dirs.remove_all();
-        assert!(!kept.exists());
-        assert!(dirs.live.lock().is_empty());
     }
 }

@@ -62,3 +62,5 @@ mod live_shell;
 mod names;
 // The manual names exactly the tools, environment variables and error codes fugue has.
 mod docs;
+// The layers of src/: imports point down, and no files import each other in a circle.
+mod layers;

@@ -5,7 +5,7 @@
 use super::record::Pipeline;
 use super::runner::{Command, Latest};
 use super::store::{Lock, Store};
-use crate::pane::output::Watch;
+use crate::watch::Watch;
 use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
 use std::sync::Arc;

@@ -5,14 +5,14 @@
 //! with a serde default and a change in meaning bumps the version (a newer file is refused rather
 //! than misread). The transitions that change them live in `machine`.
 
-use crate::mux::short_id;
+use crate::ids::short_id;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::time::SystemTime;
 
 /// The time a record is stamped with: milliseconds since the Unix epoch.
 pub(crate) fn now() -> u64 {
-    crate::mux::unix_ms(SystemTime::now())
+    crate::ids::unix_ms(SystemTime::now())
 }
 
 /// The version of the state file format; a newer file is refused rather than misread.

@@ -19,11 +19,12 @@ use super::record::{Limits, Pipeline, PipelineStatus, StageType, now, short_comm
 use super::store::{Store, write_atomic};
 use super::verdict;
 use crate::error::{Error, ErrorKind, Result};
-use crate::mux::{Mux, PaneArgs, short_id};
+use crate::ids::short_id;
+use crate::mux::{Mux, PaneArgs};
 use crate::pane::Pane;
 use crate::pane::exit::Exit;
-use crate::pane::output::Watch;
 use crate::pane::process::{pid_t, session_members};
+use crate::watch::Watch;
 use crossbeam_channel::{Receiver, Sender, after, select};
 use parking_lot::Mutex;
 use std::collections::HashMap;

@@ -248,7 +248,7 @@ fn read_state(path: &Path, id: &str) -> std::result::Result<Pipeline, Unusable> 
 }
 
 fn set_aside(path: &Path, error: String) -> Problem {
-    let ms = crate::mux::unix_ms(std::time::SystemTime::now());
+    let ms = crate::ids::unix_ms(std::time::SystemTime::now());
     let mut aside = path.as_os_str().to_owned();
     aside.push(format!(".corrupt-{ms}"));
     let aside = PathBuf::from(aside);
@@ -425,7 +425,7 @@ mod tests {
         let store = Store::open(&temp.0).unwrap();
         assert!(store.load("../../etc/passwd").is_err());
         assert!(store.lock("../x").is_err());
-        assert!(valid_id(&crate::mux::new_id()));
+        assert!(valid_id(&crate::ids::new_id()));
     }
 
     #[test]

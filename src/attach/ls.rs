@@ -7,7 +7,8 @@
 
 use crate::control::dir;
 use crate::control::wire::Client;
-use crate::mux::short_id;
+use crate::ids::short_id;
+use crate::usage::{print_out, usage_error};
 use serde_json::{Value, json};
 use std::fmt::Write;
 use std::path::Path;
@@ -29,7 +30,7 @@ pub(crate) fn run(args: &[&str]) -> ExitCode {
     let json = match args {
         [] => false,
         ["--json"] => true,
-        _ => return super::usage_error("ls takes no arguments but --json"),
+        _ => return usage_error("ls takes no arguments but --json"),
     };
     let mut found = match dir::existing() {
         Ok(dir) => servers(&dir),
@@ -38,7 +39,7 @@ pub(crate) fn run(args: &[&str]) -> ExitCode {
     let shared = add_shared(&mut found);
     if json {
         let text = serde_json::to_string_pretty(&found).unwrap_or_default();
-        crate::print_out(&format!("{text}\n"));
+        print_out(&format!("{text}\n"));
     }
     if found.is_empty() {
         return super::fail("no fugue server is running");
@@ -53,7 +54,7 @@ pub(crate) fn run(args: &[&str]) -> ExitCode {
     for server in &found {
         describe(server, &mut text);
     }
-    crate::print_out(&text)
+    print_out(&text)
 }
 
 /// Every live server's `info` with its `sessions` added, oldest first.

@@ -17,6 +17,7 @@ mod width;
 use crate::control::dir;
 use crate::control::view::Target;
 use crate::control::wire::{Client, Incoming};
+use crate::usage::{print_out, usage_error};
 use app::{App, Outcome};
 use crossbeam_channel::{Receiver, select};
 use serde_json::{Value, json};
@@ -222,21 +223,17 @@ fn goodbye(app: &App, outcome: Outcome) -> ExitCode {
             (format!("[fugue {} has exited; nothing left to watch]", app.pid), 1)
         }
         Outcome::Signal(signal) => (
-            format!("[fugue attach ended by {}]", crate::pane::process::signal_name(signal)),
+            format!("[fugue attach ended by {}]", crate::pane::exit::signal_name(signal)),
             128 + signal,
         ),
     };
-    crate::print_out(&format!("{message}\n"));
+    print_out(&format!("{message}\n"));
     ExitCode::from(u8::try_from(code.clamp(0, 255)).unwrap_or(u8::MAX))
 }
 
 pub(crate) fn fail(message: &str) -> ExitCode {
     eprintln!("fugue: {message}");
     ExitCode::FAILURE
-}
-
-pub(crate) fn usage_error(message: &str) -> ExitCode {
-    crate::usage_error(message)
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@
 use crossbeam_channel::Receiver;
 use parking_lot::Mutex;
 use std::io::Write;
+use std::os::fd::IntoRawFd;
 use std::sync::atomic::{AtomicI32, Ordering};
 
 /// The settings to restore; `None` when the terminal is not ours.
@@ -111,14 +112,12 @@ extern "C" fn on_signal(signal: libc::c_int) {
 
 /// Delivers these signals as numbers on a channel instead of their default action.
 pub(crate) fn signals(which: &[libc::c_int]) -> std::io::Result<Receiver<libc::c_int>> {
-    let mut fds = [0; 2];
-    // SAFETY: pipe2 writes two descriptors into `fds`.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
+    // Both ends stay open for the life of the process: the handler may write at any time.
+    let (read, write) = crate::pane::fd::pipe()?;
+    let (read_fd, write_fd) = (read.into_raw_fd(), write.into_raw_fd());
     // SAFETY: fcntl on a descriptor we own; the handler must never block on a full pipe.
-    unsafe { libc::fcntl(fds[1], libc::F_SETFL, libc::O_NONBLOCK) };
-    SIGNAL_PIPE.store(fds[1], Ordering::Relaxed);
+    unsafe { libc::fcntl(write_fd, libc::F_SETFL, libc::O_NONBLOCK) };
+    SIGNAL_PIPE.store(write_fd, Ordering::Relaxed);
     for &signal in which {
         // SAFETY: a zeroed sigaction with a handler and SA_RESTART is valid; the handler only
         // calls write(2).
@@ -133,7 +132,6 @@ pub(crate) fn signals(which: &[libc::c_int]) -> std::io::Result<Receiver<libc::c
         }
     }
     let (tx, rx) = crossbeam_channel::bounded(16);
-    let read_fd = fds[0];
     std::thread::Builder::new().name("signals".into()).spawn(move || {
         let mut buf = [0u8; 16];
         loop {

@@ -10,3 +10,6 @@ pub(crate) mod server;
 pub(crate) mod view;
 pub(crate) mod watch;
 pub(crate) mod wire;
+
+/// Stack size of the connection and watcher threads.
+pub(crate) const THREAD_STACK: usize = 256 << 10;

@@ -10,13 +10,13 @@
 //! `session`, `window`, `rows`, `cols`, `watch`), `scrollback` (`pane`, `lines`), `input` (`pane`,
 //! `data`; only after `hello` with `input: true`) and `resize` (`session`, `window`, `rows`, `cols`).
 
-use super::dir;
 use super::view::{self, Target};
 use super::watch::{self, Arm, Out};
 use super::wire::{self, Fault, LineError};
+use super::{THREAD_STACK, dir};
 use crate::error::{Error, ErrorKind, Result};
+use crate::ids::unix_ms;
 use crate::mcp::Mcp;
-use crate::mux::unix_ms;
 use crate::pane::output::{Format, ReadRequest};
 use crate::tool::args::Args;
 use crossbeam_channel::Sender;
@@ -36,8 +36,6 @@ pub(crate) const MAX_CONNECTIONS: usize = 16;
 const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 /// The pause after a failed accept (out of file descriptors, say), so the loop does not spin.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
-/// Stack size of the connection and watcher threads.
-pub(crate) const THREAD_STACK: usize = 256 << 10;
 /// How much of an oversized request is read and dropped before its connection closes.
 const MAX_DISCARD: usize = 16 << 20;
 /// How long each read of that waits.
@@ -56,15 +54,20 @@ impl Drop for Control {
     }
 }
 
+/// What `info` says of the shared server this process is, if it is one: given by the caller, so
+/// the control socket does not reach up into the shared server that starts it.
+pub(crate) type HostInfo = Box<dyn Fn() -> Option<Value> + Send + Sync>;
+
 /// What every connection of this server shares.
 struct Shared {
     mcp: Arc<Mcp>,
+    host: HostInfo,
     started: SystemTime,
     connections: AtomicUsize,
 }
 
 /// Creates the socket and starts accepting. Cleans up sockets that dead servers left behind.
-pub(crate) fn start(mcp: Arc<Mcp>) -> Result<Control> {
+pub(crate) fn start(mcp: Arc<Mcp>, host: HostInfo) -> Result<Control> {
     let dir = dir::create()?;
     dir::remove_stale(&dir);
     let path = dir::socket(&dir, std::process::id());
@@ -75,8 +78,12 @@ pub(crate) fn start(mcp: Arc<Mcp>) -> Result<Control> {
     })?;
     let control = Control { path };
     std::fs::set_permissions(&control.path, std::fs::Permissions::from_mode(0o600))?;
-    let shared =
-        Arc::new(Shared { mcp, started: SystemTime::now(), connections: AtomicUsize::new(0) });
+    let shared = Arc::new(Shared {
+        mcp,
+        host,
+        started: SystemTime::now(),
+        connections: AtomicUsize::new(0),
+    });
     std::thread::Builder::new()
         .name("control".into())
         .stack_size(THREAD_STACK)
@@ -221,7 +228,7 @@ impl Conn<'_> {
             "cwd": self.shared.mcp.cwd,
             "client": client,
             "input": self.input,
-            "shared": crate::server::host::info(),
+            "shared": (self.shared.host)(),
         })
     }
 

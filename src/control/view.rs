@@ -10,7 +10,7 @@
 use crate::layout::{self, Rect};
 use crate::mux::{Mux, ORCHESTRATION_SESSION, Session};
 use crate::pane::Pane;
-use crate::pane::process::signal_name;
+use crate::pane::exit::{SignalField, write_exit};
 use serde_json::{Value, json};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
@@ -185,13 +185,12 @@ fn pane_view(pane: &Pane, rect: Rect, view: (u16, u16)) -> Value {
         "name": pane.name,
         "command": pane.command,
         "status": if exit.is_some() { "exited" } else { "running" },
-        "exit_code": exit.and_then(|e| e.code),
-        "signal": exit.and_then(|e| e.signal).map(signal_name),
         "rect": {"row": rect.row, "col": rect.col, "rows": rect.rows, "cols": rect.cols},
         "cursor": {"row": row, "col": col, "visible": visible},
         "application_cursor": styled.application_cursor,
         "lines": if rows == 0 || cols == 0 { Vec::new() } else { styled.rows },
     });
+    write_exit(&mut value, exit, SignalField::Always);
     crate::shell::status::add_live(&mut value, pane);
     value
 }

@@ -46,7 +46,7 @@ pub(crate) fn start(mux: Arc<Mux>, out: Arc<Out>) -> std::io::Result<Sender<Arm>
     let (tx, rx) = crossbeam_channel::bounded(4);
     std::thread::Builder::new()
         .name("control-watch".into())
-        .stack_size(super::server::THREAD_STACK)
+        .stack_size(super::THREAD_STACK)
         .spawn(move || run(&mux, &out, &rx))?;
     Ok(tx)
 }

@@ -9,7 +9,9 @@
 pub(crate) mod registry;
 
 use crate::error::{Error, ErrorKind};
-use crate::rpc::{INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, RpcError, UNSUPPORTED_VERSION};
+use crate::jsonrpc::{
+    INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, RpcError, UNSUPPORTED_VERSION,
+};
 use crate::runtime::Runtime;
 use crate::tool;
 use crate::tool::call::{Cancel, Progress};

@@ -1,7 +1,7 @@
 //! The tool registry: every tool fugue offers, in the order `tools/list` gives them.
 //!
-//! Each module that offers tools defines a `TOOLS` slice next to its handlers; this file lists
-//! those slices and nothing else. `tools/list`, `tools/call`, `fugue call` and `fugue tools` all
+//! Each module of handlers defines its `TOOL` or `TOOLS` next to them; this file lists those and
+//! nothing else, so no module below the handlers (a folder's `mod.rs`) has to name its tools. `tools/list`, `tools/call`, `fugue call` and `fugue tools` all
 //! read this one list, so what is advertised and what is dispatched cannot drift apart.
 
 use crate::runtime::Runtime;
@@ -15,9 +15,14 @@ pub(crate) fn all() -> &'static [Registered<Runtime>] {
     ALL.get_or_init(|| {
         [
             crate::pane::tools::TOOLS,
-            crate::shell::TOOLS,
-            crate::orchestrate::TOOLS,
-            crate::agent::TOOLS,
+            &[crate::shell::exec::TOOL],
+            &[
+                crate::orchestrate::expect::TOOL,
+                crate::orchestrate::wait::TOOL,
+                crate::orchestrate::parallel::TOOL,
+                crate::orchestrate::pipeline::TOOL,
+            ],
+            crate::agent::tools::TOOLS,
         ]
         .into_iter()
         .flatten()

@@ -6,9 +6,9 @@
 //! the directory's FIFO (a step's begin and end, the shell's directory after it); `read_status` turns them into `Event`s on a channel until fugue's own `q`
 //! line, which `WakeReader` writes when the call is done with the FIFO.
 
-use super::tempdir::PrivateDir;
 use crate::config::config;
 use crate::error::Result;
+use crate::tempdir::PrivateDir;
 use crossbeam_channel::Sender;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};

@@ -10,22 +10,17 @@ mod driver;
 pub(crate) mod expect;
 pub(crate) mod parallel;
 pub(crate) mod pipeline;
-pub(crate) mod tempdir;
 pub(crate) mod wait;
 
 use crate::error::{Error, Result};
 use crate::mux::Mux;
 use crate::pane::Pane;
-use crate::runtime::Tool;
 use crate::tool::args::Args;
 use crate::tool::schema::{choice, integer_or};
 use serde_json::Value;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// The orchestration tools in `tools/list` order.
-pub(crate) static TOOLS: &[Tool] = &[expect::TOOL, wait::TOOL, parallel::TOOL, pipeline::TOOL];
 
 /// The longest total timeout `fugue_run_parallel` and `fugue_run_pipeline` accept: one day.
 const MAX_RUN_TIMEOUT_MS: u64 = 86_400_000;

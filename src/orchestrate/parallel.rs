@@ -14,7 +14,8 @@
 use super::asking::{self, Asked};
 use super::{check_cwd, check_unique, close_panes, command, run_schema, tail};
 use crate::error::{Error, Result};
-use crate::mux::{self, Mux, ORCHESTRATION_SESSION, PaneArgs, Reserved, new_id, short_id};
+use crate::ids::{new_id, short_id};
+use crate::mux::{self, Mux, ORCHESTRATION_SESSION, PaneArgs, Reserved};
 use crate::pane::Pane;
 use crate::pane::activity::{InputWatch, quiet_period};
 use crate::pane::exit::{SignalField, write_exit};

@@ -23,37 +23,32 @@ mod plan;
 
 use super::asking::{self, Asked};
 use super::driver::{self, Event, WakeReader, find, read_status};
-use super::tempdir::PrivateDir;
 use super::{run_schema, tail};
 use crate::error::{Error, ErrorKind, Result};
-use crate::mux::{ORCHESTRATION_SESSION, PaneArgs, Place, new_id, short_id};
+use crate::ids::{new_id, short_id};
+use crate::mux::{ORCHESTRATION_SESSION, PaneArgs, Place};
 use crate::pane::Pane;
 use crate::pane::activity::{InputWatch, quiet_period};
 use crate::pane::exit::{Exit, SignalField, write_exit};
 use crate::runtime::{Ctx, Tool};
+use crate::tempdir::PrivateDir;
 use crate::tool::args::Args;
 use crate::tool::call::Progress;
 use crate::tool::{RUNS, schema::*};
 use crossbeam_channel::{Receiver, after, never, select};
-use plan::{Plan, parse_plan};
+use plan::{CLEANUP, MAX_STEPS, Plan, STOP_ON_ERROR, TIMEOUT_MS, parse_plan};
 use serde_json::{Value, json};
 use std::fs::File;
 use std::io::Write;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// The most steps one pipeline takes.
-const MAX_STEPS: usize = 100;
 /// How long an interrupted step may take to stop before its pane is killed.
 const INTERRUPT_GRACE: Duration = Duration::from_secs(2);
 /// How long to wait for the driver's lines still in the FIFO once the shell has ended, and for an
 /// end-of-step mark still in the terminal once its status has arrived. Both were written before
 /// what we already saw, so they arrive at once; the bound only guards against a wedged reader.
 const CATCH_UP: Duration = Duration::from_secs(2);
-/// The defaults of `timeout_ms`, `stop_on_error` and `cleanup` (the pane stays for follow-ups).
-const TIMEOUT_MS: u64 = 600_000;
-const STOP_ON_ERROR: bool = true;
-const CLEANUP: bool = false;
 
 pub(crate) const TOOL: Tool = Tool {
     name: "fugue_run_pipeline",
@@ -496,7 +491,7 @@ impl Run<'_> {
         let how = match self.shell_exit {
             Some(Exit { code: Some(code), .. }) => format!("with exit code {code}"),
             Some(Exit { signal: Some(signal), .. }) => {
-                format!("by {}", crate::pane::process::signal_name(signal))
+                format!("by {}", crate::pane::exit::signal_name(signal))
             }
             _ => "unexpectedly".to_string(),
         };

@@ -286,7 +286,7 @@ fn report(ctx: &Ctx<'_>, watched: &[Watched], started: Instant, deadline: Instan
         .iter()
         .filter(|w| w.outcome.is_none())
         .map(|w| {
-            let short = crate::mux::short_id(&w.pane.id);
+            let short = crate::ids::short_id(&w.pane.id);
             match w.pane.command.as_deref() {
                 Some(command) => format!("{short} ({command})"),
                 None => short.to_string(),

@@ -1,7 +1,6 @@
 //! How a pane's process ended, and the one way fugue reports it: as the result fields `exit_code`
 //! and `signal`, and in words for a reason or a prompt.
 
-use super::process::signal_name;
 use serde_json::{Value, json};
 
 /// How a pane's process ended.
@@ -45,6 +44,28 @@ pub(crate) fn write_exit(value: &mut Value, exit: Option<Exit>, field: SignalFie
     if signal.is_some() || field == SignalField::Always {
         value["signal"] = json!(signal);
     }
+}
+
+/// The name of a signal, for messages: `SIGKILL` for 9.
+pub(crate) fn signal_name(signal: i32) -> String {
+    let name = match signal {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGPIPE => "SIGPIPE",
+        libc::SIGALRM => "SIGALRM",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGUSR1 => "SIGUSR1",
+        libc::SIGUSR2 => "SIGUSR2",
+        _ => return format!("signal {signal}"),
+    };
+    name.to_string()
 }
 
 #[cfg(test)]

@@ -21,8 +21,8 @@ pub(crate) mod text;
 pub(crate) mod tools;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::mux::short_id;
-use crate::runtime::TempDirs;
+use crate::ids::short_id;
+use crate::tempdir::TempDirs;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use exit::Exit;
 use input::Input;

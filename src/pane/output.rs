@@ -11,7 +11,8 @@ use super::ring::Ring;
 use super::screen::{Grid, Screen, Styled};
 use super::text;
 use crate::error::{Error, Result};
-use crossbeam_channel::{Receiver, Sender, TrySendError};
+use crate::watch::Watch;
+use crossbeam_channel::Receiver;
 use parking_lot::{Mutex, MutexGuard};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -379,28 +380,6 @@ fn tail_bytes(text: &str, max: usize) -> (String, bool) {
     (text[start..].to_string(), true)
 }
 
-/// Wakes subscribers when a pane's state changes. Each subscriber has a one-slot channel, so a
-/// burst of output costs a subscriber one wake-up, not one per read.
-#[derive(Default)]
-pub(crate) struct Watch {
-    subscribers: Mutex<Vec<Sender<()>>>,
-}
-
-impl Watch {
-    pub(crate) fn subscribe(&self) -> Receiver<()> {
-        let (tx, rx) = crossbeam_channel::bounded(1);
-        self.subscribers.lock().push(tx);
-        rx
-    }
-
-    pub(crate) fn notify(&self) {
-        let mut subscribers = self.subscribers.lock();
-        if !subscribers.is_empty() {
-            subscribers.retain(|tx| !matches!(tx.try_send(()), Err(TrySendError::Disconnected(_))));
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -577,16 +556,5 @@ mod tests {
         assert_eq!(status.try_iter().count(), 1);
         out.set_closed();
         assert_eq!((all.try_iter().count(), status.try_iter().count()), (1, 1));
-    }
-
-    #[test]
-    fn watch_coalesces_and_forgets_dropped_subscribers() {
-        let watch = Watch::default();
-        let rx = watch.subscribe();
-        drop(watch.subscribe());
-        watch.notify();
-        watch.notify();
-        assert_eq!(rx.try_iter().count(), 1);
-        assert_eq!(watch.subscribers.lock().len(), 1);
     }
 }

@@ -121,40 +121,6 @@ fn stat_of(pid: u32) -> Option<(u32, u64)> {
     Some((session, start))
 }
 
-/// The start time of a live process (not a zombie) in `/proc/PID/stat`, in clock ticks since
-/// boot; `None` when there is no such process. With the pid it names a process once and for all.
-pub(crate) fn live_start(pid: u32) -> Option<u64> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let mut fields = stat[stat.rfind(')')? + 1..].split_whitespace();
-    if matches!(fields.next()?, "Z" | "X") {
-        return None;
-    }
-    // The start time is the 19th field after the state.
-    fields.nth(18)?.parse().ok()
-}
-
-/// The name of a signal, for messages: `SIGKILL` for 9.
-pub(crate) fn signal_name(signal: i32) -> String {
-    let name = match signal {
-        libc::SIGHUP => "SIGHUP",
-        libc::SIGINT => "SIGINT",
-        libc::SIGQUIT => "SIGQUIT",
-        libc::SIGILL => "SIGILL",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGBUS => "SIGBUS",
-        libc::SIGFPE => "SIGFPE",
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGPIPE => "SIGPIPE",
-        libc::SIGALRM => "SIGALRM",
-        libc::SIGTERM => "SIGTERM",
-        libc::SIGUSR1 => "SIGUSR1",
-        libc::SIGUSR2 => "SIGUSR2",
-        _ => return format!("signal {signal}"),
-    };
-    name.to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,6 +8,7 @@
 
 use super::front::end_server;
 use super::{FileLock, Hello, Paths, Role};
+use crate::usage::usage_error;
 use serde_json::{Value, json};
 use std::io::Write;
 use std::os::unix::net::UnixStream;
@@ -25,11 +26,11 @@ pub(crate) fn kill_server(args: &[&str]) -> ExitCode {
     let name = match args {
         [] => "default",
         [name] => name,
-        _ => return crate::usage_error("kill-server takes at most one server NAME"),
+        _ => return usage_error("kill-server takes at most one server NAME"),
     };
     let paths = match Paths::new(name) {
         Ok(paths) => paths,
-        Err(e) => return crate::usage_error(e.message()),
+        Err(e) => return usage_error(e.message()),
     };
     if let Some("stale" | "none") = status(&paths)["state"].as_str() {
         let _ = writeln!(std::io::stderr(), "fugue: no server named {name:?} is running");

@@ -13,8 +13,9 @@
 
 use super::{FileLock, Hello, Paths, Role, State};
 use crate::control::wire;
+use crate::ids::unix_ms;
 use crate::mcp::Mcp;
-use crate::mux::{ORCHESTRATION_SESSION, unix_ms};
+use crate::mux::ORCHESTRATION_SESSION;
 use crate::rpc::{Server, Stop, Writer};
 use crate::runtime::Runtime;
 use crossbeam_channel::{Receiver, Sender, after, never, select};
@@ -26,7 +27,7 @@ use std::net::Shutdown;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 /// Connections served at once; one more is closed before the hello.
@@ -75,13 +76,11 @@ pub(crate) struct Host {
     end: Sender<End>,
 }
 
-static HOST: OnceLock<Arc<Host>> = OnceLock::new();
-
-/// What `fugue ls` shows of this process when it is a shared server.
-pub(crate) fn info() -> Option<Value> {
-    let host = HOST.get()?;
-    let fronts = host.fronts.lock();
-    let mut list: Vec<Value> = fronts
+impl Host {
+    /// What `fugue ls` shows of this shared server.
+    fn info(&self) -> Value {
+        let fronts = self.fronts.lock();
+        let mut list: Vec<Value> = fronts
         .live
         .values()
         .filter_map(|f| {
@@ -90,8 +89,9 @@ pub(crate) fn info() -> Option<Value> {
             Some(json!({"pid": f.pid, "since": unix_ms(f.since), "client": client, "cwd": mcp.cwd}))
         })
         .collect();
-    list.sort_by_key(|f| f["since"].as_u64());
-    Some(json!({"name": host.paths.name, "proto": super::proto(), "fronts": list}))
+        list.sort_by_key(|f| f["since"].as_u64());
+        json!({"name": self.paths.name, "proto": super::proto(), "fronts": list})
+    }
 }
 
 /// Runs the server until it ends; never returns to the caller's caller in practice.
@@ -109,10 +109,6 @@ pub(crate) fn run(
         crate::log::warn(&format!("cannot install the signal handler: {e}"));
     }
     let runtime = Arc::new(Runtime::start(true));
-    // The control socket makes no tool calls; its `cwd` (in `fugue ls`) is the server's own.
-    let control = crate::control::server::start(Arc::new(Mcp::new(runtime.clone(), "/".into())))
-        .map_err(|e| crate::log::warn(&format!("no control socket: {e}")))
-        .ok();
     let (wake_tx, wake_rx) = crossbeam_channel::bounded(1);
     let host = Arc::new(Host {
         paths,
@@ -122,7 +118,12 @@ pub(crate) fn run(
         wake: wake_tx,
         end: end_tx,
     });
-    let _ = HOST.set(host.clone());
+    // The control socket makes no tool calls; its `cwd` (in `fugue ls`) is the server's own.
+    let mcp = Arc::new(Mcp::new(host.runtime.clone(), "/".into()));
+    let about = host.clone();
+    let control = crate::control::server::start(mcp, Box::new(move || Some(about.info())))
+        .map_err(|e| crate::log::warn(&format!("no control socket: {e}")))
+        .ok();
     let accepting = host.clone();
     let janitor = host.clone();
     let started = std::thread::Builder::new()

@@ -180,7 +180,7 @@ fn wait_for_prompt(ctx: &Ctx<'_>, pane: &Pane, shell: &Shell, deadline: Instant)
         if let Some((_, command)) = pending {
             return Err(busy(
                 pane,
-                &format!("fugue_exec {:?} is still running", first_line(&command)),
+                &format!("fugue_exec {:?} is still running", super::first_line(&command)),
             ));
         }
         if prompts > 0 {
@@ -218,10 +218,4 @@ fn busy(pane: &Pane, what: &str) -> Error {
             pane.id
         ),
     )
-}
-
-/// The first line of `command`, at most 60 characters: how a busy shell names what it runs.
-pub(crate) fn first_line(command: &str) -> &str {
-    let line = command.lines().next().unwrap_or("");
-    &line[..line.len().min(line.char_indices().nth(60).map_or(line.len(), |(i, _)| i))]
 }

@@ -20,14 +20,10 @@ pub(crate) mod pool;
 pub(crate) mod status;
 pub(crate) mod wait;
 
-/// The live-shell tools in `tools/list` order.
-pub(crate) static TOOLS: &[crate::runtime::Tool] = &[exec::TOOL];
-
 use crate::error::{Error, ErrorKind, Result};
-use crate::mux::new_id;
-use crate::orchestrate::tempdir::PrivateDir;
-use crate::pane::output::Watch;
-use crate::runtime::TempDirs;
+use crate::ids::new_id;
+use crate::tempdir::{PrivateDir, TempDirs};
+use crate::watch::Watch;
 use crossbeam_channel::Receiver;
 use parking_lot::Mutex;
 use std::collections::VecDeque;
@@ -379,6 +375,12 @@ fn write_init(kind: Kind, dir: &PrivateDir, env: &[(String, String)]) -> Result<
 /// One word for a POSIX shell (and for fish and zsh, which read `'\''` the same way).
 fn quote(word: &str) -> String {
     format!("'{}'", word.replace('\'', r"'\''"))
+}
+
+/// The first line of `command`, at most 60 characters: how a busy shell names what it runs.
+pub(crate) fn first_line(command: &str) -> &str {
+    let line = command.lines().next().unwrap_or("");
+    &line[..line.len().min(line.char_indices().nth(60).map_or(line.len(), |(i, _)| i))]
 }
 
 /// Whether live shells are on for this fugue (`FUGUE_SHELL_INTEGRATION=0` turns them off).

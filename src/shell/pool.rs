@@ -101,9 +101,7 @@ fn all_busy<'e>(entries: impl Iterator<Item = &'e Entry>) -> Error {
     let busy: Vec<String> = entries
         .map(|e| {
             let what = e.pane.shell().and_then(|s| {
-                s.with(|st| {
-                    st.pending.as_ref().map(|(_, c)| super::exec::first_line(c).to_string())
-                })
+                s.with(|st| st.pending.as_ref().map(|(_, c)| super::first_line(c).to_string()))
             });
             match what.or_else(|| e.pane.foreground_job()) {
                 Some(what) => format!("{} ({what})", e.pane.id),

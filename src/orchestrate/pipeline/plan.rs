@@ -1,13 +1,20 @@
 //! A `fugue_run_pipeline` call's arguments, checked and turned into the plan it runs: the steps,
 //! where the shell starts, and the options, each default read from the constant its schema declares.
 
-use super::{CLEANUP, MAX_STEPS, STOP_ON_ERROR, TIMEOUT_MS};
 use crate::error::{Error, Result};
 use crate::orchestrate::{asking, check_cwd, check_unique, command};
 use crate::tool::{self, args::Args};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+/// The most steps one pipeline takes.
+pub(super) const MAX_STEPS: usize = 100;
+/// The defaults of `timeout_ms`, `stop_on_error` and `cleanup` (the pane stays for follow-ups),
+/// declared in the tool's schema (`pipeline.rs`) and applied here.
+pub(super) const TIMEOUT_MS: u64 = 600_000;
+pub(super) const STOP_ON_ERROR: bool = true;
+pub(super) const CLEANUP: bool = false;
 
 pub(super) struct Step {
     pub(super) name: String,

@@ -1,18 +1,19 @@
-//! The private temporary directories of `fugue_run_pipeline` and of live shells, and the sweep of
-//! stale ones.
+//! The private temporary directories of `fugue_run_pipeline` and of live shells, the registry of
+//! those in use (`TempDirs`), and the sweep of stale ones.
 //!
 //! Each directory is named `fugue-pipeline-<pid>-<start>-<uuid>`: the owning fugue's pid and its
 //! start time in `/proc/<pid>/stat` (clock ticks since boot), so a later pid that happens to reuse
 //! the number cannot pass for the owner. A directory is removed when its call ends and, for the
-//! calls still running, when fugue stops (the runtime's `TempDirs` registry); one left by a fugue that was killed (SIGKILL leaves no
-//! chance to clean up) is removed by the next fugue that starts, which sweeps the directories of
-//! this user whose owner is gone and leaves every live fugue's alone.
+//! calls still running, when fugue stops (the runtime's `TempDirs`); one left by a fugue that was
+//! killed (SIGKILL leaves no chance to clean up) is removed by the next fugue that starts, which
+//! sweeps the directories of this user whose owner is gone and leaves every live fugue's alone.
+//!
+//! A leaf: live shells (below panes), panes, the mux, pipelines and the runtime all use it.
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::ids::new_id;
 use crate::log;
-use crate::mux::new_id;
-use crate::pane::process::live_start;
-use crate::runtime::TempDirs;
+use parking_lot::Mutex;
 use std::fs::File;
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
@@ -67,6 +68,18 @@ impl Owner {
     }
 }
 
+/// The start time of a live process (not a zombie) in `/proc/PID/stat`, in clock ticks since
+/// boot; `None` when there is no such process. With the pid it names a process once and for all.
+fn live_start(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let mut fields = stat[stat.rfind(')')? + 1..].split_whitespace();
+    if matches!(fields.next()?, "Z" | "X") {
+        return None;
+    }
+    // The start time is the 19th field after the state.
+    fields.nth(18)?.parse().ok()
+}
+
 /// The owner in a name `fugue-pipeline-<pid>-<start>-<uuid>`; `None` for any other name.
 fn owner(name: &str) -> Option<Owner> {
     let rest = PREFIXES.iter().find_map(|prefix| name.strip_prefix(prefix))?;
@@ -91,6 +104,31 @@ fn base() -> Result<PathBuf> {
         return Ok(std::env::current_dir()?.join(base));
     }
     Ok(base)
+}
+
+/// Temporary directories in use, so that fugue can remove them when it stops without waiting for
+/// the calls that made them to unwind.
+#[derive(Default)]
+pub(crate) struct TempDirs {
+    live: Mutex<Vec<PathBuf>>,
+}
+
+impl TempDirs {
+    pub(crate) fn add(&self, path: PathBuf) {
+        self.live.lock().push(path);
+    }
+
+    /// Removes `path` from the registry (its owner has removed it).
+    pub(crate) fn forget(&self, path: &Path) {
+        self.live.lock().retain(|p| p != path);
+    }
+
+    /// Removes every directory still registered.
+    pub(crate) fn remove_all(&self) {
+        for path in self.live.lock().drain(..) {
+            let _ = std::fs::remove_dir_all(path);
+        }
+    }
 }
 
 /// A directory only the user can enter, removed on drop.
@@ -186,5 +224,16 @@ mod tests {
         let start = live_start(me).unwrap();
         assert!(!Owner { pid: me, start: Some(start + 1) }.alive());
         assert!(Owner { pid: me, start: None }.alive());
+    }
+
+    #[test]
+    fn shutdown_removes_the_directories_still_registered() {
+        let dirs = TempDirs::default();
+        let kept = std::env::temp_dir().join(format!("fugue-runtime-test-{}", std::process::id()));
+        std::fs::create_dir_all(kept.join("inside")).unwrap();
+        dirs.add(kept.clone());
+        dirs.remove_all();
+        assert!(!kept.exists());
+        assert!(dirs.live.lock().is_empty());
     }
 }

@@ -1,0 +1,469 @@
+//! The agent pipeline tools: create a pipeline, watch it, and unblock or cancel it.
+//!
+//! These handlers check arguments, hand the work to the runtime's `Manager`,
+//! and render a pipeline's state as something an agent can act on: where it is, which pane to
+//! read, why it is blocked and what it may do about it. `fugue_agent_pipeline_status` can wait, event-driven, for the next
+//! change.
+
+use super::git;
+use super::handle::Handle;
+use super::machine::Control;
+use super::manager::{Manager, NewPipeline};
+use super::record::{self, Agents, Limits, Pipeline, PipelineStatus, StageType, now};
+use crate::error::{Error, Result};
+use crate::runtime::{Ctx, Tool};
+use crate::tool::args::Args;
+use crate::tool::{RUNS, SETS, schema::*};
+use crossbeam_channel::{after, select};
+use serde_json::{Value, json};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The longest `wait_ms`: one hour.
+const MAX_WAIT_MS: u64 = 3_600_000;
+/// The longest task or prompt accepted.
+const MAX_PROMPT_BYTES: usize = 1 << 20;
+
+// Defaults of absent arguments, declared in the schemas and applied by the handlers (the limits'
+// are `Limits::default()`).
+/// `fugue_agent_pipeline_status` `wait_ms`: answer at once.
+const WAIT_MS: u64 = 0;
+/// `fugue_agent_pipeline_status` `until`.
+const UNTIL: &str = "change";
+
+pub(crate) static TOOLS: &[Tool] = &[
+    Tool {
+        name: "fugue_agent_pipeline_create",
+        title: "Create agent pipeline",
+        description: "Run `task` through implementer -> analyzer -> qa -> merger in a new git \
+                      worktree and branch from base_branch (default: current). Agents are shell \
+                      commands run in panes in the worktree, env FUGUE_PROMPT_FILE, \
+                      FUGUE_VERDICT_FILE, FUGUE_STAGE, FUGUE_ATTEMPT (man fugue). Analyzer: `fugue \
+                      verdict complete|followup|failed [--reason R] [--prompt P]`. QA: exit 0 passes. \
+                      Merger: built-in git. Returns at once.",
+        hints: RUNS,
+        input: || {
+            object(
+                &[
+                    ("repo", string("Git repository path")),
+                    ("task", string("First prompt")),
+                    ("implementer", string("Command")),
+                    ("analyzer", t("string")),
+                    ("qa", string("Test command")),
+                    ("merger", string("Default: git")),
+                    ("base_branch", t("string")),
+                    ("name", t("string")),
+                    ("idea_id", t("string")),
+                    ("env", t("object")),
+                    ("limits", limits_schema(Some(&Limits::default()))),
+                ],
+                &["repo", "task", "implementer"],
+            )
+        },
+        output: || {
+            result(&[
+                ("pipeline_id", t("string")),
+                ("branch", t("string")),
+                ("worktree", t("string")),
+            ])
+        },
+        call: create,
+    },
+    Tool {
+        name: "fugue_agent_pipeline_status",
+        title: "Agent pipeline status",
+        description: "One pipeline (pipeline_id) or all: status, stage, pane_id of the running \
+                      agent, each stage's attempts and verdict, blocked_reason, allowed_actions, \
+                      last `events`. wait_ms: return when the stage changes or it ends \
+                      (until=settled: when blocked or done); at once if not running. repo: load \
+                      (and resume) that repository's pipelines.",
+        // Not read-only: naming a repository resumes its unfinished pipelines.
+        hints: SETS,
+        input: || {
+            object(
+                &[
+                    ("pipeline_id", t("string")),
+                    ("repo", t("string")),
+                    ("wait_ms", integer_or("Wait up to this long for a change", WAIT_MS)),
+                    ("until", choice("What ends the wait", &["change", "settled"], UNTIL)),
+                    ("events", integer("Last events to show: 5 for one pipeline, 0 for all")),
+                ],
+                &[],
+            )
+        },
+        output: || result(&[("pipelines", t("array"))]),
+        call: status,
+    },
+    Tool {
+        name: "fugue_agent_pipeline_control",
+        title: "Control agent pipeline",
+        description: "On a blocked pipeline: retry (rerun the blocked stage) or followup (the \
+                      implementer runs `prompt`), with fresh loop budgets; `limits` raises limits \
+                      first. cancel: kill the running stage and stop; branch and worktree kept.",
+        hints: RUNS,
+        input: || {
+            object(
+                &[
+                    ("pipeline_id", t("string")),
+                    ("action", json!({"enum": ["retry", "followup", "cancel"]})),
+                    ("prompt", t("string")),
+                    ("limits", limits_schema(None)),
+                ],
+                &["pipeline_id", "action"],
+            )
+        },
+        output: || result(&[("pipelines", t("array"))]),
+        call: control,
+    },
+];
+
+/// The `limits` object: with `defaults` (a new pipeline) each limit declares its default; without
+/// (control), an absent limit keeps the pipeline's.
+fn limits_schema(defaults: Option<&Limits>) -> Value {
+    let count = |key: &str, value: Option<u64>| {
+        let mut schema = json!({"type": "integer"});
+        if let Some(value) = value {
+            schema["default"] = json!(value);
+        }
+        (key.to_string(), schema)
+    };
+    let mut cost = json!({"type": ["number", "null"]});
+    if let Some(d) = defaults {
+        cost["default"] = json!(d.max_cost_usd);
+    }
+    let properties: serde_json::Map<String, Value> = [
+        count("max_attempts", defaults.map(|d| u64::from(d.max_attempts))),
+        count("max_followups", defaults.map(|d| u64::from(d.max_followups))),
+        count("max_qa_loops", defaults.map(|d| u64::from(d.max_qa_loops))),
+        count("max_duration_s", defaults.map(|d| d.max_duration_s)),
+        ("max_cost_usd".to_string(), cost),
+    ]
+    .into_iter()
+    .collect();
+    let description =
+        if defaults.is_some() { "Loop and budget limits" } else { "Limits to raise; others kept" };
+    json!({"type": "object", "description": description, "properties": properties,
+           "additionalProperties": false})
+}
+
+fn create(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
+    let repo = args.path("repo")?.ok_or_else(|| Error::invalid("argument 'repo' is required"))?;
+    let repo = ctx.dir(Some(repo));
+    let task =
+        prompt_text(args, "task")?.ok_or_else(|| Error::invalid("argument 'task' is required"))?;
+    let agents = Agents {
+        implementer: args.required_str("implementer")?.to_string(),
+        analyzer: command(args, "analyzer")?,
+        qa: command(args, "qa")?,
+        merger: command(args, "merger")?,
+    };
+    let idea_id = args.name("idea_id")?;
+    let limits = limits(args, Limits::default())?;
+    let request = NewPipeline {
+        repo,
+        task,
+        base_branch: args.str("base_branch")?.map(str::to_string),
+        name: args.name("name")?,
+        idea_id,
+        agents,
+        env: args.env("env")?,
+        limits,
+    };
+    let handle = ctx.agents.create(request)?;
+    let p = handle.snapshot();
+    Ok(json!({
+        "pipeline_id": p.id,
+        "name": p.name,
+        "status": p.status.name(),
+        "branch": p.job.branch,
+        "worktree": p.job.worktree,
+        "base_branch": p.job.base_branch,
+        "base_commit": p.job.base_commit,
+        "session": p.session(),
+        "state_file": handle.store.state_file(&p.id).display().to_string(),
+    }))
+}
+
+/// An optional agent command: absent, or a non-empty string.
+fn command(args: &Args<'_>, key: &str) -> Result<Option<String>> {
+    match args.str(key)? {
+        None => Ok(None),
+        Some(s) if s.trim().is_empty() => {
+            Err(Error::invalid(format!("argument '{key}' must not be empty; leave it out instead")))
+        }
+        Some(s) => Ok(Some(s.to_string())),
+    }
+}
+
+/// A task or prompt: non-empty, bounded, without NUL.
+fn prompt_text(args: &Args<'_>, key: &str) -> Result<Option<String>> {
+    let Some(text) = args.str(key)? else { return Ok(None) };
+    if text.trim().is_empty() {
+        return Err(Error::invalid(format!("argument '{key}' must not be empty")));
+    }
+    if text.len() > MAX_PROMPT_BYTES || text.contains('\0') {
+        return Err(Error::invalid(format!("argument '{key}' must be under 1 MiB, without NUL")));
+    }
+    Ok(Some(text.to_string()))
+}
+
+/// `limits`, laid over `base`.
+fn limits(args: &Args<'_>, base: Limits) -> Result<Limits> {
+    let Some(value) = args.value("limits") else { return Ok(base) };
+    let inner = Args::object("limits", value)?;
+    let known = ["max_attempts", "max_followups", "max_qa_loops", "max_duration_s", "max_cost_usd"];
+    let unknown = inner.unknown(&known);
+    if !unknown.is_empty() {
+        return Err(Error::invalid(format!(
+            "limits: unknown key {}; known: {}",
+            unknown.join(", "),
+            known.join(", ")
+        )));
+    }
+    let small = |key: &str, min: u64, default: u32| -> Result<u32> {
+        Ok(inner.u64(key, min, 1000)?.map_or(default, |n| n as u32))
+    };
+    let cost = match value.get("max_cost_usd") {
+        None => base.max_cost_usd,
+        Some(Value::Null) => None,
+        Some(v) => match v.as_f64() {
+            Some(usd) if usd.is_finite() && usd >= 0.0 => Some(usd),
+            _ => return Err(Error::invalid("limits.max_cost_usd must be a non-negative number")),
+        },
+    };
+    Ok(Limits {
+        max_attempts: small("max_attempts", 1, base.max_attempts)?,
+        max_followups: small("max_followups", 0, base.max_followups)?,
+        max_qa_loops: small("max_qa_loops", 0, base.max_qa_loops)?,
+        max_duration_s: inner.u64("max_duration_s", 1, 30 * 86_400)?.unwrap_or(base.max_duration_s),
+        max_cost_usd: cost,
+    })
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Until {
+    Change,
+    Settled,
+}
+
+fn status(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
+    let manager = &ctx.agents;
+    let repo = match args.path("repo")? {
+        Some(path) => Some(load_repo(manager, &ctx.dir(Some(path)))?),
+        None => None,
+    };
+    let wait_ms = args.u64("wait_ms", 0, MAX_WAIT_MS)?.unwrap_or(WAIT_MS);
+    let until = match args.str("until")?.unwrap_or(UNTIL) {
+        "change" => Until::Change,
+        "settled" => Until::Settled,
+        other => return Err(Error::invalid(format!("until {other:?} is not change or settled"))),
+    };
+    let single = args.str("pipeline_id")?.map(|key| manager.find(key)).transpose()?;
+    let default_events = if single.is_some() { 5 } else { 0 };
+    let events = args.u64("events", 0, 200)?.map_or(default_events, |n| n as usize);
+    // The wait looks at memory only: the pipelines that can still change. The answer then reads
+    // the finished ones from disk, and refreshes those another process drives.
+    let of_repo = |h: &Arc<Handle>| repo.as_deref().is_none_or(|r| h.snapshot().job.repo == r);
+    let live = || -> Vec<Arc<Handle>> {
+        match &single {
+            Some(handle) => vec![handle.clone()],
+            None => manager.live().into_iter().filter(of_repo).collect(),
+        }
+    };
+    let mut value = json!({});
+    if wait_ms > 0 {
+        let events = match &single {
+            Some(handle) => handle.subscribe(),
+            None => manager.subscribe(),
+        };
+        let changed = wait(ctx, &live, &events, Duration::from_millis(wait_ms), until)?;
+        value["changed"] = json!(changed);
+    }
+    manager.refresh_foreign();
+    let targets = match &single {
+        Some(handle) => {
+            handle.refresh();
+            vec![handle.clone()]
+        }
+        None => manager.all().into_iter().filter(of_repo).collect(),
+    };
+    let pipelines: Vec<Value> =
+        targets.iter().map(|h| render(h, events, single.is_some())).collect();
+    value["pipelines"] = json!(pipelines);
+    let problems = manager.problems();
+    if !problems.is_empty() {
+        value["problems"] = problems
+            .iter()
+            .map(|p| {
+                json!({
+                    "file": p.file.display().to_string(),
+                    "moved_to": p.moved_to.as_ref().map(|m| m.display().to_string()),
+                    "error": p.error,
+                })
+            })
+            .collect();
+    }
+    Ok(value)
+}
+
+/// Loads a repository's pipelines (its `.state`, unless `FUGUE_STATE_DIR` holds them all) and
+/// returns the repository's path as pipelines record it.
+fn load_repo(manager: &Arc<Manager>, path: &Path) -> Result<String> {
+    let repo = git::main_worktree(path)?;
+    let repo = repo.canonicalize().unwrap_or(repo);
+    manager.load_root(&Manager::root_for(&repo), false)?;
+    Ok(repo.display().to_string())
+}
+
+/// What a waiter compares: which pipelines exist, and for each its status, stage, attempt and
+/// the attempt's pane (a caller that saw a stage before its pane existed learns the pane).
+type Key = (String, PipelineStatus, Option<StageType>, u32, Option<String>);
+
+fn keys(handles: &[Arc<Handle>]) -> Vec<Key> {
+    handles
+        .iter()
+        .map(|h| {
+            let p = h.snapshot();
+            let (attempt, pane) =
+                p.current.map_or((0, None), |s| (p.stage(s).attempt, p.stage(s).run_id.clone()));
+            (p.id.clone(), p.status, p.current, attempt, pane)
+        })
+        .collect()
+}
+
+/// Waits until a target changes stage or ends (`Change`), or none is running (`Settled`).
+/// Returns whether that happened before the deadline.
+fn wait(
+    ctx: &Ctx<'_>,
+    targets: &dyn Fn() -> Vec<Arc<Handle>>,
+    events: &crossbeam_channel::Receiver<()>,
+    within: Duration,
+    until: Until,
+) -> Result<bool> {
+    let started = Instant::now();
+    let deadline = after(within);
+    let heartbeat = ctx.progress.heartbeat();
+    let first = keys(&targets());
+    loop {
+        let handles = targets();
+        let running: Vec<_> = handles
+            .iter()
+            .filter(|h| h.is_driven_here() && h.snapshot().status == PipelineStatus::Running)
+            .collect();
+        if running.is_empty() {
+            return Ok(true);
+        }
+        if until == Until::Change && keys(&handles) != first {
+            return Ok(true);
+        }
+        select! {
+            recv(events) -> _ => {}
+            recv(ctx.cancel.receiver()) -> _ => return Err(Error::cancelled()),
+            recv(deadline) -> _ => return Ok(false),
+            recv(heartbeat) -> _ => {
+                let secs = started.elapsed().as_secs_f64();
+                ctx.progress.report(secs, Some(within.as_secs_f64()), "waiting for the pipeline");
+            }
+        }
+    }
+}
+
+fn control(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
+    let manager = &ctx.agents;
+    let handle = manager.find(args.required_str("pipeline_id")?)?;
+    let prompt = prompt_text(args, "prompt")?;
+    let action = match (args.required_str("action")?, prompt) {
+        ("retry", None) => Control::Retry,
+        ("followup", Some(prompt)) => Control::Followup(prompt),
+        ("followup", None) => return Err(Error::invalid("followup needs 'prompt'")),
+        ("cancel", None) => Control::Cancel,
+        ("retry" | "cancel", Some(_)) => {
+            return Err(Error::invalid("'prompt' goes with action followup only"));
+        }
+        (other, _) => {
+            return Err(Error::invalid(format!(
+                "action {other:?} is not one of retry, followup, cancel"
+            )));
+        }
+    };
+    let limits = if args.has("limits") {
+        if action == Control::Cancel {
+            return Err(Error::invalid("'limits' goes with retry or followup"));
+        }
+        Some(limits(args, handle.snapshot().limits)?)
+    } else {
+        None
+    };
+    manager.control(&handle, action, limits, ctx.cancel)?;
+    Ok(json!({"pipelines": [render(&handle, 5, true)]}))
+}
+
+/// A pipeline as status shows it. `full` adds the stages, limits and job; a listing stays short.
+fn render(handle: &Handle, events: usize, full: bool) -> Value {
+    let p = handle.snapshot();
+    let pane_id = p.running().and_then(|s| p.stage(s).run_id.clone());
+    let mut value = json!({
+        "pipeline_id": p.id,
+        "name": p.name,
+        "status": p.status.name(),
+        "stage": p.current.map(StageType::name),
+        "pane_id": pane_id,
+        "blocked_reason": p.blocked.as_ref().map(|b| b.reason.clone()),
+        "allowed_actions": p.allowed_actions(),
+        "branch": p.job.branch,
+        "cost_usd": p.cost_usd,
+        "updated_at": p.updated_at,
+    });
+    if !handle.is_driven_here() && !p.status.is_terminal() {
+        value["driven_by"] = json!(handle.driven_by());
+    }
+    if full {
+        add_details(&mut value, &p);
+    }
+    let skip = p.events.len().saturating_sub(events);
+    value["events"] = p.events[skip..]
+        .iter()
+        .map(|e| {
+            json!({
+                "at": e.timestamp,
+                "type": e.event_type,
+                "stage": e.stage.map(StageType::name),
+                "description": e.description,
+            })
+        })
+        .collect();
+    value
+}
+
+fn add_details(value: &mut Value, p: &Pipeline) {
+    value["stages"] = p
+        .stages
+        .iter()
+        .map(|s| {
+            json!({
+                "stage": s.stage_type.name(),
+                "status": s.status,
+                "attempt": s.attempt,
+                "failures": s.failures,
+                "verdict": s.verdict.map(record::AnalyzerVerdict::name),
+                "reason": s.reason,
+                "cost_usd": s.cost_usd,
+                "pane_id": s.run_id,
+                "agent": s.agent_name,
+            })
+        })
+        .collect();
+    value["idea_id"] = json!(p.idea_id);
+    value["followups"] = json!(p.followups);
+    value["qa_loops"] = json!(p.qa_loops);
+    value["duration_ms"] = json!(p.elapsed_ms(now()));
+    value["limits"] = json!(p.limits);
+    value["repo"] = json!(p.job.repo);
+    value["base_branch"] = json!(p.job.base_branch);
+    value["base_commit"] = json!(p.job.base_commit);
+    value["worktree"] = json!(p.job.worktree);
+    value["merged_commit"] = json!(p.merged_commit);
+    value["created_at"] = json!(p.created_at);
+    value["completed_at"] = json!(p.completed_at);
+}
