@@ -412,3 +412,27 @@ fn exec_under_load_never_gives_one_shell_two_commands() {
         assert_eq!(panes.len(), 3, "three commands at once, three shells: {answers:?}");
     }
 }
+
+#[test]
+fn a_run_tool_stopped_at_a_full_screen_question_shows_its_screen() {
+    if find("less").is_none() {
+        return;
+    }
+    let dir = Dir::new("jobs-run-less");
+    let file = dir.write("paged.txt", "first-paged-line\nsecond-paged-line\n");
+    let mut f = Fugue::start_with(&[("FUGUE_INPUT_QUIET_MS", "400")]);
+    let command = format!("echo before-less; less {}", file.display());
+    let run = f.call("fugue_run_parallel", json!({"commands": [{"command": command}]}));
+    let result = &run["results"][0];
+    assert_eq!(result["status"], "input", "{run}");
+    assert_eq!(result["alternate_screen"], true, "{run}");
+    let tail = result["output_tail"].as_str().unwrap();
+    assert!(tail.contains("second-paged-line") && !tail.contains("before-less"), "{tail}");
+    let pipeline = f.call(
+        "fugue_run_pipeline",
+        json!({"commands": [{"command": "true"}, {"command": format!("less {}", file.display())}]}),
+    );
+    assert_eq!(pipeline["steps"][1]["status"], "input", "{pipeline}");
+    assert_eq!(pipeline["alternate_screen"], true, "{pipeline}");
+    assert!(pipeline["output_tail"].as_str().unwrap().contains("first-paged-line"), "{pipeline}");
+}

@@ -31,16 +31,33 @@ pub(crate) fn stops(args: &Args<'_>) -> Result<bool> {
 }
 
 /// When and where a program was found asking: the moment, and the end of the pane's output then,
-/// so its `output_tail` ends with the question and not with what dying printed.
-#[derive(Clone, Copy)]
+/// so its `output_tail` ends with the question and not with what dying printed; and when the
+/// program that asks is a full-screen one, what its screen showed then.
+#[derive(Clone)]
 pub(crate) struct Asked {
     pub(crate) at: Instant,
     pub(crate) end: u64,
+    pub(crate) screen: Option<String>,
 }
 
 impl Asked {
-    pub(crate) fn now(pane: &Pane) -> Asked {
-        Asked { at: Instant::now(), end: pane.output().end() }
+    pub(crate) fn now(pane: &Pane, max_bytes: usize) -> Asked {
+        let shown = crate::pane::tail::shown(pane, 0, max_bytes);
+        let screen = shown.alternate.then_some(shown.text);
+        Asked { at: Instant::now(), end: pane.output().end(), screen }
+    }
+
+    /// Writes the question as the `output_tail` of an answer: the full-screen program's screen,
+    /// marked `alternate_screen`, or else `tail` (the main screen's last lines up to `end`).
+    pub(crate) fn write_tail(&self, value: &mut Value, tail: String) {
+        match &self.screen {
+            Some(screen) => {
+                value["output_tail"] = serde_json::json!(screen);
+                value["alternate_screen"] = serde_json::json!(true);
+            }
+            None if !tail.is_empty() => value["output_tail"] = serde_json::json!(tail),
+            None => {}
+        }
     }
 }
 

@@ -346,7 +346,7 @@ fn asking_job(jobs: &mut [Job<'_>]) -> Option<usize> {
 /// Stops a command found asking, as the deadline would; with cleanup it leaves the registry too.
 fn stop(mux: &Mux, job: &mut Job<'_>, cleanup: bool) {
     if let Ok(pane) = &job.pane {
-        job.asked = Some(Asked::now(pane));
+        job.asked = Some(Asked::now(pane, super::MAX_TAIL_BYTES));
         close_panes(mux, std::slice::from_ref(pane), cleanup);
     }
 }
@@ -410,16 +410,18 @@ fn job_result(job: &Job<'_>, tail_lines: usize, all_tails: bool) -> Value {
         (None, _) => "failed",
     };
     value["status"] = json!(status);
-    let stopped = job.timed_out.or(job.asked.map(|a| a.at));
+    let stopped = job.timed_out.or(job.asked.as_ref().map(|a| a.at));
     let exit = if stopped.is_some() { None } else { exit };
     write_exit(&mut value, exit, SignalField::WhenSignalled);
     let ended = stopped.or(exited_at).unwrap_or_else(Instant::now);
     value["duration_ms"] = json!(ended.saturating_duration_since(pane.started).as_millis() as u64);
     if status != "ok" || all_tails {
-        let end = job.asked.map_or(end, |a| a.end);
+        let end = job.asked.as_ref().map_or(end, |a| a.end);
         let tail = tail(pane, 0, end, tail_lines);
-        if !tail.is_empty() {
-            value["output_tail"] = json!(tail);
+        match &job.asked {
+            Some(asked) => asked.write_tail(&mut value, tail),
+            None if !tail.is_empty() => value["output_tail"] = json!(tail),
+            None => {}
         }
     }
     value

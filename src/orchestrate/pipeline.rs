@@ -227,7 +227,7 @@ impl Run<'_> {
             if self.step_running() && watch.as_mut().is_some_and(InputWatch::check) {
                 // Stopped as at the deadline, with the same grace.
                 watch = None;
-                self.asked = Some(Asked::now(&self.pane));
+                self.asked = Some(Asked::now(&self.pane, super::MAX_TAIL_BYTES));
                 self.interrupt(dir);
                 deadline = Instant::now() + INTERRUPT_GRACE;
             }
@@ -388,13 +388,16 @@ impl Run<'_> {
         if let Some(i) = failed {
             value["failed_at"] = json!(self.plan.steps[i].name);
             let (from, mut to) = self.range(i);
-            if statuses[i] == "input" {
+            let asked = self.asked.as_ref().filter(|_| statuses[i] == "input");
+            if let Some(asked) = asked {
                 // The question, not what the interrupted program printed as it went.
-                to = self.asked.map_or(to, |a| a.end).clamp(from, to);
+                to = asked.end.clamp(from, to);
             }
             let tail = tail(&self.pane, from, to, self.plan.tail_lines);
-            if !tail.is_empty() {
-                value["output_tail"] = json!(tail);
+            match asked {
+                Some(asked) => asked.write_tail(&mut value, tail),
+                None if !tail.is_empty() => value["output_tail"] = json!(tail),
+                None => {}
             }
         }
         Ok(value)
