@@ -103,6 +103,17 @@ fn exec_cwd_runs_the_command_there_and_the_shell_stays() {
         );
         let raw = raw["output"].as_str().unwrap();
         assert!(!raw.contains("typed-"), "{name}: something was typed: {raw}");
+        // A command still running there says so.
+        let elsewhere = Dir::new(&format!("jobs-cwd-run-{name}"));
+        let running = f.call(
+            "fugue_exec",
+            json!({"command": "sleep 30", "cwd": elsewhere.path_str(), "timeout_ms": 200}),
+        );
+        assert_eq!(running["cwd"], elsewhere.path_str(), "{name}: {running}");
+        f.call(
+            "fugue_send_input",
+            json!({"pane_id": id(&running), "keys": ["C-c"], "wait_ms": 20000}),
+        );
     });
 }
 
@@ -167,6 +178,7 @@ fn wait_any_names_the_job_that_ends_first_and_all_waits_for_every_one() {
             "{name}: the one that ended before the call first: {all}"
         );
         assert_eq!(all["results"][0]["exit_code"], 3, "{name}: {all}");
+        assert!(!all.to_string().contains("__fugue_b"), "{name}: the typed line is shown: {all}");
         assert!(all["results"][0]["cwd"].is_string(), "{name}: {all}");
         // A job that ended before the wait began answers at once, with its exit code.
         let again = wait(f, json!({"pane_ids": [slow]}));

@@ -60,7 +60,12 @@ pub(crate) fn shown(pane: &Pane, lines: usize, max_bytes: usize) -> Shown {
         }
     }
     let end = pane.output().end();
-    Shown { text: self::lines(pane, 0, end, lines, max_bytes), alternate: false }
+    let mut text = self::lines(pane, 0, end, lines, max_bytes);
+    if pane.shell().is_some() && text.contains(crate::shell::STUB_WORD) {
+        // The line fugue_exec types is echoed by the terminal; it says nothing to the agent.
+        text = text.lines().filter(|l| !crate::shell::is_stub(l)).collect::<Vec<_>>().join("\n");
+    }
+    Shown { text, alternate: false }
 }
 
 /// The start of the line `lines` lines back from the end of `bytes` (0 when there are fewer).

@@ -117,7 +117,11 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     }
     let (typed, outcome) = outcome?;
     let from = wait::find_mark(&pane, &shell.begin_mark(id), typed).map_or(typed, |(_, end)| end);
-    let cwd = shell.with(|s| s.last().map(|p| p.cwd.clone()));
+    // While the command still runs, it runs where `cwd` sent it, not where the last prompt was.
+    let cwd = match &dir {
+        Some(dir) => Some(dir.to_string_lossy().into_owned()),
+        None => shell.with(|s| s.last().map(|p| p.cwd.clone())),
+    };
     let mut value = wait::answer(&pane, &outcome, from, max_bytes, cwd, true);
     value["duration_ms"] = json!(started.elapsed().as_millis() as u64);
     value["pane_id"] = json!(pane.id);

@@ -79,7 +79,7 @@ impl Kind {
         }
     }
 
-    /// The separator between commands on the typed line.
+    /// The line fugue types for exec `id` (see `is_stub`).
     fn stub(self, id: u64) -> String {
         // The leading space keeps the line out of the history where the shell is told to.
         match self {
@@ -383,6 +383,19 @@ pub(crate) fn first_line(command: &str) -> &str {
     &line[..line.len().min(line.char_indices().nth(60).map_or(line.len(), |(i, _)| i))]
 }
 
+/// The word every line `fugue_exec` types begins with.
+pub(crate) const STUB_WORD: &str = "__fugue_b ";
+
+/// Whether `line` of the text view is the echo of a line `fugue_exec` typed (after whatever prompt
+/// the shell drew before it): ` __fugue_b ID;eval "$__fugue_c"`, or fish's form.
+pub(crate) fn is_stub(line: &str) -> bool {
+    let Some(at) = line.find(STUB_WORD) else { return false };
+    let rest = &line[at + STUB_WORD.len()..];
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    let tail = rest[digits..].trim_end();
+    digits > 0 && (tail == ";eval \"$__fugue_c\"" || tail == "; eval $__fugue_c")
+}
+
 /// Whether live shells are on for this fugue (`FUGUE_SHELL_INTEGRATION=0` turns them off).
 pub(crate) fn enabled() -> bool {
     crate::config::config().shell_integration
@@ -401,6 +414,16 @@ mod tests {
         assert_eq!(parse_record(b"abc P 3 7 x /\0", "abc"), None);
         assert_eq!(parse_record(b"abc P 3 7 0 /", "abc"), None, "no terminator");
         assert_eq!(parse_record(b"q\0", "abc"), None);
+    }
+
+    #[test]
+    fn the_typed_line_is_recognised_after_any_prompt() {
+        for kind in [Kind::Bash, Kind::Fish] {
+            let typed = kind.stub(12);
+            assert!(is_stub(&format!("user@host:~$ {}", typed.trim_end())), "{typed:?}");
+        }
+        assert!(!is_stub("echo __fugue_b 1;eval something else"));
+        assert!(!is_stub("plain output"));
     }
 
     #[test]
