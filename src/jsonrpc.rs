@@ -34,3 +34,5 @@ pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
 pub(crate) const INVALID_PARAMS: i64 = -32602;
 pub(crate) const INTERNAL_ERROR: i64 = -32603;
 pub(crate) const UNSUPPORTED_VERSION: i64 = -32022;
+/// MCP's answer to a request that needs a capability the client did not declare (2026-07-28).
+pub(crate) const MISSING_CAPABILITY: i64 = -32021;

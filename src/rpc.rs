@@ -5,6 +5,9 @@
 //! registered as a `Flight` so `notifications/cancelled` can stop it. One `Writer` puts each message
 //! on stdout as a whole line. A flight's `closed` flag is taken under its lock before anything is
 //! written for it, so after a cancel nothing more — no progress, no response — goes out for that id.
+//! A flight may also ask the client something (a task's question, as `elicitation/create`): the
+//! request goes out with an id of fugue's own, and the client's response, read like any line, is
+//! handed back to the flight that waits for it.
 
 use crate::config::config;
 use crate::jsonrpc::{INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, RpcError};
@@ -16,6 +19,7 @@ use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// Why the server stops.
@@ -74,12 +78,24 @@ pub(crate) struct Server {
     /// Signalled when an answer has been written and its slot is free.
     answered: Condvar,
     pool: Pool,
+    /// Requests fugue sent the client, by id, and where their responses go.
+    asked: Mutex<HashMap<String, Sender<Value>>>,
+    next_ask: AtomicU64,
 }
 
 impl Server {
     pub(crate) fn new(mcp: Arc<Mcp>, writer: Arc<Writer>) -> Arc<Server> {
-        let flights = Mutex::new(Flights::default());
-        Arc::new(Server { mcp, writer, flights, answered: Condvar::new(), pool: Pool::default() })
+        let push = writer.clone();
+        mcp.set_push(Arc::new(move |message| push.send(&message)));
+        Arc::new(Server {
+            mcp,
+            writer,
+            flights: Mutex::new(Flights::default()),
+            answered: Condvar::new(),
+            pool: Pool::default(),
+            asked: Mutex::new(HashMap::new()),
+            next_ask: AtomicU64::new(1),
+        })
     }
 
     /// Reads requests until end of file, then reports `Stop::Eof`.
@@ -143,10 +159,14 @@ impl Server {
         let id = message.remove("id");
         let method = match message.get("method") {
             Some(Value::String(m)) => m.clone(),
-            // A response to a request we never sent, or junk without a method.
+            // A response: to a request fugue sent, or to one it never sent (dropped).
             None if id.is_some()
                 && (message.contains_key("result") || message.contains_key("error")) =>
             {
+                let waiter = id.as_ref().and_then(|id| self.asked.lock().remove(&key(id)));
+                if let Some(waiter) = waiter {
+                    let _ = waiter.try_send(Value::Object(message));
+                }
                 return;
             }
             _ => {
@@ -219,8 +239,16 @@ impl Server {
         let cancel = Cancel::default();
         let progress = Progress::none();
         let notify = |message: Value| self.writer.send(&message);
-        let req =
-            Request { id, method, params, cancel: &cancel, progress: &progress, notify: &notify };
+        let ask = |_: &str, _: Value| None;
+        let req = Request {
+            id,
+            method,
+            params,
+            cancel: &cancel,
+            progress: &progress,
+            notify: &notify,
+            ask: &ask,
+        };
         self.reply(id, self.mcp.handle(&req));
     }
 
@@ -282,6 +310,7 @@ impl Server {
             }
             _ => Progress::none(),
         };
+        let ask = |method: &str, params: Value| self.ask(flight, method, params);
         let req = Request {
             id,
             method,
@@ -289,6 +318,7 @@ impl Server {
             cancel: &flight.cancel,
             progress: &progress,
             notify: &notify,
+            ask: &ask,
         };
         let outcome =
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.mcp.handle(&req)))
@@ -311,6 +341,33 @@ impl Server {
             self.flights.lock().answering -= 1;
             self.answered.notify_all();
         }
+    }
+
+    /// Sends the client a request for `flight` and waits for the response message; `None` when the
+    /// flight is cancelled (or closed) first.
+    fn ask(&self, flight: &Flight, method: &str, params: Value) -> Option<Value> {
+        let id = json!(format!("fugue-{}", self.next_ask.fetch_add(1, Ordering::Relaxed)));
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        self.asked.lock().insert(key(&id), tx);
+        let sent = {
+            let closed = flight.closed.lock();
+            if !*closed {
+                let request =
+                    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+                self.writer.send(&request);
+            }
+            !*closed
+        };
+        let response = if sent {
+            crossbeam_channel::select! {
+                recv(rx) -> response => response.ok(),
+                recv(flight.cancel.receiver()) -> _ => None,
+            }
+        } else {
+            None
+        };
+        self.asked.lock().remove(&key(&id));
+        response
     }
 
     fn reply(&self, id: &Value, outcome: Result<Value, RpcError>) {

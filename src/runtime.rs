@@ -24,6 +24,8 @@ pub(crate) struct Runtime {
     pub(crate) temp_dirs: Arc<TempDirs>,
     /// fugue's own shells, where `fugue_exec` without `pane_id` runs.
     pub(crate) shells: crate::shell::pool::Pool,
+    /// Durable calls (MCP Tasks): they outlive the request, and in a shared server the front.
+    pub(crate) tasks: crate::tool::task::Tasks,
 }
 
 impl Runtime {
@@ -35,13 +37,14 @@ impl Runtime {
         let temp_dirs = Arc::<TempDirs>::default();
         let mux = Arc::new(Mux::new(temp_dirs.clone()));
         let agents = agent::start(mux.clone(), drive);
-        Runtime { mux, agents, temp_dirs, shells: Default::default() }
+        Runtime { mux, agents, temp_dirs, shells: Default::default(), tasks: Default::default() }
     }
 
     /// Stops everything, in order: agent runners first, so the panes ending next are not taken for
     /// failed attempts; then every pane's processes; then the temporary directories, which calls
     /// still unwinding no longer need. Pipelines' state stays on disk for the next fugue.
     pub(crate) fn shutdown(&self) {
+        self.tasks.shutdown();
         self.agents.shutdown();
         self.mux.shutdown();
         self.temp_dirs.remove_all();

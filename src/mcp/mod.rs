@@ -6,7 +6,12 @@
 //! info); `initialize` opens the legacy era for the process. Both share the tool registry
 //! (`registry`). The client's name, from `initialize` or the modern envelope, is kept for `fugue ls`.
 
+mod envelope;
 pub(crate) mod registry;
+pub(crate) mod tasks;
+
+pub(crate) use envelope::server_info;
+use envelope::{CAPABILITIES_KEY, decorate};
 
 use crate::error::{Error, ErrorKind};
 use crate::jsonrpc::{
@@ -14,7 +19,6 @@ use crate::jsonrpc::{
 };
 use crate::runtime::Runtime;
 use crate::tool;
-use crate::tool::call::{Cancel, Progress};
 use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
 use std::path::PathBuf;
@@ -23,14 +27,10 @@ use std::sync::{Arc, OnceLock};
 pub(crate) const MODERN: &str = "2026-07-28";
 pub(crate) const LEGACY: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 const VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
-const CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
-const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
 const SUBSCRIPTION_KEY: &str = "io.modelcontextprotocol/subscriptionId";
 const CLIENT_INFO_KEY: &str = "io.modelcontextprotocol/clientInfo";
 /// The longest client name or version kept: it is only ever shown to a person.
 const MAX_CLIENT_FIELD: usize = 100;
-/// How long a client may cache `tools/list` and `server/discover`: the list is fixed per binary.
-const TTL_MS: u64 = 300_000;
 
 const INSTRUCTIONS: &str = "fugue runs terminal panes for you. Prefer one call over polling: \
 fugue_run_parallel / fugue_run_pipeline run commands and return exact exit codes; fugue_expect \
@@ -44,22 +44,7 @@ pub(crate) enum Route {
     Worker,
 }
 
-/// What one request can use while it runs.
-pub(crate) struct Request<'a> {
-    pub(crate) id: &'a Value,
-    pub(crate) method: &'a str,
-    pub(crate) params: &'a Map<String, Value>,
-    pub(crate) cancel: &'a Cancel,
-    pub(crate) progress: &'a Progress,
-    /// Sends a notification tied to this request (nothing once it is cancelled).
-    pub(crate) notify: &'a dyn Fn(Value),
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Era {
-    Legacy,
-    Modern,
-}
+pub(crate) use envelope::{Era, Push, Request};
 
 /// Who the MCP client says it is (`clientInfo`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -76,11 +61,27 @@ pub(crate) struct Mcp {
     legacy: Mutex<Option<String>>,
     /// The first client name seen; set once, so reading it never takes a lock.
     client: OnceLock<ClientInfo>,
+    /// The capabilities a legacy client declared in `initialize` (elicitation, for tasks).
+    legacy_capabilities: Mutex<Value>,
+    /// How to reach the client outside a request, once the connection has said.
+    push: OnceLock<Push>,
 }
 
 impl Mcp {
     pub(crate) fn new(runtime: Arc<Runtime>, cwd: PathBuf) -> Mcp {
-        Mcp { runtime, cwd, legacy: Mutex::new(None), client: OnceLock::new() }
+        Mcp {
+            runtime,
+            cwd,
+            legacy: Mutex::new(None),
+            client: OnceLock::new(),
+            legacy_capabilities: Mutex::new(json!({})),
+            push: OnceLock::new(),
+        }
+    }
+
+    /// Gives the protocol a way to notify the client outside a request (task status changes).
+    pub(crate) fn set_push(&self, push: Push) {
+        let _ = self.push.set(push);
     }
 
     /// The MCP client's name and version, once it has told us.
@@ -102,7 +103,10 @@ impl Mcp {
 
     pub(crate) fn route(method: &str) -> Route {
         match method {
-            "tools/call" | "subscriptions/listen" => Route::Worker,
+            // A task's result and a legacy task's cancel wait for the work.
+            "tools/call" | "subscriptions/listen" | "tasks/result" | "tasks/cancel" => {
+                Route::Worker
+            }
             _ => Route::Inline,
         }
     }
@@ -120,9 +124,22 @@ impl Mcp {
             "tools/list" => (list_tools(req.params)?, true),
             "tools/call" => (self.call_tool(req)?, false),
             "subscriptions/listen" if era == Era::Modern => (listen(req), false),
-            other => {
-                return Err(RpcError::new(METHOD_NOT_FOUND, format!("Method not found: {other}")));
+            "tasks/get" | "tasks/cancel" | "tasks/update" => {
+                tasks::check_declared(era, req.params)?;
+                let store = &self.runtime.tasks;
+                let result = match (req.method, era) {
+                    ("tasks/get", _) => tasks::get(store, era, req.params)?,
+                    ("tasks/cancel", _) => tasks::cancel(store, era, req.params)?,
+                    ("tasks/update", Era::Modern) => tasks::update(store, req.params)?,
+                    (other, _) => return Err(not_found(other)),
+                };
+                (result, false)
             }
+            "tasks/result" if era == Era::Legacy => {
+                (tasks::result(&self.runtime.tasks, req)?, false)
+            }
+            "tasks/list" if era == Era::Legacy => (tasks::list(&self.runtime.tasks), false),
+            other => return Err(not_found(other)),
         };
         Ok(match era {
             Era::Modern => decorate(result, cacheable),
@@ -156,9 +173,15 @@ impl Mcp {
         let version = if LEGACY.contains(&asked) { asked } else { LEGACY[0] };
         self.note_client(params.get("clientInfo"));
         *self.legacy.lock() = Some(version.to_string());
+        if let Some(capabilities) = params.get("capabilities").filter(|c| c.is_object()) {
+            *self.legacy_capabilities.lock() = capabilities.clone();
+        }
         json!({
             "protocolVersion": version,
-            "capabilities": {"tools": {"listChanged": false}},
+            "capabilities": {
+                "tools": {"listChanged": false},
+                "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}},
+            },
             "serverInfo": server_info(),
             "instructions": INSTRUCTIONS,
         })
@@ -208,6 +231,18 @@ impl Mcp {
                 format!("Unknown tool: {name}; tools/list shows the tools"),
             )
         })?;
+        let era = self.era(req.method, req.params)?;
+        let legacy = self.legacy_capabilities.lock().clone();
+        if registry::durable(name)
+            && let Some(mode) = tasks::mode(era, req.params, &legacy)
+        {
+            let origin = tasks::Origin {
+                runtime: &self.runtime,
+                cwd: &self.cwd,
+                push: self.push.get().cloned(),
+            };
+            return tasks::start(origin, req, tool, arguments, mode);
+        }
         let ctx = tool::Ctx {
             runtime: &*self.runtime,
             cwd: &self.cwd,
@@ -237,14 +272,13 @@ fn supported_versions() -> Vec<&'static str> {
     std::iter::once(MODERN).chain(LEGACY).collect()
 }
 
-pub(crate) fn server_info() -> Value {
-    json!({"name": "fugue", "title": "fugue terminal multiplexer", "version": env!("CARGO_PKG_VERSION")})
-}
-
 fn discover() -> Value {
     json!({
         "supportedVersions": supported_versions(),
-        "capabilities": {"tools": {"listChanged": false}},
+        "capabilities": {
+            "tools": {"listChanged": false},
+            "extensions": {tasks::EXTENSION: {}},
+        },
         "serverInfo": server_info(),
         "instructions": INSTRUCTIONS,
     })
@@ -272,15 +306,6 @@ fn listen(req: &Request<'_>) -> Value {
     json!({"_meta": {SUBSCRIPTION_KEY: req.id}})
 }
 
-fn decorate(mut result: Value, cacheable: bool) -> Value {
-    result["resultType"] = json!("complete");
-    if !result["_meta"].is_object() {
-        result["_meta"] = json!({});
-    }
-    result["_meta"][SERVER_INFO_KEY] = server_info();
-    if cacheable {
-        result["ttlMs"] = json!(TTL_MS);
-        result["cacheScope"] = json!("public");
-    }
-    result
+fn not_found(method: &str) -> RpcError {
+    RpcError::new(METHOD_NOT_FOUND, format!("Method not found: {method}"))
 }

@@ -26,6 +26,8 @@ use std::time::{Duration, Instant};
 const DEFAULT_TIMEOUT_MS: u64 = 30_000;
 const MAX_TIMEOUT_MS: u64 = 86_400_000;
 pub(crate) const DEFAULT_MAX_BYTES: u64 = 16_384;
+/// How long a cancelled task's command may take to give the prompt back after C-c.
+const INTERRUPT_WAIT: Duration = Duration::from_secs(2);
 /// How long a shell may take to show its first prompt, whatever the command's `timeout_ms`.
 const SHELL_START: Duration = Duration::from_secs(10);
 /// The longest command accepted, in bytes.
@@ -112,6 +114,9 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
         let wait = Wait { pane: &pane, shell: Some(shell), until, pattern, deadline };
         Ok((typed, wait.run(ctx)?))
     });
+    if outcome.is_err() && ctx.cancel.stops_work() {
+        interrupt(&pane, shell);
+    }
     if !matches!(outcome, Ok((_, Outcome::Input | Outcome::Running | Outcome::Ready(_)))) {
         shell.forget_exec(id);
     }
@@ -126,6 +131,17 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     value["duration_ms"] = json!(started.elapsed().as_millis() as u64);
     value["pane_id"] = json!(pane.id);
     Ok(value)
+}
+
+/// A task was cancelled: the command is interrupted (C-c), and the call ends once the shell is
+/// back at its prompt (within `INTERRUPT_WAIT`), so the shell is not left busy for the next call.
+fn interrupt(pane: &Pane, shell: &Shell) {
+    let records = shell.subscribe();
+    if pane.send(&[b"\x03"]).is_err() {
+        return;
+    }
+    let deadline = Instant::now() + INTERRUPT_WAIT;
+    while shell.with(|s| s.pending.is_some()) && records.recv_deadline(deadline).is_ok() {}
 }
 
 /// `command` run in `dir`, as `cd DIR && command` would run it: not at all when the `cd` fails,
