@@ -267,10 +267,15 @@ fn a_legacy_task_completes_and_answers_its_question_through_elicitation() {
         result["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
         id.as_str()
     );
-    let status = f.backlog.iter().find(|m| {
+    // The status notification may come before or after the answer.
+    let completed = |m: &Value| {
         m["method"] == "notifications/tasks/status" && m["params"]["status"] == "completed"
-    });
-    assert!(status.is_some(), "a status notification: {:?}", f.backlog);
+    };
+    let deadline = Instant::now() + PATIENCE;
+    while !f.backlog.iter().any(completed) {
+        let message = f.next_message(deadline).expect("a status notification");
+        f.backlog.push(message);
+    }
     let listed = f.request("tasks/list", json!({}));
     assert!(
         listed["result"]["tasks"].as_array().unwrap().iter().any(|t| t["taskId"] == id.as_str())
@@ -301,10 +306,14 @@ fn a_legacy_task_completes_and_answers_its_question_through_elicitation() {
         result["result"]["structuredContent"]["output"].as_str().unwrap().contains("got-red"),
         "{result}"
     );
-    // Cancel: the answer is the task, cancelled.
-    let id = legacy_task(&mut f, "fugue_exec", json!({"command": "sleep 60"}));
+    // Cancel: the answer is the task, cancelled — even at once, before the shell has read the
+    // line typed for it — and the shell is free for the next command.
+    let shell = ready_shell(&mut f);
+    let id = legacy_task(&mut f, "fugue_exec", json!({"command": "sleep 60", "pane_id": shell}));
     let cancelled = f.request("tasks/cancel", json!({"taskId": id}));
     assert_eq!(cancelled["result"]["status"], "cancelled", "{cancelled}");
+    let next = f.call("fugue_exec", json!({"command": "echo free", "pane_id": shell}));
+    assert_eq!(next["output"], "free", "{next}");
     let again = f.request("tasks/cancel", json!({"taskId": id}));
     assert_eq!(again["error"]["code"], -32602, "already ended: {again}");
     let read = f.request("tasks/get", json!({"taskId": "unknown"}));
@@ -339,4 +348,32 @@ fn a_task_outlives_its_front_and_another_front_polls_it() {
     let mut second = server.bare_front();
     let done = poll_until(&mut second, &id, |t| t["status"] == "completed");
     assert_eq!(done["result"]["structuredContent"]["output"], "survived", "{done}");
+}
+
+/// A task cancelled at once, perhaps before the shell has read the line typed for it, leaves the
+/// shell free in every shell.
+#[test]
+fn an_immediate_cancel_leaves_the_shell_free_in_every_shell() {
+    crate::exec::each_shell(|name, f, shell| {
+        f.call("fugue_exec", json!({"command": "true", "pane_id": shell, "timeout_ms": 20000}));
+        for round in 0..3 {
+            let id = legacy_task(f, "fugue_exec", json!({"command": "sleep 60", "pane_id": shell}));
+            let cancelled = f.request("tasks/cancel", json!({"taskId": id}));
+            assert_eq!(cancelled["result"]["status"], "cancelled", "{name} {round}: {cancelled}");
+            let next =
+                f.call_result("fugue_exec", json!({"command": "echo free", "pane_id": shell}));
+            let output = &next["structuredContent"]["output"];
+            if output != "free" {
+                let raw = f.call(
+                    "fugue_get_output",
+                    json!({"pane_id": shell, "format": "raw", "lines": 30}),
+                );
+                let status = f.call("fugue_get_status", json!({"pane_id": shell}));
+                panic!(
+                    "{name} {round}: {next} {cancelled}\nRAW {:?}\nSTATUS {status}",
+                    raw["output"]
+                );
+            }
+        }
+    });
 }

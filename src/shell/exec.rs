@@ -28,6 +28,8 @@ const MAX_TIMEOUT_MS: u64 = 86_400_000;
 pub(crate) const DEFAULT_MAX_BYTES: u64 = 16_384;
 /// How long a cancelled task's command may take to give the prompt back after C-c.
 const INTERRUPT_WAIT: Duration = Duration::from_secs(2);
+/// How long after the C-c a command that has not begun is taken for one that never will.
+const INTERRUPT_SETTLE: Duration = Duration::from_millis(100);
 /// How long a shell may take to show its first prompt, whatever the command's `timeout_ms`.
 const SHELL_START: Duration = Duration::from_secs(10);
 /// The longest command accepted, in bytes.
@@ -108,14 +110,16 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     };
     let (id, stub) = shell.prepare_exec(&command)?;
     drop(claim);
-    let sent = pane.send(&[stub.as_bytes()]);
-    let outcome = sent.and_then(|(typed, _)| {
+    let typed = pane.send(&[stub.as_bytes()]).map(|(typed, _)| typed);
+    let outcome = typed.as_ref().map_err(Clone::clone).and_then(|&typed| {
         let until = Until::Exec { id, typed };
         let wait = Wait { pane: &pane, shell: Some(shell), until, pattern, deadline };
         Ok((typed, wait.run(ctx)?))
     });
-    if outcome.is_err() && ctx.cancel.stops_work() {
-        interrupt(&pane, shell);
+    if let (Err(_), Ok(typed)) = (&outcome, &typed)
+        && ctx.cancel.stops_work()
+    {
+        interrupt(&pane, shell, id, *typed);
     }
     if !matches!(outcome, Ok((_, Outcome::Input | Outcome::Running | Outcome::Ready(_)))) {
         shell.forget_exec(id);
@@ -133,15 +137,40 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     Ok(value)
 }
 
-/// A task was cancelled: the command is interrupted (C-c), and the call ends once the shell is
-/// back at its prompt (within `INTERRUPT_WAIT`), so the shell is not left busy for the next call.
-fn interrupt(pane: &Pane, shell: &Shell) {
+/// A task was cancelled: exec `id`, typed at output offset `typed`, is interrupted (C-c), and the
+/// call ends once the shell is back at its prompt (within `INTERRUPT_WAIT`), so the shell is not
+/// left busy for the next call. The C-c waits for the exec's begin mark: sent while the typed line
+/// still sits in the shell's line editor, it would discard the line, and no record would ever name
+/// the exec. And a C-c sent while the shell forks the command reaches neither (the child is not yet
+/// the terminal's foreground), so while the exec is pending the C-c goes again every
+/// `INTERRUPT_SETTLE`.
+fn interrupt(pane: &Pane, shell: &Shell, id: u64, typed: u64) {
     let records = shell.subscribe();
-    if pane.send(&[b"\x03"]).is_err() {
-        return;
-    }
+    let printed = pane.output().subscribe();
     let deadline = Instant::now() + INTERRUPT_WAIT;
-    while shell.with(|s| s.pending.is_some()) && records.recv_deadline(deadline).is_ok() {}
+    let mut next_c = Instant::now();
+    loop {
+        if shell.with(|s| s.pending.is_none()) {
+            return;
+        }
+        let started = wait::locate(pane, &shell.begin_mark(id), typed).is_some();
+        if started && Instant::now() >= next_c {
+            if pane.send(&[b"\x03"]).is_err() {
+                return;
+            }
+            next_c = Instant::now() + INTERRUPT_SETTLE;
+        }
+        let wake = if started { next_c.min(deadline) } else { deadline };
+        select! {
+            recv(records) -> _ => {}
+            recv(printed) -> _ => {}
+            recv(after(wake.saturating_duration_since(Instant::now()))) -> _ => {
+                if Instant::now() >= deadline {
+                    return;
+                }
+            }
+        }
+    }
 }
 
 /// `command` run in `dir`, as `cd DIR && command` would run it: not at all when the `cd` fails,

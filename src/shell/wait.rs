@@ -254,7 +254,7 @@ pub(crate) fn find_mark(pane: &Pane, mark: &str, from: u64) -> Option<(u64, u64)
 }
 
 /// Where `mark` sits in the pane's output at or after `from` now (start and end offsets).
-fn locate(pane: &Pane, mark: &str, from: u64) -> Option<(u64, u64)> {
+pub(crate) fn locate(pane: &Pane, mark: &str, from: u64) -> Option<(u64, u64)> {
     let (bytes, start) = pane.output().with(|s| s.ring.copy(from, u64::MAX));
     let at = start + find(&bytes, mark.as_bytes())? as u64;
     Some((at, at + mark.len() as u64))

@@ -205,8 +205,12 @@ impl Task {
             let mut state = self.state.lock();
             match &state.question {
                 Some(q) if q.key == key && state.status == Status::InputRequired => {
-                    // Answered once: a second answer to the same key finds nothing outstanding.
+                    // Answered once: a second answer to the same key finds nothing outstanding,
+                    // and the task works again from this moment (input_required always has its
+                    // question).
                     state.question = None;
+                    state.status = Status::Working;
+                    state.updated = SystemTime::now();
                     true
                 }
                 _ => false,
@@ -214,6 +218,7 @@ impl Task {
         };
         if outstanding {
             let _ = self.answers.0.send((key.to_string(), answer));
+            self.watch.notify();
         }
         outstanding
     }
