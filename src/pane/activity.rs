@@ -34,7 +34,6 @@ pub(crate) static PROBES: AtomicU64 = AtomicU64::new(0);
 
 /// What a pane is doing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[allow(dead_code)] // Prompt and `probe` are for fugue_get_status (branch live-exec).
 pub(crate) enum Activity {
     /// Its shell waits at the prompt (only shell integration can say so).
     Prompt,
@@ -69,7 +68,6 @@ pub(crate) fn quiet_period() -> Duration {
 /// Busy or Input for a live pane right now: Input only if it printed nothing for
 /// `quiet_period()` and its foreground waits for the terminal. Never Prompt: shell integration
 /// knows when a shell sits at its prompt and says so itself.
-#[allow(dead_code)] // For fugue_get_status and friends (branch live-exec).
 pub(crate) fn probe(pane: &Pane) -> Activity {
     let quiet = pane.output().last_print().elapsed() >= quiet_period();
     if quiet && pane.is_running() && waits_for_terminal(pane) {
