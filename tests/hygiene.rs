@@ -469,8 +469,8 @@ fn dead_code_allowed(text: &str) -> Vec<usize> {
 
 #[test]
 fn the_dead_code_check_skips_only_test_modules() {
-    let text = "#[allow(dead_code)]\nfn a() {}\n#[cfg(test)]\nmod tests {\n    #[allow(dead_code)]\n}\n\
-                #![allow(unused, dead_code)]\n";
+    let text = "#[allow(dead_code)]\nfn a() {}\n#[cfg(test)]\nmod tests {\n\
+                \x20   #[allow(dead_code)]\n}\n#![allow(unused, dead_code)]\n";
     assert_eq!(dead_code_allowed(text), [1, 7]);
 }
 
