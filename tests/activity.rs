@@ -6,9 +6,12 @@
 
 use crate::util::{BusyLoops, Dir, Fugue};
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The quiet period the tests run with, in milliseconds.
 const QUIET_MS: &str = "300";
@@ -42,11 +45,28 @@ fn watch(f: &mut Fugue, pane: &str, timeout_ms: u64) -> Value {
 /// Runs `command` in a pane (through `sh -c`) and checks that fugue says it waits for input,
 /// long before the timeout; returns the answer.
 fn asks(f: &mut Fugue, command: &str) -> Value {
-    let pane = f.pane(command);
-    let answer = watch(f, &pane, 20_000);
-    assert_eq!(answer["status"], "input", "{command}: {answer}\n{}", f.text(&pane));
+    let (pane, answer) = asking_pane(f, json!({"command": command}));
     f.call("fugue_close_pane", json!({"pane_id": pane}));
     answer
+}
+
+/// Creates a session with `args` and checks that fugue says its pane waits for input, long
+/// before the timeout; returns the pane and the answer.
+fn asking_pane(f: &mut Fugue, args: Value) -> (String, Value) {
+    let pane =
+        f.call("fugue_create_session", args.clone())["pane_id"].as_str().unwrap().to_string();
+    let answer = watch(f, &pane, 20_000);
+    assert_eq!(answer["status"], "input", "{args}: {answer}\n{}", f.text(&pane));
+    (pane, answer)
+}
+
+/// Asks fugue_get_status about a quiet pane `count` times, one look at /proc each, and returns
+/// the activities seen that were not `input`.
+fn not_input(f: &mut Fugue, pane: &str, count: usize) -> Vec<Value> {
+    (0..count)
+        .map(|_| f.call("fugue_get_status", json!({"pane_id": pane}))["activity"].clone())
+        .filter(|activity| activity != "input")
+        .collect()
 }
 
 /// Runs `command` in a pane and checks that fugue never says it waits for input.
@@ -83,6 +103,75 @@ fn fish_read_asks() {
     let mut f = fugue();
     let answer = asks(&mut f, "fish -c \"read -P 'ok? ' x; echo got \\$x\"");
     assert_eq!(answer["line"], "ok?");
+}
+
+/// How many looks the load test takes in each round.
+const LOOKS: usize = 60;
+
+/// fish's `read` while other fish shells change universal variables, on a busy machine: while
+/// its notifier FIFO is readable fish polls every 10 ms, and a look at /proc that catches it awake
+/// between two polls once said busy (under load, when a woken thread waits its turn for a CPU,
+/// often enough that `make check` once waited 20 s for `input`). The notifier is this test's own
+/// (fish keeps it in `XDG_RUNTIME_DIR`), so the test's posts reach no other fish.
+#[test]
+fn fish_read_asks_under_load_while_universal_variables_change() {
+    if !installed("fish") {
+        return;
+    }
+    let runtime = Dir::new("fish-runtime");
+    std::fs::set_permissions(&runtime.path, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let notifier = runtime.join("fish_universal_variables.notifier");
+    assert!(Command::new("mkfifo").arg(&notifier).status().unwrap().success());
+    let _posts = NotifierPosts::start(&notifier);
+    let _load = BusyLoops::in_sessions(4);
+    let mut f = fugue();
+    for round in 0..3 {
+        let (pane, _) = asking_pane(
+            &mut f,
+            json!({"command": "fish -c \"read -P 'ok? ' x; echo got \\$x\"",
+                   "env": {"XDG_RUNTIME_DIR": runtime.path_str()}}),
+        );
+        let seen = not_input(&mut f, &pane, LOOKS);
+        assert!(seen.is_empty(), "round {round}: {} of {LOOKS} looks: {seen:?}", seen.len());
+        f.call("fugue_close_pane", json!({"pane_id": pane}));
+    }
+}
+
+/// Writes a byte into a fish universal-variable notifier every few milliseconds until dropped, as
+/// fish shells that change universal variables do (fish reads them back): load, not a wait.
+struct NotifierPosts {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl NotifierPosts {
+    fn start(fifo: &Path) -> NotifierPosts {
+        let fifo = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(fifo)
+            .unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = stop.clone();
+        let thread = std::thread::spawn(move || {
+            while !stopped.load(Ordering::Relaxed) {
+                // A full FIFO (fish not reading) refuses the byte; that is as readable as it gets.
+                let _ = (&fifo).write(&[0]);
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+        });
+        NotifierPosts { stop, thread: Some(thread) }
+    }
+}
+
+impl Drop for NotifierPosts {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
 }
 
 #[test]

@@ -4,6 +4,8 @@
 //! fugue is stopped every way a client or a system can stop it — end of input, SIGINT, SIGTERM,
 //! SIGHUP, SIGKILL, a broken stdout — and each time every process it started must be gone within
 //! two seconds (for SIGKILL: the ones that do not ignore the terminal's hang-up).
+//!
+//! And source hygiene: no `allow(dead_code)` outside tests.
 
 use crate::procfs;
 use crate::util::*;
@@ -426,4 +428,65 @@ fn sigterm_ends_a_running_agent_pipeline_within_two_seconds() {
     assert!(left.is_empty(), "{left:?} outlived fugue");
     assert!(status.success(), "{status}");
     eprintln!("SIGTERM with an agent pipeline: gone in {:?}", started.elapsed());
+}
+
+/// Every `.rs` file under `dir` with its text, in a stable order.
+fn rust_files(dir: &std::path::Path, files: &mut Vec<(std::path::PathBuf, String)>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            rust_files(&path, files);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            let text = std::fs::read_to_string(&path).unwrap();
+            files.push((path, text));
+        }
+    }
+}
+
+/// The line numbers of `text` that allow dead code outside its `#[cfg(test)]` modules (which run
+/// from such an attribute at the start of a line to the next `}` there). An allowance outlives
+/// the code it was for, and hides code that nothing uses any more.
+fn dead_code_allowed(text: &str) -> Vec<usize> {
+    let mut found = Vec::new();
+    let (mut after_cfg_test, mut in_tests) = (false, false);
+    for (n, line) in text.lines().enumerate() {
+        if in_tests {
+            in_tests = line != "}";
+            continue;
+        }
+        if after_cfg_test && line.starts_with("mod ") {
+            in_tests = !line.ends_with(';');
+            continue;
+        }
+        after_cfg_test = line == "#[cfg(test)]";
+        if line.contains("dead_code") && line.contains("allow(") {
+            found.push(n + 1);
+        }
+    }
+    found
+}
+
+#[test]
+fn the_dead_code_check_skips_only_test_modules() {
+    let text = "#[allow(dead_code)]\nfn a() {}\n#[cfg(test)]\nmod tests {\n\
+                \x20   #[allow(dead_code)]\n}\n#![allow(unused, dead_code)]\n";
+    assert_eq!(dead_code_allowed(text), [1, 7]);
+}
+
+/// No `allow(dead_code)` in the source outside tests: the compiler names code that nothing uses.
+#[test]
+fn no_dead_code_is_allowed_outside_tests() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), &mut files);
+    let found: Vec<String> = files
+        .iter()
+        .flat_map(|(path, text)| {
+            let path = path.strip_prefix(root).unwrap_or(path).display();
+            dead_code_allowed(text).into_iter().map(move |n| format!("{path}:{n}"))
+        })
+        .collect();
+    assert!(!files.is_empty());
+    assert!(found.is_empty(), "allow(dead_code) outside tests: {}", found.join(", "));
 }

@@ -131,6 +131,31 @@ fn screen_view_shows_the_grid_and_cursor() {
     assert_eq!(screen["cursor"], json!({"row": 0, "col": 1}));
 }
 
+/// `lines` bounds the screen view too: the last rows of the grid, down to its last non-blank one;
+/// the default shows a whole screen.
+#[test]
+fn screen_view_gives_the_last_lines_rows() {
+    let mut f = Fugue::start();
+    let pane = f.pane("seq 1 30; sleep 30");
+    f.expect(&pane, "^30$");
+    let rows = |f: &mut Fugue, mut args: Value| {
+        args["pane_id"] = json!(pane);
+        args["format"] = json!("screen");
+        f.call("fugue_get_output", args)
+    };
+    let last = rows(&mut f, json!({"lines": 3}));
+    assert_eq!(
+        (&last["output"], &last["truncated"]),
+        (&json!("28\n29\n30"), &json!(true)),
+        "{last}"
+    );
+    assert_eq!(last["cursor"], json!({"row": 23, "col": 0}), "{last}");
+    let whole = rows(&mut f, json!({}));
+    let want: Vec<String> = (8..=30).map(|n| n.to_string()).collect();
+    assert_eq!(whole["output"], want.join("\n"), "{whole}");
+    assert_eq!(whole["truncated"], false, "{whole}");
+}
+
 #[test]
 fn lines_max_bytes_and_since_bound_the_output() {
     let mut f = Fugue::start();

@@ -86,11 +86,13 @@ fn every_default_is_declared_and_well_typed() {
     }
 }
 
-/// What a model would otherwise learn by a failed call: the regex dialect's gaps, and that closing
-/// a session's last pane removes the session.
+/// What a model would otherwise learn by a failed call: the regex dialect's gaps, that closing
+/// a session's last pane removes the session, and that `lines` cuts the screen view too.
 #[test]
 fn descriptions_name_the_traps() {
     let tools = tools();
+    let lines = property(&tools, "fugue_get_output", &["lines"])["description"].as_str().unwrap();
+    assert!(lines.contains("screen"), "{lines}");
     let pattern = property(&tools, "fugue_expect", &["pattern"])["description"].as_str().unwrap();
     assert!(pattern.contains("look-around") && pattern.contains("backreferences"), "{pattern}");
     let close = tools.iter().find(|t| t["name"] == "fugue_close_pane").unwrap();

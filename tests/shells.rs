@@ -215,3 +215,79 @@ fn pipeline_pipefail_holds_for_later_steps_in_bash() {
     );
     assert_eq!(exit_codes(&out), [0, 0, 1, 0], "{out}");
 }
+
+/// Types `line` at the shell's prompt and waits for the next prompt; returns fugue's answer.
+fn typed(f: &mut Fugue, pane: &str, line: &str) -> Value {
+    f.call(
+        "fugue_send_input",
+        json!({"pane_id": pane, "input": line, "submit": true, "wait_ms": 20000}),
+    )
+}
+
+/// Runs `command` with fugue_exec and returns fugue's answer.
+fn exec(f: &mut Fugue, pane: &str, command: &str) -> Value {
+    f.call("fugue_exec", json!({"pane_id": pane, "command": command, "timeout_ms": 20000}))
+}
+
+/// Whether the last line of an answer's output ends in `[want]`: a typed command's output follows
+/// its echoed line, and in dash (whose prompt hook reports before the prompt is printed) the
+/// prompt.
+fn printed(answer: &Value, want: &str) -> bool {
+    let text = answer["output"].as_str().unwrap_or_default();
+    text.lines().last().is_some_and(|line| line.ends_with(&format!("[{want}]")))
+}
+
+/// Failing commands (POSIX shells, fish) and the status they leave. A death by signal N is 128+N,
+/// in ksh93 256+N (SIGINT's once made ksh93 draw its prompt without end).
+const FAILING: [(&str, &str, i64); 4] = [
+    ("false", "false", 1),
+    ("true | false", "true | false", 1),
+    ("(exit 3)", "sh -c 'exit 3'", 3),
+    ("sh -c 'kill -INT $$'", "sh -c 'kill -INT $$'", 128 + 2),
+];
+
+/// The status the next command sees is the last command's, as without fugue, whether the two are
+/// typed on separate prompts or sent with fugue_exec in separate calls: the prompt hooks and
+/// fugue_exec's own line between the commands leave it alone. mksh's prompt hook once set it to 0.
+#[test]
+fn the_last_status_survives_the_prompt_in_every_shell() {
+    for (name, shell) in installed(&SHELLS) {
+        let home = Dir::new(&format!("shell-status-{name}"));
+        let mut f = fugue_with(&shell, &home);
+        let pane = f.shell();
+        let status = if name == "fish" { r#"echo "[$status]""# } else { r#"echo "[$?]""# };
+        for (posix, fish, want) in FAILING {
+            let failing = if name == "fish" { fish } else { posix };
+            let want = if name == "ksh" && want > 128 { want + 128 } else { want };
+            let ran = typed(&mut f, &pane, failing);
+            assert_eq!(ran["exit_code"], want, "{name}: typed {failing}: {ran}");
+            let seen = typed(&mut f, &pane, status);
+            assert!(printed(&seen, &want.to_string()), "{name}: typed {failing}: {seen}");
+            let ran = exec(&mut f, &pane, failing);
+            assert_eq!(ran["exit_code"], want, "{name}: exec {failing}: {ran}");
+            let seen = exec(&mut f, &pane, status);
+            assert!(printed(&seen, &want.to_string()), "{name}: exec {failing}: {seen}");
+        }
+    }
+}
+
+/// The statuses of a failing pipeline's commands survive the prompt as without fugue, in the
+/// shells that keep them: bash's PIPESTATUS, zsh's and fish's pipestatus.
+#[test]
+fn pipeline_statuses_survive_the_prompt() {
+    let arrays = [
+        ("bash", r#"echo "[${PIPESTATUS[@]}]""#),
+        ("zsh", r#"echo "[$pipestatus]""#),
+        ("fish", r#"echo "[$pipestatus]""#),
+    ];
+    for (name, shell) in installed(&["bash", "zsh", "fish"]) {
+        let echo = arrays.iter().find(|(n, _)| *n == name).unwrap().1;
+        let home = Dir::new(&format!("shell-pipestatus-{name}"));
+        let mut f = fugue_with(&shell, &home);
+        let pane = f.shell();
+        let ran = typed(&mut f, &pane, "true | false | true");
+        assert_eq!(ran["exit_code"], 0, "{name}: {ran}");
+        let seen = typed(&mut f, &pane, echo);
+        assert!(printed(&seen, "0 1 0"), "{name}: {seen}");
+    }
+}

@@ -623,13 +623,34 @@ impl BusyLoops {
 
     /// `n` busy loops, more than the cores when a test wants threads preempted too.
     pub fn new(n: usize) -> BusyLoops {
+        BusyLoops::start(n, false)
+    }
+
+    /// `n` busy loops, each in a session of its own. With the kernel's autogroups (on by default)
+    /// the CPU is shared between sessions first: loops in the test's session share one session's
+    /// share, however many there are, while a pane's program has a session of its own. Loops in
+    /// sessions of their own compete with it as other panes, terminals and builds do.
+    pub fn in_sessions(n: usize) -> BusyLoops {
+        BusyLoops::start(n, true)
+    }
+
+    fn start(n: usize, own_session: bool) -> BusyLoops {
         let loops = (0..n)
             .map(|_| {
-                Command::new("sh")
-                    .args(["-c", "while :; do :; done"])
-                    .stdin(Stdio::null())
-                    .spawn()
-                    .expect("start a busy loop")
+                let mut cmd = Command::new("sh");
+                cmd.args(["-c", "while :; do :; done"]).stdin(Stdio::null());
+                if own_session {
+                    // SAFETY: setsid(2) is async-signal-safe and touches no memory of ours.
+                    unsafe {
+                        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+                            if libc::setsid() < 0 {
+                                return Err(std::io::Error::last_os_error());
+                            }
+                            Ok(())
+                        });
+                    }
+                }
+                cmd.spawn().expect("start a busy loop")
             })
             .collect();
         BusyLoops { loops }

@@ -4,10 +4,11 @@
 //! sleeps, at least one of them in a read of the pane's terminal (or a poll/select/epoll set that
 //! holds it plus only benign descriptors), and none waits on anything else that could wake it: a
 //! socket, a pipe read, another terminal, a child still working. The answer comes from one look at
-//! /proc per question (`waits_for_terminal`); nothing looks in the background. Waiters combine it
-//! with the pane's quiet time in `InputWatch`, which spaces its looks (at most ten a second) and
-//! wants two agreeing looks with no output between them. When in doubt the answer is "busy": a
-//! false "input" stops real work, a missed one only costs a wait.
+//! /proc per question (`waits_for_terminal`), in which a thread caught awake gets a few more looks
+//! milliseconds apart before it counts as working; nothing looks in the background. Waiters
+//! combine it with the pane's quiet time in `InputWatch`, which spaces its looks (at most ten a
+//! second) and wants two agreeing looks with no output between them. When in doubt the answer is
+//! "busy": a false "input" stops real work, a missed one only costs a wait.
 
 use super::Pane;
 use crate::log;
@@ -25,6 +26,12 @@ const CONFIRM_GAP: Duration = Duration::from_millis(150);
 /// After a look that said busy, the next one waits this long (so at most four looks a second,
 /// plus the confirming ones, while a call waits on a quiet busy pane).
 const RETRY_GAP: Duration = Duration::from_millis(250);
+/// How many looks a thread caught awake gets, `AWAKE_GAP` apart, before it counts as working. A
+/// program that waits for the terminal on a short timer is awake for a moment every cycle (fish
+/// polls every 10 ms while another fish's universal-variable change is pending), and on a busy
+/// machine that moment stretches while it waits for a CPU; a program that works stays awake.
+const AWAKE_LOOKS: u32 = 6;
+const AWAKE_GAP: Duration = Duration::from_millis(5);
 /// The most descriptors of one wait set that are decoded; a larger set is called busy.
 const MAX_SET: u64 = 4096;
 
@@ -34,7 +41,6 @@ pub(crate) static PROBES: AtomicU64 = AtomicU64::new(0);
 
 /// What a pane is doing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[allow(dead_code)] // Prompt and `probe` are for fugue_get_status (branch live-exec).
 pub(crate) enum Activity {
     /// Its shell waits at the prompt (only shell integration can say so).
     Prompt,
@@ -69,7 +75,6 @@ pub(crate) fn quiet_period() -> Duration {
 /// Busy or Input for a live pane right now: Input only if it printed nothing for
 /// `quiet_period()` and its foreground waits for the terminal. Never Prompt: shell integration
 /// knows when a shell sits at its prompt and says so itself.
-#[allow(dead_code)] // For fugue_get_status and friends (branch live-exec).
 pub(crate) fn probe(pane: &Pane) -> Activity {
     let quiet = pane.output().last_print().elapsed() >= quiet_period();
     if quiet && pane.is_running() && waits_for_terminal(pane) {
@@ -257,31 +262,73 @@ fn stat_fields(path: &str) -> Option<(u8, i32)> {
     Some((state, group))
 }
 
-/// What thread `tid` of process `pid` waits for.
+/// What thread `tid` of process `pid` waits for. A thread caught awake is looked at again,
+/// `AWAKE_GAP` apart, and counts as working only if every one of `AWAKE_LOOKS` looks finds it
+/// awake.
 fn thread_wait(pid: u32, tid: u32, tty: &str) -> Wait {
+    let mut last = Awake::Running(0);
+    for look in 0..AWAKE_LOOKS {
+        if look > 0 {
+            std::thread::sleep(AWAKE_GAP);
+        }
+        match thread_look(pid, tid, tty) {
+            Ok(wait) => return wait,
+            Err(awake) => last = awake,
+        }
+    }
+    log::debug(&format!("activity: thread {pid}/{tid} awake in {AWAKE_LOOKS} looks, last {last}"));
+    Wait::Busy
+}
+
+/// How a look found a thread awake, for the log.
+enum Awake {
+    /// Running or queued for a CPU (`R`), or in disk sleep (`D`): the state letter.
+    Running(u8),
+    /// Between the reads of one look: the call line first read.
+    Moved(String),
+}
+
+impl std::fmt::Display for Awake {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Awake::Running(state) => write!(f, "state {}", char::from(*state)),
+            Awake::Moved(line) => write!(f, "left its call {:?}", line.trim_end()),
+        }
+    }
+}
+
+/// One look at a thread: what it waits for, or `Err` when it is awake, so that one look cannot
+/// tell.
+fn thread_look(pid: u32, tid: u32, tty: &str) -> Result<Wait, Awake> {
     let task = format!("/proc/{pid}/task/{tid}");
     match stat_fields(&format!("{task}/stat")) {
         // A thread that ended since the listing, or a zombie, waits for nothing.
-        None | Some((b'Z' | b'X', _)) => return Wait::Neutral,
+        None | Some((b'Z' | b'X', _)) => return Ok(Wait::Neutral),
         Some((b'S', _)) => {}
-        // Running, in uninterruptible sleep (disk), stopped or traced: working, or in doubt.
-        Some(_) => return Wait::Busy,
+        Some((state @ (b'R' | b'D'), _)) => return Err(Awake::Running(state)),
+        // Stopped or traced: in doubt.
+        Some(_) => return Ok(Wait::Busy),
     }
-    let call = match fs::read_to_string(format!("{task}/syscall")) {
+    let line = match fs::read_to_string(format!("{task}/syscall")) {
         Ok(text) => text,
-        Err(e) if denied(&e) => return Wait::Denied,
-        Err(_) => return Wait::Neutral,
+        Err(e) if denied(&e) => return Ok(Wait::Denied),
+        Err(_) => return Ok(Wait::Neutral),
     };
-    let Some(call) = syscalls::Call::parse(&call) else { return Wait::Busy };
+    // `running`: it woke between the two reads.
+    let call = syscalls::Call::parse(&line).ok_or_else(|| Awake::Moved(line.clone()))?;
     let proc = Proc { pid, tty };
-    match syscalls::classify(call.nr) {
+    let wait = match syscalls::classify(call.nr) {
         syscalls::Kind::Neutral => Wait::Neutral,
         // An epoll descriptor counts by its members, so both wait on the one descriptor `a0`.
         syscalls::Kind::Read | syscalls::Kind::Epoll => proc.set_wait(&[call.args[0]], 0),
         syscalls::Kind::Poll => proc.poll_wait(call.args[0], call.args[1]),
         syscalls::Kind::Select => proc.select_wait(&call.args),
         syscalls::Kind::Other => Wait::Busy,
-    }
+    };
+    // The wait set was read from the thread's memory after its call line: a thread that left the
+    // call meanwhile may have reused that memory, and what was decoded is not what it waited on.
+    let still = fs::read_to_string(format!("{task}/syscall")).is_ok_and(|again| again == line);
+    if still { Ok(wait) } else { Err(Awake::Moved(line)) }
 }
 
 fn denied(e: &std::io::Error) -> bool {

@@ -199,7 +199,7 @@ impl Output {
 
     pub(crate) fn read(&self, req: &ReadRequest) -> Result<Read> {
         match req.format {
-            Format::Screen => Ok(self.read_screen(req.max_bytes)),
+            Format::Screen => Ok(self.read_screen(req.lines, req.max_bytes)),
             Format::Text | Format::Raw => match req.since {
                 Some(since) => self.read_since(req, since),
                 None => Ok(self.read_tail(req)),
@@ -267,18 +267,21 @@ impl Output {
         })
     }
 
-    fn read_screen(&self, max_bytes: usize) -> Read {
+    /// The last `lines` rows of the grid down to its last non-blank one, cut from the front to
+    /// `max_bytes`; `truncated` when rows were left out. The cursor stays in the grid's own rows.
+    fn read_screen(&self, lines: usize, max_bytes: usize) -> Read {
         let grid = self.grid();
         let end = self.end();
         let mut rows = grid.rows;
         while rows.last().is_some_and(|r| r.is_empty()) {
             rows.pop();
         }
-        let (output, truncated) = tail_bytes(&rows.join("\n"), max_bytes);
+        let first = rows.len().saturating_sub(lines);
+        let (output, cut) = tail_bytes(&rows[first..].join("\n"), max_bytes);
         Read {
             output,
             offset: end,
-            truncated,
+            truncated: cut || first > 0,
             cursor: Some(grid.cursor),
             alternate: grid.alternate,
             dropped: false,

@@ -168,7 +168,7 @@ pub(crate) static TOOLS: &[Tool] = &[
             object(
                 &[
                     ("pane_id", string("Pane id or name")),
-                    ("lines", integer_or("Lines to return", LINES)),
+                    ("lines", integer_or("Lines to return (screen: the grid's last rows)", LINES)),
                     ("format", choice("View", &["text", "raw", "screen"], FORMAT)),
                     ("since", integer("Return only output after this offset")),
                     (

@@ -35,12 +35,15 @@ __fugue_report() {
     return "$__fugue_s"
 }
 # fugue_exec types ` __fugue_b ID;eval "$__fugue_c"`: the command itself never passes through the
-# terminal, so quoting, newlines and history expansion do not matter.
+# terminal, so quoting, newlines and history expansion do not matter. It returns the status it
+# found, so that the command sees the last one's `$?`.
 __fugue_b() {
+    local s=$?
     __fugue_p=$1
     __fugue_c=
     { IFS= read -r -d '' __fugue_c || :; } <"$__fugue_dir/c$1"
     printf '\033]133;C;fugue=x%s.%s\007' "$1" "$__fugue_nonce" 2>/dev/null >/dev/tty
+    return "$s"
 }
 if [ "${#PROMPT_COMMAND[@]}" -gt 1 ]; then
     PROMPT_COMMAND=(__fugue_prompt "${PROMPT_COMMAND[@]}" __fugue_report)

@@ -26,10 +26,13 @@ function __fugue_prompt --on-event fish_prompt
         2>/dev/null >$__fugue_dir/r
 end
 # fugue_exec types ` __fugue_b ID; eval $__fugue_c`: the command never passes through the
-# terminal, so quoting and newlines do not matter.
+# terminal, so quoting and newlines do not matter. It returns the status it found, so that the
+# command sees the last one's `$status`.
 function __fugue_b
+    set -l s $status
     set -g __fugue_p $argv[1]
     set -g __fugue_c ''
     read -z -g __fugue_c <$__fugue_dir/c$argv[1]
     printf '\e]133;C;fugue=x%s.%s\a' $argv[1] $__fugue_nonce 2>/dev/null >/dev/tty
+    return $s
 end

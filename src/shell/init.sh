@@ -29,19 +29,27 @@ __fugue_mark() {
     __fugue_tty "$__fugue_e]133;D;$1;fugue=$__fugue_k.$__fugue_nonce$__fugue_g"\
 "$__fugue_e]7;file://${HOSTNAME-}$PWD$__fugue_g"
 }
-# Last in PS1, after the user's own substitutions: report.
+# Last in PS1, after the user's own substitutions: report. mksh takes the status of the last
+# `${ ...;}` in PS1 as the `$?` the next command sees, so each hook returns the status it found.
+# Only its low byte: ksh93 (which keeps `$?` itself) reports a death by signal N as 256+N, and a
+# function in PS1 that returns that makes it start the prompt over, without end.
 __fugue_report() {
+    __fugue_t=$?
     __fugue_rec "$__fugue_nonce P $__fugue_k $__fugue_p $1 $PWD"
+    return $((__fugue_t & 255))
 }
 __fugue_next() {
     __fugue_s=$1
     __fugue_k=$((__fugue_k + 1))
     __fugue_mark "$1"
     __fugue_tty "$__fugue_a"
+    return $(($1 & 255))
 }
 # fugue_exec types ` __fugue_b ID;eval "$__fugue_c"`: the command never passes through the
 # terminal. The file is read line by line with builtins only (a command may have changed PATH).
+# It returns the status it found, so that the command sees the last one's `$?`.
 __fugue_b() {
+    __fugue_t=$?
     __fugue_p=$1
     __fugue_c=
     while IFS= read -r __fugue_l || [ -n "$__fugue_l" ]; do
@@ -49,5 +57,6 @@ __fugue_b() {
 "
     done <"$__fugue_dir/c$1"
     __fugue_tty "$__fugue_e]133;C;fugue=x$1.$__fugue_nonce$__fugue_g"
+    return "$__fugue_t"
 }
 PS1=@PS1_HEAD@"${PS1-\$ }"@PS1_TAIL@
