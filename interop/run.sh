@@ -161,6 +161,12 @@ fi
 # 3. TypeScript SDK v1 (legacy era, what most shipped hosts embed)
 step ts-sdk-v1 node "$here/ts_client.mjs" --tool "$tool" --args "$args" -- "${server[@]}"
 
+# 3b. durable calls (MCP Tasks): a task completed, a program's question answered, a task
+# cancelled — with the SDK v1's experimental tasks client (2025-11-25) and with
+# @modelcontextprotocol/client + @modelcontextprotocol/ext-tasks (the 2026-07-28 extension)
+step ts-tasks-2025-11-25 node "$here/ts_tasks_v1.mjs" -- "${server[@]}"
+step ts-tasks-2026-07-28 node "$here/ts_tasks_v2.mjs" -- "${server[@]}"
+
 # 4. MCP Inspector CLI in each era
 for era in legacy auto modern; do
   step "inspector-$era-list" "${insp[@]}" --protocol-era "$era" --method tools/list "${server[@]}"
@@ -203,6 +209,7 @@ if [[ -n "${INTEROP_SHARED:-}" ]]; then
     -- "${front[@]}"
   [[ -n "$slow_tool" ]] && step py-shared-cancel "${pyc[@]}" --mode auto --tool "$slow_tool" \
     --args "$slow_args" --cancel-after "$cancel_after" -- "${front[@]}"
+  step ts-shared-tasks-2026-07-28 node "$here/ts_tasks_v2.mjs" -- "${front[@]}"
   XDG_RUNTIME_DIR="$shared_dir" "${server[@]}" kill-server "$shared_name" 2>/dev/null
   rm -rf "$shared_dir"
 fi

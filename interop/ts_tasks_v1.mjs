@@ -81,6 +81,7 @@ try {
   await it.return();
   const listed = await client.experimental.tasks.listTasks();
   check(listed.tasks.length >= 3, `tasks/list: ${listed.tasks.length} tasks`);
+  await client.callTool({ name: "fugue_close_session", arguments: { session_id: "shell" } });
   await client.close();
 } catch (e) {
   console.error(`FAILED: ${e?.stack ?? e}`);
