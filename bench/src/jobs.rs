@@ -1,7 +1,8 @@
 //! The jobs figures: how soon `fugue_wait` answers when a process exits (one pane, and one of 32),
 //! `mode: all` over ten short sleeps against the longest of them run bare, a second `fugue_exec`
-//! while the first shell is busy against a bare shell's start, and how soon an `until` match
-//! answers.
+//! while the first shell is busy against a bare shell's start, how soon an `until` match answers,
+//! and a task-backed `fugue_exec` (MCP Tasks: create, polls at the advised interval, result)
+//! against the same call answered inline.
 //!
 //! Wake-ups are measured as the other latency figures are: the helper in the pane reads
 //! `CLOCK_MONOTONIC` just before the event (its exit, its line), prints it, and the bench subtracts
@@ -26,9 +27,18 @@ const SECOND_FIG: &str = "second `fugue_exec` while the first shell is busy, cal
 const SECOND_TARGET: &str = "≤ bare shell start + 5 ms";
 const UNTIL_FIG: &str = "`fugue_exec` `until` matched → answer";
 const UNTIL_TARGET: &str = "median ≤ 2 ms";
+const TASK_FIG: &str = "task-backed `fugue_exec` of `sleep 1` (create + polls + result)";
+const TASK_TARGET: &str = "≤ inline + one poll interval";
 
 pub fn jobs(b: &Bench) -> R<Vec<Row>> {
-    Ok(vec![wake_on_exit(b, 1)?, wake_on_exit(b, 32)?, all_sleeps(b)?, second_exec(b)?, until(b)?])
+    Ok(vec![
+        wake_on_exit(b, 1)?,
+        wake_on_exit(b, 32)?,
+        all_sleeps(b)?,
+        second_exec(b)?,
+        until(b)?,
+        task(b)?,
+    ])
 }
 
 /// `reps` waits on `panes` panes of which one runs the `emit` helper, told to exit; from the
@@ -188,4 +198,56 @@ fn until(b: &Bench) -> R<Row> {
         ..Row::new(UNTIL_FIG, UNTIL_TARGET)
     }
     .judge(ms(med) <= 2.0))
+}
+
+/// The 2026-07-28 envelope of a client that declares the Tasks extension.
+fn declaring() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+        "io.modelcontextprotocol/clientInfo": {"name": "fugue-bench", "version": "0"},
+    })
+}
+
+/// A task-backed `fugue_exec` of `sleep 1` as a client runs it: the call, `tasks/get` at the
+/// interval the task advises until it has ended, its result. Against the inline call.
+fn task(b: &Bench) -> R<Row> {
+    let mut fugue = b.start()?;
+    let args = json!({"command": "sleep 1"});
+    fugue.call("fugue_exec", json!({"command": "true"}))?;
+    let (mut inline, mut tasked) = (Vec::new(), Vec::new());
+    for _ in 0..b.reps(8) {
+        inline.push(fugue.call_timed("fugue_exec", args.clone())?.1);
+        let started = Instant::now();
+        let params = json!({"_meta": declaring(), "name": "fugue_exec", "arguments": args});
+        let id = fugue.submit("tools/call", params)?;
+        let handle = fugue.wait(id)?.value["result"].clone();
+        let task = handle["taskId"].as_str().ok_or_else(|| format!("not a task: {handle}"))?;
+        let poll = Duration::from_millis(handle["pollIntervalMs"].as_u64().unwrap_or(500));
+        loop {
+            std::thread::sleep(poll);
+            let get = json!({"_meta": declaring(), "taskId": task});
+            let id = fugue.submit("tasks/get", get)?;
+            let state = fugue.wait(id)?.value["result"].clone();
+            if state["status"] == "completed" {
+                if state["result"]["structuredContent"]["status"] != "ok" {
+                    return Err(format!("the task's result: {state}"));
+                }
+                break;
+            }
+            if state["status"] != "working" {
+                return Err(format!("the task: {state}"));
+            }
+        }
+        tasked.push(started.elapsed());
+    }
+    fugue.close()?;
+    let (inline, tasked) = (median(&inline), median(&tasked));
+    Ok(Row {
+        baseline: format!("inline call: {}", show(inline)),
+        fugue: format!("median {} (polled every 500 ms)", show(tasked)),
+        ratio: format!("{:.2}×", ms(tasked) / ms(inline)),
+        ..Row::new(TASK_FIG, TASK_TARGET)
+    }
+    .judge(tasked <= inline + Duration::from_millis(550)))
 }

@@ -49,7 +49,8 @@ pub(crate) const TOOL: Tool = Tool {
                   pane's program ended), input (it asks; output shows the question), matched \
                   (until matched output printed after the call). Instead of polling or sleeping. \
                   results in pane_ids order, each with its last tail_lines lines; fired: first \
-                  first; status timeout leaves the rest running.",
+                  first; status timeout leaves the rest running. Runs as an MCP task for clients \
+                  that ask.",
     hints: RUNS,
     input: || {
         object(

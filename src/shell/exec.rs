@@ -46,7 +46,7 @@ pub(crate) const TOOL: Tool = Tool {
                   pane_id: fugue's own shells; while one is busy the command runs in another, so \
                   start a job with until, run the next command, then fugue_wait on both. Timeout \
                   or cancel ends only the wait: stop it with keys [\"C-c\"] or \
-                  fugue_close_pane.",
+                  fugue_close_pane. Runs as an MCP task for clients that ask.",
     hints: RUNS,
     input: || {
         object(
