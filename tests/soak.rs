@@ -116,6 +116,28 @@ impl Soak {
         if self.has.contains("fugue_agent_pipeline_create") && n.is_multiple_of(10) {
             self.agent_pipeline(n);
         }
+        if self.has.contains("fugue_run_parallel") {
+            self.tasks(n);
+        }
+    }
+
+    /// Durable calls (2025-11-25 Tasks): one task read to its result, one cancelled. The store
+    /// keeps ended tasks up to its bound, so their count must not show in the memory figures.
+    fn tasks(&mut self, n: u64) {
+        let mut start = |command: String| {
+            *self.calls.entry("task").or_default() += 1;
+            let args = json!({"commands": [{"command": command}]});
+            let params = json!({"name": "fugue_run_parallel", "arguments": args, "task": {}});
+            let created = self.f.request("tools/call", params);
+            created["result"]["task"]["taskId"].as_str().expect("a task").to_string()
+        };
+        let done = start(format!("echo task-{n}"));
+        let cancelled = start("sleep 30".to_string());
+        let result = self.f.request("tasks/result", json!({"taskId": done}));
+        assert_eq!(result["result"]["structuredContent"]["status"], "completed", "{result}");
+        let cancel = self.f.request("tasks/cancel", json!({"taskId": cancelled}));
+        assert_eq!(cancel["result"]["status"], "cancelled", "{cancel}");
+        self.sample();
     }
 
     /// A whole agent pipeline with fake agents: implement, analyze (complete), QA, merge.
