@@ -118,7 +118,7 @@ impl Watched {
     /// The pane's outcome now, if it has one: a match first, then its end, its shell back at
     /// the prompt, a question.
     fn look(&mut self) -> Option<Outcome> {
-        if let Some(found) = self.scan.as_mut().and_then(|scan| matched(scan, &self.pane)) {
+        if let Some(found) = self.scan.as_mut().and_then(|scan| scan.catch_up(&self.pane)) {
             return Some(Outcome::Matched(found));
         }
         if !self.pane.is_running() {
@@ -158,16 +158,6 @@ impl Watched {
         }
         shown.write(&mut value, "output");
         value
-    }
-}
-
-/// Searches what the pane printed since the last look, catching up in bounded steps.
-fn matched(scan: &mut Scan, pane: &Pane) -> Option<Found> {
-    loop {
-        let step = scan.step(pane);
-        if step.found.is_some() || !step.behind {
-            return step.found;
-        }
     }
 }
 

@@ -154,6 +154,17 @@ impl Scan {
         found
     }
 
+    /// Searches everything printed since the last look, in bounded steps; the first match, if any.
+    /// For waiters that only need the match (`until`), not the pane's state at each step.
+    pub(crate) fn catch_up(&mut self, pane: &Pane) -> Option<Found> {
+        loop {
+            let step = self.step(pane);
+            if step.found.is_some() || !step.behind {
+                return step.found;
+            }
+        }
+    }
+
     /// Searches the text view of `raw`, which begins at raw offset `start`, on the alternate
     /// screen when `alt`. `at_end`: the cursor is on its unfinished last line, whose blanks up to
     /// the cursor are searched too when the line without them does not match (`^\$$` still

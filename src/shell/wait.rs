@@ -81,12 +81,7 @@ impl Search {
             *self = Search::Scanning(Scan::new(regex.clone(), begin));
         }
         let Search::Scanning(scan) = self else { return None };
-        loop {
-            let step = scan.step(pane);
-            if step.found.is_some() || !step.behind {
-                return step.found;
-            }
-        }
+        scan.catch_up(pane)
     }
 }
 
