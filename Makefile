@@ -31,8 +31,9 @@ test: check
 
 # Real MCP clients (Python SDK, TypeScript SDK, MCP Inspector) and the official conformance suite,
 # each listing the tools and making real calls: a parallel run and a pipeline through the Python
-# SDK, a day in one live shell pane (interop/live_day.py), and a slow parallel run that every client
-# cancels (the processes must die, the server serve on).
+# SDK, a day in one live shell pane (interop/live_day.py), durable calls (MCP Tasks) with the
+# TypeScript clients of both eras, and a slow parallel run that every client cancels (the processes
+# must die, the server serve on).
 define INTEROP_CALLS
 fugue_run_parallel {"commands":[{"command":"echo one"},{"command":"exit 3"}]}
 fugue_run_pipeline {"commands":[{"command":"cd /tmp"},{"command":"test $$(pwd) = /tmp"}],"cleanup":true}
