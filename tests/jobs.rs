@@ -110,6 +110,11 @@ fn exec_cwd_runs_the_command_there_and_the_shell_stays() {
             json!({"command": "sleep 30", "cwd": elsewhere.path_str(), "timeout_ms": 200}),
         );
         assert_eq!(running["cwd"], elsewhere.path_str(), "{name}: {running}");
+        // So do a wait on it and its status, while it runs.
+        let waited = f.call("fugue_send_input", json!({"pane_id": id(&running), "wait_ms": 100}));
+        assert_eq!(waited["cwd"], elsewhere.path_str(), "{name}: {waited}");
+        let status = f.call("fugue_get_status", json!({"pane_id": id(&running)}));
+        assert_eq!(status["cwd"], elsewhere.path_str(), "{name}: {status}");
         f.call(
             "fugue_send_input",
             json!({"pane_id": id(&running), "keys": ["C-c"], "wait_ms": 20000}),
@@ -188,6 +193,24 @@ fn wait_any_names_the_job_that_ends_first_and_all_waits_for_every_one() {
             "{name}: {again}"
         );
         assert!(again["duration_ms"].as_u64().unwrap() < 5000, "{name}: {again}");
+    });
+}
+
+#[test]
+fn a_wait_shows_the_output_of_the_job_not_the_panes_history() {
+    each_shell_fugue(|name, f| {
+        let earlier = run(f, "echo EARLIER-OUTPUT", 20000);
+        let pane = id(&earlier);
+        let job = f.call(
+            "fugue_exec",
+            json!({"command": "echo JOB-LINE; sleep 30", "pane_id": pane, "timeout_ms": 300}),
+        );
+        assert_eq!(job["status"], "running", "{name}: {job}");
+        let timeout = wait(f, json!({"pane_ids": [pane], "timeout_ms": 200}));
+        let output = timeout["results"][0]["output"].as_str().unwrap();
+        assert!(output.contains("JOB-LINE"), "{name}: {timeout}");
+        assert!(!output.contains("EARLIER-OUTPUT"), "{name}: {timeout}");
+        f.call("fugue_send_input", json!({"pane_id": pane, "keys": ["C-c"], "wait_ms": 20000}));
     });
 }
 

@@ -39,6 +39,8 @@ const MAX_TIMEOUT_MS: u64 = 86_400_000;
 /// The most lines a result may show, and the most bytes of them.
 const MAX_TAIL_LINES: u64 = 1000;
 const MAX_TAIL_BYTES: usize = 16 << 10;
+/// How far back a job's begin mark is looked for.
+const JOB_LOOK_BACK: u64 = 256 << 10;
 
 pub(crate) const TOOL: Tool = Tool {
     name: "fugue_wait",
@@ -151,7 +153,7 @@ impl Watched {
             Some(Outcome::Matched(found)) => found.write(&mut value),
             Some(Outcome::Input) | None => {}
         }
-        let shown = tail::shown(&self.pane, lines, MAX_TAIL_BYTES);
+        let shown = tail::shown_since(&self.pane, job_start(&self.pane), lines, MAX_TAIL_BYTES);
         if matches!(self.outcome, Some(Outcome::Input)) {
             let question = shown.text.lines().rev().find(|l| !l.trim().is_empty());
             value["line"] = json!(question.unwrap_or_default().trim_end());
@@ -159,6 +161,17 @@ impl Watched {
         shown.write(&mut value, "output");
         value
     }
+}
+
+/// Where the output of the pane's job begins: in a live shell, after the begin mark of its pending
+/// `fugue_exec`, else of its last one, so a result shows that job's lines and not the pane's
+/// earlier history; the start of the output otherwise.
+fn job_start(pane: &Pane) -> u64 {
+    let Some(shell) = pane.shell() else { return 0 };
+    let exec = shell.with(|s| s.pending.as_ref().map(|(id, _)| *id).or(s.last().map(|p| p.exec)));
+    let Some(exec) = exec.filter(|id| *id > 0) else { return 0 };
+    let from = pane.output().end().saturating_sub(JOB_LOOK_BACK);
+    crate::shell::wait::locate(pane, &shell.begin_mark(exec), from).map_or(0, |(_, end)| end)
 }
 
 fn wait(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {

@@ -51,6 +51,11 @@ impl Shown {
 /// non-blank rows; otherwise the last `lines` lines of the text view. At most `max_bytes`, the
 /// end kept.
 pub(crate) fn shown(pane: &Pane, lines: usize, max_bytes: usize) -> Shown {
+    shown_since(pane, 0, lines, max_bytes)
+}
+
+/// `shown`, with the text view's lines taken from raw offset `from` on (where a job began).
+pub(crate) fn shown_since(pane: &Pane, from: u64, lines: usize, max_bytes: usize) -> Shown {
     if pane.output().with(|s| s.alt.active()) {
         let grid = pane.output().grid();
         if grid.alternate {
@@ -60,7 +65,7 @@ pub(crate) fn shown(pane: &Pane, lines: usize, max_bytes: usize) -> Shown {
         }
     }
     let end = pane.output().end();
-    let mut text = self::lines(pane, 0, end, lines, max_bytes);
+    let mut text = self::lines(pane, from, end, lines, max_bytes);
     if pane.shell().is_some() && text.contains(crate::shell::STUB_WORD) {
         // The line fugue_exec types is echoed by the terminal; it says nothing to the agent.
         text = text.lines().filter(|l| !crate::shell::is_stub(l)).collect::<Vec<_>>().join("\n");

@@ -11,7 +11,7 @@
 //! own output matches, and leaves it running.
 
 use super::wait::{self, Outcome, Until, Wait};
-use super::{Kind, Shell};
+use super::{Kind, Shell, State};
 use crate::error::{Error, ErrorKind, Result};
 use crate::pane::Pane;
 use crate::pane::search::compile;
@@ -55,7 +55,10 @@ pub(crate) const TOOL: Tool = Tool {
                 ("pane_id", string("A shell pane (default: fugue's own, a free one)")),
                 ("cwd", string("Run it in this directory (as cd DIR &&)")),
                 ("until", string("Regex: answer ready when the command's output matches")),
-                ("timeout_ms", integer_or("Answer running after this long", DEFAULT_TIMEOUT_MS)),
+                (
+                    "timeout_ms",
+                    integer_or("Answer running after this long (1: at once)", DEFAULT_TIMEOUT_MS),
+                ),
                 ("max_bytes", integer_or("Output cap (head and tail kept)", DEFAULT_MAX_BYTES)),
             ],
             &["command"],
@@ -108,7 +111,8 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
         Some(dir) => in_dir(shell.kind, dir, &command),
         None => command,
     };
-    let (id, stub) = shell.prepare_exec(&command)?;
+    let sent_to = dir.as_ref().map(|d| d.to_string_lossy().into_owned());
+    let (id, stub) = shell.prepare_exec(&command, sent_to)?;
     drop(claim);
     let typed = pane.send(&[stub.as_bytes()]).map(|(typed, _)| typed);
     let outcome = typed.as_ref().map_err(Clone::clone).and_then(|&typed| {
@@ -126,11 +130,7 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     }
     let (typed, outcome) = outcome?;
     let from = wait::find_mark(&pane, &shell.begin_mark(id), typed).map_or(typed, |(_, end)| end);
-    // While the command still runs, it runs where `cwd` sent it, not where the last prompt was.
-    let cwd = match &dir {
-        Some(dir) => Some(dir.to_string_lossy().into_owned()),
-        None => shell.with(|s| s.last().map(|p| p.cwd.clone())),
-    };
+    let cwd = shell.with(State::cwd);
     let mut value = wait::answer(&pane, &outcome, from, max_bytes, cwd, true);
     value["duration_ms"] = json!(started.elapsed().as_millis() as u64);
     value["pane_id"] = json!(pane.id);

@@ -126,11 +126,20 @@ pub(crate) struct State {
     pub(crate) recent: VecDeque<Prompt>,
     /// A `fugue_exec` typed whose prompt has not come yet: its id and command.
     pub(crate) pending: Option<(u64, String)>,
+    /// The directory the pending exec was sent to (its `cwd`), where it runs now.
+    pending_dir: Option<String>,
 }
 
 impl State {
     pub(crate) fn last(&self) -> Option<&Prompt> {
         self.recent.back()
+    }
+
+    /// Where the shell works now: the directory a pending exec was sent to, else where its last
+    /// prompt was.
+    pub(crate) fn cwd(&self) -> Option<String> {
+        let sent = self.pending.as_ref().and(self.pending_dir.clone());
+        sent.or_else(|| self.last().map(|p| p.cwd.clone()))
     }
 
     /// The prompts after the first `seen` ones.
@@ -219,14 +228,21 @@ impl Shell {
         f(&self.records.state.lock())
     }
 
-    /// Writes `command` for the shell to read and returns its id and the line to type.
-    pub(crate) fn prepare_exec(&self, command: &str) -> Result<(u64, String)> {
+    /// Writes `command` for the shell to read and returns its id and the line to type; `sent_to`
+    /// is the directory it was sent to run in, if any.
+    pub(crate) fn prepare_exec(
+        &self,
+        command: &str,
+        sent_to: Option<String>,
+    ) -> Result<(u64, String)> {
         let id = self.next_exec.fetch_add(1, Ordering::SeqCst);
         let dir = self.dir.lock();
         let dir =
             dir.as_ref().ok_or_else(|| Error::new(ErrorKind::PaneClosed, "the pane is closing"))?;
         dir.write(&format!("c{id}"), command)?;
-        self.records.state.lock().pending = Some((id, command.to_string()));
+        let mut state = self.records.state.lock();
+        state.pending = Some((id, command.to_string()));
+        state.pending_dir = sent_to;
         Ok((id, self.kind.stub(id)))
     }
 
@@ -279,6 +295,7 @@ impl Records {
             let mut state = self.state.lock();
             if state.pending.as_ref().is_some_and(|(id, _)| *id == prompt.exec) {
                 state.pending = None;
+                state.pending_dir = None;
             }
             state.prompts += 1;
             if state.recent.len() == RECENT {

@@ -25,15 +25,15 @@ pub(crate) fn activity(pane: &Pane) -> Option<Activity> {
     Some(activity::probe(pane))
 }
 
-/// Adds `activity`, `last_exit_code`, `cwd` (the shell's last report, else the process's directory
-/// in /proc) and `current_command` (what the shell runs now, when known) to `value`.
+/// Adds `activity`, `last_exit_code`, `cwd` (where the shell works: a pending `fugue_exec`'s
+/// directory or its last report, else the process's directory in /proc) and `current_command` (what the shell runs now, when known) to `value`.
 pub(crate) fn add_live(value: &mut Value, pane: &Pane) {
     let Some(activity) = activity(pane) else { return };
     value["activity"] = json!(activity.as_str());
-    let last = pane.shell().and_then(|s| s.with(|st| st.last().cloned()));
-    if let Some(prompt) = &last {
-        value["last_exit_code"] = json!(prompt.status);
-        value["cwd"] = json!(prompt.cwd);
+    let last = pane.shell().and_then(|s| s.with(|st| Some((st.last()?.status, st.cwd()?))));
+    if let Some((status, cwd)) = last {
+        value["last_exit_code"] = json!(status);
+        value["cwd"] = json!(cwd);
     } else if let Ok(cwd) = std::fs::read_link(format!("/proc/{}/cwd", pane.pid)) {
         value["cwd"] = json!(cwd);
     }

@@ -204,7 +204,7 @@ pub(crate) fn after_input(
         Some((offset, seen)) => (offset, seen),
         None => (pane.output().end(), shell.map(|s| s.with(|st| st.prompts))),
     };
-    let cwd = || shell.and_then(|s| s.with(|st| st.last().map(|p| p.cwd.clone())));
+    let cwd = || shell.and_then(|s| s.with(super::State::cwd));
     if written.is_none()
         && let Some(prompt) = shell.and_then(|s| idle(pane, s))
     {
