@@ -11,6 +11,7 @@ mod attach;
 mod config;
 mod control;
 mod error;
+mod files;
 mod ids;
 mod inherit;
 mod jsonrpc;

@@ -4,7 +4,8 @@
 
 use super::record::Pipeline;
 use super::runner::{Command, Latest};
-use super::store::{Lock, Store};
+use super::store::Store;
+use crate::files::FileLock;
 use crate::watch::Watch;
 use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
@@ -30,7 +31,7 @@ pub(super) struct Driver {
     pub(super) control: Sender<Command>,
     /// Held while the runner lives, dropped when it ends: a finished pipeline keeps no descriptor
     /// open (one per pipeline ever run, until fugue ran out of them).
-    pub(super) lock: Mutex<Option<Lock>>,
+    pub(super) lock: Mutex<Option<FileLock>>,
 }
 
 impl Handle {

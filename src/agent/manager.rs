@@ -14,9 +14,10 @@ use super::handle::{Driver, Handle};
 use super::machine::{self, Control, Event, EventKind, Step};
 use super::record::{self, Limits, Pipeline, now};
 use super::runner::{self, Command, Env};
-use super::store::{Lock, Problem, Store, valid_id};
+use super::store::{Problem, Store, valid_id};
 use crate::config::config;
 use crate::error::{Error, ErrorKind, Result};
+use crate::files::FileLock;
 use crate::ids::{new_id, short_id};
 use crate::mux::Mux;
 use crate::tool::call::Cancel;
@@ -169,7 +170,7 @@ impl Manager {
         self: &Arc<Manager>,
         store: &Arc<Store>,
         pipeline: Pipeline,
-        drive: Option<(Lock, Step)>,
+        drive: Option<(FileLock, Step)>,
         orphaned: bool,
     ) -> Arc<Handle> {
         let mut handle = Handle::new(store, pipeline.clone(), self.changed.clone());
