@@ -108,27 +108,16 @@ pub(crate) fn tail(pane: &Pane, from: u64, to: u64, lines: usize) -> String {
     crate::pane::tail::lines(pane, from, to, lines, MAX_TAIL_BYTES)
 }
 
-/// Ends panes together (the first on this thread, each other on its own), so ten stuck commands
-/// take one close grace, not ten. `detach` also removes them from the registry (before any signal, as `fugue_close_pane`
-/// does); otherwise they stay, dead, with their output readable until someone closes them.
-pub(crate) fn close_panes(mux: &Mux, panes: &[Arc<Pane>], detach: bool) {
-    let close = |pane: &Arc<Pane>| {
-        if detach {
-            // A pane someone else closed meanwhile is already gone: nothing to do.
-            let _ = mux.close_pane(&pane.id);
-        } else {
-            pane.close();
-        }
-    };
-    std::thread::scope(|scope| {
-        // The first on this thread: closing one pane should not cost a thread.
-        for pane in panes.iter().skip(1) {
-            scope.spawn(move || close(pane));
-        }
-        if let Some(first) = panes.first() {
-            close(first);
-        }
-    });
+/// Ends a run's panes together, one close grace for all of them (see `pane::close_panes`).
+/// `detach` also removes them from the registry first, as `fugue_close_pane` does; otherwise they
+/// stay, dead, with their output readable until someone closes them.
+pub(crate) fn end_run_panes(mux: &Mux, panes: &[Arc<Pane>], detach: bool) {
+    if detach {
+        mux.close_remaining(panes);
+    } else {
+        let panes: Vec<&Pane> = panes.iter().map(|p| p.as_ref()).collect();
+        crate::pane::close_panes(&panes);
+    }
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@
 //! green run stays small.
 
 use super::asking::{self, Asked};
-use super::{check_cwd, check_unique, close_panes, command, run_schema, tail};
+use super::{check_cwd, check_unique, command, end_run_panes, run_schema, tail};
 use crate::error::{Error, Result};
 use crate::ids::{new_id, short_id};
 use crate::mux::{self, Mux, ORCHESTRATION_SESSION, PaneArgs, Reserved};
@@ -142,7 +142,7 @@ fn run_parallel(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
         }
     };
     if let End::Cancelled = end {
-        close_panes(&ctx.mux, &panes(&jobs), true);
+        end_run_panes(&ctx.mux, &panes(&jobs), true);
         place.remove(&ctx.mux);
         return Err(Error::cancelled());
     }
@@ -152,7 +152,7 @@ fn run_parallel(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let results: Vec<Value> =
         jobs.iter().map(|job| job_result(job, tail_lines, all_tails)).collect();
     if cleanup {
-        close_panes(&ctx.mux, &panes(&jobs), true);
+        end_run_panes(&ctx.mux, &panes(&jobs), true);
         place.remove(&ctx.mux);
     }
     let status = match end {
@@ -347,7 +347,7 @@ fn asking_job(jobs: &mut [Job<'_>]) -> Option<usize> {
 fn stop(mux: &Mux, job: &mut Job<'_>, cleanup: bool) {
     if let Ok(pane) = &job.pane {
         job.asked = Some(Asked::now(pane, super::MAX_TAIL_BYTES));
-        close_panes(mux, std::slice::from_ref(pane), cleanup);
+        end_run_panes(mux, std::slice::from_ref(pane), cleanup);
     }
 }
 
@@ -381,7 +381,7 @@ fn kill_unfinished(mux: &Mux, jobs: &mut [Job<'_>], cleanup: bool) {
             doomed.push(pane.clone());
         }
     }
-    close_panes(mux, &doomed, cleanup);
+    end_run_panes(mux, &doomed, cleanup);
 }
 
 fn panes(jobs: &[Job<'_>]) -> Vec<Arc<Pane>> {
