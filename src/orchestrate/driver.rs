@@ -143,11 +143,6 @@ fn parse_event(line: &str) -> Option<Event> {
     }
 }
 
-/// Where `needle` first occurs in `haystack`.
-pub(super) fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -22,7 +22,7 @@
 mod plan;
 
 use super::asking::{self, Asked};
-use super::driver::{self, Event, WakeReader, find, read_status};
+use super::driver::{self, Event, WakeReader, read_status};
 use super::{run_schema, tail};
 use crate::error::{Error, ErrorKind, Result};
 use crate::ids::{new_id, short_id};
@@ -30,6 +30,7 @@ use crate::mux::{ORCHESTRATION_SESSION, PaneArgs, Place};
 use crate::pane::Pane;
 use crate::pane::activity::{InputWatch, quiet_period};
 use crate::pane::exit::{Exit, SignalField, write_exit};
+use crate::pane::mark::{self, CATCH_UP};
 use crate::runtime::{Ctx, Tool};
 use crate::tempdir::PrivateDir;
 use crate::tool::args::Args;
@@ -45,11 +46,6 @@ use std::time::{Duration, Instant};
 
 /// How long an interrupted step may take to stop before its pane is killed.
 const INTERRUPT_GRACE: Duration = Duration::from_secs(2);
-/// How long to wait for the driver's lines still in the FIFO once the shell has ended, and for an
-/// end-of-step mark still in the terminal once its status has arrived. Both were written before
-/// what we already saw, so they arrive at once; the bound only guards against a wedged reader.
-const CATCH_UP: Duration = Duration::from_secs(2);
-
 pub(crate) const TOOL: Tool = Tool {
     name: "fugue_run_pipeline",
     title: "Run a command pipeline",
@@ -469,22 +465,7 @@ impl Run<'_> {
     /// Where the end-of-step mark of step `i` sits in the output, searching from `from`; waits a
     /// moment for a mark still in the terminal.
     fn mark(&self, i: usize, from: u64) -> Option<(u64, u64)> {
-        let needle = format!("\x1b]7770;{};{}\x07", self.nonce, i + 1);
-        let events = self.pane.output().subscribe();
-        let until = Instant::now() + CATCH_UP;
-        loop {
-            let (bytes, start, settled) = self.pane.output().with(|s| {
-                let (bytes, start) = s.ring.copy(from, u64::MAX);
-                (bytes, start, s.eof || s.closed)
-            });
-            if let Some(at) = find(&bytes, needle.as_bytes()) {
-                let at = start + at as u64;
-                return Some((at, at + needle.len() as u64));
-            }
-            if settled || events.recv_deadline(until).is_err() {
-                return None;
-            }
-        }
+        mark::find(&self.pane, &format!("\x1b]7770;{};{}\x07", self.nonce, i + 1), from)
     }
 
     /// The error for a shell that ended before its first step.

@@ -11,6 +11,7 @@ pub(crate) mod exit;
 pub(crate) mod fd;
 pub(crate) mod input;
 pub(crate) mod keys;
+pub(crate) mod mark;
 pub(crate) mod output;
 pub(crate) mod process;
 pub(crate) mod ring;

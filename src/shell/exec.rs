@@ -13,8 +13,8 @@
 use super::wait::{self, Outcome, Until, Wait};
 use super::{Kind, Shell};
 use crate::error::{Error, ErrorKind, Result};
-use crate::pane::Pane;
 use crate::pane::search::compile;
+use crate::pane::{Pane, mark};
 use crate::runtime::{Ctx, Tool};
 use crate::tool::args::Args;
 use crate::tool::{RUNS, schema::*};
@@ -116,7 +116,7 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
         shell.forget_exec(id);
     }
     let (typed, outcome) = outcome?;
-    let from = wait::find_mark(&pane, &shell.begin_mark(id), typed).map_or(typed, |(_, end)| end);
+    let from = mark::find(&pane, &shell.begin_mark(id), typed).map_or(typed, |(_, end)| end);
     let cwd = shell.with(|s| s.last().map(|p| p.cwd.clone()));
     let mut value = wait::answer(&pane, &outcome, from, max_bytes, cwd, true);
     value["duration_ms"] = json!(started.elapsed().as_millis() as u64);
