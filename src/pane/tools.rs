@@ -5,7 +5,7 @@
 //! than a close takes.
 
 use super::Pane;
-use super::exit::{SignalField, write_exit};
+use super::exit::{PaneState, SignalField, write_exit, write_fields};
 use super::output::{Format, ReadRequest};
 use crate::config::config;
 use crate::error::{Error, Result};
@@ -325,9 +325,7 @@ fn pane_json(pane: &Pane) -> Value {
 
 /// Adds `status`, `exit_code` and `signal` to a result object.
 pub(crate) fn add_exit(value: &mut Value, pane: &Pane) {
-    let exit = pane.output().exit();
-    value["status"] = json!(if exit.is_some() { "exited" } else { "running" });
-    write_exit(value, exit, SignalField::Always);
+    write_fields(value, &PaneState::new(pane.output().exit()));
 }
 
 /// The pane arguments shared by the create tools.
