@@ -20,7 +20,7 @@ use crate::pane::Pane;
 use crate::pane::activity::{InputWatch, quiet_period};
 use crate::pane::exit::{SignalField, write_exit};
 use crate::runtime::{Ctx, Tool};
-use crate::tool::args::Args;
+use crate::tool::args::{Args, Choice, choice_enum};
 use crate::tool::{self, RUNS, schema::*};
 use crossbeam_channel::{Receiver, Select};
 use serde_json::{Value, json};
@@ -29,10 +29,17 @@ use std::sync::Arc;
 use std::time::Instant;
 
 const MAX_COMMANDS: usize = 10;
-/// The defaults of `timeout_ms`, `layout` (the first of its choices) and `cleanup`.
+/// The defaults of `timeout_ms` and `cleanup`.
 const TIMEOUT_MS: u64 = 300_000;
-const LAYOUTS: [&str; 2] = ["hidden", "tiled"];
 const CLEANUP: bool = true;
+
+choice_enum! {
+    /// Where a run's panes go: a hidden session (the default), or tiled in a window of their own.
+    enum Layout {
+        Hidden = "hidden",
+        Tiled = "tiled",
+    }
+}
 
 pub(crate) const TOOL: Tool = Tool {
     name: "fugue_run_parallel",
@@ -63,7 +70,7 @@ pub(crate) const TOOL: Tool = Tool {
                     "commands",
                     json!({"type": "array", "items": item, "minItems": 1, "maxItems": MAX_COMMANDS}),
                 ),
-                ("layout", choice("Where the panes go", &LAYOUTS, LAYOUTS[0])),
+                ("layout", Layout::schema("Where the panes go")),
                 timeout,
                 ("cleanup", boolean_or("Close the panes at the end", CLEANUP)),
                 tail_lines,
@@ -120,13 +127,7 @@ enum End {
 fn run_parallel(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let started = Instant::now();
     let tasks = parse_tasks(args, ctx.cwd)?;
-    let tiled = match args.str("layout")?.unwrap_or(LAYOUTS[0]) {
-        "hidden" => false,
-        "tiled" => true,
-        other => {
-            return Err(Error::invalid(format!("layout {other:?} is not one of hidden, tiled")));
-        }
-    };
+    let tiled = args.choice::<Layout>("layout")? == Layout::Tiled;
     let timeout = super::run_timeout(args, TIMEOUT_MS)?;
     let cleanup = args.bool("cleanup")?.unwrap_or(CLEANUP);
     let tail_lines = super::tail_lines(args)?;

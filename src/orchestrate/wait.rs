@@ -17,7 +17,7 @@ use crate::pane::search::{Found, Scan, compile};
 use crate::pane::tail;
 use crate::runtime::{Ctx, Tool};
 use crate::shell::wait::idle;
-use crate::tool::args::Args;
+use crate::tool::args::{Args, Choice, choice_enum};
 use crate::tool::{RUNS, schema::*};
 use crossbeam_channel::{Receiver, Select};
 use regex::Regex;
@@ -30,8 +30,6 @@ use std::time::{Duration, Instant};
 const TIMEOUT_MS: u64 = 300_000;
 /// `tail_lines`.
 const TAIL_LINES: u64 = 10;
-/// `mode`: the choices, the default first.
-const MODES: [&str; 2] = ["any", "all"];
 /// The most panes one call waits on.
 const MAX_PANES: usize = 32;
 /// The longest wait one call accepts: one day.
@@ -39,6 +37,14 @@ const MAX_TIMEOUT_MS: u64 = 86_400_000;
 /// The most lines a result may show, and the most bytes of them.
 const MAX_TAIL_LINES: u64 = 1000;
 const MAX_TAIL_BYTES: usize = 16 << 10;
+
+choice_enum! {
+    /// Whether the wait ends at the first pane's outcome or at every pane's.
+    enum Mode {
+        Any = "any",
+        All = "all",
+    }
+}
 
 pub(crate) const TOOL: Tool = Tool {
     name: "fugue_wait",
@@ -59,7 +65,7 @@ pub(crate) const TOOL: Tool = Tool {
                     json!({"type": "array", "items": {"type": "string"}, "minItems": 1,
                            "maxItems": MAX_PANES, "description": "Panes to wait on"}),
                 ),
-                ("mode", choice("any: the first outcome; all: every pane's", &MODES, MODES[0])),
+                ("mode", Mode::schema("any: the first outcome; all: every pane's")),
                 ("until", string("Regex for output printed after the call starts")),
                 ("timeout_ms", integer_or("Give up after this long", TIMEOUT_MS)),
                 ("tail_lines", integer_or("Lines of each pane's output to show", TAIL_LINES)),
@@ -172,11 +178,7 @@ fn matched(scan: &mut Scan, pane: &Pane) -> Option<Found> {
 
 fn wait(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let started = Instant::now();
-    let all = match args.str("mode")?.unwrap_or(MODES[0]) {
-        "any" => false,
-        "all" => true,
-        other => return Err(Error::invalid(format!("mode {other:?} is not one of any, all"))),
-    };
+    let all = args.choice::<Mode>("mode")? == Mode::All;
     let pattern = args.str("until")?.map(compile).transpose()?;
     let timeout = args.u64("timeout_ms", 0, MAX_TIMEOUT_MS)?.unwrap_or(TIMEOUT_MS);
     let lines = args.u64("tail_lines", 0, MAX_TAIL_LINES)?.unwrap_or(TAIL_LINES) as usize;

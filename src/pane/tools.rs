@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::ids::unix_ms;
 use crate::mux::{PaneArgs, Session};
 use crate::runtime::{Ctx, Tool};
-use crate::tool::args::Args;
+use crate::tool::args::{Args, Choice};
 use crate::tool::{ENDS, READS, SETS, STARTS, schema::*};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -28,8 +28,6 @@ const MAX_INPUT_BYTES: usize = 1 << 20;
 const SUBMIT: bool = false;
 /// `fugue_get_output` `lines`.
 const LINES: u64 = 100;
-/// `fugue_get_output` `format`.
-const FORMAT: &str = "text";
 /// `fugue_get_output` `max_bytes`, lowered to `FUGUE_MAX_OUTPUT_BYTES` when that is smaller.
 const MAX_BYTES: u64 = 64 << 10;
 
@@ -169,7 +167,7 @@ pub(crate) static TOOLS: &[Tool] = &[
                 &[
                     ("pane_id", string("Pane id or name")),
                     ("lines", integer_or("Lines to return", LINES)),
-                    ("format", choice("View", &["text", "raw", "screen"], FORMAT)),
+                    ("format", Format::schema("View")),
                     ("since", integer("Return only output after this offset")),
                     (
                         "max_bytes",
@@ -443,16 +441,7 @@ fn send_input(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
 
 fn get_output(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let pane = ctx.mux.pane(args.required_str("pane_id")?)?;
-    let format = match args.str("format")?.unwrap_or(FORMAT) {
-        "text" => Format::Text,
-        "raw" => Format::Raw,
-        "screen" => Format::Screen,
-        other => {
-            return Err(Error::invalid(format!(
-                "format {other:?} is not one of text, raw, screen"
-            )));
-        }
-    };
+    let format = args.choice::<Format>("format")?;
     let max_output = config().max_output_bytes as u64;
     let req = ReadRequest {
         format,
