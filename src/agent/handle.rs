@@ -2,7 +2,7 @@
 //! changes, and — when this process drives it — the control channel into its runner and the lock
 //! that tells other fugue processes it is taken. The `Manager` holds the unfinished ones.
 
-use super::record::Pipeline;
+use super::record::AgentPipeline;
 use super::runner::{Command, Latest};
 use super::store::Store;
 use crate::files::FileLock;
@@ -35,7 +35,7 @@ pub(super) struct Driver {
 }
 
 impl Handle {
-    pub(super) fn new(store: &Arc<Store>, pipeline: Pipeline, any: Arc<Watch>) -> Handle {
+    pub(super) fn new(store: &Arc<Store>, pipeline: AgentPipeline, any: Arc<Watch>) -> Handle {
         Handle {
             id: pipeline.id.clone(),
             name: pipeline.name.clone(),
@@ -48,7 +48,7 @@ impl Handle {
     }
 
     /// The pipeline's latest state, from memory; it never reads the disk.
-    pub(crate) fn snapshot(&self) -> Pipeline {
+    pub(crate) fn snapshot(&self) -> AgentPipeline {
         self.latest.get()
     }
 

@@ -12,7 +12,7 @@
 use super::git;
 use super::handle::{Driver, Handle};
 use super::machine::{self, Control, Event, EventKind, Step};
-use super::record::{self, Limits, Pipeline, now};
+use super::record::{self, AgentPipeline, Limits, now};
 use super::runner::{self, Command, Env};
 use super::store::{Problem, Store, valid_id};
 use crate::config::config;
@@ -136,7 +136,7 @@ impl Manager {
 
     /// Registers an unfinished pipeline read from disk, and drives it if it is free. A finished one
     /// stays on disk only.
-    fn adopt(self: &Arc<Manager>, store: &Arc<Store>, pipeline: Pipeline) {
+    fn adopt(self: &Arc<Manager>, store: &Arc<Store>, pipeline: AgentPipeline) {
         if pipeline.status.is_terminal()
             || self.inner.lock().handles.iter().any(|h| h.id == pipeline.id)
         {
@@ -169,7 +169,7 @@ impl Manager {
     fn register(
         self: &Arc<Manager>,
         store: &Arc<Store>,
-        pipeline: Pipeline,
+        pipeline: AgentPipeline,
         drive: Option<(FileLock, Step)>,
         orphaned: bool,
     ) -> Arc<Handle> {
@@ -194,7 +194,7 @@ impl Manager {
     fn start_runner(
         self: &Arc<Manager>,
         handle: &Arc<Handle>,
-        pipeline: Pipeline,
+        pipeline: AgentPipeline,
         control: Receiver<Command>,
         step: Step,
     ) {
@@ -314,7 +314,8 @@ impl Manager {
             env: req.env,
         };
         let at = now();
-        let pipeline = Pipeline::new(id, req.name, req.idea_id, job, req.agents, req.limits, at);
+        let pipeline =
+            AgentPipeline::new(id, req.name, req.idea_id, job, req.agents, req.limits, at);
         let start = machine::next(&pipeline, Event { at, kind: EventKind::Start });
         if let Err(e) = store.save(&start.pipeline) {
             git::discard_worktree(repo, &worktree, &branch, &base_commit);
@@ -413,7 +414,7 @@ impl Manager {
         limits: Option<Limits>,
         cancel: &Cancel,
     ) -> Result<()> {
-        let ended = |p: &Pipeline| {
+        let ended = |p: &AgentPipeline| {
             Error::new(
                 ErrorKind::InvalidState,
                 format!("the pipeline is {}; nothing is left to control", p.status.name()),
@@ -463,7 +464,7 @@ impl Manager {
 
 /// Where a pipeline read from disk picks up: a running stage runs again as a new attempt (or
 /// blocks when its attempts are spent); a blocked pipeline waits for control.
-fn resume(pipeline: Pipeline) -> (Pipeline, Step) {
+fn resume(pipeline: AgentPipeline) -> (AgentPipeline, Step) {
     match pipeline.status {
         record::PipelineStatus::Running => {
             let t = machine::next(&pipeline, Event { at: now(), kind: EventKind::Interrupted });
@@ -481,7 +482,7 @@ mod tests {
     use super::*;
     use crate::agent::record::PipelineStatus;
 
-    fn cancelled(name: String) -> Pipeline {
+    fn cancelled(name: String) -> AgentPipeline {
         let mut p = crate::agent::record::sample(&new_id(), Some(name));
         p.status = PipelineStatus::Cancelled;
         p

@@ -1,4 +1,4 @@
-//! Pipeline state on disk: one JSON file per pipeline, written so that a crash never tears it.
+//! Agent pipeline state on disk: one JSON file per pipeline, written so that a crash never tears it.
 //!
 //! A state root (`FUGUE_STATE_DIR`, or `.state` in the repository's main working tree) holds
 //! `pipelines/<id>.json` (the state), `pipelines/<id>.lock` (held with `flock` by the fugue process
@@ -9,7 +9,7 @@
 //! 0600. Ids are checked before they become paths, so no file name can leave the directory. A file
 //! that does not parse is renamed aside (`<id>.json.corrupt-<ms>`) and reported, never fatal.
 
-use super::record::{Pipeline, SCHEMA_VERSION};
+use super::record::{AgentPipeline, SCHEMA_VERSION};
 use crate::error::{Error, ErrorKind, Result};
 use crate::files::{Existing, FileLock, io_error, private_dir};
 use std::fs::{self, File, OpenOptions};
@@ -39,7 +39,7 @@ pub(crate) struct Problem {
 /// What a state directory held.
 #[derive(Default)]
 pub(crate) struct Loaded {
-    pub(crate) pipelines: Vec<Pipeline>,
+    pub(crate) pipelines: Vec<AgentPipeline>,
     pub(crate) problems: Vec<Problem>,
 }
 
@@ -92,7 +92,7 @@ impl Store {
     }
 
     /// Writes the pipeline's state atomically and durably.
-    pub(crate) fn save(&self, pipeline: &Pipeline) -> Result<()> {
+    pub(crate) fn save(&self, pipeline: &AgentPipeline) -> Result<()> {
         check_id(&pipeline.id)?;
         let text = serde_json::to_vec_pretty(pipeline)
             .map_err(|e| Error::internal(format!("cannot encode the pipeline state: {e}")))?;
@@ -101,7 +101,7 @@ impl Store {
     }
 
     /// Reads one pipeline's state.
-    pub(crate) fn load(&self, id: &str) -> Result<Pipeline> {
+    pub(crate) fn load(&self, id: &str) -> Result<AgentPipeline> {
         check_id(id)?;
         let path = self.state_file(id);
         read_state(&path, id)
@@ -144,9 +144,9 @@ impl Store {
 
     /// The finished pipelines' states, oldest first. Unreadable files are skipped here: loading
     /// the root reported them.
-    pub(crate) fn load_finished(&self) -> Vec<Pipeline> {
+    pub(crate) fn load_finished(&self) -> Vec<AgentPipeline> {
         let Ok(entries) = fs::read_dir(self.pipelines_dir()) else { return Vec::new() };
-        let mut finished: Vec<Pipeline> = entries
+        let mut finished: Vec<AgentPipeline> = entries
             .filter_map(|e| {
                 let path = e.ok()?.path();
                 let id = path.file_name()?.to_str()?.strip_suffix(".json")?.to_string();
@@ -187,7 +187,7 @@ impl std::fmt::Display for Unusable {
     }
 }
 
-fn read_state(path: &Path, id: &str) -> std::result::Result<Pipeline, Unusable> {
+fn read_state(path: &Path, id: &str) -> std::result::Result<AgentPipeline, Unusable> {
     if !valid_id(id) {
         return Err(Unusable::Corrupt(format!("{id:?} is not a pipeline id")));
     }
@@ -205,7 +205,7 @@ fn read_state(path: &Path, id: &str) -> std::result::Result<Pipeline, Unusable> 
              left as is"
         )));
     }
-    let pipeline: Pipeline = serde_json::from_value(value)
+    let pipeline: AgentPipeline = serde_json::from_value(value)
         .map_err(|e| Unusable::Corrupt(format!("not a pipeline state: {e}")))?;
     if pipeline.id != id || pipeline.stages.len() != 4 {
         return Err(Unusable::Corrupt("the file's content does not match its name".into()));
@@ -290,7 +290,7 @@ mod tests {
         }
     }
 
-    fn pipeline(id: &str) -> Pipeline {
+    fn pipeline(id: &str) -> AgentPipeline {
         crate::agent::record::sample(id, None)
     }
 

@@ -9,7 +9,7 @@ use super::git;
 use super::handle::Handle;
 use super::machine::Control;
 use super::manager::{Manager, NewPipeline};
-use super::record::{self, Agents, Limits, Pipeline, PipelineStatus, StageType, now};
+use super::record::{self, AgentPipeline, Agents, Limits, PipelineStatus, StageType, now};
 use crate::error::{Error, Result};
 use crate::runtime::{Ctx, Tool};
 use crate::tool::args::{Args, Choice, choice_enum};
@@ -436,7 +436,7 @@ fn render(handle: &Handle, events: usize, full: bool) -> Value {
     value
 }
 
-fn add_details(value: &mut Value, p: &Pipeline) {
+fn add_details(value: &mut Value, p: &AgentPipeline) {
     value["stages"] = p
         .stages
         .iter()
