@@ -10,7 +10,7 @@
 //! blocks, if its attempts are spent), and a blocked one waits for control again.
 
 use super::git;
-use super::handle::{Driver, Handle};
+use super::handle::{Handle, RunnerLink};
 use super::machine::{self, Control, Event, EventKind, Step};
 use super::record::{self, AgentPipeline, Limits, now};
 use super::runner::{self, Command, Env};
@@ -177,7 +177,7 @@ impl Manager {
         handle.orphaned = orphaned;
         let start = drive.map(|(lock, step)| {
             let (tx, rx) = crossbeam_channel::bounded(8);
-            handle.driver = Some(Driver { control: tx, lock: Mutex::new(Some(lock)) });
+            handle.runner = Some(RunnerLink { commands: tx, lock: Mutex::new(Some(lock)) });
             (rx, step)
         });
         let handle = Arc::new(handle);
@@ -425,7 +425,7 @@ impl Manager {
         if snapshot.status.is_terminal() {
             return Err(ended(&snapshot));
         }
-        let Some(driver) = &handle.driver else {
+        let Some(runner) = &handle.runner else {
             return Err(Error::new(
                 ErrorKind::InvalidState,
                 format!(
@@ -437,7 +437,7 @@ impl Manager {
         };
         let (reply, answer) = crossbeam_channel::bounded(1);
         let command = Command { action, limits, reply };
-        if driver.control.send_timeout(command, CONTROL_PATIENCE).is_err() {
+        if runner.commands.send_timeout(command, CONTROL_PATIENCE).is_err() {
             return Err(ended(&handle.snapshot()));
         }
         select! {
