@@ -12,7 +12,8 @@ use super::manager::{Manager, NewPipeline};
 use super::record::{self, AgentPipeline, Agents, Limits, PipelineStatus, StageType, now};
 use crate::error::{Error, Result};
 use crate::runtime::{Ctx, Tool};
-use crate::tool::args::{Args, Choice, choice_enum};
+use crate::tool::args::Args;
+use crate::tool::choice::{Choice, choice_enum};
 use crate::tool::{RUNS, SETS, schema::*};
 use crossbeam_channel::{after, select};
 use serde_json::{Value, json};
@@ -263,7 +264,7 @@ fn status(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
         None => None,
     };
     let wait_ms = args.u64("wait_ms", 0, MAX_WAIT_MS)?.unwrap_or(WAIT_MS);
-    let until = args.choice::<Until>("until")?;
+    let until = Until::parse(args, "until")?;
     let single = args.str("pipeline_id")?.map(|key| manager.find(key)).transpose()?;
     let default_events = if single.is_some() { 5 } else { 0 };
     let events = args.u64("events", 0, 200)?.map_or(default_events, |n| n as usize);
@@ -378,7 +379,7 @@ fn control(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let manager = &ctx.agents;
     let handle = manager.find(args.required_str("pipeline_id")?)?;
     let prompt = prompt_text(args, "prompt")?;
-    let action = match (args.required_choice::<Action>("action")?, prompt) {
+    let action = match (Action::required(args, "action")?, prompt) {
         (Action::Retry, None) => Control::Retry,
         (Action::Followup, Some(prompt)) => Control::Followup(prompt),
         (Action::Followup, None) => return Err(Error::invalid("followup needs 'prompt'")),

@@ -7,7 +7,8 @@
 use crate::error::Result;
 use crate::pane::Pane;
 use crate::pane::activity::InputWatch;
-use crate::tool::args::{Args, Choice, choice_enum};
+use crate::tool::args::Args;
+use crate::tool::choice::{Choice, choice_enum};
 use serde_json::Value;
 use std::time::Instant;
 
@@ -27,7 +28,7 @@ pub(crate) fn schema() -> (&'static str, Value) {
 
 /// Whether `on_input` says `stop`; checked before anything starts.
 pub(crate) fn stops(args: &Args<'_>) -> Result<bool> {
-    Ok(args.choice::<OnInput>("on_input")? == OnInput::Stop)
+    Ok(OnInput::parse(args, "on_input")? == OnInput::Stop)
 }
 
 /// When and where a program was found asking: the moment, and the end of the pane's output then,

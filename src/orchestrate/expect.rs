@@ -15,7 +15,8 @@ use crate::pane::search::{Found, Scan, compile};
 use crate::pane::tail;
 use crate::pane::tools::add_exit;
 use crate::runtime::{Ctx, Tool};
-use crate::tool::args::{Args, Choice, choice_enum};
+use crate::tool::args::Args;
+use crate::tool::choice::{Choice, choice_enum};
 use crate::tool::{RUNS, schema::*};
 use crossbeam_channel::{RecvTimeoutError, TryRecvError, after, never, select};
 use serde_json::{Value, json};
@@ -163,11 +164,11 @@ fn expect(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let regex = compile(pattern)?;
     let timeout =
         Duration::from_millis(args.u64("timeout_ms", 0, MAX_TIMEOUT_MS)?.unwrap_or(TIMEOUT_MS));
-    let action = args.choice::<Action>("action")?;
+    let action = Action::parse(args, "action")?;
     args.u64("poll_interval_ms", 0, MAX_TIMEOUT_MS)?;
     let lines = args.u64("lines", 1, 100_000)?.unwrap_or(LINES) as usize;
     let since = args.u64("since", 0, u64::MAX)?;
-    let return_on_input = args.choice::<OnInput>("on_input")? == OnInput::Return;
+    let return_on_input = OnInput::parse(args, "on_input")? == OnInput::Return;
 
     // Subscribe before the first look, so nothing printed in between is missed.
     let events = pane.output().subscribe();

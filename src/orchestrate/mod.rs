@@ -15,7 +15,8 @@ pub(crate) mod wait;
 use crate::error::{Error, Result};
 use crate::mux::Mux;
 use crate::pane::Pane;
-use crate::tool::args::{Args, Choice, choice_enum};
+use crate::tool::args::Args;
+use crate::tool::choice::{Choice, choice_enum};
 use crate::tool::schema::integer_or;
 use serde_json::Value;
 use std::path::Path;
@@ -57,7 +58,7 @@ pub(crate) fn tail_lines(args: &Args<'_>) -> Result<usize> {
 /// The `tails` argument: whether green commands get an `output_tail` too (`all`), or only failed
 /// and timed-out ones (`failed`, the default: a green run stays small).
 pub(crate) fn all_tails(args: &Args<'_>) -> Result<bool> {
-    Ok(args.choice::<Tails>("tails")? == Tails::All)
+    Ok(Tails::parse(args, "tails")? == Tails::All)
 }
 
 /// The schema of the arguments both run tools share, each with its default.

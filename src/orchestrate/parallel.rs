@@ -20,7 +20,8 @@ use crate::pane::Pane;
 use crate::pane::activity::{InputWatch, quiet_period};
 use crate::pane::exit::{SignalField, write_exit};
 use crate::runtime::{Ctx, Tool};
-use crate::tool::args::{Args, Choice, choice_enum};
+use crate::tool::args::Args;
+use crate::tool::choice::{Choice, choice_enum};
 use crate::tool::{self, RUNS, schema::*};
 use crossbeam_channel::{Receiver, Select};
 use serde_json::{Value, json};
@@ -127,7 +128,7 @@ enum End {
 fn run_parallel(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let started = Instant::now();
     let tasks = parse_tasks(args, ctx.cwd)?;
-    let tiled = args.choice::<Layout>("layout")? == Layout::Tiled;
+    let tiled = Layout::parse(args, "layout")? == Layout::Tiled;
     let timeout = super::run_timeout(args, TIMEOUT_MS)?;
     let cleanup = args.bool("cleanup")?.unwrap_or(CLEANUP);
     let tail_lines = super::tail_lines(args)?;

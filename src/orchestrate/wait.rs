@@ -17,7 +17,8 @@ use crate::pane::search::{Found, Scan, compile};
 use crate::pane::tail;
 use crate::runtime::{Ctx, Tool};
 use crate::shell::wait::idle;
-use crate::tool::args::{Args, Choice, choice_enum};
+use crate::tool::args::Args;
+use crate::tool::choice::{Choice, choice_enum};
 use crate::tool::{RUNS, schema::*};
 use crossbeam_channel::{Receiver, Select};
 use regex::Regex;
@@ -178,7 +179,7 @@ fn matched(scan: &mut Scan, pane: &Pane) -> Option<Found> {
 
 fn wait(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let started = Instant::now();
-    let all = args.choice::<Mode>("mode")? == Mode::All;
+    let all = Mode::parse(args, "mode")? == Mode::All;
     let pattern = args.str("until")?.map(compile).transpose()?;
     let timeout = args.u64("timeout_ms", 0, MAX_TIMEOUT_MS)?.unwrap_or(TIMEOUT_MS);
     let lines = args.u64("tail_lines", 0, MAX_TAIL_LINES)?.unwrap_or(TAIL_LINES) as usize;

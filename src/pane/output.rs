@@ -11,7 +11,7 @@ use super::ring::Ring;
 use super::screen::{Grid, Screen, Styled};
 use super::text;
 use crate::error::{Error, Result};
-use crate::tool::args::choice_enum;
+use crate::tool::choice::choice_enum;
 use crate::watch::Watch;
 use crossbeam_channel::Receiver;
 use parking_lot::{Mutex, MutexGuard};

@@ -12,7 +12,8 @@ use crate::error::{Error, Result};
 use crate::ids::unix_ms;
 use crate::mux::{PaneArgs, Session};
 use crate::runtime::{Ctx, Tool};
-use crate::tool::args::{Args, Choice};
+use crate::tool::args::Args;
+use crate::tool::choice::Choice;
 use crate::tool::{ENDS, READS, SETS, STARTS, schema::*};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -441,7 +442,7 @@ fn send_input(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
 
 fn get_output(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let pane = ctx.mux.pane(args.required_str("pane_id")?)?;
-    let format = args.choice::<Format>("format")?;
+    let format = Format::parse(args, "format")?;
     let max_output = config().max_output_bytes as u64;
     let req = ReadRequest {
         format,

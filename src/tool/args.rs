@@ -2,9 +2,7 @@
 //!
 //! Every getter names the argument and the expected type or range in its error, so a wrong call is
 //! answered with exactly what to change. Integers written as `5.0` are accepted; anything else of
-//! the wrong type is refused rather than guessed at. A choice argument is an enum declared once
-//! with `choice_enum!`: its wire names give both the schema entry and the parse, so the two lists can
-//! never differ.
+//! the wrong type is refused rather than guessed at. Choice arguments are in `choice.rs`.
 
 use crate::error::{Error, Result};
 use serde_json::{Map, Value};
@@ -23,7 +21,7 @@ impl<'a> Args<'a> {
     }
 
     /// The full name of argument `key`, as errors show it.
-    fn at(&self, key: &str) -> String {
+    pub(crate) fn at(&self, key: &str) -> String {
         format!("{}{key}", self.within)
     }
 
@@ -177,75 +175,6 @@ impl<'a> Args<'a> {
     }
 }
 
-/// An argument that takes one of a few words: an enum declared with `choice_enum!`, whose wire names
-/// are the contract. The default, where there is one, is the first.
-pub(crate) trait Choice: Copy + 'static {
-    /// Every value with its name on the wire, the default first.
-    const VALUES: &'static [(&'static str, Self)];
-
-    /// The names, in order.
-    fn names() -> Vec<&'static str> {
-        Self::VALUES.iter().map(|(name, _)| *name).collect()
-    }
-
-    /// The schema entry: a string of these names, the first as the default.
-    fn schema(description: &str) -> Value {
-        let names = Self::names();
-        super::schema::choice(description, &names, names[0])
-    }
-}
-
-/// Declares a `Choice` enum: each variant with its name on the wire, the default first.
-///
-/// ```ignore
-/// choice_enum! {
-///     /// What `fugue_get_output` returns.
-///     pub(crate) enum Format { Text = "text", Raw = "raw", Screen = "screen" }
-/// }
-/// ```
-macro_rules! choice_enum {
-    ($(#[$meta:meta])* $vis:vis enum $name:ident {
-        $($(#[$vmeta:meta])* $variant:ident = $wire:literal),+ $(,)?
-    }) => {
-        $(#[$meta])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-        $vis enum $name {
-            $($(#[$vmeta])* $variant),+
-        }
-
-        impl $crate::tool::args::Choice for $name {
-            const VALUES: &'static [(&'static str, $name)] = &[$(($wire, $name::$variant)),+];
-        }
-    };
-}
-pub(crate) use choice_enum;
-
-impl Args<'_> {
-    /// A choice argument, its default (the first value) when absent.
-    pub(crate) fn choice<C: Choice>(&self, key: &str) -> Result<C> {
-        match self.str(key)? {
-            None => Ok(C::VALUES[0].1),
-            Some(word) => self.pick(key, word),
-        }
-    }
-
-    /// A choice argument without a default.
-    pub(crate) fn required_choice<C: Choice>(&self, key: &str) -> Result<C> {
-        let word = self.required_str(key)?;
-        self.pick(key, word)
-    }
-
-    fn pick<C: Choice>(&self, key: &str, word: &str) -> Result<C> {
-        C::VALUES.iter().find(|(name, _)| *name == word).map(|(_, value)| *value).ok_or_else(|| {
-            Error::invalid(format!(
-                "{} {word:?} is not one of {}",
-                self.at(key),
-                C::names().join(", ")
-            ))
-        })
-    }
-}
-
 /// A float that is a whole, non-negative number within `u64`, such as `5.0`.
 fn whole_number(f: f64) -> Option<u64> {
     // 2^64 as a float; below it, a whole non-negative float converts exactly.
@@ -311,23 +240,6 @@ mod tests {
         let args = Args::object("commands[2]", &item).unwrap();
         assert!(args.str("command").unwrap_err().message().contains("'commands[2].command'"));
         assert!(args.env("env").unwrap_err().message().starts_with("commands[2].env:"));
-    }
-
-    choice_enum! {
-        enum Fruit { Apple = "apple", Pear = "pear" }
-    }
-
-    #[test]
-    fn a_choice_is_one_list_for_schema_and_parse() {
-        assert_eq!(Fruit::schema("Which")["enum"], json!(["apple", "pear"]));
-        assert_eq!(Fruit::schema("Which")["default"], "apple");
-        with(json!({"f": "pear", "bad": "plum"}), |a| {
-            assert_eq!(a.choice::<Fruit>("f").unwrap(), Fruit::Pear);
-            assert_eq!(a.choice::<Fruit>("none").unwrap(), Fruit::Apple);
-            assert!(a.required_choice::<Fruit>("none").is_err());
-            let err = a.choice::<Fruit>("bad").unwrap_err();
-            assert_eq!(err.message(), "bad \"plum\" is not one of apple, pear");
-        });
     }
 
     #[test]

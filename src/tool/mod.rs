@@ -9,6 +9,7 @@
 
 pub(crate) mod args;
 pub(crate) mod call;
+pub(crate) mod choice;
 
 use crate::error::Error;
 use args::Args;
