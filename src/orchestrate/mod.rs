@@ -6,7 +6,6 @@
 //! checks, the text tail of a stretch of output, exit fields, and closing many panes at once.
 
 mod asking;
-mod driver;
 pub(crate) mod expect;
 pub(crate) mod parallel;
 pub(crate) mod pipeline;
