@@ -1,8 +1,8 @@
 //! Finding a mark in a pane's output: an escape sequence with a secret nonce that a shell prints
 //! where a command begins or ends, so the bytes between two marks are that command's output.
 //!
-//! One search for both protocols that print marks: the live-shell hooks (`fugue_exec`, the waits
-//! behind `fugue_send_input`) and the pipeline driver. A mark's record (the FIFO line saying the
+//! One search for every wait on the live-shell hooks' marks: `fugue_exec`, the waits behind
+//! `fugue_send_input` and `fugue_run_pipeline`'s steps. A mark's record (the FIFO line saying the
 //! command ended) can overtake the mark itself, which is still on its way through the terminal
 //! and the reader; so the search waits a moment for it.
 
@@ -10,8 +10,8 @@ use super::Pane;
 use std::time::{Duration, Instant};
 
 /// How long to wait for what a shell wrote before a record that already arrived: a mark still in
-/// the terminal, or lines still in its FIFO. They were written first, so they arrive at once; the
-/// bound only guards against a wedged reader.
+/// the terminal, or the shell's exit status after its output ended. They came first, so they
+/// arrive at once; the bound only guards against a wedged reader.
 pub(crate) const CATCH_UP: Duration = Duration::from_secs(2);
 
 /// Where `mark` sits in the pane's output at or after `from` (start and end offsets), waiting up

@@ -11,7 +11,8 @@
 //! the init script reads and deletes, never in the environment.
 //!
 //! `Shell` owns the directory and a reader thread that turns records into `State` and wakes
-//! subscribers; waiters (`fugue_exec`, `fugue_send_input` with `wait_ms`) block on that channel.
+//! subscribers; waiters (`fugue_exec`, `fugue_send_input` with `wait_ms`, `fugue_run_pipeline`'s
+//! steps) block on that channel.
 //! The directory goes when the pane is closed, and with every other private directory when fugue
 //! stops.
 
