@@ -11,6 +11,7 @@ mod attach;
 mod config;
 mod control;
 mod error;
+mod files;
 mod ids;
 mod inherit;
 mod jsonrpc;
@@ -131,7 +132,7 @@ fn serve() -> ExitCode {
     let runtime = Arc::new(Runtime::start(true));
     let mcp = Arc::new(Mcp::new(runtime.clone(), own_cwd()));
     // Before the stdin loop starts, so the socket exists once the client has its first answer.
-    let control = control::server::start(mcp.clone(), Box::new(|| None))
+    let control = control::socket::start(mcp.clone(), Box::new(|| None))
         .map_err(|e| {
             log::warn(&format!("no control socket (fugue ls and attach cannot see us): {e}"))
         })

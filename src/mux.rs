@@ -231,6 +231,22 @@ impl Mux {
         Ok(close_all(panes))
     }
 
+    /// Closes together those of `panes` still in the registry, removing them first as
+    /// `close_pane` does; one that someone else closed meanwhile is already gone and is skipped.
+    pub(crate) fn close_remaining(&self, panes: &[Arc<Pane>]) -> Vec<(Arc<Pane>, Option<Exit>)> {
+        let panes: Vec<Arc<Pane>> = {
+            let mut inner = self.inner.lock();
+            // By id only: the pane, not whatever a name or prefix would find now.
+            let present: Vec<&Arc<Pane>> =
+                panes.iter().filter(|p| inner.panes.contains_key(&p.id)).collect();
+            present.into_iter().filter_map(|p| inner.detach_pane(&p.id).ok()).collect()
+        };
+        if !panes.is_empty() {
+            self.changes.notify();
+        }
+        close_all(panes)
+    }
+
     /// Closes every pane of a session at once and removes it; returns each pane with its exit.
     pub(crate) fn close_session(&self, key: &str) -> Result<Vec<(Arc<Pane>, Option<Exit>)>> {
         let panes = {

@@ -11,12 +11,13 @@
 //! A leaf: live shells (below panes), panes, the mux, pipelines and the runtime all use it.
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::files::{Existing, private_dir};
 use crate::ids::new_id;
 use crate::log;
 use parking_lot::Mutex;
 use std::fs::File;
 use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
@@ -151,9 +152,7 @@ impl PrivateDir {
     fn create_named(registry: &Arc<TempDirs>, prefix: &str) -> Result<PrivateDir> {
         let name = format!("{prefix}{}-{}-{}", std::process::id(), own_start(), new_id());
         let path = base()?.join(name);
-        std::fs::DirBuilder::new().mode(0o700).create(&path).map_err(|e| {
-            Error::new(ErrorKind::Io, format!("cannot create {}: {e}", path.display()))
-        })?;
+        private_dir(&path, Existing::Refuse)?;
         registry.add(path.clone());
         Ok(PrivateDir { path, registry: registry.clone() })
     }

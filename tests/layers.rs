@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[&[&str]] = &[
     // Leaves: they import nothing of the crate, or only the leaves before them.
     &["error", "log", "ids", "watch", "layout", "jsonrpc", "usage"],
+    &["files"],
     &["config", "inherit", "tempdir", "tool"],
     // The domain: live shells' integration, panes, the registry, agent pipelines and what the
     // orchestration tools share; none of it knows of MCP or of the runtime.

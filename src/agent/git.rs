@@ -10,8 +10,8 @@
 //! a per-repository lock, so two pipelines never merge at once. A conflict changes nothing and
 //! names the files. The pipeline's worktree is removed only after its branch is in the base.
 
-use super::store::Lock;
 use crate::error::{Error, ErrorKind, Result};
+use crate::files::FileLock;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -340,8 +340,8 @@ pub(crate) fn clean_up(repo: &Path, worktree: &Path, base_branch: &str, branch: 
 /// Takes the exclusive lock on the repository's merges, held while the value lives. It is a file in
 /// the git directory, so every fugue process (and every thread: each opens its own descriptor)
 /// agrees.
-fn merge_lock(repo: &Path) -> Result<Lock> {
+fn merge_lock(repo: &Path) -> Result<FileLock> {
     let common = git(repo, &["rev-parse", "--path-format=absolute", "--git-common-dir"])?;
     let path = PathBuf::from(common).join("fugue-merge.lock");
-    Lock::take(&path, true)?.ok_or_else(|| Error::internal("a blocking lock returned without it"))
+    FileLock::take(&path)
 }

@@ -1,10 +1,11 @@
 //! One agent pipeline as this process sees it: its state in memory, the watch woken when it
-//! changes, and — when this process drives it — the control channel into its runner and the lock
+//! changes, and — when this process drives it — the command channel into its runner and the lock
 //! that tells other fugue processes it is taken. The `Manager` holds the unfinished ones.
 
-use super::record::Pipeline;
+use super::record::AgentPipeline;
 use super::runner::{Command, Latest};
-use super::store::{Lock, Store};
+use super::store::Store;
+use crate::files::FileLock;
 use crate::watch::Watch;
 use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
@@ -20,34 +21,35 @@ pub(crate) struct Handle {
     /// Its state in memory: published by our runner, or read from disk (`refresh`) when another
     /// process drives it.
     pub(super) latest: Arc<Latest>,
-    pub(super) driver: Option<Driver>,
+    pub(super) runner: Option<RunnerLink>,
     /// Unfinished, yet no process holds its lock (seen from `fugue call`).
     pub(super) orphaned: bool,
 }
 
-/// Present when this process drives the pipeline.
-pub(super) struct Driver {
-    pub(super) control: Sender<Command>,
+/// This process's link to the runner thread that drives the pipeline, present when it is here:
+/// the runner's command channel and the pipeline's lock.
+pub(super) struct RunnerLink {
+    pub(super) commands: Sender<Command>,
     /// Held while the runner lives, dropped when it ends: a finished pipeline keeps no descriptor
     /// open (one per pipeline ever run, until fugue ran out of them).
-    pub(super) lock: Mutex<Option<Lock>>,
+    pub(super) lock: Mutex<Option<FileLock>>,
 }
 
 impl Handle {
-    pub(super) fn new(store: &Arc<Store>, pipeline: Pipeline, any: Arc<Watch>) -> Handle {
+    pub(super) fn new(store: &Arc<Store>, pipeline: AgentPipeline, any: Arc<Watch>) -> Handle {
         Handle {
             id: pipeline.id.clone(),
             name: pipeline.name.clone(),
             created_at: pipeline.created_at,
             store: store.clone(),
             latest: Arc::new(Latest::new(pipeline, any)),
-            driver: None,
+            runner: None,
             orphaned: false,
         }
     }
 
     /// The pipeline's latest state, from memory; it never reads the disk.
-    pub(crate) fn snapshot(&self) -> Pipeline {
+    pub(crate) fn snapshot(&self) -> AgentPipeline {
         self.latest.get()
     }
 
@@ -58,7 +60,7 @@ impl Handle {
     /// Reads the state file of a pipeline another process drives, which only that process
     /// publishes. A pipeline driven here, or finished, is already current in memory.
     pub(crate) fn refresh(&self) {
-        if self.driver.is_none()
+        if self.runner.is_none()
             && !self.is_terminal()
             && let Ok(fresh) = self.store.load(&self.id)
         {
@@ -68,13 +70,13 @@ impl Handle {
 
     /// Lets go of the pipeline's lock once its runner has ended.
     pub(super) fn release_lock(&self) {
-        if let Some(driver) = &self.driver {
-            driver.lock.lock().take();
+        if let Some(runner) = &self.runner {
+            runner.lock.lock().take();
         }
     }
 
     pub(crate) fn is_driven_here(&self) -> bool {
-        self.driver.is_some()
+        self.runner.is_some()
     }
 
     /// Who drives an unfinished pipeline this process does not drive, in words.

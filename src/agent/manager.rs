@@ -10,13 +10,14 @@
 //! blocks, if its attempts are spent), and a blocked one waits for control again.
 
 use super::git;
-use super::handle::{Driver, Handle};
+use super::handle::{Handle, RunnerLink};
 use super::machine::{self, Control, Event, EventKind, Step};
-use super::record::{self, Limits, Pipeline, now};
+use super::record::{self, AgentPipeline, Limits, now};
 use super::runner::{self, Command, Env};
-use super::store::{Lock, Problem, Store, valid_id};
+use super::store::{Problem, Store, valid_id};
 use crate::config::config;
 use crate::error::{Error, ErrorKind, Result};
+use crate::files::FileLock;
 use crate::ids::{new_id, short_id};
 use crate::mux::Mux;
 use crate::tool::call::Cancel;
@@ -135,7 +136,7 @@ impl Manager {
 
     /// Registers an unfinished pipeline read from disk, and drives it if it is free. A finished one
     /// stays on disk only.
-    fn adopt(self: &Arc<Manager>, store: &Arc<Store>, pipeline: Pipeline) {
+    fn adopt(self: &Arc<Manager>, store: &Arc<Store>, pipeline: AgentPipeline) {
         if pipeline.status.is_terminal()
             || self.inner.lock().handles.iter().any(|h| h.id == pipeline.id)
         {
@@ -168,15 +169,15 @@ impl Manager {
     fn register(
         self: &Arc<Manager>,
         store: &Arc<Store>,
-        pipeline: Pipeline,
-        drive: Option<(Lock, Step)>,
+        pipeline: AgentPipeline,
+        drive: Option<(FileLock, Step)>,
         orphaned: bool,
     ) -> Arc<Handle> {
         let mut handle = Handle::new(store, pipeline.clone(), self.changed.clone());
         handle.orphaned = orphaned;
         let start = drive.map(|(lock, step)| {
             let (tx, rx) = crossbeam_channel::bounded(8);
-            handle.driver = Some(Driver { control: tx, lock: Mutex::new(Some(lock)) });
+            handle.runner = Some(RunnerLink { commands: tx, lock: Mutex::new(Some(lock)) });
             (rx, step)
         });
         let handle = Arc::new(handle);
@@ -193,7 +194,7 @@ impl Manager {
     fn start_runner(
         self: &Arc<Manager>,
         handle: &Arc<Handle>,
-        pipeline: Pipeline,
+        pipeline: AgentPipeline,
         control: Receiver<Command>,
         step: Step,
     ) {
@@ -313,7 +314,8 @@ impl Manager {
             env: req.env,
         };
         let at = now();
-        let pipeline = Pipeline::new(id, req.name, req.idea_id, job, req.agents, req.limits, at);
+        let pipeline =
+            AgentPipeline::new(id, req.name, req.idea_id, job, req.agents, req.limits, at);
         let start = machine::next(&pipeline, Event { at, kind: EventKind::Start });
         if let Err(e) = store.save(&start.pipeline) {
             git::discard_worktree(repo, &worktree, &branch, &base_commit);
@@ -412,7 +414,7 @@ impl Manager {
         limits: Option<Limits>,
         cancel: &Cancel,
     ) -> Result<()> {
-        let ended = |p: &Pipeline| {
+        let ended = |p: &AgentPipeline| {
             Error::new(
                 ErrorKind::InvalidState,
                 format!("the pipeline is {}; nothing is left to control", p.status.name()),
@@ -423,7 +425,7 @@ impl Manager {
         if snapshot.status.is_terminal() {
             return Err(ended(&snapshot));
         }
-        let Some(driver) = &handle.driver else {
+        let Some(runner) = &handle.runner else {
             return Err(Error::new(
                 ErrorKind::InvalidState,
                 format!(
@@ -435,7 +437,7 @@ impl Manager {
         };
         let (reply, answer) = crossbeam_channel::bounded(1);
         let command = Command { action, limits, reply };
-        if driver.control.send_timeout(command, CONTROL_PATIENCE).is_err() {
+        if runner.commands.send_timeout(command, CONTROL_PATIENCE).is_err() {
             return Err(ended(&handle.snapshot()));
         }
         select! {
@@ -462,7 +464,7 @@ impl Manager {
 
 /// Where a pipeline read from disk picks up: a running stage runs again as a new attempt (or
 /// blocks when its attempts are spent); a blocked pipeline waits for control.
-fn resume(pipeline: Pipeline) -> (Pipeline, Step) {
+fn resume(pipeline: AgentPipeline) -> (AgentPipeline, Step) {
     match pipeline.status {
         record::PipelineStatus::Running => {
             let t = machine::next(&pipeline, Event { at: now(), kind: EventKind::Interrupted });
@@ -480,7 +482,7 @@ mod tests {
     use super::*;
     use crate::agent::record::PipelineStatus;
 
-    fn cancelled(name: String) -> Pipeline {
+    fn cancelled(name: String) -> AgentPipeline {
         let mut p = crate::agent::record::sample(&new_id(), Some(name));
         p.status = PipelineStatus::Cancelled;
         p

@@ -225,8 +225,10 @@ pub(crate) struct Job {
     pub(crate) env: Vec<(String, String)>,
 }
 
+/// One agent pipeline's saved record. Named for what it is: the word "pipeline" alone is
+/// `fugue_run_pipeline`'s, a list of commands in one shell.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Pipeline {
+pub(crate) struct AgentPipeline {
     pub(crate) schema_version: u32,
     pub(crate) id: String,
     pub(crate) name: Option<String>,
@@ -269,7 +271,7 @@ pub(crate) struct Agents {
     pub(crate) merger: Option<String>,
 }
 
-impl Pipeline {
+impl AgentPipeline {
     pub(crate) fn new(
         id: String,
         name: Option<String>,
@@ -278,14 +280,14 @@ impl Pipeline {
         agents: Agents,
         limits: Limits,
         at: u64,
-    ) -> Pipeline {
+    ) -> AgentPipeline {
         let stages = vec![
             PipelineStage::new(StageType::Implementer, Some(agents.implementer)),
             PipelineStage::new(StageType::Analyzer, agents.analyzer),
             PipelineStage::new(StageType::Qa, agents.qa),
             PipelineStage::new(StageType::Merger, agents.merger),
         ];
-        let mut pipeline = Pipeline {
+        let mut pipeline = AgentPipeline {
             schema_version: SCHEMA_VERSION,
             id,
             name,
@@ -385,7 +387,7 @@ pub(crate) fn short_commit(commit: &str) -> &str {
 
 /// A pipeline with placeholder paths and agents, for unit tests that only store or list it.
 #[cfg(test)]
-pub(crate) fn sample(id: &str, name: Option<String>) -> Pipeline {
+pub(crate) fn sample(id: &str, name: Option<String>) -> AgentPipeline {
     let job = Job {
         repo: "/r".into(),
         base_branch: "main".into(),
@@ -396,5 +398,5 @@ pub(crate) fn sample(id: &str, name: Option<String>) -> Pipeline {
         env: Vec::new(),
     };
     let agents = Agents { implementer: "true".into(), ..Agents::default() };
-    Pipeline::new(id.into(), name, None, job, agents, Limits::default(), 1)
+    AgentPipeline::new(id.into(), name, None, job, agents, Limits::default(), 1)
 }

@@ -15,7 +15,7 @@
 
 use super::git;
 use super::machine::{Control, Event, EventKind, Outcome, Step, Transition, next, quote};
-use super::record::{Limits, Pipeline, PipelineStatus, StageType, now, short_commit};
+use super::record::{AgentPipeline, Limits, PipelineStatus, StageType, now, short_commit};
 use super::store::{Store, write_atomic};
 use super::verdict;
 use crate::error::{Error, ErrorKind, Result};
@@ -60,24 +60,24 @@ pub(crate) struct Env {
 
 /// A pipeline's latest published state, held in memory, and the watches woken when it changes.
 pub(crate) struct Latest {
-    state: Mutex<Pipeline>,
+    state: Mutex<AgentPipeline>,
     watch: Watch,
     /// Woken when any pipeline changes (the manager's).
     any: Arc<Watch>,
 }
 
 impl Latest {
-    pub(crate) fn new(pipeline: Pipeline, any: Arc<Watch>) -> Latest {
+    pub(crate) fn new(pipeline: AgentPipeline, any: Arc<Watch>) -> Latest {
         Latest { state: Mutex::new(pipeline), watch: Watch::default(), any }
     }
 
     /// A copy of the state.
-    pub(crate) fn get(&self) -> Pipeline {
+    pub(crate) fn get(&self) -> AgentPipeline {
         self.state.lock().clone()
     }
 
     /// Looks at the state without copying it.
-    pub(crate) fn with<T>(&self, look: impl FnOnce(&Pipeline) -> T) -> T {
+    pub(crate) fn with<T>(&self, look: impl FnOnce(&AgentPipeline) -> T) -> T {
         look(&self.state.lock())
     }
 
@@ -87,21 +87,21 @@ impl Latest {
     }
 
     /// Publishes a new state to readers and waiters.
-    pub(crate) fn publish(&self, pipeline: &Pipeline) {
+    pub(crate) fn publish(&self, pipeline: &AgentPipeline) {
         self.replace(pipeline.clone());
         self.watch.notify();
         self.any.notify();
     }
 
     /// Replaces the state without waking anyone (a state read back from disk).
-    pub(crate) fn replace(&self, pipeline: Pipeline) {
+    pub(crate) fn replace(&self, pipeline: AgentPipeline) {
         *self.state.lock() = pipeline;
     }
 }
 
 struct Runner {
     env: Env,
-    pipeline: Pipeline,
+    pipeline: AgentPipeline,
     control: Receiver<Command>,
     /// The answer owed to a control action, sent when its result is published.
     reply: Option<Sender<Result<()>>>,
@@ -128,7 +128,7 @@ struct Files {
 }
 
 /// Runs the pipeline from `step` until it ends or fugue stops.
-pub(crate) fn drive(env: Env, pipeline: Pipeline, control: Receiver<Command>, step: Step) {
+pub(crate) fn drive(env: Env, pipeline: AgentPipeline, control: Receiver<Command>, step: Step) {
     let mut runner = Runner { env, pipeline, control, reply: None, panes: HashMap::new() };
     if !matches!(step, Step::Run { .. }) {
         runner.publish();
@@ -476,7 +476,7 @@ impl Runner {
 /// the hang-up would go on writing in the worktree beside the next attempt. Only processes of the
 /// attempt's session that carry this pipeline's id in their environment are killed, so a pid
 /// reused by an unrelated process is never touched.
-pub(crate) fn end_strays(pipeline: &Pipeline) {
+pub(crate) fn end_strays(pipeline: &AgentPipeline) {
     let Some(stage) = pipeline.running() else { return };
     let Some(leader) = pipeline.stage(stage).run_pid else { return };
     let mark = format!("FUGUE_PIPELINE_ID={}", pipeline.id);

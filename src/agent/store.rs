@@ -1,4 +1,4 @@
-//! Pipeline state on disk: one JSON file per pipeline, written so that a crash never tears it.
+//! Agent pipeline state on disk: one JSON file per pipeline, written so that a crash never tears it.
 //!
 //! A state root (`FUGUE_STATE_DIR`, or `.state` in the repository's main working tree) holds
 //! `pipelines/<id>.json` (the state), `pipelines/<id>.lock` (held with `flock` by the fugue process
@@ -9,12 +9,12 @@
 //! 0600. Ids are checked before they become paths, so no file name can leave the directory. A file
 //! that does not parse is renamed aside (`<id>.json.corrupt-<ms>`) and reported, never fatal.
 
-use super::record::{Pipeline, SCHEMA_VERSION};
+use super::record::{AgentPipeline, SCHEMA_VERSION};
 use crate::error::{Error, ErrorKind, Result};
-use std::fs::{self, DirBuilder, File, OpenOptions};
+use crate::files::{Existing, FileLock, io_error, private_dir};
+use std::fs::{self, File, OpenOptions};
 use std::io::Write;
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -39,42 +39,8 @@ pub(crate) struct Problem {
 /// What a state directory held.
 #[derive(Default)]
 pub(crate) struct Loaded {
-    pub(crate) pipelines: Vec<Pipeline>,
+    pub(crate) pipelines: Vec<AgentPipeline>,
     pub(crate) problems: Vec<Problem>,
-}
-
-/// An exclusive lock on a file: the one that marks the process driving a pipeline, or a
-/// repository's merge lock. Dropping it releases the lock.
-#[derive(Debug)]
-pub(crate) struct Lock {
-    _file: File,
-}
-
-impl Lock {
-    /// Takes an exclusive `flock` on the file at `path` (created 0600 if needed). With `wait` it
-    /// blocks until the lock is free; without, a lock held elsewhere gives `None`.
-    pub(crate) fn take(path: &Path, wait: bool) -> Result<Option<Lock>> {
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(0o600)
-            .open(path)
-            .map_err(|e| io_error("open", path, e))?;
-        let mode = if wait { libc::LOCK_EX } else { libc::LOCK_EX | libc::LOCK_NB };
-        loop {
-            // SAFETY: flock on a descriptor we own; it does not touch memory.
-            if unsafe { libc::flock(file.as_raw_fd(), mode) } == 0 {
-                return Ok(Some(Lock { _file: file }));
-            }
-            let err = std::io::Error::last_os_error();
-            match err.raw_os_error() {
-                Some(libc::EINTR) => continue,
-                Some(libc::EWOULDBLOCK) if !wait => return Ok(None),
-                _ => return Err(io_error("lock", path, err)),
-            }
-        }
-    }
 }
 
 impl Store {
@@ -82,14 +48,14 @@ impl Store {
     /// repository, a `.gitignore` of `*` keeps git from ever seeing it.
     pub(crate) fn open(root: &Path) -> Result<Store> {
         let store = Store { root: root.to_path_buf() };
-        private_dir(root).map_err(|e| io_error("create the state directory", root, e))?;
+        private_dir(root, Existing::Repair)?;
         let ignore = root.join(".gitignore");
         if !ignore.exists() {
             write_atomic(&ignore, b"# fugue's pipeline state; never committed\n*\n")
-                .map_err(|e| io_error("write", &ignore, e))?;
+                .map_err(|e| io_error(&ignore, &e))?;
         }
         for dir in [store.pipelines_dir(), store.root.join("runs"), store.root.join("worktrees")] {
-            private_dir(&dir).map_err(|e| io_error("create", &dir, e))?;
+            private_dir(&dir, Existing::Repair)?;
         }
         Ok(store)
     }
@@ -109,12 +75,12 @@ impl Store {
     /// The private directory for one attempt's files, emptied so nothing of an earlier run is read.
     pub(crate) fn run_dir(&self, id: &str, name: &str) -> Result<PathBuf> {
         let pipeline = self.root.join("runs").join(id);
-        private_dir(&pipeline).map_err(|e| io_error("create", &pipeline, e))?;
+        private_dir(&pipeline, Existing::Repair)?;
         let dir = pipeline.join(name);
         if dir.exists() {
-            fs::remove_dir_all(&dir).map_err(|e| io_error("empty", &dir, e))?;
+            fs::remove_dir_all(&dir).map_err(|e| io_error(&dir, &e))?;
         }
-        private_dir(&dir).map_err(|e| io_error("create", &dir, e))?;
+        private_dir(&dir, Existing::Repair)?;
         Ok(dir)
     }
 
@@ -126,16 +92,16 @@ impl Store {
     }
 
     /// Writes the pipeline's state atomically and durably.
-    pub(crate) fn save(&self, pipeline: &Pipeline) -> Result<()> {
+    pub(crate) fn save(&self, pipeline: &AgentPipeline) -> Result<()> {
         check_id(&pipeline.id)?;
         let text = serde_json::to_vec_pretty(pipeline)
             .map_err(|e| Error::internal(format!("cannot encode the pipeline state: {e}")))?;
         let path = self.state_file(&pipeline.id);
-        write_atomic(&path, &text).map_err(|e| io_error("write", &path, e))
+        write_atomic(&path, &text).map_err(|e| io_error(&path, &e))
     }
 
     /// Reads one pipeline's state.
-    pub(crate) fn load(&self, id: &str) -> Result<Pipeline> {
+    pub(crate) fn load(&self, id: &str) -> Result<AgentPipeline> {
         check_id(id)?;
         let path = self.state_file(id);
         read_state(&path, id)
@@ -178,9 +144,9 @@ impl Store {
 
     /// The finished pipelines' states, oldest first. Unreadable files are skipped here: loading
     /// the root reported them.
-    pub(crate) fn load_finished(&self) -> Vec<Pipeline> {
+    pub(crate) fn load_finished(&self) -> Vec<AgentPipeline> {
         let Ok(entries) = fs::read_dir(self.pipelines_dir()) else { return Vec::new() };
-        let mut finished: Vec<Pipeline> = entries
+        let mut finished: Vec<AgentPipeline> = entries
             .filter_map(|e| {
                 let path = e.ok()?.path();
                 let id = path.file_name()?.to_str()?.strip_suffix(".json")?.to_string();
@@ -192,7 +158,7 @@ impl Store {
     }
 
     /// Removes the lock file of a pipeline that was never created; `lock` is released with it.
-    pub(crate) fn discard_lock(&self, id: &str, lock: Lock) {
+    pub(crate) fn discard_lock(&self, id: &str, lock: FileLock) {
         if valid_id(id) {
             let _ = fs::remove_file(self.pipelines_dir().join(format!("{id}.lock")));
         }
@@ -200,9 +166,9 @@ impl Store {
     }
 
     /// Takes the pipeline's lock; `None` when another process holds it.
-    pub(crate) fn lock(&self, id: &str) -> Result<Option<Lock>> {
+    pub(crate) fn lock(&self, id: &str) -> Result<Option<FileLock>> {
         check_id(id)?;
-        Lock::take(&self.pipelines_dir().join(format!("{id}.lock")), false)
+        FileLock::try_take(&self.pipelines_dir().join(format!("{id}.lock")))
     }
 }
 
@@ -221,7 +187,7 @@ impl std::fmt::Display for Unusable {
     }
 }
 
-fn read_state(path: &Path, id: &str) -> std::result::Result<Pipeline, Unusable> {
+fn read_state(path: &Path, id: &str) -> std::result::Result<AgentPipeline, Unusable> {
     if !valid_id(id) {
         return Err(Unusable::Corrupt(format!("{id:?} is not a pipeline id")));
     }
@@ -239,7 +205,7 @@ fn read_state(path: &Path, id: &str) -> std::result::Result<Pipeline, Unusable> 
              left as is"
         )));
     }
-    let pipeline: Pipeline = serde_json::from_value(value)
+    let pipeline: AgentPipeline = serde_json::from_value(value)
         .map_err(|e| Unusable::Corrupt(format!("not a pipeline state: {e}")))?;
     if pipeline.id != id || pipeline.stages.len() != 4 {
         return Err(Unusable::Corrupt("the file's content does not match its name".into()));
@@ -302,19 +268,10 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
-/// Creates `dir` (and its parents) as 0700, and makes an existing one 0700.
-fn private_dir(dir: &Path) -> std::io::Result<()> {
-    DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
-    fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
-}
-
-fn io_error(what: &str, path: &Path, e: std::io::Error) -> Error {
-    Error::new(ErrorKind::Io, format!("cannot {what} {}: {e}", path.display()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     struct Temp(PathBuf);
 
@@ -333,7 +290,7 @@ mod tests {
         }
     }
 
-    fn pipeline(id: &str) -> Pipeline {
+    fn pipeline(id: &str) -> AgentPipeline {
         crate::agent::record::sample(id, None)
     }
 

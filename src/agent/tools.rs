@@ -9,10 +9,11 @@ use super::git;
 use super::handle::Handle;
 use super::machine::Control;
 use super::manager::{Manager, NewPipeline};
-use super::record::{self, Agents, Limits, Pipeline, PipelineStatus, StageType, now};
+use super::record::{self, AgentPipeline, Agents, Limits, PipelineStatus, StageType, now};
 use crate::error::{Error, Result};
 use crate::runtime::{Ctx, Tool};
 use crate::tool::args::Args;
+use crate::tool::choice::{Choice, choice_enum};
 use crate::tool::{RUNS, SETS, schema::*};
 use crossbeam_channel::{after, select};
 use serde_json::{Value, json};
@@ -29,8 +30,6 @@ const MAX_PROMPT_BYTES: usize = 1 << 20;
 // are `Limits::default()`).
 /// `fugue_agent_pipeline_status` `wait_ms`: answer at once.
 const WAIT_MS: u64 = 0;
-/// `fugue_agent_pipeline_status` `until`.
-const UNTIL: &str = "change";
 
 pub(crate) static TOOLS: &[Tool] = &[
     Tool {
@@ -86,7 +85,7 @@ pub(crate) static TOOLS: &[Tool] = &[
                     ("pipeline_id", t("string")),
                     ("repo", t("string")),
                     ("wait_ms", integer_or("Wait up to this long for a change", WAIT_MS)),
-                    ("until", choice("What ends the wait", &["change", "settled"], UNTIL)),
+                    ("until", Until::schema("What ends the wait")),
                     ("events", integer("Last events to show: 5 for one pipeline, 0 for all")),
                 ],
                 &[],
@@ -106,7 +105,7 @@ pub(crate) static TOOLS: &[Tool] = &[
             object(
                 &[
                     ("pipeline_id", t("string")),
-                    ("action", json!({"enum": ["retry", "followup", "cancel"]})),
+                    ("action", json!({"enum": Action::names()})),
                     ("prompt", t("string")),
                     ("limits", limits_schema(None)),
                 ],
@@ -241,10 +240,21 @@ fn limits(args: &Args<'_>, base: Limits) -> Result<Limits> {
     })
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Until {
-    Change,
-    Settled,
+choice_enum! {
+    /// What ends a status wait: any change, or every pipeline settled.
+    enum Until {
+        Change = "change",
+        Settled = "settled",
+    }
+}
+
+choice_enum! {
+    /// `fugue_agent_pipeline_control`'s `action`; `Followup` takes the `prompt`.
+    enum Action {
+        Retry = "retry",
+        Followup = "followup",
+        Cancel = "cancel",
+    }
 }
 
 fn status(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
@@ -254,11 +264,7 @@ fn status(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
         None => None,
     };
     let wait_ms = args.u64("wait_ms", 0, MAX_WAIT_MS)?.unwrap_or(WAIT_MS);
-    let until = match args.str("until")?.unwrap_or(UNTIL) {
-        "change" => Until::Change,
-        "settled" => Until::Settled,
-        other => return Err(Error::invalid(format!("until {other:?} is not change or settled"))),
-    };
+    let until = Until::parse(args, "until")?;
     let single = args.str("pipeline_id")?.map(|key| manager.find(key)).transpose()?;
     let default_events = if single.is_some() { 5 } else { 0 };
     let events = args.u64("events", 0, 200)?.map_or(default_events, |n| n as usize);
@@ -373,18 +379,13 @@ fn control(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let manager = &ctx.agents;
     let handle = manager.find(args.required_str("pipeline_id")?)?;
     let prompt = prompt_text(args, "prompt")?;
-    let action = match (args.required_str("action")?, prompt) {
-        ("retry", None) => Control::Retry,
-        ("followup", Some(prompt)) => Control::Followup(prompt),
-        ("followup", None) => return Err(Error::invalid("followup needs 'prompt'")),
-        ("cancel", None) => Control::Cancel,
-        ("retry" | "cancel", Some(_)) => {
+    let action = match (Action::required(args, "action")?, prompt) {
+        (Action::Retry, None) => Control::Retry,
+        (Action::Followup, Some(prompt)) => Control::Followup(prompt),
+        (Action::Followup, None) => return Err(Error::invalid("followup needs 'prompt'")),
+        (Action::Cancel, None) => Control::Cancel,
+        (Action::Retry | Action::Cancel, Some(_)) => {
             return Err(Error::invalid("'prompt' goes with action followup only"));
-        }
-        (other, _) => {
-            return Err(Error::invalid(format!(
-                "action {other:?} is not one of retry, followup, cancel"
-            )));
         }
     };
     let limits = if args.has("limits") {
@@ -436,7 +437,7 @@ fn render(handle: &Handle, events: usize, full: bool) -> Value {
     value
 }
 
-fn add_details(value: &mut Value, p: &Pipeline) {
+fn add_details(value: &mut Value, p: &AgentPipeline) {
     value["stages"] = p
         .stages
         .iter()

@@ -8,9 +8,8 @@
 //! (C-b) and a command letter; without `--input` the prefix is optional.
 
 use super::keys::{self, Key};
-use crate::control::view::Target;
+use crate::control::view::{Area, PaneView, Target, WindowView};
 use crate::control::wire::{Fault, Incoming, Sender};
-use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -23,82 +22,6 @@ const FLASH: Duration = Duration::from_secs(3);
 const SCROLLBACK_LINES: u64 = 10_000;
 /// The most typed input held while no pane is focused yet (before the first view arrives).
 const MAX_HELD_INPUT: usize = 64 << 10;
-
-/// One window view, as the server's `window` answer gives it.
-#[derive(Deserialize, Debug, Clone)]
-pub(crate) struct View {
-    pub(crate) windows: Vec<WindowInfo>,
-    pub(crate) current: Option<usize>,
-    #[serde(default)]
-    pub(crate) missing: bool,
-    pub(crate) view: Size,
-    pub(crate) panes: Vec<PaneView>,
-}
-
-#[derive(Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Size {
-    pub(crate) rows: u16,
-    pub(crate) cols: u16,
-}
-
-#[derive(Deserialize, Debug, Clone)]
-pub(crate) struct WindowInfo {
-    pub(crate) session_id: String,
-    pub(crate) session: String,
-    pub(crate) window_id: String,
-    pub(crate) window: String,
-    pub(crate) rows: u16,
-    pub(crate) cols: u16,
-}
-
-#[derive(Deserialize, Debug, Clone)]
-pub(crate) struct PaneView {
-    pub(crate) id: String,
-    pub(crate) name: Option<String>,
-    pub(crate) command: Option<String>,
-    pub(crate) status: String,
-    pub(crate) exit_code: Option<i64>,
-    pub(crate) signal: Option<String>,
-    /// prompt, busy or input while it runs (see `fugue_get_status`).
-    #[serde(default)]
-    pub(crate) activity: Option<String>,
-    #[serde(default)]
-    pub(crate) last_exit_code: Option<i64>,
-    #[serde(default)]
-    pub(crate) current_command: Option<String>,
-    pub(crate) rect: Area,
-    pub(crate) cursor: Cursor,
-    pub(crate) application_cursor: bool,
-    pub(crate) lines: Vec<String>,
-}
-
-#[derive(Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Area {
-    pub(crate) row: u16,
-    pub(crate) col: u16,
-    pub(crate) rows: u16,
-    pub(crate) cols: u16,
-}
-
-#[derive(Deserialize, Debug, Clone, Copy)]
-pub(crate) struct Cursor {
-    pub(crate) row: u16,
-    pub(crate) col: u16,
-    pub(crate) visible: bool,
-}
-
-impl View {
-    pub(crate) fn window(&self) -> Option<&WindowInfo> {
-        self.windows.get(self.current?)
-    }
-
-    /// The part of a pane's rect inside the view, as (rows, cols).
-    pub(crate) fn visible(&self, pane: &PaneView) -> (u16, u16) {
-        let rows = pane.rect.rows.min(self.view.rows.saturating_sub(pane.rect.row));
-        let cols = pane.rect.cols.min(self.view.cols.saturating_sub(pane.rect.col));
-        (rows, cols)
-    }
-}
 
 /// Looking back through one pane's output.
 pub(crate) struct Scroll {
@@ -170,7 +93,7 @@ pub(crate) struct App {
     pub(crate) client: Option<String>,
     pub(crate) input: bool,
     target: Target,
-    pub(crate) view: Option<View>,
+    pub(crate) view: Option<WindowView>,
     pub(crate) focus: Option<String>,
     pub(crate) prefix: bool,
     pub(crate) help: bool,
@@ -459,7 +382,7 @@ impl App {
     fn on_view(&mut self, result: Result<Value, Fault>) {
         self.fetching = false;
         self.dirty = true;
-        let view = match result.map(serde_json::from_value::<View>) {
+        let view = match result.map(serde_json::from_value::<WindowView>) {
             Ok(Ok(view)) => view,
             Ok(Err(e)) => return self.say(&format!("cannot read the server's view: {e}")),
             Err(fault) => return self.say(&fault.message),
@@ -480,7 +403,7 @@ impl App {
     /// Sizes the shown window to this terminal, once per window and once per terminal resize;
     /// never because another client sized it differently, or two clients would fight.
     fn size_window(&mut self) {
-        let Some(window) = self.view.as_ref().and_then(View::window) else { return };
+        let Some(window) = self.view.as_ref().and_then(WindowView::window) else { return };
         if self.sized.as_ref() == Some(&window.window_id) {
             return;
         }
@@ -548,7 +471,7 @@ impl App {
 
     /// The target as `session:window` names, for the goodbye message.
     pub(crate) fn place(&self) -> String {
-        match self.view.as_ref().and_then(View::window) {
+        match self.view.as_ref().and_then(WindowView::window) {
             Some(w) => format!(
                 "{}:{}",
                 super::width::printable(&w.session),

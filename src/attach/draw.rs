@@ -7,8 +7,9 @@
 //! row is the status line. `Painter` writes only the rows that changed since the last frame, inside
 //! a synchronized update, with line wrap off, so nothing scrolls or flickers.
 
-use super::app::{App, PaneView, Scroll, View};
+use super::app::{App, Scroll};
 use super::width::{fit, printable, sgr_only, str_width};
+use crate::control::view::{Area, PaneView, WindowView};
 use std::fmt::Write;
 
 const RESET: &str = "\x1b[0m";
@@ -55,7 +56,11 @@ pub(crate) fn frame(app: &mut App) -> (Vec<String>, Option<(u16, u16)>) {
 }
 
 /// The body rows for a view: panes and borders, or a notice when there is nothing to show.
-fn body(app: &App, view: &View, scroll: &mut Option<Scroll>) -> (Vec<String>, Option<(u16, u16)>) {
+fn body(
+    app: &App,
+    view: &WindowView,
+    scroll: &mut Option<Scroll>,
+) -> (Vec<String>, Option<(u16, u16)>) {
     let (rows, cols) = app.body();
     let Some(window) = view.window() else {
         let text =
@@ -83,7 +88,7 @@ fn body(app: &App, view: &View, scroll: &mut Option<Scroll>) -> (Vec<String>, Op
 
 /// Row `y` of the body: the panes that cross it, left to right, with borders or blanks between.
 fn body_row(
-    view: &View,
+    view: &WindowView,
     scroll: &mut Option<Scroll>,
     borders: &Borders,
     y: u16,
@@ -112,7 +117,7 @@ fn body_row(
 
 /// One row of a pane, `width` cells: its screen, or its scrollback when scrolling.
 fn pane_row(
-    view: &View,
+    view: &WindowView,
     scroll: &mut Option<Scroll>,
     pane: &PaneView,
     r: u16,
@@ -149,11 +154,11 @@ struct Borders {
     /// The window's size inside the view; outside it is blank.
     area: (u16, u16),
     covered: Vec<bool>,
-    focus: Option<super::app::Area>,
+    focus: Option<Area>,
 }
 
 impl Borders {
-    fn new(view: &View, area: (u16, u16), focus: Option<super::app::Area>) -> Borders {
+    fn new(view: &WindowView, area: (u16, u16), focus: Option<Area>) -> Borders {
         let (rows, cols) = (usize::from(area.0), usize::from(area.1));
         let mut covered = vec![false; rows * cols];
         for pane in &view.panes {
@@ -249,7 +254,7 @@ fn status(app: &App, cols: u16) -> String {
                 let count = view.panes.len();
                 let _ =
                     write!(left, " │ pane {}/{count} │ {} │ {}", i + 1, state(pane), label(pane));
-                failed = pane.status == "exited" && pane.exit_code != Some(0);
+                failed = pane.state.status == "exited" && pane.state.exit.exit_code != Some(0);
             }
         }
         None => left.push_str(" no window"),
@@ -297,7 +302,7 @@ fn label(pane: &PaneView) -> String {
 }
 
 fn state(pane: &PaneView) -> String {
-    match (pane.status.as_str(), pane.exit_code, &pane.signal) {
+    match (pane.state.status.as_str(), pane.state.exit.exit_code, &pane.state.exit.signal) {
         ("running", _, _) => live_state(pane),
         (_, Some(code), _) => format!("exited {code}"),
         (_, None, Some(signal)) => format!("killed by {signal}"),
@@ -307,7 +312,8 @@ fn state(pane: &PaneView) -> String {
 
 /// A running pane's activity, with the shell's last exit code at its prompt or the command it runs.
 fn live_state(pane: &PaneView) -> String {
-    match (pane.activity.as_deref(), pane.last_exit_code, &pane.current_command) {
+    let live = &pane.live;
+    match (live.activity.as_deref(), live.last_exit_code, &live.current_command) {
         (Some("prompt"), Some(code), _) => format!("prompt (last exit {code})"),
         (Some(activity), _, Some(command)) => format!("{activity}: {command}"),
         (Some(activity), _, None) => activity.to_string(),
@@ -400,7 +406,7 @@ mod tests {
         out
     }
 
-    fn view(json: serde_json::Value) -> View {
+    fn view(json: serde_json::Value) -> WindowView {
         serde_json::from_value(json).unwrap()
     }
 
@@ -452,11 +458,11 @@ mod tests {
     fn state_names_exit_codes_and_signals() {
         let mut p: PaneView = serde_json::from_value(pane("a", 0, 0, 1, 1, "")).unwrap();
         assert_eq!(state(&p), "running");
-        p.status = "exited".into();
-        p.exit_code = Some(3);
+        p.state.status = "exited".into();
+        p.state.exit.exit_code = Some(3);
         assert_eq!(state(&p), "exited 3");
-        p.exit_code = None;
-        p.signal = Some("SIGTERM".into());
+        p.state.exit.exit_code = None;
+        p.state.exit.signal = Some("SIGTERM".into());
         assert_eq!(state(&p), "killed by SIGTERM");
     }
 }

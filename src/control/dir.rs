@@ -7,8 +7,9 @@
 //! enough to tell a live server from one that died without cleaning up.
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::files::{Existing, io_error, private_dir};
 use std::fs;
-use std::os::unix::fs::{DirBuilderExt, FileTypeExt, MetadataExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 /// Where the sockets live; nothing is created or checked.
@@ -22,11 +23,7 @@ pub(crate) fn path() -> PathBuf {
 /// The directory, created 0700 if it is missing, and checked to be ours and private.
 pub(crate) fn create() -> Result<PathBuf> {
     let dir = path();
-    match fs::DirBuilder::new().mode(0o700).create(&dir) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(io_error(&dir, e)),
-    }
+    private_dir(&dir, Existing::Keep)?;
     check(&dir, euid())?;
     Ok(dir)
 }
@@ -45,7 +42,7 @@ pub(crate) fn existing() -> Result<PathBuf> {
 
 /// Refuses a directory that is a symlink, not a directory, not owned by `uid`, or open to others.
 pub(crate) fn check(dir: &Path, uid: u32) -> Result<()> {
-    let meta = fs::symlink_metadata(dir).map_err(|e| io_error(dir, e))?;
+    let meta = fs::symlink_metadata(dir).map_err(|e| io_error(dir, &e))?;
     let unsafe_dir = |why: String| {
         Error::new(ErrorKind::InvalidState, format!("{} {why}; refusing to use it", dir.display()))
     };
@@ -108,10 +105,6 @@ pub(crate) fn alive(pid: u32) -> bool {
 pub(crate) fn euid() -> u32 {
     // SAFETY: geteuid cannot fail and touches no memory.
     unsafe { libc::geteuid() }
-}
-
-fn io_error(path: &Path, e: std::io::Error) -> Error {
-    Error::new(ErrorKind::Io, format!("{}: {e}", path.display()))
 }
 
 #[cfg(test)]

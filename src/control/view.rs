@@ -10,7 +10,9 @@
 use crate::layout::{self, Rect};
 use crate::mux::{Mux, ORCHESTRATION_SESSION, Session};
 use crate::pane::Pane;
-use crate::pane::exit::{SignalField, write_exit};
+use crate::pane::exit::PaneState;
+use crate::shell::status::Live;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
@@ -22,21 +24,95 @@ pub(crate) struct Target {
     pub(crate) window: Option<String>,
 }
 
+/// One window view, as the control socket's `window` answer gives it and `fugue attach` reads it:
+/// one type for both ends of the wire.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct WindowView {
+    pub(crate) windows: Vec<WindowInfo>,
+    /// Index in `windows` of the window shown.
+    pub(crate) current: Option<usize>,
+    /// The target no longer exists; `current` is the newest window instead.
+    #[serde(default)]
+    pub(crate) missing: bool,
+    /// The terminal body the panes' rows were cut to.
+    pub(crate) view: Size,
+    pub(crate) panes: Vec<PaneView>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Size {
+    pub(crate) rows: u16,
+    pub(crate) cols: u16,
+}
+
 /// One window in the list of all windows.
-#[derive(Hash)]
-struct WindowRef {
-    session_id: String,
-    session: String,
-    window_id: String,
-    window: String,
-    rows: u16,
-    cols: u16,
-    panes: usize,
+#[derive(Clone, Debug, Hash, Serialize, Deserialize)]
+pub(crate) struct WindowInfo {
+    pub(crate) session_id: String,
+    pub(crate) session: String,
+    pub(crate) window_id: String,
+    pub(crate) window: String,
+    pub(crate) rows: u16,
+    pub(crate) cols: u16,
+    /// How many panes it has.
+    #[serde(default)]
+    pub(crate) panes: usize,
+}
+
+/// One pane of the view: what it is, how it is doing, where it goes and its rows.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct PaneView {
+    pub(crate) id: String,
+    pub(crate) name: Option<String>,
+    pub(crate) command: Option<String>,
+    #[serde(flatten)]
+    pub(crate) state: PaneState,
+    #[serde(flatten)]
+    pub(crate) live: Live,
+    pub(crate) rect: Area,
+    pub(crate) cursor: Cursor,
+    pub(crate) application_cursor: bool,
+    pub(crate) lines: Vec<String>,
+}
+
+/// Where a pane's tile lies in the window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Area {
+    pub(crate) row: u16,
+    pub(crate) col: u16,
+    pub(crate) rows: u16,
+    pub(crate) cols: u16,
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+pub(crate) struct Cursor {
+    pub(crate) row: u16,
+    pub(crate) col: u16,
+    pub(crate) visible: bool,
+}
+
+impl WindowView {
+    /// The window shown, if any.
+    pub(crate) fn window(&self) -> Option<&WindowInfo> {
+        self.windows.get(self.current?)
+    }
+
+    /// The part of a pane's rect inside the view, as (rows, cols).
+    pub(crate) fn visible(&self, pane: &PaneView) -> (u16, u16) {
+        visible(pane.rect, self.view)
+    }
+}
+
+/// The part of `rect` inside a terminal body of `view`, as (rows, cols).
+fn visible(rect: Area, view: Size) -> (u16, u16) {
+    let rows = rect.rows.min(view.rows.saturating_sub(rect.row));
+    let cols = rect.cols.min(view.cols.saturating_sub(rect.col));
+    (rows, cols)
 }
 
 /// The target window and its panes, collected under the registry lock.
 struct Layout {
-    windows: Vec<WindowRef>,
+    windows: Vec<WindowInfo>,
     /// Index in `windows` of the window shown.
     current: Option<usize>,
     /// The target no longer exists; `current` is the newest window instead.
@@ -59,23 +135,16 @@ pub(crate) fn window(mux: &Mux, target: &Target, view: (u16, u16)) -> (Value, u6
     // Taken before the grids are read: a change in between makes the watcher send one more
     // `changed`, never one fewer.
     let print = fingerprint_of(&layout);
-    let windows: Vec<Value> = layout
-        .windows
-        .iter()
-        .map(|w| {
-            json!({"session_id": w.session_id, "session": w.session, "window_id": w.window_id,
-                   "window": w.window, "rows": w.rows, "cols": w.cols, "panes": w.panes})
-        })
-        .collect();
-    let panes: Vec<Value> =
-        layout.panes.iter().map(|(pane, rect)| pane_view(pane, *rect, view)).collect();
-    let value = json!({
-        "windows": windows,
-        "current": layout.current,
-        "missing": layout.missing,
-        "view": {"rows": view.0, "cols": view.1},
-        "panes": panes,
-    });
+    let size = Size { rows: view.0, cols: view.1 };
+    let panes = layout.panes.iter().map(|(pane, rect)| pane_view(pane, *rect, size)).collect();
+    let view = WindowView {
+        windows: layout.windows,
+        current: layout.current,
+        missing: layout.missing,
+        view: size,
+        panes,
+    };
+    let value = serde_json::to_value(view).unwrap_or_default();
     (value, print)
 }
 
@@ -107,7 +176,7 @@ fn collect(mux: &Mux, target: &Target) -> Layout {
                         .filter_map(|(id, rect)| Some((lookup(id)?, rect)))
                         .collect();
                 }
-                windows.push(WindowRef {
+                windows.push(WindowInfo {
                     session_id: session.id.clone(),
                     session: session.name.clone(),
                     window_id: window.id.clone(),
@@ -173,24 +242,22 @@ fn fingerprint_of(layout: &Layout) -> u64 {
 
 /// One pane of the view: what it is, where it goes, and its rows cut to the part of its rect that
 /// lies inside the terminal body.
-fn pane_view(pane: &Pane, rect: Rect, view: (u16, u16)) -> Value {
-    let rows = rect.rows.min(view.0.saturating_sub(rect.row));
-    let cols = rect.cols.min(view.1.saturating_sub(rect.col));
+fn pane_view(pane: &Pane, rect: Rect, view: Size) -> PaneView {
+    let rect = Area { row: rect.row, col: rect.col, rows: rect.rows, cols: rect.cols };
+    let (rows, cols) = visible(rect, view);
     let styled = pane.output().styled(rows, cols);
     let exit = pane.output().exit();
     let (row, col) = styled.cursor;
     let visible = !styled.hide_cursor && exit.is_none() && row < rows && col < cols;
-    let mut value = json!({
-        "id": pane.id,
-        "name": pane.name,
-        "command": pane.command,
-        "status": if exit.is_some() { "exited" } else { "running" },
-        "rect": {"row": rect.row, "col": rect.col, "rows": rect.rows, "cols": rect.cols},
-        "cursor": {"row": row, "col": col, "visible": visible},
-        "application_cursor": styled.application_cursor,
-        "lines": if rows == 0 || cols == 0 { Vec::new() } else { styled.rows },
-    });
-    write_exit(&mut value, exit, SignalField::Always);
-    crate::shell::status::add_live(&mut value, pane);
-    value
+    PaneView {
+        id: pane.id.clone(),
+        name: pane.name.clone(),
+        command: pane.command.clone(),
+        state: PaneState::new(exit),
+        live: crate::shell::status::live(pane),
+        rect,
+        cursor: Cursor { row, col, visible },
+        application_cursor: styled.application_cursor,
+        lines: if rows == 0 || cols == 0 { Vec::new() } else { styled.rows },
+    }
 }

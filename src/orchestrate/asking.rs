@@ -4,30 +4,31 @@
 //! The rule itself (quiet, then two agreeing looks at /proc) is `pane::activity::InputWatch`; this
 //! file holds the argument, its schema, and the answer for a stopped command.
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::pane::Pane;
 use crate::pane::activity::InputWatch;
 use crate::tool::args::Args;
-use crate::tool::schema::choice;
+use crate::tool::choice::{Choice, choice_enum};
 use serde_json::Value;
 use std::time::Instant;
 
-/// The `on_input` choices; the default is the first.
-const ON_INPUT: [&str; 2] = ["stop", "wait"];
+choice_enum! {
+    /// The run tools' `on_input`: stop a program that asks, or let it wait until the timeout.
+    enum OnInput {
+        Stop = "stop",
+        Wait = "wait",
+    }
+}
 
 /// The `on_input` argument of `fugue_run_parallel` and `fugue_run_pipeline`, with its default.
 pub(crate) fn schema() -> (&'static str, Value) {
     let description = "stop: end a program waiting for keyboard input, status input";
-    ("on_input", choice(description, &ON_INPUT, ON_INPUT[0]))
+    ("on_input", OnInput::schema(description))
 }
 
 /// Whether `on_input` says `stop`; checked before anything starts.
 pub(crate) fn stops(args: &Args<'_>) -> Result<bool> {
-    match args.str("on_input")?.unwrap_or(ON_INPUT[0]) {
-        "stop" => Ok(true),
-        "wait" => Ok(false),
-        other => Err(Error::invalid(format!("on_input {other:?} is not one of stop, wait"))),
-    }
+    Ok(OnInput::parse(args, "on_input")? == OnInput::Stop)
 }
 
 /// When and where a program was found asking: the moment, and the end of the pane's output then,

@@ -16,6 +16,7 @@ use crate::pane::tail;
 use crate::pane::tools::add_exit;
 use crate::runtime::{Ctx, Tool};
 use crate::tool::args::Args;
+use crate::tool::choice::{Choice, choice_enum};
 use crate::tool::{RUNS, schema::*};
 use crossbeam_channel::{RecvTimeoutError, TryRecvError, after, never, select};
 use serde_json::{Value, json};
@@ -24,14 +25,10 @@ use std::time::{Duration, Instant};
 // Defaults of absent arguments, declared in the schema and applied by the handler.
 /// `timeout_ms`: one minute.
 const TIMEOUT_MS: u64 = 60_000;
-/// `action`.
-const ACTION: &str = "notify";
 /// `poll_interval_ms`: the seed's value; accepted and unused, since the wait is event-driven.
 const POLL_INTERVAL_MS: u64 = 200;
 /// `lines`.
 const LINES: u64 = 100;
-/// What expect does when the program waits for keyboard input before the pattern appears.
-const ON_INPUT: &str = "wait";
 /// How many of the pane's last lines a timeout or an `input` answer shows.
 const SHOWN_LINES: usize = 10;
 /// The most bytes of the question an `input` answer quotes.
@@ -67,14 +64,7 @@ pub(crate) const TOOL: Tool = Tool {
                     ),
                 ),
                 ("timeout_ms", integer_or("Give up after this long", TIMEOUT_MS)),
-                (
-                    "action",
-                    choice(
-                        "What to do on a match",
-                        &["notify", "close_pane", "return_output"],
-                        ACTION,
-                    ),
-                ),
+                ("action", Action::schema("What to do on a match")),
                 (
                     "poll_interval_ms",
                     integer_or(
@@ -86,10 +76,8 @@ pub(crate) const TOOL: Tool = Tool {
                 ("since", integer("Search only output after this offset")),
                 (
                     "on_input",
-                    choice(
+                    OnInput::schema(
                         "return: answer status input if the program waits for keyboard input first",
-                        &["wait", "return"],
-                        ON_INPUT,
                     ),
                 ),
             ],
@@ -107,11 +95,23 @@ pub(crate) const TOOL: Tool = Tool {
     call: expect,
 };
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Action {
-    Notify,
-    ClosePane,
-    ReturnOutput,
+choice_enum! {
+    /// What to do on a match.
+    enum Action {
+        Notify = "notify",
+        ClosePane = "close_pane",
+        ReturnOutput = "return_output",
+    }
+}
+
+choice_enum! {
+    /// `fugue_expect`'s `on_input`: keep waiting for the pattern, or answer `input`. Not the run
+    /// tools' `on_input` (`asking::OnInput`): their words are `stop` and `wait`, and both are the
+    /// contract.
+    enum OnInput {
+        Wait = "wait",
+        Return = "return",
+    }
 }
 
 /// What the answer carries besides the match: the action, and for `return_output` which output.
@@ -164,26 +164,11 @@ fn expect(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let regex = compile(pattern)?;
     let timeout =
         Duration::from_millis(args.u64("timeout_ms", 0, MAX_TIMEOUT_MS)?.unwrap_or(TIMEOUT_MS));
-    let action = match args.str("action")?.unwrap_or(ACTION) {
-        "notify" => Action::Notify,
-        "close_pane" => Action::ClosePane,
-        "return_output" => Action::ReturnOutput,
-        other => {
-            return Err(Error::invalid(format!(
-                "action {other:?} is not one of notify, close_pane, return_output"
-            )));
-        }
-    };
+    let action = Action::parse(args, "action")?;
     args.u64("poll_interval_ms", 0, MAX_TIMEOUT_MS)?;
     let lines = args.u64("lines", 1, 100_000)?.unwrap_or(LINES) as usize;
     let since = args.u64("since", 0, u64::MAX)?;
-    let return_on_input = match args.str("on_input")?.unwrap_or(ON_INPUT) {
-        "wait" => false,
-        "return" => true,
-        other => {
-            return Err(Error::invalid(format!("on_input {other:?} is not one of wait, return")));
-        }
-    };
+    let return_on_input = OnInput::parse(args, "on_input")? == OnInput::Return;
 
     // Subscribe before the first look, so nothing printed in between is missed.
     let events = pane.output().subscribe();

@@ -6,7 +6,6 @@
 //! checks, the text tail of a stretch of output, exit fields, and closing many panes at once.
 
 mod asking;
-mod driver;
 pub(crate) mod expect;
 pub(crate) mod parallel;
 pub(crate) mod pipeline;
@@ -16,7 +15,8 @@ use crate::error::{Error, Result};
 use crate::mux::Mux;
 use crate::pane::Pane;
 use crate::tool::args::Args;
-use crate::tool::schema::{choice, integer_or};
+use crate::tool::choice::{Choice, choice_enum};
+use crate::tool::schema::integer_or;
 use serde_json::Value;
 use std::path::Path;
 use std::sync::Arc;
@@ -35,8 +35,13 @@ const MAX_TAIL_BYTES: usize = 16 << 10;
 /// The default `tail_lines` of both run tools.
 const TAIL_LINES: u64 = 10;
 
-/// The `tails` choices; the default (the first) keeps a green run small.
-const TAILS: [&str; 2] = ["failed", "all"];
+choice_enum! {
+    /// Which results of a run get an `output_tail`; the default keeps a green run small.
+    enum Tails {
+        Failed = "failed",
+        All = "all",
+    }
+}
 
 /// The `timeout_ms` argument of a run tool, with its default (the one its schema declares).
 pub(crate) fn run_timeout(args: &Args<'_>, default_ms: u64) -> Result<Duration> {
@@ -52,11 +57,7 @@ pub(crate) fn tail_lines(args: &Args<'_>) -> Result<usize> {
 /// The `tails` argument: whether green commands get an `output_tail` too (`all`), or only failed
 /// and timed-out ones (`failed`, the default: a green run stays small).
 pub(crate) fn all_tails(args: &Args<'_>) -> Result<bool> {
-    match args.str("tails")?.unwrap_or(TAILS[0]) {
-        "failed" => Ok(false),
-        "all" => Ok(true),
-        other => Err(Error::invalid(format!("tails {other:?} is not one of failed, all"))),
-    }
+    Ok(Tails::parse(args, "tails")? == Tails::All)
 }
 
 /// The schema of the arguments both run tools share, each with its default.
@@ -64,7 +65,7 @@ pub(crate) fn run_schema(timeout_ms: u64) -> [(&'static str, Value); 3] {
     [
         ("timeout_ms", integer_or("Limit for the whole call", timeout_ms)),
         ("tail_lines", integer_or("Lines per output_tail; 0 for none", TAIL_LINES)),
-        ("tails", choice("Which results get an output_tail", &TAILS, TAILS[0])),
+        ("tails", Tails::schema("Which results get an output_tail")),
     ]
 }
 
@@ -108,27 +109,16 @@ pub(crate) fn tail(pane: &Pane, from: u64, to: u64, lines: usize) -> String {
     crate::pane::tail::lines(pane, from, to, lines, MAX_TAIL_BYTES)
 }
 
-/// Ends panes together (the first on this thread, each other on its own), so ten stuck commands
-/// take one close grace, not ten. `detach` also removes them from the registry (before any signal, as `fugue_close_pane`
-/// does); otherwise they stay, dead, with their output readable until someone closes them.
-pub(crate) fn close_panes(mux: &Mux, panes: &[Arc<Pane>], detach: bool) {
-    let close = |pane: &Arc<Pane>| {
-        if detach {
-            // A pane someone else closed meanwhile is already gone: nothing to do.
-            let _ = mux.close_pane(&pane.id);
-        } else {
-            pane.close();
-        }
-    };
-    std::thread::scope(|scope| {
-        // The first on this thread: closing one pane should not cost a thread.
-        for pane in panes.iter().skip(1) {
-            scope.spawn(move || close(pane));
-        }
-        if let Some(first) = panes.first() {
-            close(first);
-        }
-    });
+/// Ends a run's panes together, one close grace for all of them (see `pane::close_panes`).
+/// `detach` also removes them from the registry first, as `fugue_close_pane` does; otherwise they
+/// stay, dead, with their output readable until someone closes them.
+pub(crate) fn end_run_panes(mux: &Mux, panes: &[Arc<Pane>], detach: bool) {
+    if detach {
+        mux.close_remaining(panes);
+    } else {
+        let panes: Vec<&Pane> = panes.iter().map(|p| p.as_ref()).collect();
+        crate::pane::close_panes(&panes);
+    }
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@
 //! green run stays small.
 
 use super::asking::{self, Asked};
-use super::{check_cwd, check_unique, close_panes, command, run_schema, tail};
+use super::{check_cwd, check_unique, command, end_run_panes, run_schema, tail};
 use crate::error::{Error, Result};
 use crate::ids::{new_id, short_id};
 use crate::mux::{self, Mux, ORCHESTRATION_SESSION, PaneArgs, Reserved};
@@ -21,6 +21,7 @@ use crate::pane::activity::{InputWatch, quiet_period};
 use crate::pane::exit::{SignalField, write_exit};
 use crate::runtime::{Ctx, Tool};
 use crate::tool::args::Args;
+use crate::tool::choice::{Choice, choice_enum};
 use crate::tool::{self, RUNS, schema::*};
 use crossbeam_channel::{Receiver, Select};
 use serde_json::{Value, json};
@@ -29,10 +30,17 @@ use std::sync::Arc;
 use std::time::Instant;
 
 const MAX_COMMANDS: usize = 10;
-/// The defaults of `timeout_ms`, `layout` (the first of its choices) and `cleanup`.
+/// The defaults of `timeout_ms` and `cleanup`.
 const TIMEOUT_MS: u64 = 300_000;
-const LAYOUTS: [&str; 2] = ["hidden", "tiled"];
 const CLEANUP: bool = true;
+
+choice_enum! {
+    /// Where a run's panes go: a hidden session (the default), or tiled in a window of their own.
+    enum Layout {
+        Hidden = "hidden",
+        Tiled = "tiled",
+    }
+}
 
 pub(crate) const TOOL: Tool = Tool {
     name: "fugue_run_parallel",
@@ -63,7 +71,7 @@ pub(crate) const TOOL: Tool = Tool {
                     "commands",
                     json!({"type": "array", "items": item, "minItems": 1, "maxItems": MAX_COMMANDS}),
                 ),
-                ("layout", choice("Where the panes go", &LAYOUTS, LAYOUTS[0])),
+                ("layout", Layout::schema("Where the panes go")),
                 timeout,
                 ("cleanup", boolean_or("Close the panes at the end", CLEANUP)),
                 tail_lines,
@@ -120,13 +128,7 @@ enum End {
 fn run_parallel(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let started = Instant::now();
     let tasks = parse_tasks(args, ctx.cwd)?;
-    let tiled = match args.str("layout")?.unwrap_or(LAYOUTS[0]) {
-        "hidden" => false,
-        "tiled" => true,
-        other => {
-            return Err(Error::invalid(format!("layout {other:?} is not one of hidden, tiled")));
-        }
-    };
+    let tiled = Layout::parse(args, "layout")? == Layout::Tiled;
     let timeout = super::run_timeout(args, TIMEOUT_MS)?;
     let cleanup = args.bool("cleanup")?.unwrap_or(CLEANUP);
     let tail_lines = super::tail_lines(args)?;
@@ -142,7 +144,7 @@ fn run_parallel(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
         }
     };
     if let End::Cancelled = end {
-        close_panes(&ctx.mux, &panes(&jobs), true);
+        end_run_panes(&ctx.mux, &panes(&jobs), true);
         place.remove(&ctx.mux);
         return Err(Error::cancelled());
     }
@@ -152,7 +154,7 @@ fn run_parallel(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let results: Vec<Value> =
         jobs.iter().map(|job| job_result(job, tail_lines, all_tails)).collect();
     if cleanup {
-        close_panes(&ctx.mux, &panes(&jobs), true);
+        end_run_panes(&ctx.mux, &panes(&jobs), true);
         place.remove(&ctx.mux);
     }
     let status = match end {
@@ -347,7 +349,7 @@ fn asking_job(jobs: &mut [Job<'_>]) -> Option<usize> {
 fn stop(mux: &Mux, job: &mut Job<'_>, cleanup: bool) {
     if let Ok(pane) = &job.pane {
         job.asked = Some(Asked::now(pane, super::MAX_TAIL_BYTES));
-        close_panes(mux, std::slice::from_ref(pane), cleanup);
+        end_run_panes(mux, std::slice::from_ref(pane), cleanup);
     }
 }
 
@@ -381,7 +383,7 @@ fn kill_unfinished(mux: &Mux, jobs: &mut [Job<'_>], cleanup: bool) {
             doomed.push(pane.clone());
         }
     }
-    close_panes(mux, &doomed, cleanup);
+    end_run_panes(mux, &doomed, cleanup);
 }
 
 fn panes(jobs: &[Job<'_>]) -> Vec<Arc<Pane>> {

@@ -1,54 +1,50 @@
 //! `fugue_run_pipeline`: run steps one after another in one pane, in one shell.
 //!
-//! fugue writes each step to a file in a private 0700 directory, with a small driver script
-//! (`driver.sh`) that the pane's shell runs. The driver evaluates the steps one by one in the same
-//! shell process, so `cd` and `export` carry over and the terminal stays the steps' stdin. After
-//! each step it writes `$?` to a FIFO in that directory, which only fugue reads: the exit status
-//! never passes through the terminal, so no output can fake it and no echo can show it. It also
-//! prints, to the terminal, an OSC sequence carrying a secret nonce; that invisible mark tells
-//! fugue exactly where the step's output ends, so the `output_tail` of a failed step is that
-//! step's output and nothing else.
+//! The steps run in a live shell, through the same integration as `fugue_exec` (`crate::shell`):
+//! the pane starts an interactive shell with fugue's hooks, and each step goes into a 0600 file
+//! that a fixed typed line reads and `eval`s in the shell itself, so `cd` and `export` carry over
+//! and the terminal stays the steps' stdin. The shell's prompt record after a step, written to a
+//! FIFO only fugue reads, gives its exit status and directory: the status never passes through the
+//! terminal, so no output can fake it. The marks the hooks print, tagged with a secret nonce, tell
+//! fugue exactly where the step's output begins and ends, so the `output_tail` of a failed step is
+//! that step's output and nothing else.
 //!
-//! The call reads the FIFO on a scoped thread that turns lines into channel events, and blocks in
-//! `select!` on those events, the pane's output events (to see the shell die), the cancel channel,
-//! the deadline and a heartbeat. At the deadline it creates a `stop` file and interrupts the
-//! pane's processes (SIGINT, which the driver survives); what does not stop within a grace is
-//! killed. A step whose program — or the shell itself, in `read` — waits for someone to type is
-//! interrupted the same way when the next look at /proc finds it asking (unless `on_input: wait`)
-//! and reported `input`. After each step the driver also writes the shell's directory to the
-//! FIFO, which becomes the answer's `cwd`. The directory is removed when the call ends, however
-//! it ends.
+//! The steps run in the user's shell when it speaks the POSIX language, else in /bin/sh (fish);
+//! a kept pane then becomes the user's shell when the steps are done. fugue types the next step
+//! only once the previous one's record has come, and stops typing at the first failure
+//! (`stop_on_error`). The call blocks in `select!` on the shell's records, the pane's end, the
+//! cancel channel, the deadline and a heartbeat. At the deadline it interrupts the terminal's
+//! foreground (SIGINT, as Ctrl-C): an interactive shell survives it and shows its prompt again;
+//! what does not stop within a grace is killed. A step whose program — or the shell itself, in
+//! `read` — waits for someone to type is interrupted the same way when the next look at /proc
+//! finds it asking (unless `on_input: wait`) and reported `input`.
 
 mod plan;
 
 use super::asking::{self, Asked};
-use super::driver::{self, Event, WakeReader, find, read_status};
 use super::{run_schema, tail};
+use crate::config::config;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ids::{new_id, short_id};
 use crate::mux::{ORCHESTRATION_SESSION, PaneArgs, Place};
 use crate::pane::Pane;
 use crate::pane::activity::{InputWatch, quiet_period};
 use crate::pane::exit::{Exit, SignalField, write_exit};
+use crate::pane::mark::{self, CATCH_UP};
 use crate::runtime::{Ctx, Tool};
+use crate::shell::{Kind, Launch, Prompt, Shell, quote};
 use crate::tempdir::PrivateDir;
 use crate::tool::args::Args;
 use crate::tool::call::Progress;
 use crate::tool::{RUNS, schema::*};
-use crossbeam_channel::{Receiver, after, never, select};
+use crossbeam_channel::{after, never, select};
 use plan::{CLEANUP, MAX_STEPS, Plan, STOP_ON_ERROR, TIMEOUT_MS, parse_plan};
 use serde_json::{Value, json};
-use std::fs::File;
-use std::io::Write;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// How long an interrupted step may take to stop before its pane is killed.
 const INTERRUPT_GRACE: Duration = Duration::from_secs(2);
-/// How long to wait for the driver's lines still in the FIFO once the shell has ended, and for an
-/// end-of-step mark still in the terminal once its status has arrived. Both were written before
-/// what we already saw, so they arrive at once; the bound only guards against a wedged reader.
-const CATCH_UP: Duration = Duration::from_secs(2);
 
 pub(crate) const TOOL: Tool = Tool {
     name: "fugue_run_pipeline",
@@ -100,24 +96,33 @@ pub(crate) const TOOL: Tool = Tool {
 /// What fugue saw of one step.
 struct Record {
     started: Instant,
-    /// Output offsets when the begin and end lines arrived: stand-ins if a mark is missing.
-    begin: u64,
+    /// The step's exec id in the shell, and the output offset where its line was typed.
+    exec: u64,
+    typed: u64,
+    /// The output offset when its record arrived: a stand-in if the end mark is missing.
     end: u64,
-    ended: Option<(Instant, i32)>,
+    /// When its record arrived, and the prompt it reported.
+    ended: Option<(Instant, Prompt)>,
 }
 
 /// A pipeline in progress.
 struct Run<'a> {
     plan: &'a Plan,
     pane: Arc<Pane>,
-    nonce: String,
+    /// The shell that runs the steps, and its integration.
+    runs_steps: &'a str,
+    shell: Arc<Shell>,
     records: Vec<Record>,
-    /// The driver said it is done.
+    /// The shell has shown its first prompt.
+    prompted: bool,
+    /// No step is left to type: all ran, or the first failure stopped them.
     done: bool,
-    /// The shell ended before the driver was done: a step exited it or something killed it.
+    /// The shell ended before the steps were done: a step exited it or something killed it.
     shell_exit: Option<Exit>,
-    /// When the deadline passed and the running step was interrupted.
+    /// When the deadline passed (or a question was found) and the running step was interrupted,
+    /// and the end of the output then: what the shell prints on the interrupt is not the step's.
     interrupted: Option<Instant>,
+    interrupted_end: u64,
     /// When a step was found asking and interrupted.
     asked: Option<Asked>,
     /// The shell's directory after the last step that ended.
@@ -127,70 +132,105 @@ struct Run<'a> {
 fn run_pipeline(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let started = Instant::now();
     let plan = parse_plan(args, ctx.cwd)?;
+    let user = &config().shell;
+    let runs_steps = steps_shell(user);
+    // The call's own directory, holding its steps as they were given, for the call's lifetime.
     let dir = PrivateDir::create(&ctx.temp_dirs)?;
-    let nonce = new_id().replace('-', "");
-    let steps: Vec<&str> = plan.steps.iter().map(|s| s.command.as_str()).collect();
-    // The shell the pane keeps gets fugue's shell integration, made now so the driver can start
-    // it with it; the pane owns it from its start.
-    let kept = match plan.cleanup {
-        false if crate::shell::enabled() => {
-            crate::shell::Shell::prepare(&crate::config::config().shell, &plan.env, &ctx.temp_dirs)?
-        }
+    for (i, step) in plan.steps.iter().enumerate() {
+        dir.write(&(i + 1).to_string(), &step.command)?;
+    }
+    let (shell, launch) = Shell::prepare(runs_steps, &plan.env, &ctx.temp_dirs)?
+        .ok_or_else(|| Error::internal(format!("no shell integration for {runs_steps}")))?;
+    // A kept pane becomes the user's shell; when that is not the one that runs the steps, it is
+    // started at the end, with fugue's integration made now so the pane owns it from its start.
+    let handover = !plan.cleanup && runs_steps != user.as_str();
+    let kept = match handover {
+        true if crate::shell::enabled() => Shell::prepare(user, &plan.env, &ctx.temp_dirs)?,
         _ => None,
     };
-    let (live, keep_launch) = kept.unzip();
-    let options =
-        driver::Options { stop_on_error: plan.stop_on_error, keep: !plan.cleanup, keep_launch };
-    driver::write(&dir, &steps, &nonce, &options)?;
-    let status = dir.fifo("status")?;
-    let pane = start_pane(ctx, &plan, &dir, live)?;
+    let owned = match (&kept, handover) {
+        (Some((kept, _)), _) => Some(kept.clone()),
+        (None, false) if crate::shell::enabled() => Some(shell.clone()),
+        _ => None,
+    };
+    let pane = start_pane(ctx, &plan, runs_steps, &launch, owned)?;
     let mut run = Run {
         plan: &plan,
         pane,
-        nonce,
+        runs_steps,
+        shell,
         records: Vec::new(),
+        prompted: false,
         done: false,
         shell_exit: None,
         interrupted: None,
+        interrupted_end: 0,
         asked: None,
         cwd: None,
     };
-    let outcome = std::thread::scope(|scope| {
-        let (tx, rx) = crossbeam_channel::unbounded();
-        let reader = &status;
-        scope.spawn(move || read_status(reader, tx));
-        // Should anything below panic, the reader still gets its `q` and the scope can end.
-        let _wake = WakeReader(&status);
-        let outcome = run.drive(ctx, &dir, started + plan.timeout, &rx);
-        if outcome.is_err() {
-            let _ = ctx.mux.close_pane(&run.pane.id);
-        }
-        run.catch_up(&status, &rx);
-        outcome
-    });
+    let outcome = run.drive(ctx, started + plan.timeout);
+    if outcome.is_err() {
+        let _ = ctx.mux.close_pane(&run.pane.id);
+    }
     outcome?;
+    run.settle();
     let answer = run.answer(started);
     // A shell that never ran a step leaves nothing worth inspecting.
     if plan.cleanup || answer.is_err() {
         let _ = ctx.mux.close_pane(&run.pane.id);
+    } else if handover {
+        run.hand_over(user, kept.map(|(_, launch)| launch).unwrap_or_default());
     }
     answer
 }
 
-/// The pipeline's pane: a window of its own in the orchestration session, running the driver.
+/// The shell that runs the steps: the user's shell when it speaks the POSIX language (so bash
+/// users keep `set -o pipefail`, `[[`, `source`), else /bin/sh.
+fn steps_shell(shell: &str) -> &str {
+    match Kind::of(shell) {
+        Some(Kind::Fish) | None => "/bin/sh",
+        Some(_) => shell,
+    }
+}
+
+/// A step as the shell runs it. A syntax error in `eval` has a status of each shell's own (zsh 1,
+/// ksh 3), so every shell but bash checks the step first with `-n`, and a step that does not parse
+/// fails with 2, as in bash; the shell goes on to the next step.
+fn checked(shell: &str, step: &str) -> String {
+    if Kind::of(shell) == Some(Kind::Bash) {
+        return step.to_string();
+    }
+    let step = quote(step);
+    format!("if {} -n -c {step} fugue; then eval {step}; else (exit 2); fi", quote(shell))
+}
+
+/// The pipeline's pane: a window of its own in the orchestration session, running the steps'
+/// shell, interactive and with fugue's integration.
 fn start_pane(
     ctx: &Ctx<'_>,
     plan: &Plan,
-    dir: &PrivateDir,
-    live: Option<Arc<crate::shell::Shell>>,
+    shell: &str,
+    launch: &Launch,
+    owned: Option<Arc<Shell>>,
 ) -> Result<Arc<Pane>> {
     let session = ctx.mux.ensure_session(ORCHESTRATION_SESSION)?;
-    let command = driver::command(dir);
+    // The pane runs the line with the user's shell. The integration's variables come after the
+    // pipeline's own (the init script restores ENV or ZDOTDIR from them); a shell fugue knows
+    // sets them in the line itself, past its own start-up files (a zsh running the line reads
+    // ZDOTDIR's .zshenv first), and a shell it does not know, whose syntax may differ, gets them
+    // in the environment.
+    let mut env = plan.env.clone();
+    let command = if Kind::of(&config().shell).is_some() {
+        launch.exec_line(shell)
+    } else {
+        env.extend(launch.env.iter().cloned());
+        Launch { args: launch.args.clone(), env: Vec::new() }.exec_line(shell)
+    };
     let args = PaneArgs {
         name: None,
         command: Some(command),
         cwd: plan.cwd.clone(),
-        env: plan.env.clone(),
+        env,
         integration: false,
     };
     let window = format!("run-pipeline-{}", short_id(&new_id()));
@@ -201,54 +241,69 @@ fn start_pane(
         .pop()
         .ok_or_else(|| Error::internal("no reservation for the pipeline's pane"))??;
     reserved.show_as(plan.shown());
-    if let Some(shell) = live {
+    if let Some(shell) = owned {
         reserved.with_shell(shell);
     }
     ctx.mux.start(reserved)
 }
 
 impl Run<'_> {
-    /// Follows the driver until it is done, the shell ends, or the deadline's interrupt and grace
-    /// have passed. `Err` only for a cancelled call.
-    fn drive(
-        &mut self,
-        ctx: &Ctx<'_>,
-        dir: &PrivateDir,
-        deadline: Instant,
-        events: &Receiver<Event>,
-    ) -> Result<()> {
+    /// Types the steps one by one as the shell reports the last one done, until they are done,
+    /// the shell ends, or the deadline's interrupt and grace have passed. `Err` only for a
+    /// cancelled call.
+    fn drive(&mut self, ctx: &Ctx<'_>, deadline: Instant) -> Result<()> {
+        let records = self.shell.subscribe();
         // The shell's exit, not its output, is what the loop condition needs to see.
         let ending = self.pane.output().subscribe_status();
         let heartbeat = ctx.progress.heartbeat();
-        let mut status = events.clone();
         let mut deadline = deadline;
         let mut watch = self.plan.stop_asking.then(|| InputWatch::new(&self.pane, quiet_period()));
-        while !self.done && self.pane.is_running() {
-            if self.step_running() && watch.as_mut().is_some_and(InputWatch::check) {
+        loop {
+            self.take_records(ctx.progress);
+            if !self.pane.is_running() {
+                self.shell_exit = self.pane.wait_exit(Instant::now() + CATCH_UP);
+                return Ok(());
+            }
+            if !self.step_running() {
+                if self.done || self.interrupted.is_some() {
+                    return Ok(());
+                }
+                // The first step is typed at once, before the shell's first prompt: the terminal
+                // holds it, ahead of anything typed for the step to read (the shell reads its
+                // lines in order). Each next one goes when the last one's record has come.
+                self.type_next(ctx.progress)?;
+            }
+            // What was just typed may still sit unread in the terminal while the shell's last
+            // print is long past: a question counts only once the quiet period has passed since.
+            let due = self
+                .records
+                .last()
+                .filter(|r| r.ended.is_none())
+                .map(|r| r.started + quiet_period());
+            if let (Some(due), Some(check)) = (due, watch.as_mut())
+                && Instant::now() >= due
+                && check.check()
+            {
                 // Stopped as at the deadline, with the same grace.
                 watch = None;
                 self.asked = Some(Asked::now(&self.pane, super::MAX_TAIL_BYTES));
-                self.interrupt(dir);
+                self.interrupt();
                 deadline = Instant::now() + INTERRUPT_GRACE;
             }
-            // Between steps nothing is watched; the next step's begin line wakes the loop.
-            let check = watch.as_ref().filter(|_| self.step_running());
+            // Between steps nothing is watched; the next step's line is typed on the record.
+            let check = watch.as_ref().zip(due);
             let check = check
-                .and_then(InputWatch::next_check)
+                .and_then(|(w, due)| w.next_check().map(|at| at.max(due)))
                 .map_or_else(never, |at| after(at.saturating_duration_since(Instant::now())));
             select! {
-                recv(status) -> event => match event {
-                    Ok(event) => self.apply(event, ctx.progress),
-                    // The reader stopped: the shell's exit or the deadline will end the wait.
-                    Err(_) => status = never(),
-                },
+                recv(records) -> _ => {}
                 recv(ending) -> _ => {}
                 recv(ctx.cancel.receiver()) -> _ => return Err(Error::cancelled()),
                 recv(after(deadline.saturating_duration_since(Instant::now()))) -> _ => {
                     if self.interrupted.is_some() {
                         self.pane.close();
                     } else {
-                        self.interrupt(dir);
+                        self.interrupt();
                         deadline = Instant::now() + INTERRUPT_GRACE;
                     }
                 }
@@ -257,81 +312,82 @@ impl Run<'_> {
                 recv(check) -> _ => {}
             }
         }
-        Ok(())
     }
 
-    /// Whether a step has begun and not ended: only then can a question be the step's.
+    /// Whether a step was typed and its record has not come: only then can a question be the
+    /// step's.
     fn step_running(&self) -> bool {
         self.records.last().is_some_and(|r| r.ended.is_none())
     }
 
-    fn apply(&mut self, event: Event, progress: &Progress) {
-        match event {
-            Event::Begin(n) if n == self.records.len() + 1 => {
-                let begin = self.pane.output().end();
-                self.records.push(Record {
-                    started: Instant::now(),
-                    begin,
-                    end: begin,
-                    ended: None,
-                });
-                self.report(progress);
+    /// Takes in the record of the running step, if the shell has written it.
+    fn take_records(&mut self, progress: &Progress) {
+        // The first step, typed while the shell started, begins when the shell's first prompt
+        // reads it: its duration is its own, not the start-up files'.
+        if !self.prompted && self.shell.with(|s| s.prompts) > 0 {
+            self.prompted = true;
+            if let [first] = self.records.as_mut_slice() {
+                first.started = Instant::now();
             }
-            Event::End(n, rc) => {
-                let end = self.pane.output().end();
-                if let Some(record) = self.records.get_mut(n.wrapping_sub(1))
-                    && record.ended.is_none()
-                {
-                    record.ended = Some((Instant::now(), rc));
-                    record.end = end;
-                    self.report(progress);
-                }
-            }
-            Event::Cwd(dir) => self.cwd = Some(dir),
-            Event::Done => self.done = true,
-            Event::Begin(_) | Event::Caught => {}
         }
+        let Some(record) = self.records.last_mut().filter(|r| r.ended.is_none()) else { return };
+        let exec = record.exec;
+        let Some(prompt) =
+            self.shell.with(|s| s.recent.iter().rev().find(|p| p.exec == exec).cloned())
+        else {
+            return;
+        };
+        record.end = self.pane.output().end();
+        self.cwd = Some(prompt.cwd.clone());
+        let failed = prompt.status != 0;
+        record.ended = Some((Instant::now(), prompt));
+        self.shell.forget_exec(exec);
+        if self.records.len() == self.plan.steps.len() || (failed && self.plan.stop_on_error) {
+            self.done = true;
+        }
+        self.report(progress);
     }
 
-    /// The deadline: stop the driver before its next step and interrupt the running one.
-    fn interrupt(&mut self, dir: &PrivateDir) {
+    /// Types the next step.
+    fn type_next(&mut self, progress: &Progress) -> Result<()> {
+        let step = &self.plan.steps[self.records.len()].command;
+        let (exec, line) = self.shell.prepare_exec(&checked(self.runs_steps, step), None)?;
+        let started = Instant::now();
+        let (typed, _) = self.pane.send(&[line.as_bytes()])?;
+        self.records.push(Record { started, exec, typed, end: typed, ended: None });
+        self.report(progress);
+        Ok(())
+    }
+
+    /// The deadline, or a question: interrupt the running step, as Ctrl-C would.
+    fn interrupt(&mut self) {
         self.interrupted = Some(Instant::now());
-        if dir.write("stop", "").is_err() {
-            // Without the stop file the driver would go on: end it all now.
-            self.pane.close();
+        self.interrupted_end = self.pane.output().end();
+        self.pane.signal_foreground(libc::SIGINT);
+    }
+
+    /// Replaces the steps' shell with the user's, interactive, in a kept pane, and waits until
+    /// the shell has read that line, since the steps' integration (the file it reads) goes when
+    /// the call ends.
+    fn hand_over(&self, user: &str, launch: Launch) {
+        if !self.pane.is_running() || self.step_running() {
             return;
         }
-        // Once, to the driver's process group (it holds the steps' foreground commands): a
-        // second copy sent to each session member could reach the shell after it left its loop.
-        self.pane.signal_group(libc::SIGINT);
-    }
-
-    /// Stops the FIFO reader, first taking in every line the driver wrote before: our own line
-    /// comes after them in the FIFO. Then records how the shell ended if it did.
-    fn catch_up(&mut self, status: &File, events: &Receiver<Event>) {
-        let mut writer = status;
-        if writer.write_all(b"q\n").is_ok() {
-            let until = Instant::now() + CATCH_UP;
-            while let Ok(event) = events.recv_deadline(until) {
-                if event == Event::Caught {
-                    break;
-                }
-                self.apply(event, &Progress::none());
-            }
+        let Ok((exec, line)) = self.shell.prepare_exec(&launch.exec_line(user), None) else {
+            return;
+        };
+        if let Ok((typed, _)) = self.pane.send(&[line.as_bytes()]) {
+            mark::find(&self.pane, &self.shell.begin_mark(exec), typed);
         }
-        if !self.done {
-            self.shell_exit = self.pane.output().exit();
-        }
-        self.settle();
     }
 
     /// Waits until the output of the last step that ended is in the pane's output state, so that
-    /// an answer saying a step is done means its output is readable: the driver prints the
-    /// step's end mark to the terminal before it writes the status, but the status can arrive
-    /// first, and the terminal's bytes may still be on their way through the reader.
+    /// an answer saying a step is done means its output is readable: the hooks print the end mark
+    /// to the terminal before they write the record, but the record can arrive first, and the
+    /// terminal's bytes may still be on their way through the reader.
     fn settle(&self) {
         if let Some(i) = self.records.iter().rposition(|r| r.ended.is_some()) {
-            self.mark(i, self.records[i].begin);
+            self.range(i);
         }
     }
 
@@ -349,7 +405,7 @@ impl Run<'_> {
                 record.started.elapsed().as_secs_f64()
             ),
             Some(record) => {
-                let rc = record.ended.map_or(0, |(_, rc)| rc);
+                let rc = record.ended.as_ref().map_or(0, |(_, p)| p.status);
                 let name = &self.plan.steps[self.records.len() - 1].name;
                 format!("{done}/{total} steps done; {name} exit {rc}")
             }
@@ -404,7 +460,7 @@ impl Run<'_> {
     }
 
     fn status(&self, i: usize) -> &'static str {
-        let ended = self.records[i].ended;
+        let ended = self.records[i].ended.as_ref().map(|(at, prompt)| (*at, prompt.status));
         // A step that had not ended when the deadline passed timed out, whatever it said after;
         // one that had not ended when it was found asking was stopped for its question.
         if let Some(at) = self.interrupted
@@ -431,8 +487,9 @@ impl Run<'_> {
                 value["output_tail"] = json!(tail);
             }
         }
-        let ended_at = match record.ended {
-            Some((at, rc)) => {
+        let ended_at = match &record.ended {
+            Some((at, prompt)) => {
+                let (at, rc) = (*at, prompt.status);
                 let stopped = matches!(status, "timeout" | "input");
                 value["exit_code"] = if stopped { Value::Null } else { json!(rc) };
                 at
@@ -451,40 +508,21 @@ impl Run<'_> {
         value
     }
 
-    /// The output offsets of step `i`: from the end of the previous step's mark to the start of
-    /// its own (or to the end of the output, when the step never finished).
+    /// The output offsets of step `i`: from its begin mark to its end mark (or to the end of the
+    /// output, when the step never finished).
     fn range(&self, i: usize) -> (u64, u64) {
         let record = &self.records[i];
-        let from = match i {
-            0 => 0,
-            _ => self.mark(i - 1, 0).map_or(record.begin, |(_, end)| end),
-        };
-        let to = match record.ended {
-            Some(_) => self.mark(i, from).map_or(record.end, |(start, _)| start),
+        let from = mark::find(&self.pane, &self.shell.begin_mark(record.exec), record.typed)
+            .map_or(record.typed, |(_, end)| end);
+        let mut to = match &record.ended {
+            Some((_, prompt)) => mark::find(&self.pane, &self.shell.end_mark(prompt), from)
+                .map_or(record.end, |(start, _)| start),
             None => self.pane.output().end(),
         };
-        (from, to.max(from))
-    }
-
-    /// Where the end-of-step mark of step `i` sits in the output, searching from `from`; waits a
-    /// moment for a mark still in the terminal.
-    fn mark(&self, i: usize, from: u64) -> Option<(u64, u64)> {
-        let needle = format!("\x1b]7770;{};{}\x07", self.nonce, i + 1);
-        let events = self.pane.output().subscribe();
-        let until = Instant::now() + CATCH_UP;
-        loop {
-            let (bytes, start, settled) = self.pane.output().with(|s| {
-                let (bytes, start) = s.ring.copy(from, u64::MAX);
-                (bytes, start, s.eof || s.closed)
-            });
-            if let Some(at) = find(&bytes, needle.as_bytes()) {
-                let at = start + at as u64;
-                return Some((at, at + needle.len() as u64));
-            }
-            if settled || events.recv_deadline(until).is_err() {
-                return None;
-            }
+        if matches!(self.status(i), "timeout" | "input") {
+            to = to.min(self.interrupted_end);
         }
+        (from, to.max(from))
     }
 
     /// The error for a shell that ended before its first step.

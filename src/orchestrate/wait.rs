@@ -18,6 +18,7 @@ use crate::pane::tail;
 use crate::runtime::{Ctx, Tool};
 use crate::shell::wait::idle;
 use crate::tool::args::Args;
+use crate::tool::choice::{Choice, choice_enum};
 use crate::tool::{RUNS, schema::*};
 use crossbeam_channel::{Receiver, Select};
 use regex::Regex;
@@ -30,8 +31,6 @@ use std::time::{Duration, Instant};
 const TIMEOUT_MS: u64 = 300_000;
 /// `tail_lines`.
 const TAIL_LINES: u64 = 10;
-/// `mode`: the choices, the default first.
-const MODES: [&str; 2] = ["any", "all"];
 /// The most panes one call waits on.
 const MAX_PANES: usize = 32;
 /// The longest wait one call accepts: one day.
@@ -41,6 +40,14 @@ const MAX_TAIL_LINES: u64 = 1000;
 const MAX_TAIL_BYTES: usize = 16 << 10;
 /// How far back a job's begin mark is looked for.
 const JOB_LOOK_BACK: u64 = 256 << 10;
+
+choice_enum! {
+    /// Whether the wait ends at the first pane's outcome or at every pane's.
+    enum Mode {
+        Any = "any",
+        All = "all",
+    }
+}
 
 pub(crate) const TOOL: Tool = Tool {
     name: "fugue_wait",
@@ -62,7 +69,7 @@ pub(crate) const TOOL: Tool = Tool {
                     json!({"type": "array", "items": {"type": "string"}, "minItems": 1,
                            "maxItems": MAX_PANES, "description": "Panes to wait on"}),
                 ),
-                ("mode", choice("any: the first outcome; all: every pane's", &MODES, MODES[0])),
+                ("mode", Mode::schema("any: the first outcome; all: every pane's")),
                 ("until", string("Regex for output printed after the call starts")),
                 ("timeout_ms", integer_or("Give up after this long", TIMEOUT_MS)),
                 ("tail_lines", integer_or("Lines of each pane's output to show", TAIL_LINES)),
@@ -171,16 +178,12 @@ fn job_start(pane: &Pane) -> u64 {
     let exec = shell.with(|s| s.pending.as_ref().map(|(id, _)| *id).or(s.last().map(|p| p.exec)));
     let Some(exec) = exec.filter(|id| *id > 0) else { return 0 };
     let from = pane.output().end().saturating_sub(JOB_LOOK_BACK);
-    crate::shell::wait::locate(pane, &shell.begin_mark(exec), from).map_or(0, |(_, end)| end)
+    crate::pane::mark::locate(pane, &shell.begin_mark(exec), from).map_or(0, |(_, end)| end)
 }
 
 fn wait(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let started = Instant::now();
-    let all = match args.str("mode")?.unwrap_or(MODES[0]) {
-        "any" => false,
-        "all" => true,
-        other => return Err(Error::invalid(format!("mode {other:?} is not one of any, all"))),
-    };
+    let all = Mode::parse(args, "mode")? == Mode::All;
     let pattern = args.str("until")?.map(compile).transpose()?;
     let timeout = args.u64("timeout_ms", 0, MAX_TIMEOUT_MS)?.unwrap_or(TIMEOUT_MS);
     let lines = args.u64("tail_lines", 0, MAX_TAIL_LINES)?.unwrap_or(TAIL_LINES) as usize;

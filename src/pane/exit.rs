@@ -1,7 +1,8 @@
 //! How a pane's process ended, and the one way fugue reports it: as the result fields `exit_code`
 //! and `signal`, and in words for a reason or a prompt.
 
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 /// How a pane's process ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,21 +29,86 @@ impl Exit {
 }
 
 /// Whether a result has a `signal` field when no signal ended the process.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) enum SignalField {
     /// Always, null unless a signal killed it: a pane's status has a fixed set of fields.
+    #[default]
     Always,
     /// Only when a signal killed it: a command's result in a run names what happened.
     WhenSignalled,
 }
 
+/// How a process ended, as the result fields `exit_code` and `signal`: one struct, so that every
+/// answer names them alike and renaming one is a compile error, not a grep.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+pub(crate) struct ExitFields {
+    /// Null while it runs, when a signal killed it, or when unknown.
+    pub(crate) exit_code: Option<i32>,
+    /// The signal's name (`SIGKILL`).
+    #[serde(default)]
+    pub(crate) signal: Option<String>,
+    /// Whether `signal` is written when it is null; not itself on the wire.
+    #[serde(skip)]
+    pub(crate) field: SignalField,
+}
+
+impl ExitFields {
+    pub(crate) fn new(exit: Option<Exit>, field: SignalField) -> ExitFields {
+        ExitFields {
+            exit_code: exit.and_then(|e| e.code),
+            signal: exit.and_then(|e| e.signal).map(signal_name),
+            field,
+        }
+    }
+}
+
+// By hand for the one thing a derive cannot say: `signal` is left out or written null, as `field`
+// says. The names are the struct's own, written here once.
+impl Serialize for ExitFields {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let shown = self.signal.is_some() || self.field == SignalField::Always;
+        let mut map = serializer.serialize_map(Some(1 + usize::from(shown)))?;
+        map.serialize_entry("exit_code", &self.exit_code)?;
+        if shown {
+            map.serialize_entry("signal", &self.signal)?;
+        }
+        map.end()
+    }
+}
+
+/// A pane's state as its views give it: `status` (`running` or `exited`) and how it ended, with
+/// `signal` always present.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct PaneState {
+    pub(crate) status: String,
+    #[serde(flatten)]
+    pub(crate) exit: ExitFields,
+}
+
+impl PaneState {
+    pub(crate) fn new(exit: Option<Exit>) -> PaneState {
+        let status = if exit.is_some() { "exited" } else { "running" };
+        PaneState { status: status.into(), exit: ExitFields::new(exit, SignalField::Always) }
+    }
+}
+
 /// Writes `exit_code` (null while running or when unknown) and `signal` (its name, such as
 /// `SIGKILL`) into a result.
 pub(crate) fn write_exit(value: &mut Value, exit: Option<Exit>, field: SignalField) {
-    value["exit_code"] = json!(exit.and_then(|e| e.code));
-    let signal = exit.and_then(|e| e.signal).map(signal_name);
-    if signal.is_some() || field == SignalField::Always {
-        value["signal"] = json!(signal);
+    write_fields(value, &ExitFields::new(exit, field));
+}
+
+/// Writes the fields of `fields`, a struct, into the result object `value`: the way an answer
+/// built with `json!` takes in a shared shape.
+pub(crate) fn write_fields(value: &mut Value, fields: &impl Serialize) {
+    if value.is_null() {
+        *value = Value::Object(Default::default());
+    }
+    if let (Some(object), Ok(Value::Object(fields))) =
+        (value.as_object_mut(), serde_json::to_value(fields))
+    {
+        object.extend(fields);
     }
 }
 
@@ -71,6 +137,7 @@ pub(crate) fn signal_name(signal: i32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn exits_are_written_the_same_way_everywhere() {

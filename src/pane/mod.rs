@@ -11,6 +11,7 @@ pub(crate) mod exit;
 pub(crate) mod fd;
 pub(crate) mod input;
 pub(crate) mod keys;
+pub(crate) mod mark;
 pub(crate) mod output;
 pub(crate) mod process;
 pub(crate) mod ring;
@@ -247,14 +248,21 @@ impl Pane {
         Ok(())
     }
 
-    /// Sends `signal` once to the child's process group, as Ctrl-C does to a shell's foreground
-    /// job, while the child is not reaped (after that its pid may be a stranger's). For a shell
-    /// without job control the group holds the commands it runs; the shell decides what to do.
-    pub(crate) fn signal_group(&self, signal: i32) {
-        if self.reaped.load(Ordering::SeqCst) == 0 {
+    /// Sends `signal` once to the terminal's foreground process group, as Ctrl-C does, even while
+    /// a program has the terminal in raw mode. A shell with job control runs each command in a
+    /// group of its own and is itself the foreground only while it runs a builtin (`read`).
+    pub(crate) fn signal_foreground(&self, signal: i32) {
+        let group = {
+            let master = self.master.lock();
+            let Some(fd) = master.as_ref().and_then(|m| m.as_raw_fd()) else { return };
+            // SAFETY: tcgetpgrp only reads the terminal's state; the fd lives while the lock is
+            // held.
+            unsafe { libc::tcgetpgrp(fd) }
+        };
+        if group > 0 && self.reaped.load(Ordering::SeqCst) == 0 {
             // SAFETY: killpg only sends a signal; a stale group id fails with ESRCH.
             unsafe {
-                libc::killpg(process::pid_t(self.pid), signal);
+                libc::killpg(group, signal);
             }
         }
     }

@@ -11,6 +11,7 @@ use super::ring::Ring;
 use super::screen::{Grid, Screen, Styled};
 use super::text;
 use crate::error::{Error, Result};
+use crate::tool::choice::choice_enum;
 use crate::watch::Watch;
 use crossbeam_channel::Receiver;
 use parking_lot::{Mutex, MutexGuard};
@@ -46,12 +47,13 @@ pub(crate) struct Output {
     last_print: AtomicU64,
 }
 
-/// The output views of `fugue_get_output`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Format {
-    Text,
-    Raw,
-    Screen,
+choice_enum! {
+    /// The output views of `fugue_get_output`.
+    pub(crate) enum Format {
+        Text = "text",
+        Raw = "raw",
+        Screen = "screen",
+    }
 }
 
 pub(crate) struct ReadRequest {

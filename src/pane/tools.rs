@@ -5,7 +5,7 @@
 //! than a close takes.
 
 use super::Pane;
-use super::exit::{SignalField, write_exit};
+use super::exit::{PaneState, SignalField, write_exit, write_fields};
 use super::output::{Format, ReadRequest};
 use crate::config::config;
 use crate::error::{Error, Result};
@@ -13,6 +13,7 @@ use crate::ids::unix_ms;
 use crate::mux::{PaneArgs, Session};
 use crate::runtime::{Ctx, Tool};
 use crate::tool::args::Args;
+use crate::tool::choice::Choice;
 use crate::tool::{ENDS, READS, SETS, STARTS, schema::*};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -28,8 +29,6 @@ const MAX_INPUT_BYTES: usize = 1 << 20;
 const SUBMIT: bool = false;
 /// `fugue_get_output` `lines`.
 const LINES: u64 = 100;
-/// `fugue_get_output` `format`.
-const FORMAT: &str = "text";
 /// `fugue_get_output` `max_bytes`, lowered to `FUGUE_MAX_OUTPUT_BYTES` when that is smaller.
 const MAX_BYTES: u64 = 64 << 10;
 
@@ -169,7 +168,7 @@ pub(crate) static TOOLS: &[Tool] = &[
                 &[
                     ("pane_id", string("Pane id or name")),
                     ("lines", integer_or("Lines to return (screen: the grid's last rows)", LINES)),
-                    ("format", choice("View", &["text", "raw", "screen"], FORMAT)),
+                    ("format", Format::schema("View")),
                     ("since", integer("Return only output after this offset")),
                     (
                         "max_bytes",
@@ -325,9 +324,7 @@ fn pane_json(pane: &Pane) -> Value {
 
 /// Adds `status`, `exit_code` and `signal` to a result object.
 pub(crate) fn add_exit(value: &mut Value, pane: &Pane) {
-    let exit = pane.output().exit();
-    value["status"] = json!(if exit.is_some() { "exited" } else { "running" });
-    write_exit(value, exit, SignalField::Always);
+    write_fields(value, &PaneState::new(pane.output().exit()));
 }
 
 /// The pane arguments shared by the create tools.
@@ -445,16 +442,7 @@ fn send_input(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
 
 fn get_output(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let pane = ctx.mux.pane(args.required_str("pane_id")?)?;
-    let format = match args.str("format")?.unwrap_or(FORMAT) {
-        "text" => Format::Text,
-        "raw" => Format::Raw,
-        "screen" => Format::Screen,
-        other => {
-            return Err(Error::invalid(format!(
-                "format {other:?} is not one of text, raw, screen"
-            )));
-        }
-    };
+    let format = Format::parse(args, "format")?;
     let max_output = config().max_output_bytes as u64;
     let req = ReadRequest {
         format,

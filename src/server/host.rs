@@ -121,7 +121,7 @@ pub(crate) fn run(
     // The control socket makes no tool calls; its `cwd` (in `fugue ls`) is the server's own.
     let mcp = Arc::new(Mcp::new(host.runtime.clone(), "/".into()));
     let about = host.clone();
-    let control = crate::control::server::start(mcp, Box::new(move || Some(about.info())))
+    let control = crate::control::socket::start(mcp, Box::new(move || Some(about.info())))
         .map_err(|e| crate::log::warn(&format!("no control socket: {e}")))
         .ok();
     let accepting = host.clone();
@@ -162,7 +162,7 @@ impl Host {
 
     /// Counts a connection from our own uid and gives it a thread.
     fn admit(self: &Arc<Host>, stream: UnixStream) {
-        let Some(cred) = crate::control::server::peer_cred(&stream) else { return };
+        let Some(cred) = crate::control::socket::peer_cred(&stream) else { return };
         if cred.uid != crate::control::dir::euid() {
             crate::log::warn("shared socket: refused a connection from another user");
             return;
@@ -310,7 +310,7 @@ impl Host {
     }
 
     /// The one way the server ends, in order.
-    fn shutdown(&self, control: Option<crate::control::server::Control>) {
+    fn shutdown(&self, control: Option<crate::control::socket::ControlSocket>) {
         let fronts: Vec<Front> = {
             let mut fronts = self.fronts.lock();
             if !fronts.closing {

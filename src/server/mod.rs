@@ -15,12 +15,13 @@ pub(crate) mod host;
 
 use crate::control::dir;
 use crate::error::{Error, ErrorKind, Result};
+use crate::files::{Existing, private_dir};
+// The lock and the error of a path live in `files`, shared with agent pipelines' state; named here
+// too because every file of this module uses them.
+pub(crate) use crate::files::{FileLock, io_error};
 use serde::{Deserialize, Serialize};
-use std::fs::{File, OpenOptions};
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::path::PathBuf;
+use std::time::Duration;
 
 /// The wire protocol spoken after the hello. Bump it on any change a peer of the other version
 /// would misread; the hello itself (`Hello`) never changes shape.
@@ -160,7 +161,7 @@ impl Paths {
 /// `DIR/shared`, inside the private control directory and as private.
 pub(crate) fn shared_dir() -> Result<PathBuf> {
     let dir = dir::create()?.join("shared");
-    private_dir(&dir)?;
+    private_dir(&dir, Existing::Keep)?;
     dir::check(&dir, dir::euid())?;
     Ok(dir)
 }
@@ -198,81 +199,8 @@ pub(crate) fn log_path(name: &str) -> Result<PathBuf> {
     };
     let dir = base.join("server");
     std::fs::create_dir_all(&base).map_err(|e| io_error(&base, &e))?;
-    private_dir(&dir)?;
+    private_dir(&dir, Existing::Keep)?;
     Ok(dir.join(format!("{name}.log")))
-}
-
-fn private_dir(dir: &Path) -> Result<()> {
-    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(io_error(dir, &e)),
-    }
-}
-
-pub(crate) fn io_error(path: &Path, e: &std::io::Error) -> Error {
-    Error::new(ErrorKind::Io, format!("{}: {e}", path.display()))
-}
-
-/// An exclusive `flock` on a file, released on drop (or when the process ends, however it ends).
-pub(crate) struct FileLock {
-    pub(crate) file: File,
-}
-
-impl FileLock {
-    fn open(path: &Path) -> Result<File> {
-        OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .read(true)
-            .write(true)
-            .mode(0o600)
-            .custom_flags(libc::O_CLOEXEC)
-            .open(path)
-            .map_err(|e| io_error(path, &e))
-    }
-
-    /// Blocks until the lock is ours.
-    pub(crate) fn take(path: &Path) -> Result<FileLock> {
-        let file = FileLock::open(path)?;
-        loop {
-            // SAFETY: flock on a descriptor we own; it touches no memory.
-            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
-                return Ok(FileLock { file });
-            }
-            let e = std::io::Error::last_os_error();
-            if e.raw_os_error() != Some(libc::EINTR) {
-                return Err(io_error(path, &e));
-            }
-        }
-    }
-
-    /// The lock if it is free now; `None` if someone holds it.
-    pub(crate) fn try_take(path: &Path) -> Result<Option<FileLock>> {
-        let file = FileLock::open(path)?;
-        // SAFETY: flock on a descriptor we own; it touches no memory.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-            return Ok(Some(FileLock { file }));
-        }
-        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() == Some(libc::EWOULDBLOCK) { Ok(None) } else { Err(io_error(path, &e)) }
-    }
-
-    /// The lock once its holder lets go, or `None` at the deadline. Only used to wait out a server
-    /// that is ending (it holds the lock until its last pane is gone), which flock cannot do with
-    /// a timeout; the pause between tries is short and the wait rare.
-    pub(crate) fn take_within(path: &Path, within: Duration) -> Result<Option<FileLock>> {
-        let deadline = Instant::now() + within;
-        loop {
-            if let Some(lock) = FileLock::try_take(path)? {
-                return Ok(Some(lock));
-            }
-            if Instant::now() >= deadline {
-                return Ok(None);
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
 }
 
 #[cfg(test)]

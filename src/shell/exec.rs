@@ -13,8 +13,8 @@
 use super::wait::{self, Outcome, Until, Wait};
 use super::{Kind, Shell, State};
 use crate::error::{Error, ErrorKind, Result};
-use crate::pane::Pane;
 use crate::pane::search::compile;
+use crate::pane::{Pane, mark};
 use crate::runtime::{Ctx, Tool};
 use crate::tool::args::Args;
 use crate::tool::{RUNS, schema::*};
@@ -129,7 +129,7 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
         shell.forget_exec(id);
     }
     let (typed, outcome) = outcome?;
-    let from = wait::find_mark(&pane, &shell.begin_mark(id), typed).map_or(typed, |(_, end)| end);
+    let from = mark::find(&pane, &shell.begin_mark(id), typed).map_or(typed, |(_, end)| end);
     let cwd = shell.with(State::cwd);
     let mut value = wait::answer(&pane, &outcome, from, max_bytes, cwd, true);
     value["duration_ms"] = json!(started.elapsed().as_millis() as u64);
@@ -153,7 +153,7 @@ fn interrupt(pane: &Pane, shell: &Shell, id: u64, typed: u64) {
         if shell.with(|s| s.pending.is_none()) {
             return;
         }
-        let started = wait::locate(pane, &shell.begin_mark(id), typed).is_some();
+        let started = mark::locate(pane, &shell.begin_mark(id), typed).is_some();
         if started && Instant::now() >= next_c {
             if pane.send(&[b"\x03"]).is_err() {
                 return;

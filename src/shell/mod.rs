@@ -11,7 +11,8 @@
 //! the init script reads and deletes, never in the environment.
 //!
 //! `Shell` owns the directory and a reader thread that turns records into `State` and wakes
-//! subscribers; waiters (`fugue_exec`, `fugue_send_input` with `wait_ms`) block on that channel.
+//! subscribers; waiters (`fugue_exec`, `fugue_send_input` with `wait_ms`, `fugue_run_pipeline`'s
+//! steps) block on that channel.
 //! The directory goes when the pane is closed, and with every other private directory when fugue
 //! stops.
 
@@ -97,6 +98,13 @@ pub(crate) struct Launch {
 }
 
 impl Launch {
+    /// The shell text that replaces the running shell with `shell`, interactive and with this
+    /// integration: its `export` lines, then `exec`.
+    pub(crate) fn exec_line(&self, shell: &str) -> String {
+        let (env, args) = self.words();
+        format!("{env}\nexec {} {args} -i", quote(shell))
+    }
+
     /// The same as shell text, for a script that starts the shell: `export` lines, and the
     /// arguments as quoted words.
     pub(crate) fn words(&self) -> (String, String) {
@@ -390,7 +398,7 @@ fn write_init(kind: Kind, dir: &PrivateDir, env: &[(String, String)]) -> Result<
 }
 
 /// One word for a POSIX shell (and for fish and zsh, which read `'\''` the same way).
-fn quote(word: &str) -> String {
+pub(crate) fn quote(word: &str) -> String {
     format!("'{}'", word.replace('\'', r"'\''"))
 }
 

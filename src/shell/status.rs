@@ -8,7 +8,9 @@
 
 use crate::pane::Pane;
 use crate::pane::activity::{self, Activity};
-use serde_json::{Value, json};
+use crate::pane::exit::write_fields;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 /// What a pane does now: `Prompt` when its shell reported its prompt and nothing runs, else the
 /// activity probe's `Busy` or `Input`; `None` once the pane's process has ended.
@@ -25,23 +27,45 @@ pub(crate) fn activity(pane: &Pane) -> Option<Activity> {
     Some(activity::probe(pane))
 }
 
-/// Adds `activity`, `last_exit_code`, `cwd` (where the shell works: a pending `fugue_exec`'s
-/// directory or its last report, else the process's directory in /proc) and `current_command` (what the shell runs now, when known) to `value`.
-pub(crate) fn add_live(value: &mut Value, pane: &Pane) {
-    let Some(activity) = activity(pane) else { return };
-    value["activity"] = json!(activity.as_str());
+/// What a running pane is doing, as its views give it: one struct for `fugue_get_status`,
+/// `fugue_list_sessions` and `fugue attach`. Every field is left out when unknown.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Live {
+    /// `prompt`, `busy` or `input`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) activity: Option<String>,
+    /// The status of the last command the shell reported at its prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) last_exit_code: Option<i32>,
+    /// Where the shell works: a pending `fugue_exec`'s directory, else its last report; for other
+    /// panes, the process's directory in /proc.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) cwd: Option<String>,
+    /// What the shell runs now, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) current_command: Option<String>,
+}
+
+/// What `pane` is doing now; empty once it has ended.
+pub(crate) fn live(pane: &Pane) -> Live {
+    let Some(activity) = activity(pane) else { return Live::default() };
+    let mut live = Live { activity: Some(activity.as_str().into()), ..Live::default() };
     let last = pane.shell().and_then(|s| s.with(|st| Some((st.last()?.status, st.cwd()?))));
     if let Some((status, cwd)) = last {
-        value["last_exit_code"] = json!(status);
-        value["cwd"] = json!(cwd);
+        live.last_exit_code = Some(status);
+        live.cwd = Some(cwd);
     } else if let Ok(cwd) = std::fs::read_link(format!("/proc/{}/cwd", pane.pid)) {
-        value["cwd"] = json!(cwd);
+        live.cwd = Some(cwd.to_string_lossy().into_owned());
     }
-    if activity != Activity::Prompt
-        && let Some(command) = current_command(pane)
-    {
-        value["current_command"] = json!(command);
+    if activity != Activity::Prompt {
+        live.current_command = current_command(pane);
     }
+    live
+}
+
+/// Adds `activity`, `last_exit_code`, `cwd` and `current_command` (see `Live`) to `value`.
+pub(crate) fn add_live(value: &mut Value, pane: &Pane) {
+    write_fields(value, &live(pane));
 }
 
 /// The command a shell pane runs now: a `fugue_exec`'s text, or the foreground job's command line.

@@ -11,10 +11,10 @@
 
 use super::{Prompt, Shell};
 use crate::error::{Error, Result};
-use crate::pane::Pane;
 use crate::pane::activity::{InputWatch, quiet_period};
 use crate::pane::exit::{Exit, SignalField, write_exit};
 use crate::pane::search::{Found, Scan};
+use crate::pane::{Pane, mark};
 use crate::pane::{tail, text};
 use crate::runtime::Ctx;
 use crate::tool::args::Args;
@@ -23,10 +23,6 @@ use regex::Regex;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// How long to wait for a mark the shell printed before its record: the record arrived, so the
-/// mark is in the terminal already; the bound only guards against a wedged reader.
-const CATCH_UP: Duration = Duration::from_secs(2);
 
 /// How far before the write a prompt's end mark is looked for, to tell a prompt printed just
 /// before the write (whose record arrived late) from the one after the command.
@@ -77,7 +73,7 @@ enum Search {
 impl Search {
     fn matched(&mut self, pane: &Pane) -> Option<Found> {
         if let Search::BeforeMark { regex, mark, typed } = self {
-            let (_, begin) = locate(pane, mark, *typed)?;
+            let (_, begin) = mark::locate(pane, mark, *typed)?;
             *self = Search::Scanning(Scan::new(regex.clone(), begin));
         }
         let Search::Scanning(scan) = self else { return None };
@@ -144,7 +140,7 @@ impl Wait<'_> {
             Until::Exec { id, typed } => {
                 let prompt =
                     shell.with(|s| s.recent.iter().rev().find(|p| p.exec == id).cloned())?;
-                let end = find_mark(self.pane, &shell.end_mark(&prompt), typed);
+                let end = mark::find(self.pane, &shell.end_mark(&prompt), typed);
                 Some(Outcome::Ended {
                     end: end.map_or_else(|| self.pane.output().end(), |m| m.0),
                     prompt,
@@ -154,7 +150,7 @@ impl Wait<'_> {
                 let prompts: Vec<Prompt> = shell.with(|s| s.since(seen).cloned().collect());
                 let look_from = from.saturating_sub(LOOK_BACK);
                 prompts.into_iter().find_map(|prompt| {
-                    match find_mark(self.pane, &shell.end_mark(&prompt), look_from) {
+                    match mark::find(self.pane, &shell.end_mark(&prompt), look_from) {
                         // Printed before the write: the prompt the input went to, not the next.
                         Some((at, _)) if at < from => None,
                         Some((at, _)) => Some(Outcome::Ended { prompt, end: at }),
@@ -230,33 +226,6 @@ pub(crate) fn idle(pane: &Pane, shell: &Shell) -> Option<Prompt> {
 
 fn until(at: Instant) -> Duration {
     at.saturating_duration_since(Instant::now())
-}
-
-/// Where `mark` sits in the pane's output at or after `from` (start and end offsets), waiting a
-/// moment for a mark still in the terminal.
-pub(crate) fn find_mark(pane: &Pane, mark: &str, from: u64) -> Option<(u64, u64)> {
-    let events = pane.output().subscribe();
-    let deadline = Instant::now() + CATCH_UP;
-    loop {
-        if let Some(found) = locate(pane, mark, from) {
-            return Some(found);
-        }
-        let settled = pane.output().with(|s| s.eof || s.closed);
-        if settled || events.recv_deadline(deadline).is_err() {
-            return None;
-        }
-    }
-}
-
-/// Where `mark` sits in the pane's output at or after `from` now (start and end offsets).
-pub(crate) fn locate(pane: &Pane, mark: &str, from: u64) -> Option<(u64, u64)> {
-    let (bytes, start) = pane.output().with(|s| s.ring.copy(from, u64::MAX));
-    let at = start + find(&bytes, mark.as_bytes())? as u64;
-    Some((at, at + mark.len() as u64))
-}
-
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
 }
 
 /// The answer's fields for `outcome`: `status`, `exit_code` where there is one, `cwd`, `output`

@@ -2,7 +2,7 @@
 //!
 //! Every getter names the argument and the expected type or range in its error, so a wrong call is
 //! answered with exactly what to change. Integers written as `5.0` are accepted; anything else of
-//! the wrong type is refused rather than guessed at.
+//! the wrong type is refused rather than guessed at. Choice arguments are in `choice.rs`.
 
 use crate::error::{Error, Result};
 use serde_json::{Map, Value};
@@ -21,7 +21,7 @@ impl<'a> Args<'a> {
     }
 
     /// The full name of argument `key`, as errors show it.
-    fn at(&self, key: &str) -> String {
+    pub(crate) fn at(&self, key: &str) -> String {
         format!("{}{key}", self.within)
     }
 

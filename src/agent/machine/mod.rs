@@ -1,6 +1,6 @@
 //! The agent pipeline of the seed as data, and its transitions as one pure function.
 //!
-//! A `Pipeline` takes one task through four stages — Implementer, Analyzer, QA, Merger — in its own
+//! A `AgentPipeline` takes one task through four stages — Implementer, Analyzer, QA, Merger — in its own
 //! git worktree. `next(&pipeline, event)` is the whole policy: given what happened (a stage
 //! finished with an outcome, fugue was restarted mid-stage, the duration ran out, someone sent a
 //! control action) it returns the new pipeline and the one step to take next: run a stage, wait for
@@ -9,7 +9,7 @@
 //! of a stage begins, so no spawn can slip past one: reaching a limit blocks with a reason.
 
 use super::record::{
-    AnalyzerVerdict, Blocked, Limits, Pipeline, PipelineStatus, StageStatus, StageType,
+    AgentPipeline, AnalyzerVerdict, Blocked, Limits, PipelineStatus, StageStatus, StageType,
 };
 
 /// How much of a prompt an event quotes.
@@ -64,7 +64,7 @@ pub(crate) enum Control {
 /// The new pipeline and what to do next.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Transition {
-    pub(crate) pipeline: Pipeline,
+    pub(crate) pipeline: AgentPipeline,
     pub(crate) step: Step,
 }
 
@@ -81,7 +81,7 @@ pub(crate) enum Step {
 }
 
 /// The pipeline's own rules, which only the transition function uses.
-impl Pipeline {
+impl AgentPipeline {
     /// The stage after `stage` that has an agent; the merger always has one.
     fn following(&self, stage: StageType) -> StageType {
         StageType::ALL[stage.index() + 1..]
@@ -155,7 +155,7 @@ impl Pipeline {
 }
 
 /// The transition function: the pipeline after `event`, and the step to take.
-pub(crate) fn next(pipeline: &Pipeline, event: Event) -> Transition {
+pub(crate) fn next(pipeline: &AgentPipeline, event: Event) -> Transition {
     let at = event.at;
     let mut p = pipeline.clone();
     p.seq += 1;
@@ -184,7 +184,7 @@ pub(crate) fn next(pipeline: &Pipeline, event: Event) -> Transition {
     }
 }
 
-fn start(p: Pipeline, old: &Pipeline, at: u64) -> Transition {
+fn start(p: AgentPipeline, old: &AgentPipeline, at: u64) -> Transition {
     if old.seq != 0 || old.status != PipelineStatus::Running {
         return refuse(old, "the pipeline has already started".to_string());
     }
@@ -192,14 +192,14 @@ fn start(p: Pipeline, old: &Pipeline, at: u64) -> Transition {
     launch(p, StageType::Implementer, prompt, at)
 }
 
-fn add_cost(p: &mut Pipeline, stage: StageType, cost: Option<f64>) {
+fn add_cost(p: &mut AgentPipeline, stage: StageType, cost: Option<f64>) {
     if let Some(cost) = cost.filter(|c| c.is_finite() && *c > 0.0) {
         p.stage_mut(stage).cost_usd += cost;
         p.cost_usd += cost;
     }
 }
 
-fn finish(mut p: Pipeline, stage: StageType, outcome: Outcome, at: u64) -> Transition {
+fn finish(mut p: AgentPipeline, stage: StageType, outcome: Outcome, at: u64) -> Transition {
     match outcome {
         Outcome::Success(summary) => {
             end_attempt(&mut p, stage, StageStatus::Success, &summary, at);
@@ -244,7 +244,7 @@ fn finish(mut p: Pipeline, stage: StageType, outcome: Outcome, at: u64) -> Trans
 }
 
 fn verdict_step(
-    mut p: Pipeline,
+    mut p: AgentPipeline,
     stage: StageType,
     verdict: AnalyzerVerdict,
     reason: String,
@@ -284,7 +284,7 @@ fn verdict_step(
     }
 }
 
-fn interrupted(mut p: Pipeline, old: &Pipeline, at: u64) -> Transition {
+fn interrupted(mut p: AgentPipeline, old: &AgentPipeline, at: u64) -> Transition {
     if old.status != PipelineStatus::Running {
         return refuse(old, format!("the pipeline is {}, not running", old.status.name()));
     }
@@ -306,8 +306,8 @@ fn interrupted(mut p: Pipeline, old: &Pipeline, at: u64) -> Transition {
 }
 
 fn control(
-    mut p: Pipeline,
-    old: &Pipeline,
+    mut p: AgentPipeline,
+    old: &AgentPipeline,
     action: Control,
     limits: Option<Limits>,
     at: u64,
@@ -359,7 +359,7 @@ fn control(
     }
 }
 
-fn cancel(mut p: Pipeline, at: u64) -> Transition {
+fn cancel(mut p: AgentPipeline, at: u64) -> Transition {
     if let Some(stage) = p.running() {
         end_attempt(&mut p, stage, StageStatus::Failed, "cancelled", at);
     }
@@ -372,7 +372,7 @@ fn cancel(mut p: Pipeline, at: u64) -> Transition {
 }
 
 /// Starts a run of `stage` unless a limit forbids it, in which case the pipeline blocks.
-fn launch(mut p: Pipeline, stage: StageType, prompt: String, at: u64) -> Transition {
+fn launch(mut p: AgentPipeline, stage: StageType, prompt: String, at: u64) -> Transition {
     if stage == StageType::Implementer {
         p.prompt = prompt.clone();
     }
@@ -397,7 +397,7 @@ fn launch(mut p: Pipeline, stage: StageType, prompt: String, at: u64) -> Transit
     Transition { pipeline: p, step: Step::Run { stage, attempt, prompt } }
 }
 
-fn block(mut p: Pipeline, stage: StageType, reason: String, at: u64) -> Transition {
+fn block(mut p: AgentPipeline, stage: StageType, reason: String, at: u64) -> Transition {
     p.stop_clock(at);
     p.status = PipelineStatus::Blocked;
     p.current = Some(stage);
@@ -407,7 +407,7 @@ fn block(mut p: Pipeline, stage: StageType, reason: String, at: u64) -> Transiti
     Transition { pipeline: p, step: Step::Wait }
 }
 
-fn complete(mut p: Pipeline, at: u64) -> Transition {
+fn complete(mut p: AgentPipeline, at: u64) -> Transition {
     p.stop_clock(at);
     p.status = PipelineStatus::Complete;
     p.completed_at = Some(at);
@@ -417,14 +417,20 @@ fn complete(mut p: Pipeline, at: u64) -> Transition {
     Transition { pipeline: p, step: Step::Done }
 }
 
-fn end_attempt(p: &mut Pipeline, stage: StageType, status: StageStatus, reason: &str, at: u64) {
+fn end_attempt(
+    p: &mut AgentPipeline,
+    stage: StageType,
+    status: StageStatus,
+    reason: &str,
+    at: u64,
+) {
     let s = p.stage_mut(stage);
     s.status = status;
     s.reason = Some(reason.to_string());
     s.completed_at = Some(at);
 }
 
-fn refuse(p: &Pipeline, why: String) -> Transition {
+fn refuse(p: &AgentPipeline, why: String) -> Transition {
     Transition { pipeline: p.clone(), step: Step::Refuse(why) }
 }
 

@@ -27,12 +27,12 @@ fn agents(analyzer: bool, qa: bool) -> Agents {
     }
 }
 
-fn pipeline_with(limits: Limits, analyzer: bool, qa: bool) -> Pipeline {
-    Pipeline::new("id".into(), None, None, job(), agents(analyzer, qa), limits, 1000)
+fn pipeline_with(limits: Limits, analyzer: bool, qa: bool) -> AgentPipeline {
+    AgentPipeline::new("id".into(), None, None, job(), agents(analyzer, qa), limits, 1000)
 }
 
 /// A started pipeline: the implementer's first attempt is running.
-fn started(limits: Limits) -> Pipeline {
+fn started(limits: Limits) -> AgentPipeline {
     let t = next(&pipeline_with(limits, true, true), ev(1000, EventKind::Start));
     assert_eq!(t.step, run(Implementer, 1, "TASK"));
     t.pipeline
@@ -46,15 +46,15 @@ fn run(stage: StageType, attempt: u32, prompt: &str) -> Step {
     Step::Run { stage, attempt, prompt: prompt.into() }
 }
 
-fn done(p: &Pipeline, stage: StageType, outcome: Outcome) -> Transition {
+fn done(p: &AgentPipeline, stage: StageType, outcome: Outcome) -> Transition {
     next(p, ev(p.updated_at + 10, EventKind::Finished { stage, outcome, cost_usd: None }))
 }
 
-fn ok(p: &Pipeline, stage: StageType) -> Transition {
+fn ok(p: &AgentPipeline, stage: StageType) -> Transition {
     done(p, stage, Outcome::Success("ok".into()))
 }
 
-fn verdict(p: &Pipeline, v: AnalyzerVerdict, prompt: Option<&str>) -> Transition {
+fn verdict(p: &AgentPipeline, v: AnalyzerVerdict, prompt: Option<&str>) -> Transition {
     let outcome = Outcome::Verdict {
         verdict: v,
         reason: "because".into(),
@@ -63,7 +63,7 @@ fn verdict(p: &Pipeline, v: AnalyzerVerdict, prompt: Option<&str>) -> Transition
     done(p, Analyzer, outcome)
 }
 
-fn control(p: &Pipeline, action: Control) -> Transition {
+fn control(p: &AgentPipeline, action: Control) -> Transition {
     next(p, ev(p.updated_at + 10, EventKind::Control { action, limits: None }))
 }
 
@@ -230,7 +230,7 @@ fn followups_are_capped() {
 #[test]
 fn cost_is_summed_and_checked_before_the_next_spawn() {
     let p = started(Limits { max_cost_usd: Some(1.0), ..Limits::default() });
-    let finished = |p: &Pipeline, cost| {
+    let finished = |p: &AgentPipeline, cost| {
         next(
             p,
             ev(
@@ -396,6 +396,6 @@ fn every_blocked_state_offers_actions() {
 fn the_state_round_trips_through_json() {
     let p = ok(&started(Limits::default()), Implementer).pipeline;
     let text = serde_json::to_string(&p).unwrap();
-    assert_eq!(serde_json::from_str::<Pipeline>(&text).unwrap(), p);
+    assert_eq!(serde_json::from_str::<AgentPipeline>(&text).unwrap(), p);
     assert!(text.contains("\"stage_type\":\"implementer\""));
 }

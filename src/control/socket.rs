@@ -44,11 +44,11 @@ const DISCARD_WAIT: Duration = Duration::from_secs(5);
 const MAX_SCROLLBACK_LINES: u64 = 10_000;
 
 /// The running control socket; dropping it removes the socket file.
-pub(crate) struct Control {
+pub(crate) struct ControlSocket {
     path: PathBuf,
 }
 
-impl Drop for Control {
+impl Drop for ControlSocket {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
     }
@@ -67,7 +67,7 @@ struct Shared {
 }
 
 /// Creates the socket and starts accepting. Cleans up sockets that dead servers left behind.
-pub(crate) fn start(mcp: Arc<Mcp>, host: HostInfo) -> Result<Control> {
+pub(crate) fn start(mcp: Arc<Mcp>, host: HostInfo) -> Result<ControlSocket> {
     let dir = dir::create()?;
     dir::remove_stale(&dir);
     let path = dir::socket(&dir, std::process::id());
@@ -76,7 +76,7 @@ pub(crate) fn start(mcp: Arc<Mcp>, host: HostInfo) -> Result<Control> {
     let listener = UnixListener::bind(&path).map_err(|e| {
         Error::new(ErrorKind::Io, format!("cannot listen on {}: {e}", path.display()))
     })?;
-    let control = Control { path };
+    let control = ControlSocket { path };
     std::fs::set_permissions(&control.path, std::fs::Permissions::from_mode(0o600))?;
     let shared = Arc::new(Shared {
         mcp,
