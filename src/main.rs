@@ -31,7 +31,7 @@ mod usage;
 mod watch;
 
 use mcp::Mcp;
-use rpc::{Server, Stop, Writer};
+use rpc::{Session, Stop, Writer};
 use runtime::Runtime;
 use serde_json::{Map, Value};
 use std::process::ExitCode;
@@ -138,7 +138,7 @@ fn serve() -> ExitCode {
         })
         .ok();
     let writer = Arc::new(Writer::new(Box::new(std::io::stdout()), stop_tx.clone()));
-    let server = Server::new(mcp, writer);
+    let server = Session::new(mcp, writer);
     let reader = server.clone();
     let started = std::thread::Builder::new()
         .name("stdin".into())

@@ -71,7 +71,9 @@ struct Flights {
     answering: usize,
 }
 
-pub(crate) struct Server {
+/// One JSON-RPC connection's loop: its calls in flight, its writer, its requests to the client.
+/// (A "server" in fugue is a process serving MCP; `server/` is the shared kind.)
+pub(crate) struct Session {
     mcp: Arc<Mcp>,
     writer: Arc<Writer>,
     flights: Mutex<Flights>,
@@ -83,11 +85,11 @@ pub(crate) struct Server {
     next_ask: AtomicU64,
 }
 
-impl Server {
-    pub(crate) fn new(mcp: Arc<Mcp>, writer: Arc<Writer>) -> Arc<Server> {
+impl Session {
+    pub(crate) fn new(mcp: Arc<Mcp>, writer: Arc<Writer>) -> Arc<Session> {
         let push = writer.clone();
         mcp.set_push(Arc::new(move |message| push.send(&message)));
-        Arc::new(Server {
+        Arc::new(Session {
             mcp,
             writer,
             flights: Mutex::new(Flights::default()),
@@ -99,7 +101,7 @@ impl Server {
     }
 
     /// Reads requests until end of file, then reports `Stop::Eof`.
-    pub(crate) fn read_loop(self: &Arc<Server>, input: impl BufRead, stop: Sender<Stop>) {
+    pub(crate) fn read_loop(self: &Arc<Session>, input: impl BufRead, stop: Sender<Stop>) {
         let mut input = input;
         let mut line = Vec::new();
         loop {
@@ -135,7 +137,7 @@ impl Server {
         }
     }
 
-    fn dispatch_line(self: &Arc<Server>, line: &[u8]) {
+    fn dispatch_line(self: &Arc<Session>, line: &[u8]) {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         if line.iter().all(u8::is_ascii_whitespace) {
             return;
@@ -155,7 +157,7 @@ impl Server {
         }
     }
 
-    fn dispatch(self: &Arc<Server>, mut message: Map<String, Value>) {
+    fn dispatch(self: &Arc<Session>, mut message: Map<String, Value>) {
         let id = message.remove("id");
         let method = match message.get("method") {
             Some(Value::String(m)) => m.clone(),
@@ -252,7 +254,7 @@ impl Server {
         self.reply(id, self.mcp.handle(&req));
     }
 
-    fn start_flight(self: &Arc<Server>, id: Value, method: String, params: Map<String, Value>) {
+    fn start_flight(self: &Arc<Session>, id: Value, method: String, params: Map<String, Value>) {
         let flight = Arc::new(Flight { cancel: Cancel::default(), closed: Mutex::new(false) });
         {
             let mut flights = self.flights.lock();

@@ -48,13 +48,13 @@ pub(crate) static TOOLS: &[Tool] = &[
                     ("repo", string("Git repository path")),
                     ("task", string("First prompt")),
                     ("implementer", string("Command")),
-                    ("analyzer", t("string")),
+                    ("analyzer", typed("string")),
                     ("qa", string("Test command")),
                     ("merger", string("Default: git")),
-                    ("base_branch", t("string")),
-                    ("name", t("string")),
-                    ("idea_id", t("string")),
-                    ("env", t("object")),
+                    ("base_branch", typed("string")),
+                    ("name", typed("string")),
+                    ("idea_id", typed("string")),
+                    ("env", typed("object")),
                     ("limits", limits_schema(Some(&Limits::default()))),
                 ],
                 &["repo", "task", "implementer"],
@@ -62,9 +62,9 @@ pub(crate) static TOOLS: &[Tool] = &[
         },
         output: || {
             result(&[
-                ("pipeline_id", t("string")),
-                ("branch", t("string")),
-                ("worktree", t("string")),
+                ("pipeline_id", typed("string")),
+                ("branch", typed("string")),
+                ("worktree", typed("string")),
             ])
         },
         call: create,
@@ -82,8 +82,8 @@ pub(crate) static TOOLS: &[Tool] = &[
         input: || {
             object(
                 &[
-                    ("pipeline_id", t("string")),
-                    ("repo", t("string")),
+                    ("pipeline_id", typed("string")),
+                    ("repo", typed("string")),
                     ("wait_ms", integer_or("Wait up to this long for a change", WAIT_MS)),
                     ("until", Until::schema("What ends the wait")),
                     ("events", integer("Last events to show: 5 for one pipeline, 0 for all")),
@@ -91,7 +91,7 @@ pub(crate) static TOOLS: &[Tool] = &[
                 &[],
             )
         },
-        output: || result(&[("pipelines", t("array"))]),
+        output: || result(&[("pipelines", typed("array"))]),
         call: status,
     },
     Tool {
@@ -104,15 +104,15 @@ pub(crate) static TOOLS: &[Tool] = &[
         input: || {
             object(
                 &[
-                    ("pipeline_id", t("string")),
+                    ("pipeline_id", typed("string")),
                     ("action", json!({"enum": Action::names()})),
-                    ("prompt", t("string")),
+                    ("prompt", typed("string")),
                     ("limits", limits_schema(None)),
                 ],
                 &["pipeline_id", "action"],
             )
         },
-        output: || result(&[("pipelines", t("array"))]),
+        output: || result(&[("pipelines", typed("array"))]),
         call: control,
     },
 ];

@@ -86,10 +86,10 @@ pub(crate) const TOOL: Tool = Tool {
     },
     output: || {
         result(&[
-            ("status", t("string")),
-            ("pattern", t("string")),
-            ("duration_ms", t("integer")),
-            ("offset", t("integer")),
+            ("status", typed("string")),
+            ("pattern", typed("string")),
+            ("duration_ms", typed("integer")),
+            ("offset", typed("integer")),
         ])
     },
     call: expect,

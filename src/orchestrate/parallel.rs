@@ -57,8 +57,8 @@ pub(crate) const TOOL: Tool = Tool {
     input: || {
         let item = object(
             &[
-                ("command", t("string")),
-                ("cwd", t("string")),
+                ("command", typed("string")),
+                ("cwd", typed("string")),
                 ("name", string("Default task-N")),
                 ("env", env()),
             ],
@@ -83,9 +83,9 @@ pub(crate) const TOOL: Tool = Tool {
     },
     output: || {
         result(&[
-            ("status", t("string")),
-            ("results", t("array")),
-            ("total_duration_ms", t("integer")),
+            ("status", typed("string")),
+            ("results", typed("array")),
+            ("total_duration_ms", typed("integer")),
         ])
     },
     call: run_parallel,

@@ -60,8 +60,10 @@ pub(crate) const TOOL: Tool = Tool {
                   cleanup.",
     hints: RUNS,
     input: || {
-        let step =
-            object(&[("command", t("string")), ("name", string("Default step-N"))], &["command"]);
+        let step = object(
+            &[("command", typed("string")), ("name", string("Default step-N"))],
+            &["command"],
+        );
         let [timeout, tail_lines, tails] = run_schema(TIMEOUT_MS);
         object(
             &[
@@ -69,7 +71,7 @@ pub(crate) const TOOL: Tool = Tool {
                     "commands",
                     json!({"type": "array", "items": step, "minItems": 1, "maxItems": MAX_STEPS}),
                 ),
-                ("cwd", t("string")),
+                ("cwd", typed("string")),
                 ("env", env()),
                 ("stop_on_error", boolean_or("Stop at the first failing step", STOP_ON_ERROR)),
                 timeout,
@@ -83,11 +85,11 @@ pub(crate) const TOOL: Tool = Tool {
     },
     output: || {
         result(&[
-            ("status", t("string")),
-            ("pane_id", t("string")),
-            ("steps", t("array")),
-            ("cwd", t("string")),
-            ("total_duration_ms", t("integer")),
+            ("status", typed("string")),
+            ("pane_id", typed("string")),
+            ("steps", typed("array")),
+            ("cwd", typed("string")),
+            ("total_duration_ms", typed("integer")),
         ])
     },
     call: run_pipeline,

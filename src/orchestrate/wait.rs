@@ -79,10 +79,10 @@ pub(crate) const TOOL: Tool = Tool {
     },
     output: || {
         result(&[
-            ("status", t("string")),
-            ("fired", t("array")),
-            ("results", t("array")),
-            ("duration_ms", t("integer")),
+            ("status", typed("string")),
+            ("fired", typed("array")),
+            ("results", typed("array")),
+            ("duration_ms", typed("integer")),
         ])
     },
     call: wait,

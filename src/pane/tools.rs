@@ -40,7 +40,7 @@ pub(crate) static TOOLS: &[Tool] = &[
                       status (running/exited), exit_code, signal, rows, cols.",
         hints: READS,
         input: || object(&[], &[]),
-        output: || result(&[("sessions", t("array"))]),
+        output: || result(&[("sessions", typed("array"))]),
         call: list_sessions,
     },
     Tool {
@@ -64,10 +64,10 @@ pub(crate) static TOOLS: &[Tool] = &[
         },
         output: || {
             result(&[
-                ("session_id", t("string")),
-                ("window_id", t("string")),
-                ("pane_id", t("string")),
-                ("pid", t("integer")),
+                ("session_id", typed("string")),
+                ("window_id", typed("string")),
+                ("pane_id", typed("string")),
+                ("pid", typed("integer")),
             ])
         },
         call: create_session,
@@ -91,7 +91,11 @@ pub(crate) static TOOLS: &[Tool] = &[
             )
         },
         output: || {
-            result(&[("window_id", t("string")), ("pane_id", t("string")), ("pid", t("integer"))])
+            result(&[
+                ("window_id", typed("string")),
+                ("pane_id", typed("string")),
+                ("pid", typed("integer")),
+            ])
         },
         call: create_window,
     },
@@ -114,7 +118,7 @@ pub(crate) static TOOLS: &[Tool] = &[
                 &["session_id", "window_id"],
             )
         },
-        output: || result(&[("pane_id", t("string")), ("pid", t("integer"))]),
+        output: || result(&[("pane_id", typed("string")), ("pid", typed("integer"))]),
         call: create_pane,
     },
     Tool {
@@ -150,7 +154,7 @@ pub(crate) static TOOLS: &[Tool] = &[
                 &["pane_id"],
             )
         },
-        output: || result(&[("bytes", t("integer")), ("offset", t("integer"))]),
+        output: || result(&[("bytes", typed("integer")), ("offset", typed("integer"))]),
         call: send_input,
     },
     Tool {
@@ -180,10 +184,10 @@ pub(crate) static TOOLS: &[Tool] = &[
         },
         output: || {
             result(&[
-                ("output", t("string")),
-                ("offset", t("integer")),
-                ("truncated", t("boolean")),
-                ("status", t("string")),
+                ("output", typed("string")),
+                ("offset", typed("integer")),
+                ("truncated", typed("boolean")),
+                ("status", typed("string")),
                 ("exit_code", nullable("integer")),
                 ("signal", nullable("string")),
             ])
@@ -200,16 +204,16 @@ pub(crate) static TOOLS: &[Tool] = &[
         input: || object(&[("pane_id", string("Pane id or name"))], &["pane_id"]),
         output: || {
             result(&[
-                ("pane_id", t("string")),
-                ("status", t("string")),
+                ("pane_id", typed("string")),
+                ("status", typed("string")),
                 ("exit_code", nullable("integer")),
                 ("signal", nullable("string")),
-                ("pid", t("integer")),
-                ("offset", t("integer")),
-                ("rows", t("integer")),
-                ("cols", t("integer")),
-                ("runtime_ms", t("integer")),
-                ("activity", t("string")),
+                ("pid", typed("integer")),
+                ("offset", typed("integer")),
+                ("rows", typed("integer")),
+                ("cols", typed("integer")),
+                ("runtime_ms", typed("integer")),
+                ("activity", typed("string")),
             ])
         },
         call: get_status,
@@ -231,7 +235,11 @@ pub(crate) static TOOLS: &[Tool] = &[
             )
         },
         output: || {
-            result(&[("pane_id", t("string")), ("rows", t("integer")), ("cols", t("integer"))])
+            result(&[
+                ("pane_id", typed("string")),
+                ("rows", typed("integer")),
+                ("cols", typed("integer")),
+            ])
         },
         call: resize_pane,
     },
@@ -258,11 +266,11 @@ pub(crate) static TOOLS: &[Tool] = &[
         },
         output: || {
             result(&[
-                ("closed", t("boolean")),
-                ("pane_id", t("string")),
+                ("closed", typed("boolean")),
+                ("pane_id", typed("string")),
                 ("exit_code", nullable("integer")),
                 ("signal", nullable("string")),
-                ("results", t("array")),
+                ("results", typed("array")),
             ])
         },
         call: close_pane,
@@ -273,7 +281,7 @@ pub(crate) static TOOLS: &[Tool] = &[
         description: "Close every pane of a session at once and remove it.",
         hints: ENDS,
         input: || object(&[("session_id", string("Session id or name"))], &["session_id"]),
-        output: || result(&[("closed", t("integer")), ("pane_ids", t("array"))]),
+        output: || result(&[("closed", typed("integer")), ("pane_ids", typed("array"))]),
         call: close_session,
     },
 ];

@@ -2,7 +2,7 @@
 //!
 //! One thread accepts on `NAME.sock`. Every connection from our own uid is counted at once (so the
 //! server never ends while one is being set up) and gets a thread that exchanges hellos and then,
-//! for a front, runs the ordinary JSON-RPC loop (`rpc::Server`) over the socket with an `Mcp` of
+//! for a front, runs the ordinary JSON-RPC loop (`rpc::Session`) over the socket with an `Mcp` of
 //! its own on the shared `Mux`, working in the directory the front's hello names: both MCP eras,
 //! progress and cancellation work as over stdio, paths are the front's, and ids never cross
 //! between fronts. A front that goes away — however it goes — is an end of input:
@@ -16,7 +16,7 @@ use crate::control::wire;
 use crate::ids::unix_ms;
 use crate::mcp::Mcp;
 use crate::mux::ORCHESTRATION_SESSION;
-use crate::rpc::{Server, Stop, Writer};
+use crate::rpc::{Session, Stop, Writer};
 use crate::runtime::Runtime;
 use crossbeam_channel::{Receiver, Sender, after, never, select};
 use parking_lot::Mutex;
@@ -54,7 +54,7 @@ struct Front {
     pid: u32,
     since: SystemTime,
     /// Set once the hello says this is an MCP front.
-    session: Option<(Arc<Mcp>, Arc<Server>)>,
+    session: Option<(Arc<Mcp>, Arc<Session>)>,
     stream: Option<UnixStream>,
 }
 
@@ -236,7 +236,7 @@ impl Host {
         // which ends the read loop below.
         let (stop, _) = crossbeam_channel::bounded::<Stop>(1);
         let writer = Arc::new(Writer::new(Box::new(SocketOut(out)), stop.clone()));
-        let server = Server::new(mcp.clone(), writer);
+        let server = Session::new(mcp.clone(), writer);
         if let Some(front) = self.fronts.lock().live.get_mut(&id) {
             front.session = Some((mcp, server.clone()));
         }

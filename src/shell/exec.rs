@@ -66,11 +66,11 @@ pub(crate) const TOOL: Tool = Tool {
     },
     output: || {
         result(&[
-            ("status", t("string")),
-            ("exit_code", t("integer")),
-            ("cwd", t("string")),
-            ("pane_id", t("string")),
-            ("output", t("string")),
+            ("status", typed("string")),
+            ("exit_code", typed("integer")),
+            ("cwd", typed("string")),
+            ("pane_id", typed("string")),
+            ("output", typed("string")),
         ])
     },
     call: exec,

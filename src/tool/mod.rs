@@ -226,7 +226,7 @@ pub(crate) mod schema {
                "description": "Extra environment variables"})
     }
 
-    pub(crate) fn t(kind: &str) -> Value {
+    pub(crate) fn typed(kind: &str) -> Value {
         json!({"type": kind})
     }
 
@@ -250,7 +250,7 @@ mod tests {
         description: "Says the word back.",
         hints: READS,
         input: || schema::object(&[("word", schema::string("What to say"))], &[]),
-        output: || schema::result(&[("said", schema::t("string"))]),
+        output: || schema::result(&[("said", schema::typed("string"))]),
         call: echo,
     };
 
