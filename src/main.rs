@@ -27,6 +27,7 @@ mod server;
 mod shell;
 mod tempdir;
 mod tool;
+mod tools;
 mod usage;
 mod watch;
 

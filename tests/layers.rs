@@ -27,17 +27,13 @@ const LAYERS: &[&[&str]] = &[
     &["agent", "orchestrate", "shell::pool"],
     // What one server owns for its lifetime.
     &["runtime"],
-    // The tool handlers, each on the runtime and the domain; some on the handlers before them.
-    &["shell::wait"],
-    &["shell::exec"],
-    &["pane::tools"],
-    &[
-        "orchestrate::expect",
-        "orchestrate::wait",
-        "orchestrate::parallel",
-        "orchestrate::pipeline",
-        "agent::tools",
-    ],
+    // The tool handlers, all in `tools/`, each on the runtime and the domain; some on the handlers
+    // before them.
+    &["tools"],
+    &["tools::command_wait"],
+    &["tools::exec"],
+    &["tools::panes"],
+    &["tools::expect", "tools::wait", "tools::parallel", "tools::pipeline", "tools::agent"],
     // The protocol, then the front-ends.
     &["mcp"],
     &["rpc"],

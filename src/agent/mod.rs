@@ -14,7 +14,6 @@ pub(crate) mod manager;
 pub(crate) mod record;
 pub(crate) mod runner;
 pub(crate) mod store;
-pub(crate) mod tools;
 pub(crate) mod verdict;
 
 use crate::config::config;

@@ -123,7 +123,7 @@ struct Layout {
 /// Every session with its windows and panes, as `fugue_list_sessions` gives them.
 pub(crate) fn tree(mux: &Mux) -> Value {
     let sessions = mux.with_sessions(|sessions, pane| {
-        sessions.iter().map(|s| crate::pane::tools::session_json(s, pane)).collect::<Vec<_>>()
+        sessions.iter().map(|s| crate::tools::panes::session_json(s, pane)).collect::<Vec<_>>()
     });
     json!({ "sessions": sessions })
 }

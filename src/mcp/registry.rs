@@ -14,15 +14,15 @@ pub(crate) fn all() -> &'static [Registered<Runtime>] {
     static ALL: OnceLock<Vec<Registered<Runtime>>> = OnceLock::new();
     ALL.get_or_init(|| {
         [
-            crate::pane::tools::TOOLS,
-            &[crate::shell::exec::TOOL],
+            crate::tools::panes::TOOLS,
+            &[crate::tools::exec::TOOL],
             &[
-                crate::orchestrate::expect::TOOL,
-                crate::orchestrate::wait::TOOL,
-                crate::orchestrate::parallel::TOOL,
-                crate::orchestrate::pipeline::TOOL,
+                crate::tools::expect::TOOL,
+                crate::tools::wait::TOOL,
+                crate::tools::parallel::TOOL,
+                crate::tools::pipeline::TOOL,
             ],
-            crate::agent::tools::TOOLS,
+            crate::tools::agent::TOOLS,
         ]
         .into_iter()
         .flatten()

@@ -1,15 +1,10 @@
-//! Orchestration tools: one call instead of a polling loop.
-//!
-//! `expect` waits for a pattern in a pane's output, `parallel` fans commands out over panes, and
-//! `pipeline` runs steps in one shell. All of them block on pane events and the call's cancel
-//! channel with deadlines; none of them sleeps to poll. This file holds what they share: argument
-//! checks, the text tail of a stretch of output, exit fields, and closing many panes at once.
+//! What the run tools share, below their handlers (`tools::parallel`, `tools::pipeline`) and
+//! `tools::expect`: argument checks and their schemas, the text tail of a stretch of output,
+//! closing a run's panes at once, and stopping a program that asks (`asking`). In: arguments and
+//! panes; out: checked values, tails, closed panes. Nothing here waits: the handlers block on pane
+//! events and the call's cancel channel with deadlines; none of them sleeps to poll.
 
-mod asking;
-pub(crate) mod expect;
-pub(crate) mod parallel;
-pub(crate) mod pipeline;
-pub(crate) mod wait;
+pub(crate) mod asking;
 
 use crate::error::{Error, Result};
 use crate::mux::Mux;
@@ -30,7 +25,7 @@ const MAX_TAIL_LINES: u64 = 1000;
 
 /// The most bytes of one `output_tail`: a red result should cost a few hundred tokens, not a
 /// minified bundle printed on one line.
-const MAX_TAIL_BYTES: usize = 16 << 10;
+pub(crate) const MAX_TAIL_BYTES: usize = 16 << 10;
 
 /// The default `tail_lines` of both run tools.
 const TAIL_LINES: u64 = 10;

@@ -19,7 +19,6 @@ pub(crate) mod screen;
 pub(crate) mod search;
 pub(crate) mod tail;
 pub(crate) mod text;
-pub(crate) mod tools;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::ids::short_id;

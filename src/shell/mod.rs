@@ -16,10 +16,8 @@
 //! The directory goes when the pane is closed, and with every other private directory when fugue
 //! stops.
 
-pub(crate) mod exec;
 pub(crate) mod pool;
 pub(crate) mod status;
-pub(crate) mod wait;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::ids::new_id;

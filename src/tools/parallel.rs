@@ -11,11 +11,11 @@
 //! timed-out and asking ones carry an `output_tail` (unless `tails: all` asks for every one), so a
 //! green run stays small.
 
-use super::asking::{self, Asked};
-use super::{check_cwd, check_unique, command, end_run_panes, run_schema, tail};
 use crate::error::{Error, Result};
 use crate::ids::{new_id, short_id};
 use crate::mux::{self, Mux, ORCHESTRATION_SESSION, PaneArgs, Reserved};
+use crate::orchestrate::asking::{self, Asked};
+use crate::orchestrate::{check_cwd, check_unique, command, end_run_panes, run_schema, tail};
 use crate::pane::Pane;
 use crate::pane::activity::{InputWatch, quiet_period};
 use crate::pane::exit::{SignalField, write_exit};
@@ -129,10 +129,10 @@ fn run_parallel(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let started = Instant::now();
     let tasks = parse_tasks(args, ctx.cwd)?;
     let tiled = Layout::parse(args, "layout")? == Layout::Tiled;
-    let timeout = super::run_timeout(args, TIMEOUT_MS)?;
+    let timeout = crate::orchestrate::run_timeout(args, TIMEOUT_MS)?;
     let cleanup = args.bool("cleanup")?.unwrap_or(CLEANUP);
-    let tail_lines = super::tail_lines(args)?;
-    let all_tails = super::all_tails(args)?;
+    let tail_lines = crate::orchestrate::tail_lines(args)?;
+    let all_tails = crate::orchestrate::all_tails(args)?;
     let stop_asking = asking::stops(args)?;
 
     let place = Place::prepare(&ctx.mux, tiled)?;
@@ -348,7 +348,7 @@ fn asking_job(jobs: &mut [Job<'_>]) -> Option<usize> {
 /// Stops a command found asking, as the deadline would; with cleanup it leaves the registry too.
 fn stop(mux: &Mux, job: &mut Job<'_>, cleanup: bool) {
     if let Ok(pane) = &job.pane {
-        job.asked = Some(Asked::now(pane, super::MAX_TAIL_BYTES));
+        job.asked = Some(Asked::now(pane, crate::orchestrate::MAX_TAIL_BYTES));
         end_run_panes(mux, std::slice::from_ref(pane), cleanup);
     }
 }

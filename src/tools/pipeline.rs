@@ -21,12 +21,12 @@
 
 mod plan;
 
-use super::asking::{self, Asked};
-use super::{run_schema, tail};
 use crate::config::config;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ids::{new_id, short_id};
 use crate::mux::{ORCHESTRATION_SESSION, PaneArgs, Place};
+use crate::orchestrate::asking::{self, Asked};
+use crate::orchestrate::{run_schema, tail};
 use crate::pane::Pane;
 use crate::pane::activity::{InputWatch, quiet_period};
 use crate::pane::exit::{Exit, SignalField, write_exit};
@@ -288,7 +288,7 @@ impl Run<'_> {
             {
                 // Stopped as at the deadline, with the same grace.
                 watch = None;
-                self.asked = Some(Asked::now(&self.pane, super::MAX_TAIL_BYTES));
+                self.asked = Some(Asked::now(&self.pane, crate::orchestrate::MAX_TAIL_BYTES));
                 self.interrupt();
                 deadline = Instant::now() + INTERRUPT_GRACE;
             }

@@ -4,13 +4,13 @@
 //! arguments, call the registry or the pane, and shape a compact result; they never block longer
 //! than a close takes.
 
-use super::Pane;
-use super::exit::{PaneState, SignalField, write_exit, write_fields};
-use super::output::{Format, ReadRequest};
 use crate::config::config;
 use crate::error::{Error, Result};
 use crate::ids::unix_ms;
 use crate::mux::{PaneArgs, Session};
+use crate::pane::Pane;
+use crate::pane::exit::{PaneState, SignalField, write_exit, write_fields};
+use crate::pane::output::{Format, ReadRequest};
 use crate::runtime::{Ctx, Tool};
 use crate::tool::args::Args;
 use crate::tool::choice::Choice;
@@ -147,7 +147,7 @@ pub(crate) static TOOLS: &[Tool] = &[
                         "max_bytes",
                         integer_or(
                             "Output cap with wait_ms",
-                            crate::shell::exec::DEFAULT_MAX_BYTES,
+                            crate::tools::exec::DEFAULT_MAX_BYTES,
                         ),
                     ),
                 ],
@@ -398,11 +398,12 @@ fn send_input(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let input = args.str("input")?.unwrap_or("");
     let keys = args.strings("keys")?;
     let submit = args.bool("submit")?.unwrap_or(SUBMIT);
-    let wait = crate::shell::wait::wait_ms(args)?;
-    let max_bytes = crate::shell::exec::max_bytes(args)?;
+    let wait = crate::tools::command_wait::wait_ms(args)?;
+    let max_bytes = crate::tools::exec::max_bytes(args)?;
     if input.is_empty() && keys.is_empty() && !submit {
         if let Some(wait) = wait {
-            return crate::shell::wait::after_input(ctx, &pane, None, wait, max_bytes).map(waited);
+            return crate::tools::command_wait::after_input(ctx, &pane, None, wait, max_bytes)
+                .map(waited);
         }
         return Err(Error::invalid(
             "nothing to send: give input, keys, or submit: true (or wait_ms to only wait)",
@@ -417,7 +418,7 @@ fn send_input(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let application_cursor = !keys.is_empty() && pane.application_cursor();
     let mut key_bytes = Vec::new();
     for key in &keys {
-        key_bytes.extend(super::keys::bytes(key, application_cursor)?);
+        key_bytes.extend(crate::pane::keys::bytes(key, application_cursor)?);
     }
     if key_bytes.len() > MAX_KEY_BYTES {
         return Err(Error::invalid(format!(
@@ -435,8 +436,13 @@ fn send_input(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let (offset, pending) = pane.send(&parts)?;
     let written: usize = parts.iter().map(|p| p.len()).sum();
     if let Some(wait) = wait {
-        let mut value =
-            crate::shell::wait::after_input(ctx, &pane, Some((offset, seen)), wait, max_bytes)?;
+        let mut value = crate::tools::command_wait::after_input(
+            ctx,
+            &pane,
+            Some((offset, seen)),
+            wait,
+            max_bytes,
+        )?;
         value["bytes"] = json!(written);
         return Ok(waited(value));
     }
@@ -505,7 +511,7 @@ fn resize_pane(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
         args.u64("rows", 2, 1000)?.ok_or_else(|| Error::invalid("argument 'rows' is required"))?;
     let cols =
         args.u64("cols", 10, 1000)?.ok_or_else(|| Error::invalid("argument 'cols' is required"))?;
-    super::check_size(rows as u16, cols as u16)?;
+    crate::pane::check_size(rows as u16, cols as u16)?;
     pane.resize(rows as u16, cols as u16)?;
     Ok(json!({"pane_id": pane.id, "rows": rows, "cols": cols}))
 }

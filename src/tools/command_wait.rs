@@ -9,7 +9,6 @@
 //! that holds `status` (ok, failed, input, running, exited, ready), `exit_code`, `cwd`, `output`
 //! and `offset`.
 
-use super::{Prompt, Shell};
 use crate::error::{Error, Result};
 use crate::pane::activity::{InputWatch, quiet_period};
 use crate::pane::exit::{Exit, SignalField, write_exit};
@@ -17,6 +16,7 @@ use crate::pane::search::{Found, Scan};
 use crate::pane::{Pane, mark};
 use crate::pane::{tail, text};
 use crate::runtime::Ctx;
+use crate::shell::{Prompt, Shell};
 use crate::tool::args::Args;
 use crossbeam_channel::{after, never, select};
 use regex::Regex;
@@ -200,7 +200,7 @@ pub(crate) fn after_input(
         Some((offset, seen)) => (offset, seen),
         None => (pane.output().end(), shell.map(|s| s.with(|st| st.prompts))),
     };
-    let cwd = || shell.and_then(|s| s.with(super::State::cwd));
+    let cwd = || shell.and_then(|s| s.with(crate::shell::State::cwd));
     if written.is_none()
         && let Some(prompt) = shell.and_then(|s| idle(pane, s))
     {

@@ -5,11 +5,11 @@
 //! read, why it is blocked and what it may do about it. `fugue_agent_pipeline_status` can wait, event-driven, for the next
 //! change.
 
-use super::git;
-use super::handle::Handle;
-use super::machine::Control;
-use super::manager::{Manager, NewPipeline};
-use super::record::{self, AgentPipeline, Agents, Limits, PipelineStatus, StageType, now};
+use crate::agent::git;
+use crate::agent::handle::Handle;
+use crate::agent::machine::Control;
+use crate::agent::manager::{Manager, NewPipeline};
+use crate::agent::record::{self, AgentPipeline, Agents, Limits, PipelineStatus, StageType, now};
 use crate::error::{Error, Result};
 use crate::runtime::{Ctx, Tool};
 use crate::tool::args::Args;

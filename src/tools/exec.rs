@@ -10,12 +10,12 @@
 //! runs it in a directory as `cd DIR &&` would; `until` answers `ready` as soon as the command's
 //! own output matches, and leaves it running.
 
-use super::wait::{self, Outcome, Until, Wait};
-use super::{Kind, Shell, State};
+use super::command_wait::{self as wait, Outcome, Until, Wait};
 use crate::error::{Error, ErrorKind, Result};
 use crate::pane::search::compile;
 use crate::pane::{Pane, mark};
 use crate::runtime::{Ctx, Tool};
+use crate::shell::{Kind, Shell, State};
 use crate::tool::args::Args;
 use crate::tool::{RUNS, schema::*};
 use crossbeam_channel::{after, select};
@@ -177,7 +177,7 @@ fn interrupt(pane: &Pane, shell: &Shell, id: u64, typed: u64) {
 /// and the shell stays in `dir`. The command goes in a group of its own, so that its own `;` and
 /// `||` still need the `cd`.
 fn in_dir(kind: Kind, dir: &Path, command: &str) -> String {
-    let dir = super::quote(&dir.to_string_lossy());
+    let dir = crate::shell::quote(&dir.to_string_lossy());
     match kind {
         Kind::Fish => format!("cd {dir}; and begin\n{command}\nend"),
         _ => format!("cd {dir} && {{\n{command}\n}}"),
@@ -229,7 +229,7 @@ fn wait_for_prompt(ctx: &Ctx<'_>, pane: &Pane, shell: &Shell, deadline: Instant)
         if let Some((_, command)) = pending {
             return Err(busy(
                 pane,
-                &format!("fugue_exec {:?} is still running", super::first_line(&command)),
+                &format!("fugue_exec {:?} is still running", crate::shell::first_line(&command)),
             ));
         }
         if prompts > 0 {
