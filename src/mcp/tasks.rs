@@ -15,6 +15,7 @@
 use super::envelope::{CAPABILITIES_KEY, Era, Push, Request, decorate};
 use super::registry;
 use crate::jsonrpc::{INTERNAL_ERROR, INVALID_PARAMS, MISSING_CAPABILITY, RpcError};
+use crate::pane::tail;
 use crate::runtime::Runtime;
 use crate::tool::Registered;
 use crate::tool::call::Progress;
@@ -301,10 +302,10 @@ fn asking(tool: &str, arguments: &Map<String, Value>, result: &Value) -> Option<
         .as_str()
         .map(str::to_string)
         .or_else(|| arguments.get("pane_id").and_then(Value::as_str).map(str::to_string))?;
-    let question = asked["line"].as_str().map(str::to_string).unwrap_or_else(|| {
-        let output = asked["output"].as_str().unwrap_or_default();
-        output.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default().trim().to_string()
-    });
+    let question = match asked["line"].as_str() {
+        Some(line) => line.to_string(),
+        None => tail::question(asked["output"].as_str().unwrap_or_default()).trim().to_string(),
+    };
     Some((pane, question))
 }
 

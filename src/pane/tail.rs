@@ -47,6 +47,12 @@ impl Shown {
     }
 }
 
+/// The last line of `text` that holds anything but blanks, without trailing blanks: where a
+/// program that waits for the terminal has put its question.
+pub(crate) fn question(text: &str) -> &str {
+    text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default().trim_end()
+}
+
 /// What the pane shows now: while a full-screen program has the alternate screen, that screen's
 /// non-blank rows; otherwise the last `lines` lines of the text view. At most `max_bytes`, the
 /// end kept.

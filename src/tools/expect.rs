@@ -291,6 +291,5 @@ fn outcome(
 /// The last line that holds anything but blanks of what the pane shows: a waiting program's
 /// question.
 fn question(pane: &Pane) -> String {
-    let text = tail::shown(pane, 5, MAX_QUESTION_BYTES).text;
-    text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default().trim_end().to_string()
+    tail::question(&tail::shown(pane, 5, MAX_QUESTION_BYTES).text).to_string()
 }

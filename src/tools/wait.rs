@@ -109,6 +109,9 @@ struct Watched {
     /// What wakes the wait for this pane: how it ends, its shell's records, and with a pattern
     /// its output.
     wakes: Vec<Receiver<()>>,
+    /// The shell's prompt count at the last look at whether it sits idle. Its command can only end
+    /// with a new prompt record, so a wake for output alone (with `until`) costs no /proc look.
+    prompts_seen: Option<u64>,
 }
 
 impl Watched {
@@ -121,7 +124,7 @@ impl Watched {
             Scan::new(regex.clone(), pane.output().end())
         });
         let input = InputWatch::new(&pane, quiet_period());
-        Watched { pane, scan, input, outcome: None, wakes }
+        Watched { pane, scan, input, outcome: None, wakes, prompts_seen: None }
     }
 
     /// The pane's outcome now, if it has one: a match first, then its end, its shell back at
@@ -133,8 +136,14 @@ impl Watched {
         if !self.pane.is_running() {
             return Some(Outcome::Exited);
         }
-        if let Some(prompt) = self.pane.shell().and_then(|shell| idle(&self.pane, shell)) {
-            return Some(Outcome::Ended { status: prompt.status, cwd: prompt.cwd });
+        if let Some(shell) = self.pane.shell() {
+            let prompts = shell.with(|s| s.prompts);
+            if self.prompts_seen != Some(prompts) {
+                self.prompts_seen = Some(prompts);
+                if let Some(prompt) = idle(&self.pane, shell) {
+                    return Some(Outcome::Ended { status: prompt.status, cwd: prompt.cwd });
+                }
+            }
         }
         self.input.check().then_some(Outcome::Input)
     }
@@ -162,8 +171,7 @@ impl Watched {
         }
         let shown = tail::shown_since(&self.pane, job_start(&self.pane), lines, MAX_TAIL_BYTES);
         if matches!(self.outcome, Some(Outcome::Input)) {
-            let question = shown.text.lines().rev().find(|l| !l.trim().is_empty());
-            value["line"] = json!(question.unwrap_or_default().trim_end());
+            value["line"] = json!(tail::question(&shown.text));
         }
         shown.write(&mut value, "output");
         value
