@@ -15,6 +15,8 @@ mod expect;
 mod parallel;
 // fugue_run_pipeline: one shell, exact exit codes, timeouts, the kept pane, temp directories.
 mod pipeline;
+// What a person watching a pane sees of the commands fugue runs in it.
+mod watched;
 // The shell matrix: pipelines and kept panes under bash, dash, zsh, fish, ksh and mksh.
 mod shells;
 // The command line: call, tools, help, version.

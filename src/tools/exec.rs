@@ -15,10 +15,10 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::pane::search::compile;
 use crate::pane::{Pane, mark};
 use crate::runtime::{Ctx, Tool};
-use crate::shell::{Kind, Shell, State};
+use crate::shell::{Kind, PROMPT_DRAWN_WAIT, Shell, State};
 use crate::tool::args::Args;
 use crate::tool::{RUNS, schema::*};
-use crossbeam_channel::{after, select};
+use crossbeam_channel::{after, at as at_instant, never, select};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -107,6 +107,7 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let shell = live_shell(&pane)?;
     wait_for_prompt(ctx, &pane, shell, started_by)?;
     let deadline = Instant::now() + timeout;
+    let shown = crate::shell::shown(&command);
     let command = match &dir {
         Some(dir) => in_dir(shell.kind, dir, &command),
         None => command,
@@ -114,7 +115,7 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let sent_to = dir.as_ref().map(|d| d.to_string_lossy().into_owned());
     let (id, stub) = shell.prepare_exec(&command, sent_to)?;
     drop(claim);
-    let typed = pane.send(&[stub.as_bytes()]).map(|(typed, _)| typed);
+    let typed = pane.type_hidden(shell, (&stub, id), &shown);
     let outcome = typed.as_ref().map_err(Clone::clone).and_then(|&typed| {
         let until = Until::Exec { id, typed };
         let wait = Wait { pane: &pane, shell: Some(shell), until, pattern, deadline };
@@ -127,6 +128,7 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     }
     if !matches!(outcome, Ok((_, Outcome::Input | Outcome::Running | Outcome::Ready(_)))) {
         shell.forget_exec(id);
+        pane.release_typed(id);
     }
     let (typed, outcome) = outcome?;
     let from = mark::find(&pane, &shell.begin_mark(id), typed).map_or(typed, |(_, end)| end);
@@ -218,6 +220,8 @@ pub(crate) fn live_shell(pane: &Pane) -> Result<&Shell> {
 fn wait_for_prompt(ctx: &Ctx<'_>, pane: &Pane, shell: &Shell, deadline: Instant) -> Result<()> {
     let records = shell.subscribe();
     let ending = pane.output().subscribe_status();
+    let mut drawn_by = None;
+    let drawn_wait = || Instant::now() + PROMPT_DRAWN_WAIT;
     loop {
         if !pane.is_running() {
             return Err(Error::new(
@@ -233,14 +237,25 @@ fn wait_for_prompt(ctx: &Ctx<'_>, pane: &Pane, shell: &Shell, deadline: Instant)
             ));
         }
         if prompts > 0 {
-            return match pane.foreground_job() {
-                Some(job) => Err(busy(pane, &format!("{job:?} is running"))),
-                None => Ok(()),
-            };
+            if let Some(job) = pane.foreground_job() {
+                return Err(busy(pane, &format!("{job:?} is running")));
+            }
+            // Typed before the prompt is drawn, the line would be echoed twice (by the terminal,
+            // then by the line editor) and glued to the prompt; a prompt without its mark (a
+            // theme that drops it) is waited for only briefly.
+            if pane.prompt_drawn(shell)
+                || Instant::now() >= *drawn_by.get_or_insert_with(drawn_wait)
+            {
+                return Ok(());
+            }
         }
+        let output = if prompts > 0 { pane.output().subscribe() } else { never() };
+        let drawn_at = drawn_by.map_or_else(never, |at| at_instant(at.min(deadline)));
         select! {
             recv(records) -> _ => {}
             recv(ending) -> _ => {}
+            recv(output) -> _ => {}
+            recv(drawn_at) -> _ => {}
             recv(ctx.cancel.receiver()) -> _ => return Err(Error::cancelled()),
             recv(after(deadline.saturating_duration_since(Instant::now()))) -> _ => {
                 return Err(Error::new(

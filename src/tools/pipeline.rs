@@ -32,12 +32,12 @@ use crate::pane::activity::{InputWatch, quiet_period};
 use crate::pane::exit::{Exit, SignalField, write_exit};
 use crate::pane::mark::{self, CATCH_UP};
 use crate::runtime::{Ctx, Tool};
-use crate::shell::{Kind, Launch, Prompt, Shell, quote};
+use crate::shell::{Kind, Launch, PROMPT_DRAWN_WAIT, Prompt, Shell, quote, shown};
 use crate::tempdir::PrivateDir;
 use crate::tool::args::Args;
 use crate::tool::call::Progress;
 use crate::tool::{RUNS, schema::*};
-use crossbeam_channel::{after, never, select};
+use crossbeam_channel::{after, at as at_instant, never, select};
 use plan::{CLEANUP, MAX_STEPS, Plan, STOP_ON_ERROR, TIMEOUT_MS, parse_plan};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -117,6 +117,8 @@ struct Run<'a> {
     records: Vec<Record>,
     /// The shell has shown its first prompt.
     prompted: bool,
+    /// When the next step is typed even if the prompt's mark has not come.
+    typed_on: Option<Instant>,
     /// No step is left to type: all ran, or the first failure stopped them.
     done: bool,
     /// The shell ended before the steps were done: a step exited it or something killed it.
@@ -163,6 +165,7 @@ fn run_pipeline(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
         shell,
         records: Vec::new(),
         prompted: false,
+        typed_on: None,
         done: false,
         shell_exit: None,
         interrupted: None,
@@ -272,8 +275,12 @@ impl Run<'_> {
                 }
                 // The first step is typed at once, before the shell's first prompt: the terminal
                 // holds it, ahead of anything typed for the step to read (the shell reads its
-                // lines in order). Each next one goes when the last one's record has come.
-                self.type_next(ctx.progress)?;
+                // lines in order). Each next one goes once the shell has drawn its prompt after
+                // the last one's record, so that a person watching sees the prompt, the step's
+                // command once, and its output.
+                if self.records.is_empty() || self.prompt_ready() {
+                    self.type_next(ctx.progress)?;
+                }
             }
             // What was just typed may still sit unread in the terminal while the shell's last
             // print is long past: a question counts only once the quiet period has passed since.
@@ -297,9 +304,18 @@ impl Run<'_> {
             let check = check
                 .and_then(|(w, due)| w.next_check().map(|at| at.max(due)))
                 .map_or_else(never, |at| after(at.saturating_duration_since(Instant::now())));
+            // While a prompt is being drawn, its mark is what the loop waits for.
+            let drawing = !self.step_running() && self.typed_on.is_some();
+            let printed = if drawing { self.pane.output().subscribe() } else { never() };
+            let drawn_at = match self.typed_on {
+                Some(at) if drawing => at_instant(at),
+                _ => never(),
+            };
             select! {
                 recv(records) -> _ => {}
                 recv(ending) -> _ => {}
+                recv(printed) -> _ => {}
+                recv(drawn_at) -> _ => {}
                 recv(ctx.cancel.receiver()) -> _ => return Err(Error::cancelled()),
                 recv(after(deadline.saturating_duration_since(Instant::now()))) -> _ => {
                     if self.interrupted.is_some() {
@@ -344,18 +360,30 @@ impl Run<'_> {
         let failed = prompt.status != 0;
         record.ended = Some((Instant::now(), prompt));
         self.shell.forget_exec(exec);
+        self.pane.release_typed(exec);
         if self.records.len() == self.plan.steps.len() || (failed && self.plan.stop_on_error) {
             self.done = true;
         }
         self.report(progress);
     }
 
+    /// Whether the next step can be typed: the shell reported a prompt and drew it (its mark came),
+    /// or `PROMPT_DRAWN_WAIT` passed since the report for a prompt that lost its mark.
+    fn prompt_ready(&mut self) -> bool {
+        if self.shell.with(|s| s.prompts) == 0 {
+            return false;
+        }
+        let by = *self.typed_on.get_or_insert_with(|| Instant::now() + PROMPT_DRAWN_WAIT);
+        self.pane.prompt_drawn(&self.shell) || Instant::now() >= by
+    }
+
     /// Types the next step.
     fn type_next(&mut self, progress: &Progress) -> Result<()> {
+        self.typed_on = None;
         let step = &self.plan.steps[self.records.len()].command;
         let (exec, line) = self.shell.prepare_exec(&checked(self.runs_steps, step), None)?;
         let started = Instant::now();
-        let (typed, _) = self.pane.send(&[line.as_bytes()])?;
+        let typed = self.pane.type_hidden(&self.shell, (&line, exec), &shown(step))?;
         self.records.push(Record { started, exec, typed, end: typed, ended: None });
         self.report(progress);
         Ok(())
@@ -378,7 +406,10 @@ impl Run<'_> {
         let Ok((exec, line)) = self.shell.prepare_exec(&launch.exec_line(user), None) else {
             return;
         };
-        if let Ok((typed, _)) = self.pane.send(&[line.as_bytes()]) {
+        self.pane.wait_prompt_drawn(&self.shell, Instant::now() + PROMPT_DRAWN_WAIT);
+        // A person watching sees the shell being replaced, not the lines that set it up.
+        let shown = format!("exec {user}");
+        if let Ok(typed) = self.pane.type_hidden(&self.shell, (&line, exec), &shown) {
             mark::find(&self.pane, &self.shell.begin_mark(exec), typed);
         }
     }
