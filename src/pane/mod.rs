@@ -207,6 +207,16 @@ impl Pane {
         *self.size.lock()
     }
 
+    /// Where the pane's own process works now, from /proc (a shell's `cd` inside a command that
+    /// still runs included); `None` once it has ended.
+    pub(crate) fn process_cwd(&self) -> Option<String> {
+        if !self.is_running() {
+            return None;
+        }
+        let cwd = std::fs::read_link(format!("/proc/{}/cwd", self.pid)).ok()?;
+        Some(cwd.to_string_lossy().into_owned())
+    }
+
     pub(crate) fn is_running(&self) -> bool {
         self.output.exit().is_none()
     }

@@ -13,9 +13,11 @@ use crate::error::{Error, Result};
 use crate::pane::Pane;
 use crate::pane::activity::{InputWatch, quiet_period};
 use crate::pane::exit::{SignalField, write_exit};
+use crate::pane::mark::{self, CATCH_UP};
 use crate::pane::search::{Found, Scan, compile};
 use crate::pane::tail;
 use crate::runtime::{Ctx, Tool};
+use crate::shell::Prompt;
 use crate::tool::args::Args;
 use crate::tool::choice::{Choice, choice_enum};
 use crate::tool::{RUNS, schema::*};
@@ -90,8 +92,9 @@ pub(crate) const TOOL: Tool = Tool {
 
 /// What happened to one pane.
 enum Outcome {
-    /// Its shell's command ended and the shell is back at its prompt.
-    Ended { status: i32, cwd: String },
+    /// Its shell's command ended and the shell is back at its prompt; the command's output ends
+    /// at `end`.
+    Ended { status: i32, cwd: String, end: u64 },
     /// Its process ended.
     Exited,
     /// Its program waits for the terminal.
@@ -112,6 +115,9 @@ struct Watched {
     /// The shell's prompt count at the last look at whether it sits idle. Its command can only end
     /// with a new prompt record, so a wake for output alone (with `until`) costs no /proc look.
     prompts_seen: Option<u64>,
+    /// The shell reported its command's end; the wait goes on until the command's end mark is in
+    /// the output (the record can overtake the terminal's bytes), or until `by`.
+    ending: Option<(Prompt, Instant)>,
 }
 
 impl Watched {
@@ -124,7 +130,7 @@ impl Watched {
             Scan::new(regex.clone(), pane.output().end())
         });
         let input = InputWatch::new(&pane, quiet_period());
-        Watched { pane, scan, input, outcome: None, wakes, prompts_seen: None }
+        Watched { pane, scan, input, outcome: None, wakes, prompts_seen: None, ending: None }
     }
 
     /// The pane's outcome now, if it has one: a match first, then its end, its shell back at
@@ -136,16 +142,42 @@ impl Watched {
         if !self.pane.is_running() {
             return Some(Outcome::Exited);
         }
-        if let Some(shell) = self.pane.shell() {
-            let prompts = shell.with(|s| s.prompts);
-            if self.prompts_seen != Some(prompts) {
-                self.prompts_seen = Some(prompts);
-                if let Some(prompt) = idle(&self.pane, shell) {
-                    return Some(Outcome::Ended { status: prompt.status, cwd: prompt.cwd });
-                }
-            }
+        if let Some(ended) = self.command_end() {
+            return Some(ended);
         }
         self.input.check().then_some(Outcome::Input)
+    }
+
+    /// The end of the shell's command: its prompt record says the command ended, and the output
+    /// holds the mark where the command's output ends. A command whose record has come but whose
+    /// output is still on its way through the terminal is waited for, so that the answer holds
+    /// its output — up to `CATCH_UP`, for a mark that never comes.
+    fn command_end(&mut self) -> Option<Outcome> {
+        let pane = self.pane.clone();
+        let shell = pane.shell()?;
+        let prompts = shell.with(|s| s.prompts);
+        if self.ending.is_none() && self.prompts_seen != Some(prompts) {
+            self.prompts_seen = Some(prompts);
+            if let Some(prompt) = idle(&self.pane, shell) {
+                // Subscribed before the look at the output, so the mark cannot slip between.
+                self.wakes.push(self.pane.output().subscribe());
+                self.ending = Some((prompt, Instant::now() + CATCH_UP));
+            }
+        }
+        let (prompt, by) = self.ending.as_ref()?;
+        let from = self.pane.output().end().saturating_sub(JOB_LOOK_BACK);
+        let end = match mark::locate(&self.pane, &shell.end_mark(prompt), from) {
+            Some((end, _)) => end,
+            None if Instant::now() >= *by => self.pane.output().end(),
+            None => return None,
+        };
+        Some(Outcome::Ended { status: prompt.status, cwd: prompt.cwd.clone(), end })
+    }
+
+    /// When this pane must be looked at again, whatever its channels say.
+    fn next_look(&self) -> Option<Instant> {
+        let catch_up = self.ending.as_ref().map(|(_, by)| *by);
+        [self.input.next_check(), catch_up].into_iter().flatten().min()
     }
 
     fn result(&self, lines: usize) -> Value {
@@ -159,7 +191,7 @@ impl Watched {
             Some(Outcome::Matched(_)) => "matched",
         });
         match &self.outcome {
-            Some(Outcome::Ended { status, cwd }) => {
+            Some(Outcome::Ended { status, cwd, .. }) => {
                 value["exit_code"] = json!(status);
                 value["cwd"] = json!(cwd);
             }
@@ -168,6 +200,12 @@ impl Watched {
             }
             Some(Outcome::Matched(found)) => found.write(&mut value),
             Some(Outcome::Input) | None => {}
+        }
+        if let Some(Outcome::Ended { end, .. }) = &self.outcome {
+            // The command's own lines: from its begin mark to its end mark, not the next prompt.
+            let from = job_start(&self.pane);
+            value["output"] = json!(tail::lines(&self.pane, from, *end, lines, MAX_TAIL_BYTES));
+            return value;
         }
         let shown = tail::shown_since(&self.pane, job_start(&self.pane), lines, MAX_TAIL_BYTES);
         if matches!(self.outcome, Some(Outcome::Input)) {
@@ -186,7 +224,7 @@ fn job_start(pane: &Pane) -> u64 {
     let exec = shell.with(|s| s.pending.as_ref().map(|(id, _)| *id).or(s.last().map(|p| p.exec)));
     let Some(exec) = exec.filter(|id| *id > 0) else { return 0 };
     let from = pane.output().end().saturating_sub(JOB_LOOK_BACK);
-    crate::pane::mark::locate(pane, &shell.begin_mark(exec), from).map_or(0, |(_, end)| end)
+    mark::locate(pane, &shell.begin_mark(exec), from).map_or(0, |(_, end)| end)
 }
 
 fn wait(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
@@ -271,7 +309,7 @@ fn sleep(
 ) -> Wake {
     let waiting = || watched.iter().filter(|w| w.outcome.is_none());
     let wakes: Vec<&Receiver<()>> = waiting().flat_map(|w| &w.wakes).collect();
-    let look = waiting().filter_map(|w| w.input.next_check()).min();
+    let look = waiting().filter_map(Watched::next_look).min();
     let mut select = Select::new();
     for wake in &wakes {
         select.recv(wake);
