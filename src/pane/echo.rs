@@ -13,11 +13,12 @@
 //!
 //! A line typed before the prompt was drawn (a pipeline's first step goes at once, so that the
 //! terminal holds it ahead of anything typed for the step to read) is echoed by the terminal
-//! before the prompt: the prompt, from its start mark to its end mark, is kept too.
+//! before the prompt: then what the shell printed before the prompt (its start-up files' lines)
+//! and the prompt itself, from its start mark to its end mark, are kept, without that echo.
 //!
 //! Held bytes are given back as they were when the shell prompts again first (the line was
-//! discarded, say by C-c), when fugue gives up on the command, or past `MAX_HELD` bytes: what was
-//! held is then shown, never lost.
+//! discarded, say by C-c), when the pane ends, or past `MAX_HELD` bytes: what was held is then
+//! shown, never lost.
 
 /// The most bytes held back for one typed line: an echo and its redraws are a few hundred.
 const MAX_HELD: usize = 64 << 10;
@@ -36,6 +37,8 @@ pub(crate) struct Echo {
     begin: Vec<u8>,
     /// What stands in the output in place of the echo.
     display: Vec<u8>,
+    /// The line as the terminal echoes it, for a line typed ahead of the prompt.
+    typed: Vec<u8>,
     held: Vec<u8>,
 }
 
@@ -48,10 +51,15 @@ pub(crate) enum Fed {
 }
 
 impl Echo {
-    pub(crate) fn new(exec: u64, begin: &str, display: &str) -> Echo {
+    /// `line` is the line typed (ending in a carriage return), `begin` the mark the shell prints
+    /// where the command's output begins, `display` what stands in for the echo.
+    pub(crate) fn new(exec: u64, line: &str, begin: &str, display: &str) -> Echo {
         let mut shown = display.as_bytes().to_vec();
         shown.extend_from_slice(b"\r\n");
-        Echo { exec, begin: begin.as_bytes().to_vec(), display: shown, held: Vec::new() }
+        // The terminal echoes the carriage return as a line end.
+        let mut typed = line.trim_end_matches('\r').as_bytes().to_vec();
+        typed.extend_from_slice(b"\r\n");
+        Echo { exec, begin: begin.as_bytes().to_vec(), display: shown, typed, held: Vec::new() }
     }
 
     pub(crate) fn feed(&mut self, data: &[u8]) -> Fed {
@@ -86,7 +94,7 @@ impl Echo {
         let echo = &held[..at];
         let mut out = match prompt(echo) {
             Some((start, end)) => {
-                let mut out = kept(&echo[..start]);
+                let mut out = without(&echo[..start], &self.typed);
                 out.extend_from_slice(&echo[start..end]);
                 out.extend_from_slice(&kept(&echo[end..]));
                 out
@@ -96,6 +104,15 @@ impl Echo {
         out.extend_from_slice(&self.display);
         out.extend_from_slice(&held[at..]);
         out
+    }
+}
+
+/// `bytes` without the terminal's echo of the typed line: what the shell printed while it started
+/// or ran the last command stays.
+fn without(bytes: &[u8], typed: &[u8]) -> Vec<u8> {
+    match position(bytes, typed) {
+        Some(at) => [&bytes[..at], &bytes[at + typed.len()..]].concat(),
+        None => bytes.to_vec(),
     }
 }
 
@@ -167,6 +184,7 @@ mod tests {
     use super::*;
 
     const BEGIN: &str = "\x1b]133;C;fugue=x1.n\x07";
+    const LINE: &str = " __fugue_b 1\r";
 
     fn done(fed: Fed) -> Vec<u8> {
         match fed {
@@ -177,7 +195,7 @@ mod tests {
 
     #[test]
     fn the_echo_becomes_the_command() {
-        let mut echo = Echo::new(1, BEGIN, "make test");
+        let mut echo = Echo::new(1, LINE, BEGIN, "make test");
         assert!(matches!(echo.feed(b" __fugue_b 1;eval \"$__"), Fed::Held));
         let out = done(
             echo.feed(b"fugue_c\"\r\n\x1b[?2004l\r\x1b]133;C\x07\x1b]133;C;fugue=x1.n\x07ok\r\n"),
@@ -188,7 +206,7 @@ mod tests {
 
     #[test]
     fn a_mark_split_across_reads_is_found() {
-        let mut echo = Echo::new(1, BEGIN, "ls");
+        let mut echo = Echo::new(1, LINE, BEGIN, "ls");
         assert!(matches!(echo.feed(b"x\r\n\x1b]133;C;fu"), Fed::Held));
         let out = done(echo.feed(b"gue=x1.n\x07out"));
         assert_eq!(out, b"ls\r\n\x1b]133;C;fugue=x1.n\x07out");
@@ -196,7 +214,7 @@ mod tests {
 
     #[test]
     fn colours_moves_and_titles_go_with_the_echo() {
-        let mut echo = Echo::new(1, BEGIN, "ls");
+        let mut echo = Echo::new(1, LINE, BEGIN, "ls");
         let fish = b"\r\x1b[24C \x1b[34m__fugue_b\x1b[30m\x1b(B\x1b[m \x1b]0;title\x07\x1b=\r\n";
         assert!(matches!(echo.feed(fish), Fed::Held));
         assert_eq!(done(echo.feed(BEGIN.as_bytes())), b"\x1b=ls\r\n\x1b]133;C;fugue=x1.n\x07");
@@ -204,7 +222,7 @@ mod tests {
 
     #[test]
     fn a_new_prompt_before_the_mark_gives_back_what_was_held() {
-        let mut echo = Echo::new(1, BEGIN, "ls");
+        let mut echo = Echo::new(1, LINE, BEGIN, "ls");
         assert!(matches!(echo.feed(b"\x1b]133;B\x07 __fugue_b 1^C\r\n"), Fed::Held));
         let out = done(echo.feed(b"\x1b]133;D;130;fugue=4.n\x07$ "));
         assert_eq!(out, b"\x1b]133;B\x07 __fugue_b 1^C\r\n\x1b]133;D;130;fugue=4.n\x07$ ");
@@ -212,17 +230,18 @@ mod tests {
 
     #[test]
     fn a_line_typed_ahead_of_the_prompt_keeps_the_prompt() {
-        let mut echo = Echo::new(1, BEGIN, "ls");
-        let ahead = b" __fugue_b 1\r\n\x1b]133;D;0;fugue=1.n\x07\x1b]133;A\x07$ \x1b]133;B\x07";
+        let mut echo = Echo::new(1, LINE, BEGIN, "ls");
+        let ahead =
+            b" __fugue_b 1\r\nmotd\r\n\x1b]133;D;0;fugue=1.n\x07\x1b]133;A\x07$ \x1b]133;B\x07";
         assert!(matches!(echo.feed(ahead), Fed::Held));
         let out = done(echo.feed(b" __fugue_b 1\r\n\x1b]133;C;fugue=x1.n\x07out"));
-        let want = b"\x1b]133;D;0;fugue=1.n\x07\x1b]133;A\x07$ \x1b]133;B\x07ls\r\n\x1b]133;C;fugue=x1.n\x07out";
+        let want = b"motd\r\n\x1b]133;D;0;fugue=1.n\x07\x1b]133;A\x07$ \x1b]133;B\x07ls\r\n\x1b]133;C;fugue=x1.n\x07out";
         assert_eq!(String::from_utf8_lossy(&out), String::from_utf8_lossy(want));
     }
 
     #[test]
     fn too_much_is_given_back() {
-        let mut echo = Echo::new(1, BEGIN, "ls");
+        let mut echo = Echo::new(1, LINE, BEGIN, "ls");
         let noise = vec![b'x'; MAX_HELD + 1];
         assert_eq!(done(echo.feed(&noise)).len(), MAX_HELD + 1);
     }

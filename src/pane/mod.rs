@@ -245,24 +245,20 @@ impl Pane {
 
     /// Types `line`, which makes the live shell `shell` run exec `exec` from its private file, so that a
     /// person watching sees `display` (the command) where the shell echoes `line` (see `echo.rs`).
-    /// Returns the output offset at the moment of the write, as `send` does.
+    /// Returns the output offset at the moment of the write, as `send` does. What is held is shown
+    /// as it was if the shell prompts again without running the line, and when the pane ends.
     pub(crate) fn type_hidden(
         &self,
         shell: &crate::shell::Shell,
         (line, exec): (&str, u64),
         display: &str,
     ) -> Result<u64> {
-        self.output.hold_echo(echo::Echo::new(exec, &shell.begin_mark(exec), display));
+        self.output.hold_echo(echo::Echo::new(exec, line, &shell.begin_mark(exec), display));
         let typed = self.send(&[line.as_bytes()]);
         if typed.is_err() {
             self.output.release_echo(exec);
         }
         Ok(typed?.0)
-    }
-
-    /// Shows what was held back of exec `exec`'s typed line, as it was: the command never began.
-    pub(crate) fn release_typed(&self, exec: u64) {
-        self.output.release_echo(exec);
     }
 
     /// Waits until `prompt_drawn`, or until `by`.

@@ -128,7 +128,6 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     }
     if !matches!(outcome, Ok((_, Outcome::Input | Outcome::Running | Outcome::Ready(_)))) {
         shell.forget_exec(id);
-        pane.release_typed(id);
     }
     let (typed, outcome) = outcome?;
     let from = mark::find(&pane, &shell.begin_mark(id), typed).map_or(typed, |(_, end)| end);

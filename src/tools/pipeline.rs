@@ -360,7 +360,6 @@ impl Run<'_> {
         let failed = prompt.status != 0;
         record.ended = Some((Instant::now(), prompt));
         self.shell.forget_exec(exec);
-        self.pane.release_typed(exec);
         if self.records.len() == self.plan.steps.len() || (failed && self.plan.stop_on_error) {
             self.done = true;
         }
