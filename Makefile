@@ -3,8 +3,12 @@ CARGO ?= cargo
 BIN := target/release/fugue
 STATIC_TARGET := x86_64-unknown-linux-gnu
 STATIC_BIN := target/$(STATIC_TARGET)/release/fugue
+# Where `make install` puts fugue: PREFIX/bin/fugue and PREFIX/share/man/man1/fugue.1, under
+# DESTDIR when packaging.
+PREFIX ?= $(HOME)/.local
+DESTDIR ?=
 
-.PHONY: all build demo check test interop soak bench static man clean
+.PHONY: all build demo check test install uninstall interop soak bench static man clean
 
 all: build
 
@@ -71,6 +75,15 @@ static:
 
 man:
 	man ./man/fugue.1
+
+# The release binary and the manual page onto the PATH and the MANPATH (man finds
+# PREFIX/share/man through PREFIX/bin on the PATH).
+install: build
+	install -D -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/fugue
+	install -D -m 644 man/fugue.1 $(DESTDIR)$(PREFIX)/share/man/man1/fugue.1
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/fugue $(DESTDIR)$(PREFIX)/share/man/man1/fugue.1
 
 clean:
 	$(CARGO) clean

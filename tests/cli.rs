@@ -98,3 +98,42 @@ fn usage_errors_exit_2_with_a_message() {
         assert!(err.starts_with("fugue: "), "{args:?}: {err}");
     }
 }
+
+/// `make install` puts the binary and the manual page under `$(DESTDIR)$(PREFIX)`, and the
+/// installed binary runs; `make uninstall` takes both away. It installs the binary under test
+/// (`-o build`: no release build inside the test suite).
+#[test]
+fn make_install_and_uninstall_honour_destdir_and_prefix() {
+    if crate::exec::find("make").is_none() {
+        return;
+    }
+    let dest = Dir::new("install");
+    let make = |target: &str| {
+        let out = Command::new("make")
+            .args(["-s", "-o", "build", target, "PREFIX=/usr"])
+            .arg(format!("BIN={BIN}"))
+            .arg(format!("DESTDIR={}", dest.path_str()))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env_remove("MAKEFLAGS")
+            .env_remove("MFLAGS")
+            .env_remove("MAKELEVEL")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "make {target}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    let bin = dest.join("usr/bin/fugue");
+    let page = dest.join("usr/share/man/man1/fugue.1");
+    make("install");
+    let mode = |p: &std::path::Path| {
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(p).unwrap().permissions())
+            & 0o777
+    };
+    assert_eq!((mode(&bin), mode(&page)), (0o755, 0o644));
+    let man = std::fs::read_to_string(env!("CARGO_MANIFEST_DIR").to_string() + "/man/fugue.1");
+    assert_eq!(std::fs::read_to_string(&page).ok(), man.ok());
+    let version = Command::new(&bin).arg("--version").output().unwrap();
+    let expected = format!("fugue {}\n", env!("CARGO_PKG_VERSION"));
+    assert_eq!(String::from_utf8_lossy(&version.stdout), expected);
+    make("uninstall");
+    assert!(!bin.exists() && !page.exists(), "make uninstall left files behind");
+}
