@@ -24,12 +24,16 @@ demo: build
 	-$(BIN) call fugue_run_pipeline '{"commands":[{"name":"enter","command":"cd /tmp && export GREETING=hello"},{"name":"show","command":"echo $$GREETING from $$(pwd)"},{"name":"fail","command":"false"},{"name":"never","command":"echo not reached"}]}'
 
 # The test suite: formatting, lints (the [lints] table in Cargo.toml, warnings denied), unit tests
-# and integration tests against the real binary.
+# and integration tests against the real binary. A test that cannot run for want of a program
+# records it in SKIP_LOG (tests/util.rs `skip`), and the last line says what was skipped and why,
+# whether the tests passed or not.
+SKIP_LOG := target/skipped-tests
 check:
 	$(CARGO) fmt --check
 	$(CARGO) clippy --all-targets -- -D warnings
 	$(CARGO) build --all-targets
-	$(CARGO) test
+	@mkdir -p target && : >$(SKIP_LOG)
+	FUGUE_SKIP_LOG=$(CURDIR)/$(SKIP_LOG) $(CARGO) test; status=$$?; .ci/skipped summary $(SKIP_LOG); exit $$status
 
 test: check
 

@@ -137,3 +137,36 @@ fn make_install_and_uninstall_honour_destdir_and_prefix() {
     make("uninstall");
     assert!(!bin.exists() && !page.exists(), "make uninstall left files behind");
 }
+
+/// `make check`'s last words: each test that skipped something counts once, each missing program
+/// is named once with why; `require` (in `.ci/run`) fails on a program reported not installed.
+#[test]
+fn skips_are_summed_up_per_test_and_required_programs_fail_ci() {
+    let dir = Dir::new("skips");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/.ci/skipped");
+    let run = |args: &[&str]| {
+        let out = Command::new(script).args(args).output().unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let log = dir.write(
+        "log",
+        "a::one\tzsh\tnot installed\na::one\tfish\tnot installed\nb::two\tzsh\tnot installed\n\
+         c::three\tsshd\twould not start\n",
+    );
+    let log = path_str(&log);
+    let (code, out) = run(&["summary", log]);
+    assert_eq!(code, Some(0));
+    let expected = format!(
+        "skipped: 3 tests — zsh, fish not installed; sshd would not start ({log} names them)\n"
+    );
+    assert_eq!(out, expected);
+    assert_eq!(
+        run(&["require", log, "bash", "sshd"]).0,
+        Some(0),
+        "a program that would not start is not missing"
+    );
+    assert_eq!(run(&["require", log, "bash", "fish"]).0, Some(1));
+    let empty = dir.write("empty", "");
+    assert_eq!(run(&["summary", path_str(&empty)]), (Some(0), "skipped: none\n".to_string()));
+    assert_eq!(run(&["require", path_str(&empty), "zsh"]).0, Some(0));
+}
