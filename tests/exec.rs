@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 pub fn find(program: &str) -> Option<String> {
     let found = find_shell(program);
     if found.is_none() {
-        eprintln!("skipped: {program} not installed");
+        crate::util::skip(program, "not installed");
     }
     found.map(|p| path_str(&p).to_string())
 }

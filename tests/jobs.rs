@@ -381,7 +381,7 @@ fn seventeen_busy_shells_reach_the_limit_naming_the_busy_ones() {
 
 #[test]
 fn an_editor_opened_by_git_commit_answers_input_with_its_screen() {
-    if find("vim").is_none() || find("git").is_none() {
+    if find("vim").is_none() | find("git").is_none() {
         return;
     }
     let dir = Dir::new("jobs-git-vim");

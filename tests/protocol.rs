@@ -42,6 +42,39 @@ fn initialize_echoes_a_supported_version_and_falls_back_to_the_newest() {
     }
 }
 
+/// The instructions a model reads on every start name the tools to reach for first, and only
+/// tools that exist; they stay short.
+#[test]
+fn initialize_instructions_name_fugue_exec_until_and_fugue_wait() {
+    let mut f = Fugue::spawn(&[]);
+    let init = f.request(
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {},
+               "clientInfo": {"name": "t", "version": "0"}}),
+    );
+    let text = init["result"]["instructions"].as_str().unwrap().to_string();
+    for word in ["fugue_exec", "`until`", "fugue_wait"] {
+        assert!(text.contains(word), "the instructions do not name {word}: {text}");
+    }
+    f.notify("notifications/initialized", json!({}));
+    let tools = f.request("tools/list", json!({}));
+    let names: Vec<&str> = tools["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    let named = text
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| w.starts_with("fugue_"));
+    for name in named {
+        assert!(names.contains(&name), "the instructions name {name}, which is no tool");
+    }
+    let modern = f.request("server/discover", json!({"_meta": envelope()}));
+    assert_eq!(modern["result"]["instructions"].as_str(), Some(text.as_str()), "{modern}");
+    assert!(text.len() <= 512, "the instructions are {} bytes; the budget is 512", text.len());
+}
+
 #[test]
 fn ping_answers_empty_in_the_legacy_era() {
     let mut f = Fugue::start();

@@ -90,7 +90,7 @@ fn the_text_view_leaves_out_the_alternate_screen() {
 fn present(program: &str) -> bool {
     let found = find_shell(program).is_some();
     if !found {
-        eprintln!("skipped: {program} not installed");
+        crate::util::skip(program, "not installed");
     }
     found
 }
@@ -163,7 +163,7 @@ const VIM: &str = "vim -u NONE -N -i NONE notes.txt";
 #[test]
 fn vim_leaves_nothing_in_the_text_view() {
     if std::process::Command::new("vim").arg("--version").output().is_err() {
-        eprintln!("skipped: vim not installed");
+        crate::util::skip("vim", "not installed");
         return;
     }
     let dir = Dir::new("vim");
