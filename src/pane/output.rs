@@ -269,17 +269,16 @@ impl Output {
         })
     }
 
-    /// The last `lines` rows of the grid down to its last non-blank one, cut from the front to
+    /// The last `lines` rows of the grid down to its last non-blank one, runs of identical rows
+    /// collapsed (`screen::collapse`), cut from the front to
     /// `max_bytes`; `truncated` when rows were left out. The cursor stays in the grid's own rows.
     fn read_screen(&self, lines: usize, max_bytes: usize) -> Read {
         let grid = self.grid();
         let end = self.end();
-        let mut rows = grid.rows;
-        while rows.last().is_some_and(|r| r.is_empty()) {
-            rows.pop();
-        }
+        let rows = super::screen::without_trailing_blanks(&grid.rows);
         let first = rows.len().saturating_sub(lines);
-        let (output, cut) = tail_bytes(&rows[first..].join("\n"), max_bytes);
+        let (output, cut) =
+            tail_bytes(&super::screen::collapse(&rows[first..]).join("\n"), max_bytes);
         Read {
             output,
             offset: end,

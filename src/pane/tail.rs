@@ -54,7 +54,7 @@ pub(crate) fn question(text: &str) -> &str {
 }
 
 /// What the pane shows now: while a full-screen program has the alternate screen, that screen's
-/// non-blank rows; otherwise the last `lines` lines of the text view. At most `max_bytes`, the
+/// rows in place, down to the last non-blank one (`screen::collapse`); otherwise the last `lines` lines of the text view. At most `max_bytes`, the
 /// end kept.
 pub(crate) fn shown(pane: &Pane, lines: usize, max_bytes: usize) -> Shown {
     shown_since(pane, 0, lines, max_bytes)
@@ -65,8 +65,7 @@ pub(crate) fn shown_since(pane: &Pane, from: u64, lines: usize, max_bytes: usize
     if pane.output().with(|s| s.alt.active()) {
         let grid = pane.output().grid();
         if grid.alternate {
-            let rows: Vec<&str> =
-                grid.rows.iter().map(String::as_str).filter(|r| !r.trim().is_empty()).collect();
+            let rows = super::screen::collapse(super::screen::without_trailing_blanks(&grid.rows));
             return Shown { text: clip_front(rows.join("\n"), max_bytes), alternate: true };
         }
     }
