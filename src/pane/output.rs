@@ -216,7 +216,7 @@ impl Output {
 
     /// The last `lines` lines of what came after raw offset `after`, cut from the front to
     /// `max_bytes`: what a waiter that started at `after` saw, and no more.
-    pub(crate) fn read_tail_after(&self, req: &ReadRequest, after: u64) -> Read {
+    fn read_tail_after(&self, req: &ReadRequest, after: u64) -> Read {
         let (bytes, from, held_from, alt) = {
             let state = self.state.lock();
             let start = state.ring.tail_start(req.lines, TAIL_SCAN_LIMIT).max(after);
