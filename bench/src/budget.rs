@@ -14,7 +14,10 @@ const ERROR_LINE: &str = "grammar.c:88:5: error: expected ';' before '}' token";
 
 /// The build: compiler noise, the error line after the first thousand lines, make's last word.
 const BUILD: &str = "\
-noise() { i=$1; while [ $i -lt $2 ]; do echo \"cc -O2 -Wall -Werror -c src/unit$i.c -o obj/unit$i.o\"; i=$((i+1)); done; }
+noise() {
+  i=$1
+  while [ $i -lt $2 ]; do echo \"cc -O2 -Wall -Werror -c src/unit$i.c -o obj/unit$i.o\"; i=$((i+1)); done
+}
 noise 0 1000
 echo \"grammar.c:88:5: error: expected ';' before '}' token\"
 noise 1000 2000

@@ -166,9 +166,10 @@ fn weight(line: &str, keep: Option<&Regex>) -> u8 {
     static WARNING: OnceLock<Option<Regex>> = OnceLock::new();
     // On word starts: a compiler's `-Werror` flag is noise, its `error:` is not.
     let severe = SEVERE.get_or_init(|| {
-        Regex::new(
-            r"(?i)\b(errors?|fail(s|ed|ure|ures|ing)?|fatal|panic(s|ked)?|traceback|exception|denied|not found|undefined|segmentation fault|abort(ed)?)\b",
-        )
+        Regex::new(concat!(
+            r"(?i)\b(errors?|fail(s|ed|ure|ures|ing)?|fatal|panic(s|ked)?|traceback|exception|",
+            r"denied|not found|undefined|segmentation fault|abort(ed)?)\b",
+        ))
         .ok()
     });
     let warning = WARNING.get_or_init(|| Regex::new(r"(?i)\bwarn(s|ing|ings)?\b").ok());

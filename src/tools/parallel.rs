@@ -47,7 +47,7 @@ pub(crate) const TOOL: Tool = Tool {
     title: "Run commands in parallel",
     description: "Run 1-10 commands at once, each in its own pane ($SHELL -c command); wait for \
                   all. Per command: status ok/failed/timeout/input/error, exact exit_code (signal \
-                  if killed), duration_ms, pane_id, and output_tail (last tail_lines lines) if not \
+                  if killed), duration_ms, pane_id, and output_tail (last lines + errors) if not \
                   ok, or always with tails=all. A command waiting for keyboard input (a question, \
                   a password) is stopped after a quiet second: status input, its question in \
                   output_tail (on_input=wait lets it wait). layout: hidden (__orchestration__ \

@@ -54,7 +54,7 @@ pub(crate) const TOOL: Tool = Tool {
     description: "Run steps one after another in one pane and one shell (cd, export carry over). \
                   Per step: exact exit_code, duration_ms, status ok/failed/timeout/exited (it ended \
                   the shell)/input. stop_on_error stops at the first failure; failed_at names it, \
-                  output_tail holds its last tail_lines lines; tails=all gives every step its \
+                  output_tail holds its last lines + errors; tails=all gives every step its \
                   output_tail. timeout_ms interrupts the running step; so does a step waiting for \
                   keyboard input, after a quiet second (status input, its question in \
                   output_tail; on_input=wait lets it wait). cwd: the shell's directory after the \

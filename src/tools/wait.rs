@@ -59,7 +59,7 @@ pub(crate) const TOOL: Tool = Tool {
                   (exit_code, cwd: a shell's command ended, even before this call), exited (the \
                   pane's program ended), input (it asks; output shows the question), matched \
                   (until matched output printed after the call). Instead of polling or sleeping. \
-                  results in pane_ids order, each with its last tail_lines lines; fired: first \
+                  results in pane_ids order, each with its last lines + errors; fired: first \
                   first; status timeout leaves the rest running. Runs as an MCP task for clients \
                   that ask.",
     hints: RUNS,
