@@ -229,3 +229,26 @@ fn a_small_green_answer_is_unchanged() {
     assert_eq!(out["results"][0]["output_tail"], "hi", "{out}");
     assert!(out["results"][0].get("omitted_lines").is_none(), "{out}");
 }
+
+#[test]
+fn expect_return_output_keeps_the_error_line() {
+    let dir = Dir::new("budget-expect");
+    let build = noisy_build(&dir);
+    let mut f = Fugue::start();
+    let pane = f.pane(&format!("{build}; exec cat"));
+    let found = f.call(
+        "fugue_expect",
+        json!({"pane_id": pane, "pattern": "^make: ", "action": "return_output", "lines": 5,
+               "timeout_ms": 60000}),
+    );
+    assert_eq!(found["status"], "matched", "{found}");
+    let output = found["output"].as_str().unwrap();
+    assert!(output.lines().any(|l| l == ERROR_LINE) && output.ends_with(MAKE_LINE), "{output}");
+    assert!(size(&found) <= 4096, "the answer is {} bytes", size(&found));
+    assert_eq!(shown_lines(output).len() + found["omitted_lines"].as_u64().unwrap() as usize, 2002);
+    let rest = f.call(
+        "fugue_get_output",
+        json!({"pane_id": pane, "since": found["omitted_since"], "lines": 1}),
+    );
+    assert_eq!(rest["output"], "cc -O2 -Wall -Werror -c src/unit0.c -o obj/unit0.o", "{rest}");
+}
