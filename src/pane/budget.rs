@@ -121,18 +121,17 @@ fn lines_between(pane: &Pane, from: u64, to: u64, scan: u64) -> Lines {
         (bytes, start, s.alt.at(start), s.ring.newlines(from, start))
     });
     // A window that begins inside a line begins at the next one.
-    let begin = match start > from {
-        true => bytes.iter().position(|b| *b == b'\n').map_or(bytes.len(), |i| i + 1),
-        false => 0,
+    let begin = if start > from {
+        bytes.iter().position(|b| *b == b'\n').map_or(bytes.len(), |i| i + 1)
+    } else {
+        0
     };
     let skipped = skipped + usize::from(begin > 0);
     let before = (skipped > 0).then_some((skipped, from));
     let (joined, starts) = text::render_with_starts(&bytes[begin..], alt);
     let at = start + begin as u64;
-    let text = match starts.is_empty() {
-        true => Vec::new(),
-        false => joined.split('\n').map(String::from).collect(),
-    };
+    let text =
+        if starts.is_empty() { Vec::new() } else { joined.split('\n').map(String::from).collect() };
     let starts = starts.into_iter().map(|s| at + s as u64).collect();
     Lines { text, starts, before }
 }
@@ -198,7 +197,7 @@ pub(crate) fn fit(lines: &Lines, budget: &Budget<'_>) -> Fitted {
     }
     let cost = |i: usize| all[i].len() + 1;
     // What a marker line costs at most, reserved for every gap the answer may hold.
-    let marker = format!("[… {} lines]", n + lines.before.map_or(0, |b| b.0)).len() + 1;
+    let marker_cost = marker(n + lines.before.map_or(0, |b| b.0)).len() + 1;
     let mut kept: Vec<Option<Cow<'_, str>>> = vec![None; n];
     let mut room = budget.bytes;
     // The last lines.
@@ -220,7 +219,7 @@ pub(crate) fn fit(lines: &Lines, budget: &Budget<'_>) -> Fitted {
         spent += cost(i);
         top = i;
     }
-    room = room.saturating_sub(spent + marker);
+    room = room.saturating_sub(spent + marker_cost);
     // The lines that matter, with a line of context each.
     let weights: Vec<u8> = all[..top].iter().map(|l| weight(l, budget.keep)).collect();
     for tier in [2, 1] {
@@ -230,10 +229,10 @@ pub(crate) fn fit(lines: &Lines, budget: &Budget<'_>) -> Fitted {
             }
             let group = i.saturating_sub(1)..(i + 2).min(top);
             let new: usize = group.clone().filter(|j| kept[*j].is_none()).map(cost).sum();
-            if new + marker > room {
+            if new + marker_cost > room {
                 continue;
             }
-            room -= new + marker;
+            room -= new + marker_cost;
             for j in group {
                 kept[j].get_or_insert(Cow::Borrowed(all[j].as_str()));
             }
@@ -288,7 +287,7 @@ fn assemble(lines: &Lines, kept: &[Option<Cow<'_, str>>], budget: &Budget<'_>) -
             Some(line) => {
                 // A tail's leading gap goes without saying: it is the tail of something.
                 if gap > 0 && (budget.first || !out.is_empty()) {
-                    out.push(Cow::Owned(format!("[… {gap} lines]")));
+                    out.push(Cow::Owned(marker(gap)));
                 }
                 gap = 0;
                 out.push(Cow::Borrowed(line));
@@ -296,10 +295,15 @@ fn assemble(lines: &Lines, kept: &[Option<Cow<'_, str>>], budget: &Budget<'_>) -
         }
     }
     if gap > 0 {
-        out.push(Cow::Owned(format!("[… {gap} lines]")));
+        out.push(Cow::Owned(marker(gap)));
     }
     let text = clip_start(&out.join("\n"), budget.bytes);
     Fitted { text, omitted_lines: omitted, omitted_since: since.filter(|_| omitted > 0) }
+}
+
+/// The line that stands for `n` lines left out.
+fn marker(n: usize) -> String {
+    if n == 1 { "[… 1 line]".to_string() } else { format!("[… {n} lines]") }
 }
 
 /// The last `max` bytes of `line` at a character boundary, after `…` when anything was cut.
