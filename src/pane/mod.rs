@@ -7,6 +7,7 @@
 
 pub(crate) mod activity;
 pub(crate) mod alt;
+pub(crate) mod budget;
 pub(crate) mod echo;
 pub(crate) mod exit;
 pub(crate) mod fd;

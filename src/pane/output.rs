@@ -267,7 +267,7 @@ impl Output {
 
     /// The last `lines` lines of what came after raw offset `after`, cut from the front to
     /// `max_bytes`: what a waiter that started at `after` saw, and no more.
-    pub(crate) fn read_tail_after(&self, req: &ReadRequest, after: u64) -> Read {
+    fn read_tail_after(&self, req: &ReadRequest, after: u64) -> Read {
         let (bytes, from, held_from, alt) = {
             let state = self.state.lock();
             let start = state.ring.tail_start(req.lines, TAIL_SCAN_LIMIT).max(after);
@@ -320,17 +320,16 @@ impl Output {
         })
     }
 
-    /// The last `lines` rows of the grid down to its last non-blank one, cut from the front to
+    /// The last `lines` rows of the grid down to its last non-blank one, runs of identical rows
+    /// collapsed (`screen::collapse`), cut from the front to
     /// `max_bytes`; `truncated` when rows were left out. The cursor stays in the grid's own rows.
     fn read_screen(&self, lines: usize, max_bytes: usize) -> Read {
         let grid = self.grid();
         let end = self.end();
-        let mut rows = grid.rows;
-        while rows.last().is_some_and(|r| r.is_empty()) {
-            rows.pop();
-        }
+        let rows = super::screen::without_trailing_blanks(&grid.rows);
         let first = rows.len().saturating_sub(lines);
-        let (output, cut) = tail_bytes(&rows[first..].join("\n"), max_bytes);
+        let (output, cut) =
+            tail_bytes(&super::screen::collapse(&rows[first..]).join("\n"), max_bytes);
         Read {
             output,
             offset: end,

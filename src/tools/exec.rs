@@ -12,6 +12,7 @@
 
 use super::command_wait::{self as wait, Outcome, Until, Wait};
 use crate::error::{Error, ErrorKind, Result};
+use crate::pane::budget::Budget;
 use crate::pane::search::compile;
 use crate::pane::{Pane, mark};
 use crate::runtime::{Ctx, Tool};
@@ -25,7 +26,7 @@ use std::time::{Duration, Instant};
 
 const DEFAULT_TIMEOUT_MS: u64 = 30_000;
 const MAX_TIMEOUT_MS: u64 = 86_400_000;
-pub(crate) const DEFAULT_MAX_BYTES: u64 = 16_384;
+pub(crate) const DEFAULT_MAX_BYTES: u64 = crate::pane::budget::DEFAULT_BYTES as u64;
 /// How long a cancelled task's command may take to give the prompt back after C-c.
 const INTERRUPT_WAIT: Duration = Duration::from_secs(2);
 /// How long after the C-c a command that has not begun is taken for one that never will.
@@ -42,7 +43,9 @@ pub(crate) const TOOL: Tool = Tool {
                   (exit_code), input (it waits for the terminal; reply with fugue_send_input + \
                   wait_ms), running (timeout_ms passed), exited (it ended the shell), or ready \
                   (`until` matched its output; it keeps running: a server that is up). cwd, \
-                  output (its own; head+tail past max_bytes), pane_id. State persists. No \
+                  output (its own; past max_bytes: its end, error lines and `keep` \
+                  matches, its start; omitted_lines, omitted_since: read them with \
+                  fugue_get_output since), pane_id. State persists. No \
                   pane_id: fugue's own shells; while one is busy the command runs in another, so \
                   start a job with until, run the next command, then fugue_wait on both. Timeout \
                   or cancel ends only the wait: stop it with keys [\"C-c\"] or \
@@ -59,7 +62,8 @@ pub(crate) const TOOL: Tool = Tool {
                     "timeout_ms",
                     integer_or("Answer running after this long (1: at once)", DEFAULT_TIMEOUT_MS),
                 ),
-                ("max_bytes", integer_or("Output cap (head and tail kept)", DEFAULT_MAX_BYTES)),
+                ("max_bytes", integer_or("Output budget", DEFAULT_MAX_BYTES)),
+                crate::orchestrate::keep_schema(),
             ],
             &["command"],
         )
@@ -92,6 +96,7 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
         crate::orchestrate::check_cwd(dir, "fugue_exec")?;
     }
     let pattern = args.str("until")?.map(compile).transpose()?;
+    let keep = crate::orchestrate::keep(args)?;
     let timeout = Duration::from_millis(timeout);
     // A shell that is still starting (a new one of fugue's own, often) is waited for apart from
     // the command's own time: a short timeout_ms asks to leave a job running, not to fail it.
@@ -132,7 +137,8 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let (typed, outcome) = outcome?;
     let from = mark::find(&pane, &shell.begin_mark(id), typed).map_or(typed, |(_, end)| end);
     let cwd = shell.with(State::cwd);
-    let mut value = wait::answer(&pane, &outcome, from, max_bytes, cwd, true);
+    let budget = Budget::whole(max_bytes, keep.as_ref());
+    let mut value = wait::answer(&pane, &outcome, from, &budget, cwd, true);
     value["duration_ms"] = json!(started.elapsed().as_millis() as u64);
     value["pane_id"] = json!(pane.id);
     Ok(value)

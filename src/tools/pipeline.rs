@@ -25,10 +25,12 @@ use crate::config::config;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ids::{new_id, short_id};
 use crate::mux::{ORCHESTRATION_SESSION, PaneArgs, Place};
+use crate::orchestrate::asking::write_tail;
 use crate::orchestrate::asking::{self, Asked};
 use crate::orchestrate::{run_schema, tail};
 use crate::pane::Pane;
 use crate::pane::activity::{InputWatch, quiet_period};
+use crate::pane::budget::Fitted;
 use crate::pane::exit::{Exit, SignalField, write_exit};
 use crate::pane::mark::{self, CATCH_UP};
 use crate::runtime::{Ctx, Tool};
@@ -52,7 +54,7 @@ pub(crate) const TOOL: Tool = Tool {
     description: "Run steps one after another in one pane and one shell (cd, export carry over). \
                   Per step: exact exit_code, duration_ms, status ok/failed/timeout/exited (it ended \
                   the shell)/input. stop_on_error stops at the first failure; failed_at names it, \
-                  output_tail holds its last tail_lines lines; tails=all gives every step its \
+                  output_tail holds its last lines + errors; tails=all gives every step its \
                   output_tail. timeout_ms interrupts the running step; so does a step waiting for \
                   keyboard input, after a quiet second (status input, its question in \
                   output_tail; on_input=wait lets it wait). cwd: the shell's directory after the \
@@ -64,7 +66,7 @@ pub(crate) const TOOL: Tool = Tool {
             &[("command", typed("string")), ("name", string("Default step-N"))],
             &["command"],
         );
-        let [timeout, tail_lines, tails] = run_schema(TIMEOUT_MS);
+        let [timeout, tail_lines, tails, keep] = run_schema(TIMEOUT_MS);
         object(
             &[
                 (
@@ -78,6 +80,7 @@ pub(crate) const TOOL: Tool = Tool {
                 ("cleanup", boolean_or("Close the pane at the end", CLEANUP)),
                 tail_lines,
                 tails,
+                keep,
                 asking::schema(),
             ],
             &["commands"],
@@ -295,7 +298,7 @@ impl Run<'_> {
             {
                 // Stopped as at the deadline, with the same grace.
                 watch = None;
-                self.asked = Some(Asked::now(&self.pane, crate::orchestrate::MAX_TAIL_BYTES));
+                self.asked = Some(Asked::now(&self.pane));
                 self.interrupt();
                 deadline = Instant::now() + INTERRUPT_GRACE;
             }
@@ -481,11 +484,10 @@ impl Run<'_> {
                 // The question, not what the interrupted program printed as it went.
                 to = asked.end.clamp(from, to);
             }
-            let tail = tail(&self.pane, from, to, self.plan.tail_lines);
+            let tail = self.tail((from, to));
             match asked {
                 Some(asked) => asked.write_tail(&mut value, tail),
-                None if !tail.is_empty() => value["output_tail"] = json!(tail),
-                None => {}
+                None => write_tail(&mut value, &tail),
             }
         }
         Ok(value)
@@ -512,12 +514,8 @@ impl Run<'_> {
         let record = &self.records[i];
         let step = &self.plan.steps[i];
         let mut value = json!({"name": step.name, "command": step.command, "status": status});
-        if self.plan.all_tails {
-            let (from, to) = self.range(i);
-            let tail = tail(&self.pane, from, to, self.plan.tail_lines);
-            if !tail.is_empty() {
-                value["output_tail"] = json!(tail);
-            }
+        if self.plan.tails.all {
+            write_tail(&mut value, &self.tail(self.range(i)));
         }
         let ended_at = match &record.ended {
             Some((at, prompt)) => {
@@ -538,6 +536,13 @@ impl Run<'_> {
         value["duration_ms"] =
             json!(ended_at.saturating_duration_since(record.started).as_millis() as u64);
         value
+    }
+
+    /// The `output_tail` of the output between two offsets: one of as many as the answer shows
+    /// (every step's with `tails: all`, plus the failed step's).
+    fn tail(&self, range: (u64, u64)) -> Fitted {
+        let shown = if self.plan.tails.all { self.records.len() + 1 } else { 1 };
+        self.plan.tails.of(&self.pane, range, shown, !self.plan.cleanup)
     }
 
     /// The output offsets of step `i`: from its begin mark to its end mark (or to the end of the

@@ -12,6 +12,7 @@
 use crate::error::{Error, Result};
 use crate::pane::Pane;
 use crate::pane::activity::{InputWatch, quiet_period};
+use crate::pane::budget::{self, Budget};
 use crate::pane::exit::{SignalField, write_exit};
 use crate::pane::mark::{self, CATCH_UP};
 use crate::pane::search::{Found, Scan, compile};
@@ -37,9 +38,10 @@ const TAIL_LINES: u64 = 10;
 const MAX_PANES: usize = 32;
 /// The longest wait one call accepts: one day.
 const MAX_TIMEOUT_MS: u64 = 86_400_000;
-/// The most lines a result may show, and the most bytes of them.
+/// The most lines a result may show.
 const MAX_TAIL_LINES: u64 = 1000;
-const MAX_TAIL_BYTES: usize = 16 << 10;
+/// The least bytes of output one pane's result gets when many share the answer.
+const MIN_RESULT_BYTES: usize = 512;
 /// How far back a job's begin mark is looked for.
 const JOB_LOOK_BACK: u64 = 256 << 10;
 
@@ -59,7 +61,7 @@ pub(crate) const TOOL: Tool = Tool {
                   (exit_code, cwd: a shell's command ended, even before this call), exited (the \
                   pane's program ended), input (it asks; output shows the question), matched \
                   (until matched output printed after the call). Instead of polling or sleeping. \
-                  results in pane_ids order, each with its last tail_lines lines; fired: first \
+                  results in pane_ids order, each with its last lines + errors; fired: first \
                   first; status timeout leaves the rest running. Runs as an MCP task for clients \
                   that ask.",
     hints: RUNS,
@@ -75,6 +77,7 @@ pub(crate) const TOOL: Tool = Tool {
                 ("until", string("Regex for output printed after the call starts")),
                 ("timeout_ms", integer_or("Give up after this long", TIMEOUT_MS)),
                 ("tail_lines", integer_or("Lines of each pane's output to show", TAIL_LINES)),
+                crate::orchestrate::keep_schema(),
             ],
             &["pane_ids"],
         )
@@ -180,7 +183,8 @@ impl Watched {
         [self.input.next_check(), catch_up].into_iter().flatten().min()
     }
 
-    fn result(&self, lines: usize) -> Value {
+    /// The pane's entry in the answer: its outcome, and what it shows within `budget`.
+    fn result(&self, budget: &Budget<'_>) -> Value {
         let mut value = json!({"pane_id": self.pane.id});
         value["status"] = json!(match &self.outcome {
             None => "running",
@@ -203,13 +207,13 @@ impl Watched {
         }
         if let Some(Outcome::Ended { end, .. }) = &self.outcome {
             // The command's own lines: from its begin mark to its end mark, not the next prompt.
-            let from = job_start(&self.pane);
-            value["output"] = json!(tail::lines(&self.pane, from, *end, lines, MAX_TAIL_BYTES));
+            budget::output(&self.pane, job_start(&self.pane), *end, budget)
+                .write(&mut value, "output");
             return value;
         }
-        let shown = tail::shown_since(&self.pane, job_start(&self.pane), lines, MAX_TAIL_BYTES);
+        let shown = tail::shown_since(&self.pane, job_start(&self.pane), budget);
         if matches!(self.outcome, Some(Outcome::Input)) {
-            value["line"] = json!(tail::question(&shown.text));
+            value["line"] = json!(tail::question(shown.text()));
         }
         shown.write(&mut value, "output");
         value
@@ -233,6 +237,7 @@ fn wait(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let pattern = args.str("until")?.map(compile).transpose()?;
     let timeout = args.u64("timeout_ms", 0, MAX_TIMEOUT_MS)?.unwrap_or(TIMEOUT_MS);
     let lines = args.u64("tail_lines", 0, MAX_TAIL_LINES)?.unwrap_or(TAIL_LINES) as usize;
+    let keep = crate::orchestrate::keep(args)?;
     let deadline = started + Duration::from_millis(timeout);
     // The ids are looked up last: every argument is checked before anything is looked at.
     let panes = panes(ctx, args)?;
@@ -253,7 +258,10 @@ fn wait(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
             Wake::Cancelled => return Err(Error::cancelled()),
         }
     };
-    let results: Vec<Value> = watched.iter().map(|w| w.result(lines)).collect();
+    // The answer's budget is shared among the panes.
+    let bytes = (budget::default_bytes() / watched.len()).max(MIN_RESULT_BYTES);
+    let budget = Budget::tail(bytes, lines, keep.as_ref());
+    let results: Vec<Value> = watched.iter().map(|w| w.result(&budget)).collect();
     Ok(json!({
         "status": if done { "done" } else { "timeout" },
         "fired": fired,
