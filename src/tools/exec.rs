@@ -12,6 +12,7 @@
 
 use super::command_wait::{self as wait, Outcome, Until, Wait};
 use crate::error::{Error, ErrorKind, Result};
+use crate::orchestrate::responses::{self, Responder, Responses};
 use crate::pane::search::compile;
 use crate::pane::{Pane, mark};
 use crate::runtime::{Ctx, Tool};
@@ -55,6 +56,12 @@ pub(crate) const TOOL: Tool = Tool {
                 ("pane_id", string("A shell pane (default: fugue's own, a free one)")),
                 ("cwd", string("Run it in this directory (as cd DIR &&)")),
                 ("until", string("Regex: answer ready when the command's output matches")),
+                responses::schema(
+                    "Answers given up front: {question regex: answer, or [answers] for successive \
+                     times}. When the program asks and its question matches a key (the first, in \
+                     order), fugue types the answer + Enter and keeps waiting; answered lists \
+                     {question, key}, never the answer",
+                ),
                 (
                     "timeout_ms",
                     integer_or("Answer running after this long (1: at once)", DEFAULT_TIMEOUT_MS),
@@ -92,6 +99,7 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
         crate::orchestrate::check_cwd(dir, "fugue_exec")?;
     }
     let pattern = args.str("until")?.map(compile).transpose()?;
+    let responses = Responses::parse(args)?;
     let timeout = Duration::from_millis(timeout);
     // A shell that is still starting (a new one of fugue's own, often) is waited for apart from
     // the command's own time: a short timeout_ms asks to leave a job running, not to fail it.
@@ -115,9 +123,13 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let (id, stub) = shell.prepare_exec(&command, sent_to)?;
     drop(claim);
     let typed = pane.send(&[stub.as_bytes()]).map(|(typed, _)| typed);
+    let mut responder = None;
     let outcome = typed.as_ref().map_err(Clone::clone).and_then(|&typed| {
         let until = Until::Exec { id, typed };
-        let wait = Wait { pane: &pane, shell: Some(shell), until, pattern, deadline };
+        responder = responses.map(|r| Responder::new(r, typed));
+        let responder = responder.as_mut();
+        let mut wait =
+            Wait { pane: &pane, shell: Some(shell), until, pattern, deadline, responder };
         Ok((typed, wait.run(ctx)?))
     });
     if let (Err(_), Ok(typed)) = (&outcome, &typed)
@@ -134,6 +146,9 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let mut value = wait::answer(&pane, &outcome, from, max_bytes, cwd, true);
     value["duration_ms"] = json!(started.elapsed().as_millis() as u64);
     value["pane_id"] = json!(pane.id);
+    if let Some(responder) = &responder {
+        responder.write(&mut value);
+    }
     Ok(value)
 }
 

@@ -8,6 +8,7 @@ use crate::config::config;
 use crate::error::{Error, Result};
 use crate::ids::unix_ms;
 use crate::mux::{PaneArgs, Session};
+use crate::orchestrate::responses::{self, Responses};
 use crate::pane::Pane;
 use crate::pane::exit::{PaneState, SignalField, write_exit, write_fields};
 use crate::pane::output::{Format, ReadRequest};
@@ -143,6 +144,7 @@ pub(crate) static TOOLS: &[Tool] = &[
                     ),
                     ("submit", boolean_or("Press Enter at the end", SUBMIT)),
                     ("wait_ms", integer("Then wait this long for the outcome")),
+                    responses::schema_ref("With wait_ms: as fugue_exec's"),
                     (
                         "max_bytes",
                         integer_or(
@@ -400,10 +402,14 @@ fn send_input(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let submit = args.bool("submit")?.unwrap_or(SUBMIT);
     let wait = crate::tools::command_wait::wait_ms(args)?;
     let max_bytes = crate::tools::exec::max_bytes(args)?;
+    let responses = Responses::parse(args)?;
+    if responses.is_some() && wait.is_none() {
+        return Err(Error::invalid("responses are used while waiting: give wait_ms too"));
+    }
     if input.is_empty() && keys.is_empty() && !submit {
         if let Some(wait) = wait {
-            return crate::tools::command_wait::after_input(ctx, &pane, None, wait, max_bytes)
-                .map(waited);
+            let after = crate::tools::command_wait::after_input;
+            return after(ctx, &pane, None, wait, max_bytes, responses).map(waited);
         }
         return Err(Error::invalid(
             "nothing to send: give input, keys, or submit: true (or wait_ms to only wait)",
@@ -442,6 +448,7 @@ fn send_input(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
             Some((offset, seen)),
             wait,
             max_bytes,
+            responses,
         )?;
         value["bytes"] = json!(written);
         return Ok(waited(value));
