@@ -6,7 +6,6 @@
 
 use crate::error::Result;
 use crate::pane::Pane;
-use crate::pane::activity::InputWatch;
 use crate::tool::args::Args;
 use crate::tool::choice::{Choice, choice_enum};
 use serde_json::Value;
@@ -60,9 +59,4 @@ impl Asked {
             None => {}
         }
     }
-}
-
-/// The earliest of the watches' next checks.
-pub(crate) fn next_check<'a>(watches: impl Iterator<Item = &'a InputWatch>) -> Option<Instant> {
-    watches.filter_map(InputWatch::next_check).min()
 }

@@ -204,11 +204,6 @@ impl Responder {
         true
     }
 
-    /// What was answered, in order.
-    pub(crate) fn answered(&self) -> &[Answered] {
-        &self.answered
-    }
-
     /// Puts `answered` into an answer.
     pub(crate) fn write(&self, value: &mut Value) {
         value["answered"] = json!(self.answered);
