@@ -349,3 +349,45 @@ fn git_add_p_takes_its_answers_in_one_call() {
     assert!(staged.contains("+changed 1") && staged.contains("+changed 14"), "{staged}");
     assert!(!staged.contains("+changed 28"), "{staged}");
 }
+
+#[test]
+fn a_password_retry_with_the_same_question_is_the_next_time() {
+    each_shell(|name, f, pane| {
+        let dir = Dir::new(&format!("responses-retry-{name}"));
+        dir.write(
+            "login.sh",
+            "stty -echo; printf 'Password: '; read a; printf '\\nSorry, try again.\\n'\n\
+             printf 'Password: '; read b; stty echo; printf '\\n%s/%s\\n' \"$a\" \"$b\"\n",
+        );
+        let done = f.call(
+            "fugue_exec",
+            json!({"pane_id": pane, "command": "sh login.sh", "cwd": dir.path_str(),
+                   "responses": {"Password": ["wrong-pw", "right-pw"]}, "timeout_ms": 20000}),
+        );
+        assert_eq!(done["status"], "ok", "{name}: {done}");
+        assert!(done["output"].as_str().unwrap().ends_with("wrong-pw/right-pw"), "{name}: {done}");
+        let expected = pairs(&[("Password:", "Password"), ("Password:", "Password")]);
+        assert_eq!(answered(&done), expected, "{name}: {done}");
+    });
+}
+
+#[test]
+fn a_question_answered_once_is_not_answered_again_while_nothing_new_is_asked() {
+    each_shell(|name, f, pane| {
+        let dir = Dir::new(&format!("responses-once-{name}"));
+        // After the answer the program reads again without a word: no question to match.
+        dir.write("twice.sh", "printf 'Name? '; read a; read b; echo \"[$a][$b]\"\n");
+        let asked = f.call(
+            "fugue_exec",
+            json!({"pane_id": pane, "command": "sh twice.sh", "cwd": dir.path_str(),
+                   "responses": {"Name|bob|": "bob"}, "timeout_ms": 20000}),
+        );
+        assert_eq!(asked["status"], "input", "{name}: {asked}");
+        assert_eq!(answered(&asked), pairs(&[("Name?", "Name|bob|")]), "{name}: {asked}");
+        let done = f.call(
+            "fugue_send_input",
+            json!({"pane_id": pane, "input": "own", "submit": true, "wait_ms": 20000}),
+        );
+        assert!(done["output"].as_str().unwrap().contains("[bob][own]"), "{name}: {done}");
+    });
+}
