@@ -35,7 +35,9 @@ const MAX_CLIENT_FIELD: usize = 100;
 const INSTRUCTIONS: &str = "fugue runs terminal panes for you. Prefer one call over polling: \
 fugue_run_parallel / fugue_run_pipeline run commands and return exact exit codes; fugue_expect \
 waits for a regex in a pane's output. fugue_send_input returns an offset: pass it as `since` to \
-fugue_get_output or fugue_expect to see only what your input caused.";
+fugue_get_output or fugue_expect to see only what your input caused. \
+A program that will ask (an installer, rm -i, a passphrase): give `responses` \
+({question regex: answer}) and the whole dialogue takes one call.";
 
 /// Where a request runs: cheap methods on the reader thread, tool calls on a worker.
 #[derive(PartialEq, Eq)]

@@ -41,10 +41,7 @@ pub(crate) fn schema_ref(description: &str) -> (&'static str, Value) {
 
 /// The schema of `responses`, with its description: fugue_exec's.
 pub(crate) fn schema(description: &str) -> (&'static str, Value) {
-    let answer = json!({"anyOf": [
-        {"type": "string"},
-        {"type": "array", "items": {"type": "string"}, "minItems": 1},
-    ]});
+    let answer = json!({"type": ["string", "array"], "items": {"type": "string"}});
     let value = json!({
         "type": "object",
         "additionalProperties": answer,

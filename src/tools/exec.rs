@@ -41,7 +41,7 @@ pub(crate) const TOOL: Tool = Tool {
     title: "Run a command in a live shell",
     description: "Run shell text in a live shell; answer when it ends: status ok/failed \
                   (exit_code), input (it waits for the terminal; reply with fugue_send_input + \
-                  wait_ms), running (timeout_ms passed), exited (it ended the shell), or ready \
+                  wait_ms, or answer up front with responses), running (timeout_ms passed), exited (it ended the shell), or ready \
                   (`until` matched its output; it keeps running: a server that is up). cwd, \
                   output (its own; head+tail past max_bytes), pane_id. State persists. No \
                   pane_id: fugue's own shells; while one is busy the command runs in another, so \
@@ -57,10 +57,9 @@ pub(crate) const TOOL: Tool = Tool {
                 ("cwd", string("Run it in this directory (as cd DIR &&)")),
                 ("until", string("Regex: answer ready when the command's output matches")),
                 responses::schema(
-                    "Answers given up front: {question regex: answer, or [answers] for successive \
-                     times}. When the program asks and its question matches a key (the first, in \
-                     order), fugue types the answer + Enter and keeps waiting; answered lists \
-                     {question, key}, never the answer",
+                    "{question regex: answer, or [answers] used in turn}: when the program asks \
+                     and its question matches a key (first in order), type the answer + Enter \
+                     and keep waiting. answered: [{question, key}]",
                 ),
                 (
                     "timeout_ms",
