@@ -8,6 +8,7 @@
 
 mod client;
 mod clock;
+mod dialogue;
 mod figures;
 mod input;
 mod jobs;
@@ -31,8 +32,8 @@ Usage:
 
   --fugue PATH   the binary under test (default: $FUGUE_BIN, else target/release/fugue)
   --quick        fewer repetitions, for a quick look
-  FIGURE         any of: ingest parallel wake herd input probes init memory panes exec tools
-                 jobs size shared (default: all)
+  FIGURE         any of: ingest parallel wake herd input probes init memory panes exec
+                 dialogue tools jobs size shared (default: all)
 
 Exit status: 0 when every measured figure meets its target, 1 otherwise.
 ";
@@ -40,7 +41,7 @@ Exit status: 0 when every measured figure meets its target, 1 otherwise.
 type Figure = fn(&Bench) -> client::R<Vec<Row>>;
 
 /// The figures in table order: (name on the command line, row name for errors, target, function).
-const FIGURES: [(&str, &str, Figure); 14] = [
+const FIGURES: [(&str, &str, Figure); 15] = [
     ("ingest", figures::INGEST, figures::ingestion),
     ("parallel", figures::TRUE_FIG, figures::parallel),
     ("wake", figures::WAKE_FIG, figures::wake),
@@ -51,6 +52,7 @@ const FIGURES: [(&str, &str, Figure); 14] = [
     ("memory", figures::MEM_FIG, figures::memory),
     ("panes", figures::PANES_FIG, figures::many_panes),
     ("exec", live::EXEC_FIG, live::exec),
+    ("dialogue", dialogue::DIALOGUE_FIG, dialogue::dialogue),
     ("jobs", jobs::WAIT_FIG, jobs::jobs),
     ("tools", figures::TOOLS_FIG, figures::tools_list),
     ("size", figures::SIZE_FIG, figures::binary_size),
