@@ -391,3 +391,29 @@ fn a_question_answered_once_is_not_answered_again_while_nothing_new_is_asked() {
         assert!(done["output"].as_str().unwrap().contains("[bob][own]"), "{name}: {done}");
     });
 }
+
+/// Every shell but fish: a fish just started in a new HOME has a universal-variable change
+/// pending, and its own `read` then polls every 10 ms, which the input detection takes for work
+/// (the first `read -P` of such a fish answers `running`, with or without `responses`).
+#[test]
+fn the_shells_own_read_is_answered_in_every_shell() {
+    each_shell(|name, f, pane| {
+        if name == "fish" {
+            eprintln!("skipped: fish's own read in a new HOME (see above)");
+            return;
+        }
+        let command = match name {
+            "bash" => "read -p 'Name: ' a; read -p 'Name: ' b; echo \"[$a][$b]\"",
+            "zsh" | "ksh" | "mksh" => "read 'a?Name: '; read 'b?Name: '; echo \"[$a][$b]\"",
+            _ => "printf 'Name: '; read a; printf 'Name: '; read b; echo \"[$a][$b]\"",
+        };
+        let done = f.call(
+            "fugue_exec",
+            json!({"pane_id": pane, "command": command, "timeout_ms": 20000,
+                   "responses": {"^Name": ["ada", "bob"]}}),
+        );
+        assert_eq!(done["status"], "ok", "{name}: {done}");
+        assert!(done["output"].as_str().unwrap().ends_with("[ada][bob]"), "{name}: {done}");
+        assert_eq!(answered(&done), pairs(&[("Name:", "^Name"), ("Name:", "^Name")]), "{name}");
+    });
+}
