@@ -256,7 +256,14 @@ fn send_input_wait_ms_answers_with_responses() {
                    "responses": installer_responses()}),
         );
         assert_eq!(done["status"], "ok", "{name}: {done}");
-        assert_eq!(answered(&done), installer_answered(), "{name}: {done}");
+        // Typed at once, the line can beat the shell's prompt to the screen (dash draws `# `
+        // after its record): the first question may then begin with the prompt.
+        let got = answered(&done);
+        assert_eq!(got.len(), 5, "{name}: {done}");
+        for ((question, key), (want_question, want_key)) in got.iter().zip(installer_answered()) {
+            assert!(question.ends_with(&want_question), "{name}: {done}");
+            assert_eq!(*key, want_key, "{name}: {done}");
+        }
         let result = std::fs::read_to_string(dir.join("result")).unwrap();
         assert_eq!(result, format!("demo|/srv/demo|yn|{SECRET}\n"), "{name}");
         assert_no_answers_echoed(name, &done);
