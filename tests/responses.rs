@@ -6,7 +6,7 @@
 //! nothing. The quiet period is 400 ms here (`exec::fugue_with`).
 
 use crate::exec::{each_shell, find, fugue_with};
-use crate::util::{Dir, git, git_repo};
+use crate::util::{BusyLoops, Dir, git, git_repo};
 use serde_json::{Value, json};
 
 /// Five askings: two questions, one asked twice (a list answers it), and a secret read with the
@@ -423,4 +423,24 @@ fn the_shells_own_read_is_answered_in_every_shell() {
         assert!(done["output"].as_str().unwrap().ends_with("[ada][bob]"), "{name}: {done}");
         assert_eq!(answered(&done), pairs(&[("Name:", "^Name"), ("Name:", "^Name")]), "{name}");
     });
+}
+
+#[test]
+fn under_load_each_question_is_answered_once_and_in_order() {
+    let _load = BusyLoops::in_sessions(4);
+    let dir = Dir::new("responses-load");
+    dir.write("install.sh", INSTALLER);
+    let mut f = fugue_with("/bin/bash", &dir);
+    for round in 0..2 {
+        let done = f.call(
+            "fugue_exec",
+            json!({"command": "sh install.sh", "cwd": dir.path_str(),
+                   "responses": installer_responses(), "timeout_ms": 60000}),
+        );
+        assert_eq!(done["status"], "ok", "round {round}: {done}");
+        assert_eq!(answered(&done), installer_answered(), "round {round}: {done}");
+        let result = std::fs::read_to_string(dir.join("result")).unwrap();
+        assert_eq!(result, format!("demo|/srv/demo|yn|{SECRET}\n"), "round {round}");
+        std::fs::remove_file(dir.join("result")).unwrap();
+    }
 }
