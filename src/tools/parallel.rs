@@ -5,9 +5,10 @@
 //! together. The exit code or signal comes from the pane's waiter (`waitpid`), never from the
 //! terminal. The call blocks in one `Select` over every unfinished pane's output events, the cancel
 //! channel, a heartbeat and the deadline; at the deadline what still runs is killed (its whole
-//! session) and reported `timeout`. A command whose program waits for someone to type is stopped
-//! the same way, on its own, and reported `input` (unless `on_input: wait`): the call also wakes
-//! when the next look at /proc is due. The answer lists every command in order; only failed,
+//! session) and reported `timeout`. A command whose program waits for someone to type is answered
+//! from its `responses` when a key matches the question, and otherwise stopped the same way, on its
+//! own, and reported `input` (unless `on_input: wait`): the call also wakes when the next look at
+//! /proc is due. The answer lists every command in order; only failed,
 //! timed-out and asking ones carry an `output_tail` (unless `tails: all` asks for every one), so a
 //! green run stays small.
 
@@ -50,10 +51,10 @@ pub(crate) const TOOL: Tool = Tool {
                   all. Per command: status ok/failed/timeout/input/error, exact exit_code (signal \
                   if killed), duration_ms, pane_id, and output_tail (last tail_lines lines) if not \
                   ok, or always with tails=all. A command waiting for keyboard input (a question, \
-                  a password) is stopped after a quiet second: status input, its question in \
-                  output_tail (on_input=wait lets it wait). layout: hidden (__orchestration__ \
-                  session) or tiled (new session, side by side). timeout_ms kills what still runs; \
-                  cleanup closes the panes.",
+                  a password) is answered from its responses, else stopped after a quiet second: \
+                  status input, its question in output_tail (on_input=wait lets it wait). layout: \
+                  hidden (__orchestration__ session) or tiled (new session, side by side). \
+                  timeout_ms kills what still runs; cleanup closes the panes.",
     hints: RUNS,
     input: || {
         let item = object(

@@ -16,8 +16,9 @@
 //! cancel channel, the deadline and a heartbeat. At the deadline it interrupts the terminal's
 //! foreground (SIGINT, as Ctrl-C): an interactive shell survives it and shows its prompt again;
 //! what does not stop within a grace is killed. A step whose program — or the shell itself, in
-//! `read` — waits for someone to type is interrupted the same way when the next look at /proc
-//! finds it asking (unless `on_input: wait`) and reported `input`.
+//! `read` — waits for someone to type is answered from the step's `responses` when a key matches
+//! the question, and otherwise interrupted the same way when the next look at /proc finds it asking
+//! (unless `on_input: wait`) and reported `input`.
 
 mod plan;
 
@@ -55,10 +56,10 @@ pub(crate) const TOOL: Tool = Tool {
                   the shell)/input. stop_on_error stops at the first failure; failed_at names it, \
                   output_tail holds its last tail_lines lines; tails=all gives every step its \
                   output_tail. timeout_ms interrupts the running step; so does a step waiting for \
-                  keyboard input, after a quiet second (status input, its question in \
-                  output_tail; on_input=wait lets it wait). cwd: the shell's directory after the \
-                  last step. The pane stays, with an interactive shell for follow-ups, unless \
-                  cleanup.",
+                  keyboard input its responses do not answer, after a quiet second (status input, \
+                  its question in output_tail; on_input=wait lets it wait). cwd: the shell's \
+                  directory after the last step. The pane stays, with an interactive shell for \
+                  follow-ups, unless cleanup.",
     hints: RUNS,
     input: || {
         let step = object(
