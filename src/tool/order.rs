@@ -5,8 +5,10 @@
 //! reads a message as `serde_json::from_slice` would, and beside every object under one of the
 //! `ORDERED` keys puts the list of its keys as written, under `order_key(key)`: a name no caller
 //! writes (it holds a NUL), which travels with the arguments wherever they are copied (a task's
-//! call), and which `Args::in_order` reads and `Args::unknown` passes over. A key list given by
-//! the caller under that name is replaced by the true one.
+//! call, and `fugue call` through a shared server, which sends the arguments it parsed), and which
+//! `Args::in_order` reads and `Args::unknown` passes over. A key list already there is kept when it
+//! lists exactly the object's keys (the message was made from arguments parsed here), and replaced
+//! by the order written otherwise.
 
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
@@ -115,10 +117,21 @@ impl<'de> Visitor<'de> for Seed {
             object.insert(key, value);
         }
         for (name, inner) in orders {
-            object.insert(name, Value::Array(inner.into_iter().map(Value::String).collect()));
+            if !object.get(&name).is_some_and(|given| lists_exactly(given, &inner)) {
+                object.insert(name, Value::Array(inner.into_iter().map(Value::String).collect()));
+            }
         }
         Ok((Value::Object(object), keys))
     }
+}
+
+/// Whether `given` is a list of exactly the distinct `keys`, in any order.
+fn lists_exactly(given: &Value, keys: &[String]) -> bool {
+    let Some(names) = given.as_array() else { return false };
+    names.len() == keys.len()
+        && names.iter().enumerate().all(|(i, name)| {
+            name.as_str().is_some_and(|n| keys.iter().any(|k| k == n)) && !names[..i].contains(name)
+        })
 }
 
 #[cfg(test)]
@@ -158,9 +171,13 @@ mod tests {
     }
 
     #[test]
-    fn a_key_list_given_by_the_caller_is_replaced() {
-        let text = r#"{"responses\u0000order": ["a", "b"], "responses": {"b": "", "a": ""}}"#;
-        let value = parse(text.as_bytes()).unwrap();
+    fn a_key_list_already_there_is_kept_only_when_it_lists_the_keys() {
+        // `fugue call` through a shared server sends the arguments it parsed, keys sorted.
+        let resent = r#"{"responses\u0000order": ["b", "a"], "responses": {"a": "", "b": ""}}"#;
+        let value = parse(resent.as_bytes()).unwrap();
+        assert_eq!(value[order_key("responses")], json!(["b", "a"]));
+        let wrong = r#"{"responses\u0000order": ["a", "a"], "responses": {"b": "", "a": ""}}"#;
+        let value = parse(wrong.as_bytes()).unwrap();
         assert_eq!(value[order_key("responses")], json!(["b", "a"]));
         let alone = parse(br#"{"responses\u0000order": []}"#).unwrap();
         assert!(!is_order_of(&order_key("responses"), alone.as_object().unwrap()));
