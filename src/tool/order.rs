@@ -12,6 +12,7 @@
 
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
+use std::collections::HashSet;
 use std::fmt;
 
 /// The arguments whose keys' order is kept.
@@ -127,11 +128,9 @@ impl<'de> Visitor<'de> for Seed {
 
 /// Whether `given` is a list of exactly the distinct `keys`, in any order.
 fn lists_exactly(given: &Value, keys: &[String]) -> bool {
-    let Some(names) = given.as_array() else { return false };
-    names.len() == keys.len()
-        && names.iter().enumerate().all(|(i, name)| {
-            name.as_str().is_some_and(|n| keys.iter().any(|k| k == n)) && !names[..i].contains(name)
-        })
+    let Some(names) = given.as_array().filter(|n| n.len() == keys.len()) else { return false };
+    let names: HashSet<&str> = names.iter().filter_map(Value::as_str).collect();
+    names.len() == keys.len() && keys.iter().all(|k| names.contains(k.as_str()))
 }
 
 #[cfg(test)]
