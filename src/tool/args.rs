@@ -178,16 +178,16 @@ impl<'a> Args<'a> {
             Some(Value::Object(map)) => map,
             Some(other) => return Err(wrong_type(&self.at(key), "an object", other)),
         };
-        let written = self.map.get(&super::order::order_key(key)).and_then(Value::as_array);
-        let ordered: Option<Vec<(&'a str, &'a Value)>> =
-            written.filter(|names| names.len() == map.len()).and_then(|names| {
-                names
-                    .iter()
-                    .map(|name| name.as_str().and_then(|n| map.get_key_value(n)))
-                    .map(|entry| entry.map(|(k, v)| (k.as_str(), v)))
-                    .collect()
-            });
-        Ok(Some(ordered.unwrap_or_else(|| map.iter().map(|(k, v)| (k.as_str(), v)).collect())))
+        let written = self.map.get(&super::order::order_key(key));
+        let keys: Vec<&str> = map.keys().map(String::as_str).collect();
+        let ordered: Vec<&str> = match written.and_then(Value::as_array) {
+            Some(names) if super::order::lists_exactly(names, &keys) => {
+                names.iter().filter_map(Value::as_str).collect()
+            }
+            _ => keys,
+        };
+        let entries = ordered.into_iter().filter_map(|k| map.get_key_value(k));
+        Ok(Some(entries.map(|(k, v)| (k.as_str(), v)).collect()))
     }
 
     /// One element of an array argument, as arguments of its own.

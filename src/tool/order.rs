@@ -118,7 +118,8 @@ impl<'de> Visitor<'de> for Seed {
             object.insert(key, value);
         }
         for (name, inner) in orders {
-            if !object.get(&name).is_some_and(|given| lists_exactly(given, &inner)) {
+            let given = object.get(&name).and_then(Value::as_array);
+            if !given.is_some_and(|given| lists_exactly(given, &inner)) {
                 object.insert(name, Value::Array(inner.into_iter().map(Value::String).collect()));
             }
         }
@@ -126,11 +127,12 @@ impl<'de> Visitor<'de> for Seed {
     }
 }
 
-/// Whether `given` is a list of exactly the distinct `keys`, in any order.
-fn lists_exactly(given: &Value, keys: &[String]) -> bool {
-    let Some(names) = given.as_array().filter(|n| n.len() == keys.len()) else { return false };
-    let names: HashSet<&str> = names.iter().filter_map(Value::as_str).collect();
-    names.len() == keys.len() && keys.iter().all(|k| names.contains(k.as_str()))
+/// Whether `names` lists exactly the distinct `keys`, in any order.
+pub(crate) fn lists_exactly<K: AsRef<str>>(names: &[Value], keys: &[K]) -> bool {
+    let set: HashSet<&str> = names.iter().filter_map(Value::as_str).collect();
+    names.len() == keys.len()
+        && set.len() == keys.len()
+        && keys.iter().all(|k| set.contains(k.as_ref()))
 }
 
 #[cfg(test)]
