@@ -190,6 +190,11 @@ fn an_invalid_key_is_invalid_regex_and_nothing_runs() {
         json!({"pane_id": pane, "input": touch, "submit": true, "wait_ms": 1000, "responses": bad}),
     );
     assert_eq!(err["code"], "invalid_regex", "{err}");
+    let err = f.call_err(
+        "fugue_send_input",
+        json!({"pane_id": pane, "input": touch, "submit": true, "responses": {"ok": "y"}}),
+    );
+    assert_eq!(err["code"], "invalid_argument", "responses need wait_ms: {err}");
     for (bad, needle) in [
         (json!({"Name": 5}), "\"Name\""),
         (json!({"Name": []}), "\"Name\""),
