@@ -4,11 +4,10 @@
 //! In: the pane, its shell integration (if any), what ends the wait (the prompt after a given
 //! exec, or any prompt printed after a given output offset), an optional pattern for the exec's
 //! output (`until`), optional `responses` (a question a key matches is answered and the wait goes
-//! on), and the deadline. The wait blocks in `select!` on the shell's records, the
-//! pane's end, its output (only with a pattern), the call's cancel channel, the deadline, the
-//! input watch's next look and the progress heartbeat. Out: an `Outcome`, and from it the JSON
-//! that holds `status` (ok, failed, input, running, exited, ready), `exit_code`, `cwd`, `output`
-//! and `offset`.
+//! on), and the deadline. The wait blocks in `select!` on the shell's records, the pane's end, its
+//! output (only with a pattern), the call's cancel channel, the deadline, the input watch's next
+//! look and the progress heartbeat. Out: an `Outcome`, and from it the JSON that holds `status`
+//! (ok, failed, input, running, exited, ready), `exit_code`, `cwd`, `output` and `offset`.
 
 use crate::error::{Error, Result};
 use crate::orchestrate::responses::{Responder, Responses};

@@ -41,13 +41,14 @@ pub(crate) const TOOL: Tool = Tool {
     title: "Run a command in a live shell",
     description: "Run shell text in a live shell; answer when it ends: status ok/failed \
                   (exit_code), input (it waits for the terminal; reply with fugue_send_input + \
-                  wait_ms, or answer up front with responses), running (timeout_ms passed), exited (it ended the shell), or ready \
-                  (`until` matched its output; it keeps running: a server that is up). cwd, \
-                  output (its own; head+tail past max_bytes), pane_id. State persists. No \
-                  pane_id: fugue's own shells; while one is busy the command runs in another, so \
-                  start a job with until, run the next command, then fugue_wait on both. Timeout \
-                  or cancel ends only the wait: stop it with keys [\"C-c\"] or \
-                  fugue_close_pane. Runs as an MCP task for clients that ask.",
+                  wait_ms, or answer up front with responses), running (timeout_ms passed), \
+                  exited (it ended the shell), or ready (`until` matched its output; it keeps \
+                  running: a server that is up). cwd, output (its own; head+tail past \
+                  max_bytes), pane_id. State persists. No pane_id: fugue's own shells; while one \
+                  is busy the command runs in another, so start a job with until, run the next \
+                  command, then fugue_wait on both. Timeout or cancel ends only the wait: stop it \
+                  with keys [\"C-c\"] or fugue_close_pane. Runs as an MCP task for clients that \
+                  ask.",
     hints: RUNS,
     input: || {
         object(
