@@ -449,3 +449,28 @@ fn under_load_each_question_is_answered_once_and_in_order() {
         std::fs::remove_file(dir.join("result")).unwrap();
     }
 }
+
+#[test]
+fn an_ssh_key_passphrase_is_answered_and_never_shown() {
+    if find("ssh-keygen").is_none() {
+        return;
+    }
+    let dir = Dir::new("responses-ssh");
+    let key = dir.join("key");
+    let made = std::process::Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", SECRET, "-f", key.to_str().unwrap()])
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let mut f = fugue_with("/bin/sh", &dir);
+    let done = f.call(
+        "fugue_exec",
+        json!({"command": "ssh-keygen -y -f key > key.out", "cwd": dir.path_str(),
+               "timeout_ms": 20000, "responses": {"(?i)passphrase": SECRET}}),
+    );
+    assert_eq!(done["status"], "ok", "{done}");
+    assert_eq!(answered(&done).len(), 1, "{done}");
+    let public = std::fs::read_to_string(dir.join("key.out")).unwrap();
+    assert!(public.starts_with("ssh-ed25519 "), "{public}");
+    assert_no_answers_echoed("ssh-keygen", &done);
+}
