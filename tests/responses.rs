@@ -1,7 +1,8 @@
 //! `responses`: a dialogue in one call. A program's questions, found by fugue's own input detection,
 //! are answered from regex keys given up front — in fugue_exec in every installed shell, in
 //! fugue_send_input with wait_ms, in a pipeline step and a parallel command, with real programs
-//! (`rm -i`, `git add -p`) — and the answer lists what was answered, never the text typed. A
+//! (`rm -i`, `git add -p`, `ssh-keygen`'s passphrase, a curses wizard's screens), under load — and
+//! the answer lists what was answered, never the text typed. A
 //! question no key matches, or a used-up list, is `input` with nothing typed; an invalid key runs
 //! nothing. The quiet period is 400 ms here (`exec::fugue_with`).
 
@@ -473,4 +474,39 @@ fn an_ssh_key_passphrase_is_answered_and_never_shown() {
     let public = std::fs::read_to_string(dir.join("key.out")).unwrap();
     assert!(public.starts_with("ssh-ed25519 "), "{public}");
     assert_no_answers_echoed("ssh-keygen", &done);
+}
+
+#[test]
+fn a_full_screen_program_is_answered_from_what_its_screen_shows() {
+    if find("python3").is_none() {
+        return;
+    }
+    let dir = Dir::new("responses-screen");
+    dir.write(
+        "setup.py",
+        "import curses\n\
+         def main(screen):\n\
+         \x20   curses.echo()\n\
+         \x20   got = []\n\
+         \x20   for question in ['Accept the license? (yes/no)', 'Install path:']:\n\
+         \x20       screen.clear()\n\
+         \x20       screen.addstr(2, 2, 'Setup wizard')\n\
+         \x20       screen.addstr(4, 2, question + ' ')\n\
+         \x20       screen.refresh()\n\
+         \x20       got.append(screen.getstr().decode())\n\
+         \x20   return got\n\
+         open('result', 'w').write('|'.join(curses.wrapper(main)) + '\\n')\n",
+    );
+    let mut f = fugue_with("/bin/bash", &dir);
+    let done = f.call(
+        "fugue_exec",
+        json!({"command": "python3 setup.py", "cwd": dir.path_str(), "timeout_ms": 20000,
+               "responses": {"license": "yes", "path:": "/opt/wizard"}}),
+    );
+    assert_eq!(done["status"], "ok", "{done}");
+    let expected =
+        pairs(&[("Accept the license? (yes/no)", "license"), ("Install path:", "path:")]);
+    assert_eq!(answered(&done), expected, "the matched line of the screen: {done}");
+    let result = std::fs::read_to_string(dir.join("result")).unwrap();
+    assert_eq!(result, "yes|/opt/wizard\n");
 }
