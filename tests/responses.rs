@@ -2,9 +2,9 @@
 //! are answered from regex keys given up front — in fugue_exec in every installed shell, in
 //! fugue_send_input with wait_ms, in a pipeline step and a parallel command, with real programs
 //! (`rm -i`, `git add -p`, `ssh-keygen`'s passphrase, a curses wizard's screens), under load — and
-//! the answer lists what was answered, never the text typed. A
-//! question no key matches, or a used-up list, is `input` with nothing typed; an invalid key runs
-//! nothing. The quiet period is 400 ms here (`exec::fugue_with`).
+//! the answer lists what was answered, never the text typed. A question no key matches, or a
+//! used-up list, is `input` with nothing typed; an invalid key runs nothing. The quiet period is
+//! 400 ms here (`exec::fugue_with`).
 
 use crate::exec::{each_shell, find, fugue_with};
 use crate::util::{BusyLoops, Dir, git, git_repo};
