@@ -510,3 +510,24 @@ fn a_full_screen_program_is_answered_from_what_its_screen_shows() {
     let result = std::fs::read_to_string(dir.join("result")).unwrap();
     assert_eq!(result, "yes|/opt/wizard\n");
 }
+
+#[test]
+fn with_on_input_wait_a_question_no_key_matches_waits_for_the_timeout() {
+    let dir = Dir::new("responses-wait");
+    let mut f = fugue_with("/bin/sh", &dir);
+    let asks = "printf 'Name? '; read n; printf 'Other? '; read x; echo never";
+    let run = f.call(
+        "fugue_run_parallel",
+        json!({"commands": [{"command": asks, "responses": {"Name": "ada"}}],
+               "on_input": "wait", "timeout_ms": 3000}),
+    );
+    assert_eq!(run["results"][0]["status"], "timeout", "{run}");
+    assert_eq!(answered(&run["results"][0]), pairs(&[("Name?", "Name")]), "{run}");
+    let run = f.call(
+        "fugue_run_pipeline",
+        json!({"commands": [{"command": asks, "responses": {"Name": "ada"}}],
+               "on_input": "wait", "timeout_ms": 3000, "cleanup": true}),
+    );
+    assert_eq!(run["steps"][0]["status"], "timeout", "{run}");
+    assert_eq!(answered(&run["steps"][0]), pairs(&[("Name?", "Name")]), "{run}");
+}
