@@ -6,7 +6,7 @@
 //! used-up list, is `input` with nothing typed; an invalid key runs nothing. The quiet period is
 //! 400 ms here (`exec::fugue_with`).
 
-use crate::exec::{each_shell, find, fugue_with};
+use crate::exec::{each_shell, each_shell_fugue, find, fugue_with};
 use crate::util::{BusyLoops, Dir, git, git_repo};
 use serde_json::{Value, json};
 
@@ -277,41 +277,45 @@ fn send_input_wait_ms_answers_with_responses() {
 }
 
 #[test]
-fn responses_answer_a_pipeline_step_and_a_parallel_command() {
-    let dir = Dir::new("responses-runs");
-    dir.write("install.sh", INSTALLER);
-    let mut f = fugue_with("/bin/sh", &dir);
-    let run = f.call(
-        "fugue_run_pipeline",
-        json!({"commands": [
-            {"command": format!("cd {}", dir.path_str())},
-            {"name": "install", "command": "sh install.sh", "responses": installer_responses()},
-            {"command": "cat result"},
-        ], "cleanup": true, "timeout_ms": 60000}),
-    );
-    assert_eq!(run["status"], "completed", "{run}");
-    assert_eq!(answered(&run["steps"][1]), installer_answered(), "{run}");
-    assert!(run["steps"][0].get("answered").is_none(), "only where responses were given: {run}");
-    assert_no_answers_echoed("pipeline", &run);
-    std::fs::remove_file(dir.join("result")).unwrap();
+fn responses_answer_a_pipeline_step_and_a_parallel_command_in_every_shell() {
+    each_shell_fugue(|name, f| {
+        let dir = Dir::new(&format!("responses-runs-{name}"));
+        dir.write("install.sh", INSTALLER);
+        let run = f.call(
+            "fugue_run_pipeline",
+            json!({"commands": [
+                {"command": format!("cd {}", dir.path_str())},
+                {"name": "install", "command": "sh install.sh", "responses": installer_responses()},
+                {"command": "cat result"},
+            ], "cleanup": true, "timeout_ms": 60000}),
+        );
+        assert_eq!(run["status"], "completed", "{name}: {run}");
+        assert_eq!(answered(&run["steps"][1]), installer_answered(), "{name}: {run}");
+        assert!(
+            run["steps"][0].get("answered").is_none(),
+            "only where responses were given: {name}: {run}"
+        );
+        assert_no_answers_echoed(name, &run);
+        std::fs::remove_file(dir.join("result")).unwrap();
 
-    let run = f.call(
-        "fugue_run_parallel",
-        json!({"commands": [
-            {"name": "install", "command": "sh install.sh", "cwd": dir.path_str(),
-             "responses": installer_responses()},
-            {"name": "asks", "command": "printf 'Other? '; read x", "responses": {"Nope": "n"}},
-        ], "timeout_ms": 60000, "tails": "all"}),
-    );
-    let results = run["results"].as_array().unwrap();
-    assert_eq!(results[0]["status"], "ok", "{run}");
-    assert_eq!(answered(&results[0]), installer_answered(), "{run}");
-    assert_eq!(results[1]["status"], "input", "no key matched: {run}");
-    assert_eq!(results[1]["answered"], json!([]), "{run}");
-    assert_eq!(run["status"], "input", "{run}");
-    let result = std::fs::read_to_string(dir.join("result")).unwrap();
-    assert_eq!(result, format!("demo|/srv/demo|yn|{SECRET}\n"));
-    assert_no_answers_echoed("parallel", &run);
+        let run = f.call(
+            "fugue_run_parallel",
+            json!({"commands": [
+                {"name": "install", "command": "sh install.sh", "cwd": dir.path_str(),
+                 "responses": installer_responses()},
+                {"name": "asks", "command": "printf 'Other? '; read x", "responses": {"Nope": "n"}},
+            ], "timeout_ms": 60000, "tails": "all"}),
+        );
+        let results = run["results"].as_array().unwrap();
+        assert_eq!(results[0]["status"], "ok", "{name}: {run}");
+        assert_eq!(answered(&results[0]), installer_answered(), "{name}: {run}");
+        assert_eq!(results[1]["status"], "input", "no key matched: {name}: {run}");
+        assert_eq!(results[1]["answered"], json!([]), "{name}: {run}");
+        assert_eq!(run["status"], "input", "{name}: {run}");
+        let result = std::fs::read_to_string(dir.join("result")).unwrap();
+        assert_eq!(result, format!("demo|/srv/demo|yn|{SECRET}\n"), "{name}");
+        assert_no_answers_echoed(name, &run);
+    });
 }
 
 #[test]
