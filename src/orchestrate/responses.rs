@@ -31,6 +31,9 @@ pub(crate) const MAX_LIST: usize = 256;
 /// How much of the end of the output is looked at for the question line.
 const QUESTION_LINES: usize = 5;
 const QUESTION_BYTES: usize = 4 << 10;
+/// How far past an answer the end of its echoed line is looked for (the answer, at most 4 KiB,
+/// and what a line editor draws around it).
+const ECHO_BYTES: u64 = 64 << 10;
 /// The longest question an `answered` entry shows (its end, where a question ends).
 const SHOWN_QUESTION_BYTES: usize = 200;
 
@@ -219,7 +222,8 @@ impl Responder {
             Some(typed) if !typed.shown => typed.at,
             // The answer's echo (or the line editor's) ends its line: what follows is new.
             Some(typed) => {
-                let (bytes, start) = pane.output().with(|s| s.ring.copy(typed.at, end));
+                let to = end.min(typed.at + ECHO_BYTES);
+                let (bytes, start) = pane.output().with(|s| s.ring.copy(typed.at, to));
                 start + bytes.iter().position(|b| *b == b'\n')? as u64 + 1
             }
         };
