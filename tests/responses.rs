@@ -303,7 +303,8 @@ fn responses_answer_a_pipeline_step_and_a_parallel_command_in_every_shell() {
             json!({"commands": [
                 {"name": "install", "command": "sh install.sh", "cwd": dir.path_str(),
                  "responses": installer_responses()},
-                {"name": "asks", "command": "printf 'Other? '; read x", "responses": {"Nope": "n"}},
+                {"name": "asks", "command": "sh -c 'printf \"Other? \"; read x'",
+                 "responses": {"Nope": "n"}},
             ], "timeout_ms": 60000, "tails": "all"}),
         );
         let results = run["results"].as_array().unwrap();
