@@ -6,7 +6,6 @@
 
 use crate::error::Result;
 use crate::pane::Pane;
-use crate::pane::activity::InputWatch;
 use crate::pane::budget::{self, Budget, Fitted};
 use crate::pane::tail::alternate_rows;
 use crate::tool::args::Args;
@@ -68,9 +67,4 @@ pub(crate) fn write_tail(value: &mut Value, tail: &Fitted) {
     if !tail.text.is_empty() {
         tail.write(value, "output_tail");
     }
-}
-
-/// The earliest of the watches' next checks.
-pub(crate) fn next_check<'a>(watches: impl Iterator<Item = &'a InputWatch>) -> Option<Instant> {
-    watches.filter_map(InputWatch::next_check).min()
 }
