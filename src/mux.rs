@@ -128,6 +128,22 @@ impl Reserved<'_> {
     }
 }
 
+impl Reserved<'_> {
+    /// Runs the pane under `mode` rather than the server's policy (a call's tightening).
+    pub(crate) fn confine(&mut self, mode: Option<crate::sandbox::Mode>) {
+        if let Some(slot) = &mut self.slot {
+            slot.spec.sandbox = mode;
+        }
+    }
+
+    /// Keeps the pane's own private directory `dir` reachable from inside its sandbox.
+    pub(crate) fn keep(&mut self, dir: PathBuf) {
+        if let Some(slot) = &mut self.slot {
+            slot.spec.keep.push(dir);
+        }
+    }
+}
+
 impl Drop for Reserved<'_> {
     fn drop(&mut self) {
         if let Some(slot) = self.slot.take() {
@@ -507,6 +523,8 @@ impl Inner {
             cols: window.cols,
             integration: args.integration,
             live: None,
+            sandbox: None,
+            keep: Vec::new(),
         };
         self.reserved_panes += 1;
         if let Some(name) = &args.name {

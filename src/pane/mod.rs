@@ -22,6 +22,7 @@ pub(crate) mod text;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::ids::short_id;
+use crate::sandbox::{self, Mode};
 use crate::tempdir::TempDirs;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use exit::Exit;
@@ -87,6 +88,10 @@ pub(crate) struct Spec {
     pub(crate) integration: bool,
     /// An integration made beforehand, for a command that starts the shell itself.
     pub(crate) live: Option<Arc<crate::shell::Shell>>,
+    /// A sandbox stricter than the server's, asked for by the call.
+    pub(crate) sandbox: Option<Mode>,
+    /// The pane's own private directories, reachable from inside its sandbox.
+    pub(crate) keep: Vec<PathBuf>,
 }
 
 pub(crate) struct Pane {
@@ -97,6 +102,8 @@ pub(crate) struct Pane {
     pub(crate) command: Option<String>,
     pub(crate) cwd: PathBuf,
     pub(crate) pid: u32,
+    /// The sandbox its processes run in (`Off`: none).
+    pub(crate) sandbox: Mode,
     pub(crate) created_at: SystemTime,
     pub(crate) started: Instant,
     output: Arc<Output>,
@@ -127,11 +134,16 @@ impl Pane {
             _ => None,
         };
         let launch = live.as_ref().and_then(|(_, launch)| launch.as_ref());
-        let cmd = command_builder(&cfg.shell, &spec, &cwd, launch);
-        let child = pair.slave.spawn_command(cmd).map_err(|e| {
+        let mut cmd = command_builder(&cfg.shell, &spec, &cwd, launch);
+        let stop_shell = || {
             if let Some((shell, _)) = &live {
                 shell.stop();
             }
+        };
+        let sandbox = confine(&mut cmd, &spec, live.as_ref().map(|(shell, _)| &**shell))
+            .inspect_err(|_| stop_shell())?;
+        let child = pair.slave.spawn_command(cmd).map_err(|e| {
+            stop_shell();
             Error::new(ErrorKind::SpawnFailed, format!("cannot start {}: {e}", cfg.shell))
         })?;
         let shell = live.map(|(shell, _)| shell);
@@ -157,6 +169,7 @@ impl Pane {
             command: spec.shown.or(spec.command),
             cwd,
             pid,
+            sandbox,
             created_at: SystemTime::now(),
             started: Instant::now(),
             output,
@@ -426,6 +439,37 @@ fn command_builder(
         cmd.env(key, value);
     }
     cmd
+}
+
+/// Runs the pane's process through the sandbox launcher unless its policy is `off`, and withholds
+/// secret-looking variables that neither `--pass-env` nor the call named. Returns the policy.
+fn confine(
+    cmd: &mut CommandBuilder,
+    spec: &Spec,
+    shell: Option<&crate::shell::Shell>,
+) -> Result<Mode> {
+    let mode = sandbox::effective(spec.sandbox)?;
+    if mode == Mode::Off {
+        return Ok(mode);
+    }
+    sandbox::check_available()?;
+    let mut keep = spec.keep.clone();
+    keep.extend(shell.and_then(crate::shell::Shell::dir));
+    let plan = sandbox::plan(mode, &keep)?;
+    let argv = sandbox::launch::wrap(&plan, cmd.get_argv());
+    *cmd.get_argv_mut() = argv;
+    let pass = &sandbox::server().pass_env;
+    let withheld: Vec<String> = cmd
+        .iter_full_env_as_str()
+        .map(|(key, _)| key)
+        .filter(|key| sandbox::is_secret(key) && !pass.iter().any(|p| p == key))
+        .filter(|key| !spec.env.iter().any(|(k, _)| k == key))
+        .map(str::to_string)
+        .collect();
+    for key in withheld {
+        cmd.env_remove(key);
+    }
+    Ok(mode)
 }
 
 /// The reader: drain the PTY into the output, answer cursor-position queries, and drop `eof` at the

@@ -155,7 +155,9 @@ fn run_pipeline(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
         (None, false) if crate::shell::enabled() => Some(shell.clone()),
         _ => None,
     };
-    let pane = start_pane(ctx, &plan, runs_steps, &launch, owned)?;
+    // Reachable from inside a sandbox: the steps and the integrations' records.
+    let keep = [Some(dir.path.clone()), shell.dir(), kept.as_ref().and_then(|(k, _)| k.dir())];
+    let pane = start_pane(ctx, &plan, runs_steps, &launch, owned, keep.into_iter().flatten())?;
     let mut run = Run {
         plan: &plan,
         pane,
@@ -214,6 +216,7 @@ fn start_pane(
     shell: &str,
     launch: &Launch,
     owned: Option<Arc<Shell>>,
+    keep: impl Iterator<Item = std::path::PathBuf>,
 ) -> Result<Arc<Pane>> {
     let session = ctx.mux.ensure_session(ORCHESTRATION_SESSION)?;
     // The pane runs the line with the user's shell. The integration's variables come after the
@@ -243,6 +246,7 @@ fn start_pane(
         .pop()
         .ok_or_else(|| Error::internal("no reservation for the pipeline's pane"))??;
     reserved.show_as(plan.shown());
+    keep.for_each(|dir| reserved.keep(dir));
     if let Some(shell) = owned {
         reserved.with_shell(shell);
     }

@@ -1,0 +1,412 @@
+//! Sandboxed panes: the person's policy, set when fugue starts, and what each pane's launcher is
+//! told to do with it.
+//!
+//! fugue itself never runs sandboxed. Each pane's process is started through a launcher — fugue's
+//! own binary as `fugue __sandbox-exec PLAN -- PROGRAM ARGS` (see `launch`) — which, between the
+//! fork and the exec of the program, enters a user and mount namespace, hides fugue's private
+//! directories behind empty file systems, makes every `.git` in the writable roots a read-only
+//! bind mount, joins the network namespace fugue keeps for its sandboxed panes (`net`), sets
+//! `no_new_privs` and applies a Landlock ruleset that allows writes only beneath the roots. The
+//! launcher execs the program in the same process, so the pane's pid, session and terminal are
+//! what they are without a sandbox. Nothing here runs when the policy is `off`.
+
+pub(crate) mod landlock;
+pub(crate) mod launch;
+pub(crate) mod net;
+
+use crate::error::{Error, ErrorKind, Result};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// How much a pane may write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Mode {
+    /// No writes but the terminal, the devices and a private temporary directory.
+    ReadOnly,
+    /// Writes beneath the writable roots, the temporary directory, the terminal and the devices.
+    WorkspaceWrite,
+    /// No sandbox: today's behaviour.
+    Off,
+}
+
+impl Mode {
+    pub(crate) fn parse(text: &str) -> Option<Mode> {
+        match text {
+            "off" => Some(Mode::Off),
+            "workspace-write" => Some(Mode::WorkspaceWrite),
+            "read-only" => Some(Mode::ReadOnly),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Mode::Off => "off",
+            Mode::WorkspaceWrite => "workspace-write",
+            Mode::ReadOnly => "read-only",
+        }
+    }
+}
+
+/// The server's policy, as the person set it.
+#[derive(Clone, Debug)]
+pub(crate) struct Policy {
+    pub(crate) mode: Mode,
+    /// Absolute and resolved; fugue's working directory unless `--writable` named others.
+    pub(crate) writable: Vec<PathBuf>,
+    /// Whether panes reach the network; off by default in a sandbox.
+    pub(crate) network: bool,
+    pub(crate) writable_git: bool,
+    /// Secret-looking variables passed to panes all the same.
+    pub(crate) pass_env: Vec<String>,
+    /// fugue's private directories (control sockets, state, temporary files), hidden from panes.
+    pub(crate) hidden: Vec<PathBuf>,
+    /// The `.git` directories of the roots, found when the policy is set.
+    pub(crate) git: Vec<PathBuf>,
+}
+
+impl Default for Policy {
+    fn default() -> Policy {
+        Policy {
+            mode: Mode::Off,
+            writable: Vec::new(),
+            network: true,
+            writable_git: false,
+            pass_env: Vec::new(),
+            hidden: Vec::new(),
+            git: Vec::new(),
+        }
+    }
+}
+
+/// The sandbox flags of `fugue serve`, before they are resolved against the directory.
+#[derive(Default, Debug)]
+pub(crate) struct Flags {
+    pub(crate) mode: Option<Mode>,
+    pub(crate) writable: Vec<PathBuf>,
+    pub(crate) network: Option<bool>,
+    pub(crate) writable_git: bool,
+    pub(crate) pass_env: Vec<String>,
+}
+
+impl Flags {
+    /// Takes the sandbox flags out of `words`; returns the flags and the other words, or what is
+    /// wrong. `FUGUE_SANDBOX` gives the mode when `--sandbox` does not.
+    pub(crate) fn parse<'a>(
+        words: &[&'a str],
+    ) -> std::result::Result<(Flags, Vec<&'a str>), String> {
+        let mut flags = Flags::default();
+        let mut rest = Vec::new();
+        let mut words = words.iter().copied();
+        while let Some(word) = words.next() {
+            let (name, inline) = match word.split_once('=') {
+                Some((name, value)) if name.starts_with("--") => (name, Some(value)),
+                _ => (word, None),
+            };
+            let mut value = |what: &str| {
+                inline.or_else(|| words.next()).ok_or_else(|| format!("{name} takes {what}"))
+            };
+            match name {
+                "--sandbox" => {
+                    let v = value("a mode: off, workspace-write or read-only")?;
+                    flags.mode = Some(Mode::parse(v).ok_or_else(|| {
+                        format!("--sandbox {v:?}: the modes are off, workspace-write, read-only")
+                    })?);
+                }
+                "--writable" => flags.writable.push(PathBuf::from(value("a directory")?)),
+                "--network" => {
+                    flags.network = Some(match value("on or off")? {
+                        "on" => true,
+                        "off" => false,
+                        v => return Err(format!("--network {v:?}: it is on or off")),
+                    });
+                }
+                "--writable-git" => flags.writable_git = true,
+                "--pass-env" => {
+                    let v = value("a variable name")?;
+                    if !valid_name(v) {
+                        return Err(format!("--pass-env {v:?} is not a variable name"));
+                    }
+                    flags.pass_env.push(v.to_string());
+                }
+                _ => rest.push(word),
+            }
+        }
+        if flags.mode.is_none()
+            && let Ok(v) = std::env::var("FUGUE_SANDBOX")
+            && !v.is_empty()
+        {
+            flags.mode = Some(Mode::parse(&v).ok_or_else(|| {
+                format!("FUGUE_SANDBOX={v:?}: the modes are off, workspace-write, read-only")
+            })?);
+        }
+        Ok((flags, rest))
+    }
+
+    /// Whether any sandbox flag was given besides the mode (they mean nothing with `off`).
+    fn any_detail(&self) -> bool {
+        !self.writable.is_empty()
+            || self.network.is_some()
+            || self.writable_git
+            || !self.pass_env.is_empty()
+    }
+
+    /// The policy, with relative roots resolved against `cwd`; `hidden` are fugue's own
+    /// directories.
+    pub(crate) fn policy(
+        self,
+        cwd: &Path,
+        hidden: Vec<PathBuf>,
+    ) -> std::result::Result<Policy, String> {
+        let mode = self.mode.unwrap_or(Mode::Off);
+        if mode == Mode::Off {
+            if self.any_detail() {
+                return Err("--writable, --network, --writable-git and --pass-env need --sandbox \
+                            workspace-write or read-only"
+                    .into());
+            }
+            return Ok(Policy::default());
+        }
+        let roots = if self.writable.is_empty() { vec![cwd.to_path_buf()] } else { self.writable };
+        let mut writable = Vec::new();
+        for root in roots {
+            let real = cwd
+                .join(&root)
+                .canonicalize()
+                .map_err(|e| format!("--writable {}: {e}", root.display()))?;
+            if !real.is_dir() {
+                return Err(format!("--writable {}: not a directory", root.display()));
+            }
+            if real == Path::new("/") {
+                return Err("--writable /: the whole file system is no sandbox".into());
+            }
+            writable.push(real);
+        }
+        let git = if self.writable_git { Vec::new() } else { git_dirs(&writable) };
+        Ok(Policy {
+            mode,
+            writable,
+            network: self.network.unwrap_or(false),
+            writable_git: self.writable_git,
+            pass_env: self.pass_env,
+            hidden,
+            git,
+        })
+    }
+}
+
+fn valid_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+static SERVER: OnceLock<Policy> = OnceLock::new();
+
+/// Sets the server's policy, once, before any pane starts.
+pub(crate) fn install(policy: Policy) {
+    let _ = SERVER.set(policy);
+}
+
+/// The server's policy (`off` unless one was installed).
+pub(crate) fn server() -> &'static Policy {
+    static OFF: OnceLock<Policy> = OnceLock::new();
+    SERVER.get().unwrap_or_else(|| OFF.get_or_init(Policy::default))
+}
+
+/// The policy in one line, for the agent.
+pub(crate) fn report(policy: &Policy) -> String {
+    if policy.mode == Mode::Off {
+        return "sandbox: off (panes run with the user's full rights)".into();
+    }
+    let writes = match policy.mode {
+        Mode::ReadOnly => "writes only to the terminal, devices and a private TMPDIR".to_string(),
+        _ => {
+            let roots: Vec<String> =
+                policy.writable.iter().map(|p| p.display().to_string()).collect();
+            format!(
+                "writes only under {} and the temporary directory{}",
+                roots.join(", "),
+                if policy.writable_git { "" } else { " (.git read-only)" }
+            )
+        }
+    };
+    let network = if policy.network {
+        "network on"
+    } else {
+        "network off (the panes share a private loopback)"
+    };
+    format!(
+        "sandbox: {}; {writes}; {network}; secret-looking variables withheld",
+        policy.mode.name()
+    )
+}
+
+/// Whether a variable's name looks like a secret's.
+pub(crate) fn is_secret(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    ["KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL"].iter().any(|w| upper.contains(w))
+}
+
+/// The `.git` directories a sandboxed pane must not write: each root's own, and for a worktree
+/// (a `.git` file) the directory its `gitdir:` names and that one's common directory, where hooks
+/// and config live.
+pub(crate) fn git_dirs(roots: &[PathBuf]) -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    for root in roots {
+        let dot_git = root.join(".git");
+        let Ok(meta) = std::fs::symlink_metadata(&dot_git) else { continue };
+        if meta.is_dir() {
+            dirs.push(dot_git);
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(&dot_git) else { continue };
+        let Some(gitdir) = text.lines().find_map(|l| l.strip_prefix("gitdir:")) else { continue };
+        let gitdir = root.join(gitdir.trim());
+        if let Ok(common) = std::fs::read_to_string(gitdir.join("commondir")) {
+            dirs.push(gitdir.join(common.trim()));
+        }
+        dirs.push(gitdir);
+    }
+    dirs.iter_mut().for_each(|d| *d = d.canonicalize().unwrap_or_else(|_| d.clone()));
+    dirs.sort();
+    dirs.dedup();
+    dirs
+}
+
+/// The policy a pane runs under: the server's, or a stricter `asked` one. Asking for more than the
+/// server allows is refused, naming the server's policy.
+pub(crate) fn effective(asked: Option<Mode>) -> Result<Mode> {
+    let allowed = server().mode;
+    match asked {
+        None => Ok(allowed),
+        Some(mode) if mode <= allowed => Ok(mode),
+        Some(mode) => Err(Error::invalid(format!(
+            "sandbox {:?} is looser than the server's policy ({}); a call can only tighten it",
+            mode.name(),
+            report(server())
+        ))),
+    }
+}
+
+/// The launcher's plan for one pane of mode `mode`; `keep` are the pane's own private directories
+/// (its shell's records, its pipeline's files), which stay reachable and writable.
+pub(crate) fn plan(mode: Mode, keep: &[PathBuf]) -> Result<launch::Plan> {
+    let policy = server();
+    let mut write: Vec<PathBuf> = Vec::new();
+    if mode == Mode::WorkspaceWrite {
+        write.extend(policy.writable.iter().cloned());
+        write.extend(temp_dirs());
+        write.push("/dev/shm".into());
+    } else {
+        // The launcher mounts an empty file system on /tmp for this pane alone.
+        write.push("/tmp".into());
+    }
+    write.extend(
+        ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"]
+            .iter()
+            .chain(&["/dev/ptmx", "/dev/pts"])
+            .map(PathBuf::from),
+    );
+    write.extend(keep.iter().cloned());
+    let net = if policy.network { None } else { Some(net::holder()?) };
+    Ok(launch::Plan {
+        read_only: mode == Mode::ReadOnly,
+        write,
+        git: policy.git.clone(),
+        hide: hidden_now(policy),
+        keep: keep.to_vec(),
+        net,
+    })
+}
+
+/// The system's temporary directories: /tmp and `$TMPDIR`.
+fn temp_dirs() -> Vec<PathBuf> {
+    let mut dirs = vec![PathBuf::from("/tmp")];
+    let tmp = std::env::temp_dir();
+    if tmp.is_absolute() && tmp != Path::new("/tmp") {
+        dirs.push(tmp);
+    }
+    dirs
+}
+
+/// What to hide from a pane starting now: fugue's own directories, and the private directories
+/// other fugues of this user have in the temporary directory (a command file there is run by
+/// that fugue's shell).
+fn hidden_now(policy: &Policy) -> Vec<PathBuf> {
+    let mut hide: Vec<PathBuf> = policy.hidden.iter().filter(|p| p.exists()).cloned().collect();
+    for tmp in temp_dirs() {
+        let Ok(entries) = std::fs::read_dir(&tmp) else { continue };
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let uid = unsafe { libc::geteuid() };
+        for entry in entries.flatten() {
+            use std::os::unix::fs::MetadataExt;
+            let fugues = entry.file_name().to_str().is_some_and(|n| n.starts_with("fugue-"));
+            let mine = entry.metadata().is_ok_and(|m| m.is_dir() && m.uid() == uid);
+            if fugues && mine && !hide.contains(&entry.path()) {
+                hide.push(entry.path());
+            }
+        }
+    }
+    hide
+}
+
+/// Checks once, by starting the launcher for real, that this kernel can give the sandbox; every
+/// pane start after a failure fails the same way, naming what is missing.
+pub(crate) fn check_available() -> Result<()> {
+    static CHECKED: OnceLock<std::result::Result<(), String>> = OnceLock::new();
+    let checked = CHECKED.get_or_init(|| {
+        let plan = plan(server().mode, &[]).map_err(|e| e.message().to_string())?;
+        launch::probe(&plan)
+    });
+    checked.clone().map_err(|why| Error::new(ErrorKind::SandboxUnavailable, why))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_names_are_recognised() {
+        for name in
+            ["API_KEY", "github_token", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "gcp_credentials"]
+        {
+            assert!(is_secret(name), "{name}");
+        }
+        for name in ["PATH", "HOME", "TERM", "LANG"] {
+            assert!(!is_secret(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn flags_are_taken_out_and_checked() {
+        let (flags, rest) = Flags::parse(&[
+            "--sandbox",
+            "read-only",
+            "--shared",
+            "--writable=/x",
+            "--network",
+            "on",
+        ])
+        .unwrap();
+        assert_eq!(flags.mode, Some(Mode::ReadOnly));
+        assert_eq!(flags.writable, vec![PathBuf::from("/x")]);
+        assert_eq!(flags.network, Some(true));
+        assert_eq!(rest, vec!["--shared"]);
+        assert!(Flags::parse(&["--sandbox", "loose"]).unwrap_err().contains("modes are"));
+        assert!(Flags::parse(&["--network", "maybe"]).is_err());
+        assert!(Flags::parse(&["--writable"]).unwrap_err().contains("takes"));
+        assert!(Flags::parse(&["--pass-env", "A B"]).is_err());
+    }
+
+    #[test]
+    fn details_without_a_sandbox_are_refused() {
+        let flags = Flags { writable_git: true, mode: Some(Mode::Off), ..Flags::default() };
+        assert!(flags.policy(Path::new("/"), Vec::new()).is_err());
+    }
+
+    #[test]
+    fn modes_order_from_strict_to_open() {
+        assert!(Mode::ReadOnly < Mode::WorkspaceWrite && Mode::WorkspaceWrite < Mode::Off);
+    }
+}
