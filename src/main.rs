@@ -180,8 +180,9 @@ fn install_sandbox(flags: sandbox::Flags) -> Result<(), String> {
     {
         hidden.push(dir.to_path_buf());
     }
-    hidden.push(tempdir::private_base().map_err(|e| e.to_string())?);
-    sandbox::install(sandbox::Policy { hidden, ..policy });
+    let private = tempdir::private_base().map_err(|e| e.to_string())?;
+    hidden.push(private.clone());
+    sandbox::install(sandbox::Policy { hidden, private, ..policy });
     Ok(())
 }
 

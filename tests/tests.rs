@@ -31,6 +31,8 @@ mod hostile_panes;
 mod limits;
 // Process hygiene: zombies, signals, SIGKILL, a client that stops reading, a broken stdout.
 mod hygiene;
+// Sandboxed panes: writes, .git, network, secrets, fail-closed; as root and as nobody.
+mod sandbox;
 // Security: no network, private files, arguments are data, env names validated.
 mod security;
 // The soak (ignored; `make soak`): thousands of mixed calls, resources flat from start to end.

@@ -25,8 +25,9 @@ pub(crate) const UNAVAILABLE: u8 = 125;
 /// What the launcher does for one pane, passed as JSON on its command line.
 #[derive(Serialize, Deserialize, Debug, Clone, Default)]
 pub(crate) struct Plan {
-    /// Read-only mode: /tmp is a private empty file system and `TMPDIR` points at it.
-    pub(crate) read_only: bool,
+    /// Read-only mode: the pane's private temporary directory, made in the empty file system
+    /// that hides fugue's own and set as `TMPDIR`.
+    pub(crate) tmp: Option<PathBuf>,
     /// Where writes are allowed (directories or files).
     pub(crate) write: Vec<PathBuf>,
     /// Directories bound read-only.
@@ -67,8 +68,8 @@ pub(crate) fn main(args: &[String]) -> ExitCode {
     let mut cmd = std::process::Command::new(&program[0]);
     cmd.args(&program[1..]);
     cmd.env_remove(landlock::PRETEND_ABSENT);
-    if plan.read_only {
-        cmd.env("TMPDIR", "/tmp");
+    if let Some(tmp) = &plan.tmp {
+        cmd.env("TMPDIR", tmp);
     }
     let e = cmd.exec();
     eprintln!("fugue: cannot run {}: {e}", program[0]);
@@ -122,13 +123,16 @@ fn confine(plan: &Plan) -> Result<(), String> {
         None => super::net::new_user_namespace(libc::CLONE_NEWNS)?,
     }
     mount(None, Path::new("/"), None, libc::MS_REC | libc::MS_PRIVATE, None)?;
+    // Opened in the new namespace (a bind mount's source must be in it), before anything is
+    // covered.
+    let keep: Vec<(PathBuf, OwnedFd)> =
+        plan.keep.iter().filter_map(|p| open_path(p).ok().map(|fd| (p.clone(), fd))).collect();
     for dir in plan.hide.iter().filter(|d| d.is_dir()) {
-        let options = "mode=0700,size=1m";
+        let options = "mode=0700";
         mount(Some("tmpfs"), dir, Some("tmpfs"), libc::MS_NOSUID | libc::MS_NODEV, Some(options))?;
     }
-    if plan.read_only {
-        let flags = libc::MS_NOSUID | libc::MS_NODEV;
-        mount(Some("tmpfs"), Path::new("/tmp"), Some("tmpfs"), flags, Some("mode=1777"))?;
+    if let Some(tmp) = &plan.tmp {
+        std::fs::create_dir_all(tmp).map_err(|e| format!("mkdir {}: {e}", tmp.display()))?;
     }
     for (path, fd) in &keep {
         std::fs::create_dir_all(path).map_err(|e| format!("mkdir {}: {e}", path.display()))?;

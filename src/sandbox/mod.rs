@@ -63,6 +63,9 @@ pub(crate) struct Policy {
     pub(crate) hidden: Vec<PathBuf>,
     /// The `.git` directories of the roots, found when the policy is set.
     pub(crate) git: Vec<PathBuf>,
+    /// fugue's private directory for its temporary files (hidden like the others); a read-only
+    /// pane's `TMPDIR` is made inside the empty file system that hides it.
+    pub(crate) private: PathBuf,
 }
 
 impl Default for Policy {
@@ -75,6 +78,7 @@ impl Default for Policy {
             pass_env: Vec::new(),
             hidden: Vec::new(),
             git: Vec::new(),
+            private: PathBuf::new(),
         }
     }
 }
@@ -191,6 +195,7 @@ impl Flags {
             pass_env: self.pass_env,
             hidden,
             git,
+            private: PathBuf::new(),
         })
     }
 }
@@ -298,10 +303,9 @@ pub(crate) fn plan(mode: Mode, keep: &[PathBuf]) -> Result<launch::Plan> {
         write.extend(policy.writable.iter().cloned());
         write.extend(temp_dirs());
         write.push("/dev/shm".into());
-    } else {
-        // The launcher mounts an empty file system on /tmp for this pane alone.
-        write.push("/tmp".into());
     }
+    let tmp = (mode == Mode::ReadOnly).then(|| policy.private.join("tmp"));
+    write.extend(tmp.iter().cloned());
     write.extend(
         ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"]
             .iter()
@@ -311,7 +315,7 @@ pub(crate) fn plan(mode: Mode, keep: &[PathBuf]) -> Result<launch::Plan> {
     write.extend(keep.iter().cloned());
     let net = if policy.network { None } else { Some(net::holder()?) };
     Ok(launch::Plan {
-        read_only: mode == Mode::ReadOnly,
+        tmp,
         write,
         git: policy.git.clone(),
         hide: hidden_now(policy),
@@ -331,24 +335,34 @@ fn temp_dirs() -> Vec<PathBuf> {
 }
 
 /// What to hide from a pane starting now: fugue's own directories, and the private directories
-/// other fugues of this user have in the temporary directory (a command file there is run by
-/// that fugue's shell).
+/// other fugues of this user keep in the temporary directory (a command file there is run by
+/// that fugue's shell; a control socket there drives it). Never a writable root or a directory
+/// that holds one.
 fn hidden_now(policy: &Policy) -> Vec<PathBuf> {
     let mut hide: Vec<PathBuf> = policy.hidden.iter().filter(|p| p.exists()).cloned().collect();
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::geteuid() };
     for tmp in temp_dirs() {
         let Ok(entries) = std::fs::read_dir(&tmp) else { continue };
-        // SAFETY: geteuid has no preconditions and cannot fail.
-        let uid = unsafe { libc::geteuid() };
         for entry in entries.flatten() {
             use std::os::unix::fs::MetadataExt;
-            let fugues = entry.file_name().to_str().is_some_and(|n| n.starts_with("fugue-"));
+            let fugues = entry.file_name().to_str().is_some_and(is_fugue_private);
             let mine = entry.metadata().is_ok_and(|m| m.is_dir() && m.uid() == uid);
             if fugues && mine && !hide.contains(&entry.path()) {
                 hide.push(entry.path());
             }
         }
     }
+    hide.retain(|dir| !policy.writable.iter().any(|root| root.starts_with(dir)));
     hide
+}
+
+/// Whether a name in the temporary directory is one of fugue's private directories: a control
+/// directory (`fugue-UID`), fugue's own base, or a live shell's or pipeline's directory.
+fn is_fugue_private(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix("fugue-") else { return false };
+    ["private-", "shell-", "pipeline-"].iter().any(|p| rest.starts_with(p))
+        || (!rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// Checks once, by starting the launcher for real, that this kernel can give the sandbox; every
@@ -403,6 +417,16 @@ mod tests {
     fn details_without_a_sandbox_are_refused() {
         let flags = Flags { writable_git: true, mode: Some(Mode::Off), ..Flags::default() };
         assert!(flags.policy(Path::new("/"), Vec::new()).is_err());
+    }
+
+    #[test]
+    fn only_fugues_private_directories_are_hidden() {
+        for name in ["fugue-0", "fugue-private-1000", "fugue-shell-1-2-x", "fugue-pipeline-1-2-x"] {
+            assert!(is_fugue_private(name), "{name}");
+        }
+        for name in ["fugue-test-1-repo", "fugue-", "fugue-1x", "fugue", "tmp.x"] {
+            assert!(!is_fugue_private(name), "{name}");
+        }
     }
 
     #[test]
