@@ -59,6 +59,7 @@ fn main() -> ExitCode {
             }
         }
         [] => serve_command(&[]),
+        [first, ..] if sandbox::Flags::is_flag(first) => serve_command(&words),
         ["serve", rest @ ..] => serve_command(rest),
         ["__server", name] => server::daemon::main(name),
         ["kill-server", rest @ ..] => server::cli::kill_server(rest),

@@ -42,12 +42,21 @@ pub(crate) struct PaneArgs {
     pub(crate) env: Vec<(String, String)>,
     /// An interactive shell gets fugue's shell integration (on unless `integration: false`).
     pub(crate) integration: bool,
+    /// A sandbox stricter than the server's (`None`: the server's).
+    pub(crate) sandbox: Option<crate::sandbox::Mode>,
 }
 
 impl PaneArgs {
     /// An interactive shell in `cwd`, with the integration.
     pub(crate) fn shell(cwd: PathBuf) -> PaneArgs {
-        PaneArgs { name: None, command: None, cwd, env: Vec::new(), integration: true }
+        PaneArgs {
+            name: None,
+            command: None,
+            cwd,
+            env: Vec::new(),
+            integration: true,
+            sandbox: None,
+        }
     }
 }
 
@@ -129,13 +138,6 @@ impl Reserved<'_> {
 }
 
 impl Reserved<'_> {
-    /// Runs the pane under `mode` rather than the server's policy (a call's tightening).
-    pub(crate) fn confine(&mut self, mode: Option<crate::sandbox::Mode>) {
-        if let Some(slot) = &mut self.slot {
-            slot.spec.sandbox = mode;
-        }
-    }
-
     /// Keeps the pane's own private directory `dir` reachable from inside its sandbox.
     pub(crate) fn keep(&mut self, dir: PathBuf) {
         if let Some(slot) = &mut self.slot {
@@ -523,7 +525,7 @@ impl Inner {
             cols: window.cols,
             integration: args.integration,
             live: None,
-            sandbox: None,
+            sandbox: args.sandbox,
             keep: Vec::new(),
         };
         self.reserved_panes += 1;

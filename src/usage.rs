@@ -11,6 +11,8 @@ fugue — a terminal multiplexer for AI agents, speaking MCP over stdio
 
 Usage:
   fugue [serve]            run the MCP server on stdin/stdout (logs go to stderr)
+  fugue [serve] --sandbox workspace-write|read-only [--writable DIR] [--network on|off] ...
+                           the same, each pane's processes confined by the kernel (FUGUE_SANDBOX)
   fugue serve --shared [NAME]
                            be a front for this user's shared server NAME (default: default),
                            starting it if needed; its panes outlive the front (also FUGUE_SERVER)

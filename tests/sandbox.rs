@@ -332,3 +332,77 @@ fn an_unprivileged_fugue_confines_its_panes() {
     assert_eq!(run(&mut f, "touch inside")["exit_code"], 0);
     assert!(dir.join("inside").exists());
 }
+
+/// A call can tighten the server's policy (read-only in a workspace-write server), never loosen
+/// it; fugue's own shells are kept apart per policy, and every pane's status says its sandbox.
+#[test]
+fn calls_tighten_never_loosen_and_panes_say_their_sandbox() {
+    let root = Dir::new("sbx-tighten");
+    let mut f = sandboxed(&root.path, &["--sandbox", "workspace-write"], &[]);
+    let ro = f.call("fugue_exec", json!({"command": "touch ro", "sandbox": "read-only"}));
+    assert_ne!(ro["exit_code"], 0, "{ro}");
+    assert!(!root.join("ro").exists());
+    // The next call without `sandbox` gets a shell of the server's policy, not the read-only one.
+    let rw = run(&mut f, "touch rw");
+    assert_eq!(rw["exit_code"], 0, "{rw}");
+    assert_ne!(rw["pane_id"], ro["pane_id"]);
+    let par = f.call(
+        "fugue_run_parallel",
+        json!({"commands": [{"command": "touch par"}], "sandbox": "read-only"}),
+    );
+    assert_ne!(par["results"][0]["exit_code"], 0, "{par}");
+    let pipe = f.call(
+        "fugue_run_pipeline",
+        json!({"commands": [{"command": "touch pipe"}], "sandbox": "read-only"}),
+    );
+    assert_ne!(pipe["results"][0]["exit_code"], 0, "{pipe}");
+    assert!(!root.join("par").exists() && !root.join("pipe").exists());
+    let pane =
+        f.call("fugue_create_session", json!({"command": "sleep 30", "sandbox": "read-only"}));
+    let status = f.call("fugue_get_status", json!({"pane_id": pane["pane_id"]}));
+    assert_eq!(status["sandbox"]["mode"], "read-only", "{status}");
+    assert_eq!(status["sandbox"]["network"], "off", "{status}");
+    let listed = crate::util::find_pane(&mut f, "sleep 30");
+    assert_eq!(listed["sandbox"]["mode"], "read-only", "{listed}");
+    // A read-only pane cannot run a workspace-write call.
+    let err = f.call_err(
+        "fugue_exec",
+        json!({"command": "true", "pane_id": ro["pane_id"], "sandbox": "workspace-write"}),
+    );
+    assert_eq!(err["code"], "invalid_argument", "{err}");
+    for tool in ["fugue_exec", "fugue_create_session"] {
+        let err = f.call_err(tool, json!({"command": "true", "sandbox": "off"}));
+        assert_eq!(err["code"], "invalid_argument", "{err}");
+    }
+    drop(f);
+    let mut f = sandboxed(&root.path, &["--sandbox", "read-only"], &[]);
+    let err = f.call_err("fugue_exec", json!({"command": "true", "sandbox": "workspace-write"}));
+    assert_eq!(err["code"], "invalid_argument", "{err}");
+    assert!(err["message"].as_str().unwrap().contains("read-only"), "names the server's: {err}");
+}
+
+/// initialize says the policy in one line; with the sandbox off nothing changes.
+#[test]
+fn initialize_says_the_policy() {
+    let root = Dir::new("sbx-init");
+    for (args, says) in [(&["--sandbox", "read-only"][..], "sandbox: read-only"), (&[][..], "")] {
+        let mut cmd = Fugue::command(&[]);
+        cmd.arg("serve").args(args).current_dir(&root.path);
+        let mut f = Fugue::spawn_command(cmd);
+        let init = f.request(
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "t", "version": "0"}}),
+        );
+        let text = init["result"]["instructions"].as_str().unwrap().to_string();
+        if says.is_empty() {
+            assert!(!text.contains("sandbox"), "{text}");
+        } else {
+            assert!(text.contains(says) && text.contains("network off"), "{text}");
+        }
+    }
+    let mut f = sandboxed(&root.path, &[], &[]);
+    let pane = f.pane("sleep 30");
+    let status = f.call("fugue_get_status", json!({"pane_id": pane}));
+    assert!(status.get("sandbox").is_none(), "off adds nothing: {status}");
+}

@@ -265,6 +265,7 @@ impl Runner {
             cwd: PathBuf::from(&job.worktree),
             env,
             integration: false,
+            sandbox: None,
         };
         let pane = self.open_pane(&format!("{stage}-{attempt}"), args)?;
         self.panes.insert(stage, pane.id.clone());

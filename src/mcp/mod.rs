@@ -37,6 +37,14 @@ fugue_run_parallel / fugue_run_pipeline run commands and return exact exit codes
 waits for a regex in a pane's output. fugue_send_input returns an offset: pass it as `since` to \
 fugue_get_output or fugue_expect to see only what your input caused.";
 
+/// The instructions, with the sandbox policy in one line when there is one.
+fn instructions() -> String {
+    match crate::sandbox::server().mode {
+        crate::sandbox::Mode::Off => INSTRUCTIONS.to_string(),
+        _ => format!("{INSTRUCTIONS} {}.", crate::sandbox::report(crate::sandbox::server())),
+    }
+}
+
 /// Where a request runs: cheap methods on the reader thread, tool calls on a worker.
 #[derive(PartialEq, Eq)]
 pub(crate) enum Route {
@@ -183,7 +191,7 @@ impl Mcp {
                 "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}},
             },
             "serverInfo": server_info(),
-            "instructions": INSTRUCTIONS,
+            "instructions": instructions(),
         })
     }
 
@@ -280,7 +288,7 @@ fn discover() -> Value {
             "extensions": {tasks::EXTENSION: {}},
         },
         "serverInfo": server_info(),
-        "instructions": INSTRUCTIONS,
+        "instructions": instructions(),
     })
 }
 

@@ -19,9 +19,6 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-/// The exit status of a launcher that could not confine its program.
-pub(crate) const UNAVAILABLE: u8 = 125;
-
 /// What the launcher does for one pane, passed as JSON on its command line.
 #[derive(Serialize, Deserialize, Debug, Clone, Default)]
 pub(crate) struct Plan {
@@ -78,7 +75,7 @@ pub(crate) fn main(args: &[String]) -> ExitCode {
 
 fn fail(why: &str) -> ExitCode {
     eprintln!("fugue: sandbox unavailable: {why}");
-    ExitCode::from(UNAVAILABLE)
+    ExitCode::from(super::net::UNAVAILABLE)
 }
 
 /// Runs the launcher once with `plan` and a program that does nothing; `Err` says why the
@@ -112,13 +109,10 @@ fn confine(plan: &Plan) -> Result<(), String> {
         // Said before any namespace is made: Landlock is what the sandbox rests on.
         landlock::restrict(abi, &[])?;
     }
-    // Open before anything is covered.
-    let keep: Vec<(PathBuf, OwnedFd)> =
-        plan.keep.iter().filter_map(|p| open_path(p).ok().map(|fd| (p.clone(), fd))).collect();
     match plan.net {
         Some(holder) => {
             super::net::join(holder)?;
-            unshare(libc::CLONE_NEWNS)?;
+            super::net::unshare(libc::CLONE_NEWNS)?;
         }
         None => super::net::new_user_namespace(libc::CLONE_NEWNS)?,
     }
@@ -127,9 +121,13 @@ fn confine(plan: &Plan) -> Result<(), String> {
     // covered.
     let keep: Vec<(PathBuf, OwnedFd)> =
         plan.keep.iter().filter_map(|p| open_path(p).ok().map(|fd| (p.clone(), fd))).collect();
-    for dir in plan.hide.iter().filter(|d| d.is_dir()) {
-        let options = "mode=0700";
-        mount(Some("tmpfs"), dir, Some("tmpfs"), libc::MS_NOSUID | libc::MS_NODEV, Some(options))?;
+    for dir in &plan.hide {
+        let flags = libc::MS_NOSUID | libc::MS_NODEV;
+        match mount(Some("tmpfs"), dir, Some("tmpfs"), flags, Some("mode=0700")) {
+            // Another fugue removed its directory since the plan was made: nothing to hide.
+            Err(_) if std::fs::symlink_metadata(dir).is_err() => {}
+            done => done?,
+        }
     }
     if let Some(tmp) = &plan.tmp {
         std::fs::create_dir_all(tmp).map_err(|e| format!("mkdir {}: {e}", tmp.display()))?;
@@ -175,14 +173,6 @@ fn bind_read_only(dir: &Path) -> Result<(), String> {
         }
     }
     mount(None, dir, None, flags, None)
-}
-
-pub(super) fn unshare(flags: libc::c_int) -> Result<(), String> {
-    // SAFETY: unshare takes no pointers; this process is single-threaded.
-    if unsafe { libc::unshare(flags) } != 0 {
-        return Err(format!("unshare: {}", std::io::Error::last_os_error()));
-    }
-    Ok(())
 }
 
 fn cstring(path: &Path) -> Result<CString, String> {

@@ -147,6 +147,12 @@ impl Flags {
         Ok((flags, rest))
     }
 
+    /// Whether `word` is one of the sandbox flags (plain `fugue` takes them as `serve` does).
+    pub(crate) fn is_flag(word: &str) -> bool {
+        let name = word.split_once('=').map_or(word, |(name, _)| name);
+        matches!(name, "--sandbox" | "--writable" | "--network" | "--writable-git" | "--pass-env")
+    }
+
     /// Whether any sandbox flag was given besides the mode (they mean nothing with `off`).
     fn any_detail(&self) -> bool {
         !self.writable.is_empty()
@@ -245,6 +251,19 @@ pub(crate) fn report(policy: &Policy) -> String {
         "sandbox: {}; {writes}; {network}; secret-looking variables withheld",
         policy.mode.name()
     )
+}
+
+/// What a pane's status says of its sandbox: mode, writable roots, network; `None` when off.
+pub(crate) fn view(mode: Mode) -> Option<serde_json::Value> {
+    let policy = server();
+    let writable: &[PathBuf] = if mode == Mode::WorkspaceWrite { &policy.writable } else { &[] };
+    (mode != Mode::Off).then(|| {
+        serde_json::json!({
+            "mode": mode.name(),
+            "writable": writable,
+            "network": if policy.network { "on" } else { "off" },
+        })
+    })
 }
 
 /// Whether a variable's name looks like a secret's.

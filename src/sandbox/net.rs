@@ -13,6 +13,9 @@ use std::io::{BufRead, BufReader, Read};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::process::{Child, Command, Stdio};
 
+/// The exit status of a launcher or holder that could not make the sandbox.
+pub(crate) const UNAVAILABLE: u8 = 125;
+
 /// The holder, started with the first sandboxed pane of a network-off policy.
 static HOLDER: Mutex<Option<Child>> = Mutex::new(None);
 
@@ -60,7 +63,7 @@ pub(crate) fn stop() {
 pub(crate) fn holder_main() -> std::process::ExitCode {
     if let Err(why) = new_user_namespace(libc::CLONE_NEWNET).and_then(|()| loopback_up()) {
         eprintln!("fugue: sandbox unavailable: {why}");
-        return std::process::ExitCode::from(super::launch::UNAVAILABLE);
+        return std::process::ExitCode::from(UNAVAILABLE);
     }
     println!("ready");
     let mut sink = Vec::new();
@@ -88,7 +91,7 @@ pub(crate) fn join(holder: u32) -> std::result::Result<(), String> {
 pub(crate) fn new_user_namespace(others: libc::c_int) -> std::result::Result<(), String> {
     // SAFETY: these calls have no preconditions and cannot fail.
     let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
-    super::launch::unshare(libc::CLONE_NEWUSER | others).map_err(|e| {
+    unshare(libc::CLONE_NEWUSER | others).map_err(|e| {
         format!("{e} (user namespaces are needed; see kernel.unprivileged_userns_clone, user.max_user_namespaces)")
     })?;
     let write = |file: &str, text: &str| {
@@ -112,7 +115,7 @@ fn loopback_up() -> std::result::Result<(), String> {
     // SAFETY: an all-zero ifreq is valid.
     let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
     for (i, b) in b"lo".iter().enumerate() {
-        req.ifr_name[i] = *b as libc::c_char;
+        req.ifr_name[i] = (*b).cast_signed();
     }
     // SAFETY: `req` is a valid ifreq that outlives both calls; the ioctls read and write only it.
     unsafe {
@@ -123,6 +126,14 @@ fn loopback_up() -> std::result::Result<(), String> {
         if libc::ioctl(sock.as_raw_fd(), libc::SIOCSIFFLAGS, &raw mut req) != 0 {
             return Err(format!("SIOCSIFFLAGS lo: {}", std::io::Error::last_os_error()));
         }
+    }
+    Ok(())
+}
+
+pub(crate) fn unshare(flags: libc::c_int) -> std::result::Result<(), String> {
+    // SAFETY: unshare takes no pointers; the caller is single-threaded.
+    if unsafe { libc::unshare(flags) } != 0 {
+        return Err(format!("unshare: {}", std::io::Error::last_os_error()));
     }
     Ok(())
 }

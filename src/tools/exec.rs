@@ -60,6 +60,7 @@ pub(crate) const TOOL: Tool = Tool {
                     integer_or("Answer running after this long (1: at once)", DEFAULT_TIMEOUT_MS),
                 ),
                 ("max_bytes", integer_or("Output cap (head and tail kept)", DEFAULT_MAX_BYTES)),
+                ("sandbox", super::sandbox_arg()),
             ],
             &["command"],
         )
@@ -97,10 +98,11 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     // the command's own time: a short timeout_ms asks to leave a job running, not to fail it.
     let started_by = started + timeout.max(SHELL_START);
     // A shell of fugue's own is held from the choice until the command is typed.
+    let asked = super::asked_sandbox(args)?;
     let (pane, claim) = match args.str("pane_id")? {
-        Some(id) => (ctx.mux.pane(id)?, None),
+        Some(id) => (super::check_pane(ctx.mux.pane(id)?, asked)?, None),
         None => {
-            let claim = ctx.shells.claim(&ctx.mux, ctx.cwd)?;
+            let claim = ctx.shells.claim(&ctx.mux, ctx.cwd, asked)?;
             (claim.pane.clone(), Some(claim))
         }
     };

@@ -74,6 +74,7 @@ pub(crate) const TOOL: Tool = Tool {
                 ("layout", Layout::schema("Where the panes go")),
                 timeout,
                 ("cleanup", boolean_or("Close the panes at the end", CLEANUP)),
+                ("sandbox", super::sandbox_arg()),
                 tail_lines,
                 tails,
                 asking::schema(),
@@ -127,7 +128,9 @@ enum End {
 
 fn run_parallel(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let started = Instant::now();
-    let tasks = parse_tasks(args, ctx.cwd)?;
+    let mut tasks = parse_tasks(args, ctx.cwd)?;
+    let sandbox = super::asked_sandbox(args)?;
+    tasks.iter_mut().for_each(|task| task.pane.sandbox = sandbox);
     let tiled = Layout::parse(args, "layout")? == Layout::Tiled;
     let timeout = crate::orchestrate::run_timeout(args, TIMEOUT_MS)?;
     let cleanup = args.bool("cleanup")?.unwrap_or(CLEANUP);
@@ -214,7 +217,14 @@ fn parse_task(base: &Path, index: usize, item: &Value) -> Result<Task> {
     let env = item.env("env")?;
     Ok(Task {
         name,
-        pane: PaneArgs { name: None, command: Some(command), cwd, env, integration: false },
+        pane: PaneArgs {
+            name: None,
+            command: Some(command),
+            cwd,
+            env,
+            integration: false,
+            sandbox: None,
+        },
     })
 }
 

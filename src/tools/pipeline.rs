@@ -76,6 +76,7 @@ pub(crate) const TOOL: Tool = Tool {
                 ("stop_on_error", boolean_or("Stop at the first failing step", STOP_ON_ERROR)),
                 timeout,
                 ("cleanup", boolean_or("Close the pane at the end", CLEANUP)),
+                ("sandbox", super::sandbox_arg()),
                 tail_lines,
                 tails,
                 asking::schema(),
@@ -134,6 +135,7 @@ struct Run<'a> {
 fn run_pipeline(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let started = Instant::now();
     let plan = parse_plan(args, ctx.cwd)?;
+    let sandbox = super::asked_sandbox(args)?;
     let user = &config().shell;
     let runs_steps = steps_shell(user);
     // The call's own directory, holding its steps as they were given, for the call's lifetime.
@@ -157,7 +159,8 @@ fn run_pipeline(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     };
     // Reachable from inside a sandbox: the steps and the integrations' records.
     let keep = [Some(dir.path.clone()), shell.dir(), kept.as_ref().and_then(|(k, _)| k.dir())];
-    let pane = start_pane(ctx, &plan, runs_steps, &launch, owned, keep.into_iter().flatten())?;
+    let keep = keep.into_iter().flatten();
+    let pane = start_pane(ctx, &plan, runs_steps, &launch, owned, keep, sandbox)?;
     let mut run = Run {
         plan: &plan,
         pane,
@@ -217,6 +220,7 @@ fn start_pane(
     launch: &Launch,
     owned: Option<Arc<Shell>>,
     keep: impl Iterator<Item = std::path::PathBuf>,
+    sandbox: Option<crate::sandbox::Mode>,
 ) -> Result<Arc<Pane>> {
     let session = ctx.mux.ensure_session(ORCHESTRATION_SESSION)?;
     // The pane runs the line with the user's shell. The integration's variables come after the
@@ -237,6 +241,7 @@ fn start_pane(
         cwd: plan.cwd.clone(),
         env,
         integration: false,
+        sandbox,
     };
     let window = format!("run-pipeline-{}", short_id(&new_id()));
     let place = Place::NewWindow { session: &session, name: Some(window) };
