@@ -406,3 +406,50 @@ fn initialize_says_the_policy() {
     let status = f.call("fugue_get_status", json!({"pane_id": pane}));
     assert!(status.get("sandbox").is_none(), "off adds nothing: {status}");
 }
+
+/// A double-forked daemon and a `setsid` grandchild stay confined (their writes outside fail) and
+/// end when their pane is closed, though they left its session. As root and as nobody.
+#[test]
+fn daemons_stay_confined_and_end_with_their_pane() {
+    let root = Dir::new("sbx-daemons");
+    let mut f = sandboxed(&root.path, &["--sandbox", "workspace-write"], &[]);
+    daemons_case(&mut f, &root, "root");
+    drop(f);
+    let dir = nobodys("sbx-daemons-nobody");
+    if let Some(mut f) = sandboxed_as_nobody(&dir.path, &["--sandbox", "workspace-write"]) {
+        daemons_case(&mut f, &dir, "nobody");
+    }
+}
+
+fn daemons_case(f: &mut Fugue, root: &Dir, who: &str) {
+    let out = outside(&format!("daemons-{who}"));
+    let _ = Command::new("chmod").args(["777", out.path_str()]).status();
+    let (r, o) = (root.path_str(), out.path_str());
+    // Each escapee first tries to write outside, then says its pid and lives on.
+    let escapee = |name: &str| {
+        format!("touch {o}/{name} 2>/dev/null; echo $$ > {r}/{name}.pid; exec sleep 1000")
+    };
+    let command = format!(
+        "setsid sh -c '{}' & (sh -c '{}' &) ; echo started; exec sleep 1000",
+        escapee("setsid"),
+        escapee("double")
+    );
+    let pane = f.call("fugue_create_session", json!({"command": command}));
+    let pane = pane["pane_id"].as_str().unwrap().to_string();
+    f.expect(&pane, "started");
+    let setsid = crate::util::pid_in(&root.join("setsid.pid"));
+    let double = crate::util::pid_in(&root.join("double.pid"));
+    assert!(!out.join("setsid").exists() && !out.join("double").exists(), "{who}: wrote outside");
+    let sid = |pid: u32| {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        stat.rsplit(')').next().unwrap().split_whitespace().nth(4).unwrap().to_string()
+    };
+    assert_ne!(sid(setsid), sid(double), "{who}: the setsid escapee left the pane's session");
+    f.call("fugue_close_pane", json!({"pane_id": pane}));
+    for pid in [setsid, double] {
+        assert!(
+            crate::util::gone_within(pid, std::time::Duration::from_secs(5)),
+            "{who}: {pid} lives"
+        );
+    }
+}

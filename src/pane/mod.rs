@@ -346,6 +346,7 @@ pub(crate) fn close_panes(panes: &[&Pane]) -> Vec<Option<Exit>> {
         }
     }
     wait_all(panes, Instant::now() + Duration::from_secs(2));
+    end_escapees(panes);
     panes
         .iter()
         .map(|pane| {
@@ -353,6 +354,24 @@ pub(crate) fn close_panes(panes: &[&Pane]) -> Vec<Option<Exit>> {
             pane.output.exit()
         })
         .collect()
+}
+
+/// Kills what sandboxed panes started outside their sessions (`setsid`, double-forked daemons):
+/// every process that carries a pane's mark (see `sandbox::tag`).
+fn end_escapees(panes: &[&Pane]) {
+    let tags: Vec<String> =
+        panes.iter().filter(|p| p.sandbox != Mode::Off).map(|p| sandbox::tag(&p.id)).collect();
+    // A process forking as it is killed leaves a child; a few rounds end a fork loop too.
+    for _ in 0..10 {
+        let marked = process::marked(&tags);
+        if marked.is_empty() {
+            return;
+        }
+        for pid in marked {
+            // SAFETY: kill only sends a signal; a stale id fails with ESRCH.
+            unsafe { libc::kill(process::pid_t(pid), libc::SIGKILL) };
+        }
+    }
 }
 
 /// Sends each signal to every pane's remaining processes, from one look at /proc; returns how many
@@ -455,7 +474,7 @@ fn confine(
     sandbox::check_available()?;
     let mut keep = spec.keep.clone();
     keep.extend(shell.and_then(crate::shell::Shell::dir));
-    let plan = sandbox::plan(mode, &keep)?;
+    let plan = sandbox::plan(mode, &keep, sandbox::tag(&spec.id))?;
     let argv = sandbox::launch::wrap(&plan, cmd.get_argv());
     *cmd.get_argv_mut() = argv;
     let pass = &sandbox::server().pass_env;

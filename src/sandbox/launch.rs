@@ -25,6 +25,8 @@ pub(crate) struct Plan {
     /// Read-only mode: the pane's private temporary directory, made in the empty file system
     /// that hides fugue's own and set as `TMPDIR`.
     pub(crate) tmp: Option<PathBuf>,
+    /// The pane's mark, the source name of every file system mounted (see `super::tag`).
+    pub(crate) tag: String,
     /// Where writes are allowed (directories or files).
     pub(crate) write: Vec<PathBuf>,
     /// Directories bound read-only.
@@ -121,13 +123,22 @@ fn confine(plan: &Plan) -> Result<(), String> {
     // covered.
     let keep: Vec<(PathBuf, OwnedFd)> =
         plan.keep.iter().filter_map(|p| open_path(p).ok().map(|fd| (p.clone(), fd))).collect();
+    // Each cover is named with the pane's mark; fugue's own private directory is always
+    // covered, so the mark is always there.
+    let mut marked = false;
     for dir in &plan.hide {
         let flags = libc::MS_NOSUID | libc::MS_NODEV;
-        match mount(Some("tmpfs"), dir, Some("tmpfs"), flags, Some("mode=0700")) {
+        match mount(Some(&plan.tag), dir, Some("tmpfs"), flags, Some("mode=0700")) {
             // Another fugue removed its directory since the plan was made: nothing to hide.
             Err(_) if std::fs::symlink_metadata(dir).is_err() => {}
-            done => done?,
+            done => {
+                done?;
+                marked = true;
+            }
         }
+    }
+    if !marked {
+        return Err("nothing was hidden, so the pane's processes cannot be marked".into());
     }
     if let Some(tmp) = &plan.tmp {
         std::fs::create_dir_all(tmp).map_err(|e| format!("mkdir {}: {e}", tmp.display()))?;

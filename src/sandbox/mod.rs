@@ -315,7 +315,14 @@ pub(crate) fn effective(asked: Option<Mode>) -> Result<Mode> {
 
 /// The launcher's plan for one pane of mode `mode`; `keep` are the pane's own private directories
 /// (its shell's records, its pipeline's files), which stay reachable and writable.
-pub(crate) fn plan(mode: Mode, keep: &[PathBuf]) -> Result<launch::Plan> {
+/// The mark of pane `id`'s processes: the source name of the file systems its launcher mounts,
+/// which every process of the pane sees in its `/proc/PID/mountinfo` — new namespaces copy it and
+/// Landlock forbids unmounting it — so that closing the pane finds the ones that left its session.
+pub(crate) fn tag(id: &str) -> String {
+    format!("fugue-pane-{id}")
+}
+
+pub(crate) fn plan(mode: Mode, keep: &[PathBuf], tag: String) -> Result<launch::Plan> {
     let policy = server();
     let mut write: Vec<PathBuf> = Vec::new();
     if mode == Mode::WorkspaceWrite {
@@ -335,6 +342,7 @@ pub(crate) fn plan(mode: Mode, keep: &[PathBuf]) -> Result<launch::Plan> {
     let net = if policy.network { None } else { Some(net::holder()?) };
     Ok(launch::Plan {
         tmp,
+        tag,
         write,
         git: policy.git.clone(),
         hide: hidden_now(policy),
@@ -389,7 +397,8 @@ fn is_fugue_private(name: &str) -> bool {
 pub(crate) fn check_available() -> Result<()> {
     static CHECKED: OnceLock<std::result::Result<(), String>> = OnceLock::new();
     let checked = CHECKED.get_or_init(|| {
-        let plan = plan(server().mode, &[]).map_err(|e| e.message().to_string())?;
+        let probe = tag("probe");
+        let plan = plan(server().mode, &[], probe).map_err(|e| e.message().to_string())?;
         launch::probe(&plan)
     });
     checked.clone().map_err(|why| Error::new(ErrorKind::SandboxUnavailable, why))
