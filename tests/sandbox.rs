@@ -453,3 +453,30 @@ fn daemons_case(f: &mut Fugue, root: &Dir, who: &str) {
         );
     }
 }
+
+/// A command that failed on something the sandbox refused says so (`sandbox_denied`, the line);
+/// a command that failed on its own does not.
+#[test]
+fn a_refused_command_answers_sandbox_denied() {
+    let root = Dir::new("sbx-denied");
+    let out = outside("denied");
+    let mut f = sandboxed(&root.path, &["--sandbox", "workspace-write"], &[]);
+    let target = out.join("x");
+    let done = run(&mut f, &format!("touch {}", path_str(&target)));
+    let line = done["sandbox_denied"].as_str().unwrap_or_default();
+    assert!(line.contains("Permission denied") && line.contains(path_str(&target)), "{done}");
+    let own = run(&mut f, "ls /nonexistent-fugue; touch inside; false");
+    assert!(own.get("sandbox_denied").is_none(), "{own}");
+    let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = tcp.local_addr().unwrap().port();
+    let net = run(
+        &mut f,
+        &format!("python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}))\""),
+    );
+    assert!(net["sandbox_denied"].as_str().is_some_and(|l| l.contains("refused")), "{net}");
+    let par = f.call(
+        "fugue_run_parallel",
+        json!({"commands": [{"command": format!("touch {}", path_str(&target))}]}),
+    );
+    assert!(par["results"][0]["sandbox_denied"].is_string(), "{par}");
+}

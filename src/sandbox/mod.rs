@@ -266,6 +266,39 @@ pub(crate) fn view(mode: Mode) -> Option<serde_json::Value> {
     })
 }
 
+/// The line of a failed command's `output` that shows the sandbox of `mode` refused it, where
+/// fugue can tell: a read-only file system (the `.git` mounts), a permission denied on a path
+/// outside the writable roots (anywhere, in read-only), a refused or unreachable connection with
+/// the network off. At most 200 bytes of it.
+pub(crate) fn denied(mode: Mode, output: &str) -> Option<String> {
+    if mode == Mode::Off {
+        return None;
+    }
+    let policy = server();
+    let outside = |line: &str| {
+        let paths = line.split(|c: char| c.is_whitespace() || "'\"‘’:`".contains(c));
+        let mut absolute = paths.filter(|w| w.starts_with('/')).map(Path::new);
+        mode == Mode::ReadOnly
+            || absolute.any(|p| !policy.writable.iter().any(|r| p.starts_with(r)))
+    };
+    let network = |line: &str| {
+        !policy.network
+            && ["Connection refused", "Network is unreachable", "Could not resolve host"]
+                .iter()
+                .any(|m| line.contains(m))
+    };
+    let line = output.lines().find(|line| {
+        line.contains("Read-only file system")
+            || (line.contains("Permission denied") && outside(line))
+            || network(line)
+    })?;
+    let mut end = line.len().min(200);
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    Some(line[..end].trim().to_string())
+}
+
 /// Whether a variable's name looks like a secret's.
 pub(crate) fn is_secret(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();

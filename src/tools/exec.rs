@@ -134,6 +134,7 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let from = mark::find(&pane, &shell.begin_mark(id), typed).map_or(typed, |(_, end)| end);
     let cwd = shell.with(State::cwd);
     let mut value = wait::answer(&pane, &outcome, from, max_bytes, cwd, true);
+    super::add_denied(&mut value, &pane, "output");
     value["duration_ms"] = json!(started.elapsed().as_millis() as u64);
     value["pane_id"] = json!(pane.id);
     Ok(value)

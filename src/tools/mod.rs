@@ -35,6 +35,24 @@ pub(crate) fn sandbox_arg() -> Value {
            "description": "Stricter than the server's sandbox"})
 }
 
+/// Adds `sandbox_denied` to a failed answer whose output (under `key`) shows the sandbox refused
+/// something: the line that says so.
+pub(crate) fn add_denied(value: &mut Value, pane: &crate::pane::Pane, key: &str) {
+    if value["status"] != "failed" {
+        return;
+    }
+    let output = match &value[key] {
+        Value::String(text) => text.clone(),
+        Value::Array(lines) => {
+            lines.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("\n")
+        }
+        _ => return,
+    };
+    if let Some(line) = sandbox::denied(pane.sandbox, &output) {
+        value["sandbox_denied"] = json!(line);
+    }
+}
+
 /// `pane` for a call that asked for `sandbox`: refused when the pane runs under another one.
 pub(crate) fn check_pane(
     pane: std::sync::Arc<crate::pane::Pane>,

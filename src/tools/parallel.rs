@@ -435,6 +435,7 @@ fn job_result(job: &Job<'_>, tail_lines: usize, all_tails: bool) -> Value {
             None if !tail.is_empty() => value["output_tail"] = json!(tail),
             None => {}
         }
+        super::add_denied(&mut value, pane, "output_tail");
     }
     value
 }
