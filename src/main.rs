@@ -61,7 +61,13 @@ fn main() -> ExitCode {
         [] => serve_command(&[]),
         [first, ..] if sandbox::Flags::is_flag(first) => serve_command(&words),
         ["serve", rest @ ..] => serve_command(rest),
-        ["__server", name] => server::daemon::main(name),
+        ["__server", name, flags @ ..] => match sandbox::Flags::parse(flags) {
+            Ok((flags, rest)) if rest.is_empty() => match install_sandbox(flags) {
+                Ok(()) => server::daemon::main(name),
+                Err(why) => usage_error(&why),
+            },
+            _ => usage_error("__server takes a name and sandbox flags"),
+        },
         ["kill-server", rest @ ..] => server::cli::kill_server(rest),
         ["call", "--shared", name, tool] => call_shared(name, tool, "{}"),
         ["call", "--shared", name, tool, json] => call_shared(name, tool, json),
@@ -153,16 +159,14 @@ fn serve_command(words: &[&str]) -> ExitCode {
             return usage_error("serve takes no arguments but --shared [NAME] and sandbox options");
         }
     };
-    if let Some(name) = shared {
-        if flags.mode.is_some_and(|m| m != sandbox::Mode::Off) {
-            return usage_error("a sandbox is not available with a shared server yet");
-        }
-        return server::front::serve(&name);
-    }
+    // A front's policy is what it asks of the shared server (which it starts with it).
     if let Err(why) = install_sandbox(flags) {
         return usage_error(&why);
     }
-    serve()
+    match shared {
+        Some(name) => server::front::serve(&name),
+        None => serve(),
+    }
 }
 
 /// Sets the sandbox policy before anything starts; with a sandbox, fugue's temporary directories
@@ -272,6 +276,9 @@ fn call_shared(server: &str, name: &str, json: &str) -> ExitCode {
         Ok(checked) => checked,
         Err(code) => return code,
     };
+    if let Err(why) = sandbox::Flags::parse(&[]).and_then(|(flags, _)| install_sandbox(flags)) {
+        return usage_error(&why);
+    }
     match server::front::call(server, tool.tool.name, &Value::Object(arguments)) {
         Ok(result) => print_result(&result),
         Err(e) => {

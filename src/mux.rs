@@ -44,6 +44,9 @@ pub(crate) struct PaneArgs {
     pub(crate) integration: bool,
     /// A sandbox stricter than the server's (`None`: the server's).
     pub(crate) sandbox: Option<crate::sandbox::Mode>,
+    /// In a sandbox, the only writable roots, in place of the server's (an agent stage's
+    /// worktree).
+    pub(crate) roots: Option<Vec<PathBuf>>,
 }
 
 impl PaneArgs {
@@ -56,6 +59,7 @@ impl PaneArgs {
             env: Vec::new(),
             integration: true,
             sandbox: None,
+            roots: None,
         }
     }
 }
@@ -526,6 +530,7 @@ impl Inner {
             integration: args.integration,
             live: None,
             sandbox: args.sandbox,
+            roots: args.roots.clone(),
             keep: Vec::new(),
         };
         self.reserved_panes += 1;

@@ -480,3 +480,57 @@ fn a_refused_command_answers_sandbox_denied() {
     );
     assert!(par["results"][0]["sandbox_denied"].is_string(), "{par}");
 }
+
+/// A shared server's policy is fixed when it starts: a front with another policy is refused with
+/// both named, and the server's panes stay confined for every front.
+#[test]
+fn a_shared_servers_policy_is_fixed_when_it_starts() {
+    let server = crate::shared::Server::new("sandbox");
+    let root = server.dir.path.clone();
+    let out = outside("shared");
+    let mut cmd = server.command(&[]);
+    cmd.args(["serve", "--shared", &server.name, "--sandbox", "workspace-write"])
+        .current_dir(&root);
+    let mut front = Fugue::spawn_command(cmd);
+    front.handshake();
+    let target = out.join("x");
+    assert_ne!(run(&mut front, &format!("touch {}", path_str(&target)))["exit_code"], 0);
+    assert!(!target.exists());
+    assert_eq!(run(&mut front, "touch inside")["exit_code"], 0);
+    // A front without the sandbox: refused, naming both policies.
+    let refused = server.first_answer();
+    let message = refused["error"]["message"].as_str().unwrap_or_default().to_string();
+    assert!(
+        message.contains("runs with sandbox: workspace-write") && message.contains("sandbox: off"),
+        "{refused}"
+    );
+    drop(front);
+    let ended = server.run(&["kill-server", &server.name]);
+    assert!(ended.status.success(), "{ended:?}");
+}
+
+/// An agent-pipeline stage in a sandboxed server writes its worktree only: not the repository
+/// the server may write, not `.git`. fugue's own commit and merge still carry its work.
+#[test]
+fn an_agent_stage_is_confined_to_its_worktree() {
+    let dir = outside("agent-stage");
+    let repo = crate::util::git_repo(&dir);
+    let r = path_str(&repo).to_string();
+    let agent = crate::agent::script(
+        &dir,
+        "implementer",
+        &format!(
+            "echo done >> feature.txt\n\
+             touch {r}/escaped 2>/dev/null && echo ESCAPED\n\
+             touch {r}/.git/hooks/post-merge 2>/dev/null && echo HOOKED\n\
+             echo implemented\n"
+        ),
+    );
+    let mut f = sandboxed(&repo, &["--sandbox", "workspace-write"], &crate::util::GIT_ENV);
+    let id = crate::agent::create(&mut f, json!({"repo": r, "task": "t", "implementer": agent}));
+    let p = crate::agent::settle(&mut f, &id);
+    assert_eq!(p["status"], "complete", "{p}");
+    assert!(!repo.join("escaped").exists(), "the stage wrote the repository outside its worktree");
+    assert!(!repo.join(".git/hooks/post-merge").exists(), "the stage wrote .git/hooks");
+    assert_eq!(crate::util::git(&repo, &["show", "main:feature.txt"]), "done");
+}

@@ -90,6 +90,8 @@ pub(crate) struct Spec {
     pub(crate) live: Option<Arc<crate::shell::Shell>>,
     /// A sandbox stricter than the server's, asked for by the call.
     pub(crate) sandbox: Option<Mode>,
+    /// The only writable roots, in place of the server's.
+    pub(crate) roots: Option<Vec<PathBuf>>,
     /// The pane's own private directories, reachable from inside its sandbox.
     pub(crate) keep: Vec<PathBuf>,
 }
@@ -474,7 +476,8 @@ fn confine(
     sandbox::check_available()?;
     let mut keep = spec.keep.clone();
     keep.extend(shell.and_then(crate::shell::Shell::dir));
-    let plan = sandbox::plan(mode, &keep, sandbox::tag(&spec.id))?;
+    keep.extend(spec.roots.iter().flatten().cloned());
+    let plan = sandbox::plan(mode, &keep, sandbox::tag(&spec.id), spec.roots.as_deref())?;
     let argv = sandbox::launch::wrap(&plan, cmd.get_argv());
     *cmd.get_argv_mut() = argv;
     let pass = &sandbox::server().pass_env;

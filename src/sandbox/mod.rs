@@ -299,6 +299,31 @@ pub(crate) fn denied(mode: Mode, output: &str) -> Option<String> {
     Some(line[..end].trim().to_string())
 }
 
+/// The server's policy as a shared server's hello carries it: `None` when off.
+pub(crate) fn policy_line() -> Option<String> {
+    let policy = server();
+    (policy.mode != Mode::Off).then(|| report(policy))
+}
+
+/// The flags that give another fugue (a shared server started by a front) this policy.
+pub(crate) fn flags_of(policy: &Policy) -> Vec<String> {
+    let mut flags = vec!["--sandbox".to_string(), policy.mode.name().to_string()];
+    if policy.mode == Mode::Off {
+        return flags;
+    }
+    for root in &policy.writable {
+        flags.push(format!("--writable={}", root.display()));
+    }
+    flags.push(format!("--network={}", if policy.network { "on" } else { "off" }));
+    if policy.writable_git {
+        flags.push("--writable-git".into());
+    }
+    for name in &policy.pass_env {
+        flags.push(format!("--pass-env={name}"));
+    }
+    flags
+}
+
 /// Whether a variable's name looks like a secret's.
 pub(crate) fn is_secret(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
@@ -355,11 +380,23 @@ pub(crate) fn tag(id: &str) -> String {
     format!("fugue-pane-{id}")
 }
 
-pub(crate) fn plan(mode: Mode, keep: &[PathBuf], tag: String) -> Result<launch::Plan> {
+/// `roots`, when given, are the pane's only writable roots in place of the server's (an agent
+/// stage's worktree), with their own `.git` read-only.
+pub(crate) fn plan(
+    mode: Mode,
+    keep: &[PathBuf],
+    tag: String,
+    roots: Option<&[PathBuf]>,
+) -> Result<launch::Plan> {
     let policy = server();
     let mut write: Vec<PathBuf> = Vec::new();
+    let git = match roots {
+        Some(roots) if !policy.writable_git => git_dirs(roots),
+        Some(_) => Vec::new(),
+        None => policy.git.clone(),
+    };
     if mode == Mode::WorkspaceWrite {
-        write.extend(policy.writable.iter().cloned());
+        write.extend(roots.unwrap_or(&policy.writable).iter().cloned());
         write.extend(temp_dirs());
         write.push("/dev/shm".into());
     }
@@ -373,15 +410,7 @@ pub(crate) fn plan(mode: Mode, keep: &[PathBuf], tag: String) -> Result<launch::
     );
     write.extend(keep.iter().cloned());
     let net = if policy.network { None } else { Some(net::holder()?) };
-    Ok(launch::Plan {
-        tmp,
-        tag,
-        write,
-        git: policy.git.clone(),
-        hide: hidden_now(policy),
-        keep: keep.to_vec(),
-        net,
-    })
+    Ok(launch::Plan { tmp, tag, write, git, hide: hidden_now(policy), keep: keep.to_vec(), net })
 }
 
 /// The system's temporary directories: /tmp and `$TMPDIR`.
@@ -431,7 +460,7 @@ pub(crate) fn check_available() -> Result<()> {
     static CHECKED: OnceLock<std::result::Result<(), String>> = OnceLock::new();
     let checked = CHECKED.get_or_init(|| {
         let probe = tag("probe");
-        let plan = plan(server().mode, &[], probe).map_err(|e| e.message().to_string())?;
+        let plan = plan(server().mode, &[], probe, None).map_err(|e| e.message().to_string())?;
         launch::probe(&plan)
     });
     checked.clone().map_err(|why| Error::new(ErrorKind::SandboxUnavailable, why))

@@ -364,6 +364,7 @@ fn pane_args(ctx: &Ctx<'_>, args: &Args<'_>, name_key: Option<&str>) -> Result<P
         env: args.env("env")?,
         integration: args.bool("integration")?.unwrap_or(INTEGRATION),
         sandbox: super::asked_sandbox(args)?,
+        roots: None,
     })
 }
 

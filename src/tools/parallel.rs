@@ -224,6 +224,7 @@ fn parse_task(base: &Path, index: usize, item: &Value) -> Result<Task> {
             env,
             integration: false,
             sandbox: None,
+            roots: None,
         },
     })
 }

@@ -242,6 +242,7 @@ fn start_pane(
         env,
         integration: false,
         sandbox,
+        roots: None,
     };
     let window = format!("run-pipeline-{}", short_id(&new_id()));
     let place = Place::NewWindow { session: &session, name: Some(window) };
