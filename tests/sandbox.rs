@@ -534,3 +534,74 @@ fn an_agent_stage_is_confined_to_its_worktree() {
     assert!(!repo.join(".git/hooks/post-merge").exists(), "the stage wrote .git/hooks");
     assert_eq!(crate::util::git(&repo, &["show", "main:feature.txt"]), "done");
 }
+
+/// Where the kernel allows no user namespaces (simulated by the documented test hook), the
+/// fallback still confines writes, refuses inet sockets (Unix ones work), gives a private TMPDIR,
+/// guards fugue's control socket with a peer check, and says so; a root with a `.git` needs
+/// `--writable-git`, since the fallback cannot keep it read-only.
+#[test]
+fn without_user_namespaces_the_fallback_confines_and_says_so() {
+    let root = outside("fallback-root");
+    let out = outside("fallback-out");
+    let hook = [("FUGUE_SANDBOX_TEST_NO_USERNS", "1")];
+    let mut f = sandboxed(&root.path, &["--sandbox", "workspace-write"], &hook);
+    let target = out.join("x");
+    assert_ne!(run(&mut f, &format!("touch {}", path_str(&target)))["exit_code"], 0);
+    assert!(!target.exists());
+    assert_eq!(run(&mut f, "touch inside")["exit_code"], 0);
+    assert!(root.join("inside").exists());
+    let tmp = run(&mut f, "echo t > \"$TMPDIR/t\" && cat \"$TMPDIR/t\"");
+    assert_eq!(tmp["output"], "t", "{tmp}");
+    let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = tcp.local_addr().unwrap().port();
+    let net = run(
+        &mut f,
+        &format!(
+            "python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 3)\""
+        ),
+    );
+    assert_ne!(net["exit_code"], 0, "{net}");
+    let sock = root.join("u.sock");
+    let unix = format!(
+        "python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); s.bind('{0}'); s.listen(); \
+         c = socket.socket(socket.AF_UNIX); c.connect('{0}'); print('unix ok')\"",
+        path_str(&sock)
+    );
+    assert_eq!(run(&mut f, &unix)["output"], "unix ok");
+    // fugue's control socket is not hidden here, so the peer check refuses the pane.
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    let control = format!("/tmp/fugue-{uid}/{}.sock", f.pid());
+    let script = root.write(
+        "dial.py",
+        &format!(
+            "import socket\ns = socket.socket(socket.AF_UNIX)\ns.connect('{control}')\ntry:\n    \
+             s.sendall(b'{{}}\\n')\n    got = s.recv(100)\nexcept OSError:\n    got = b''\n\
+             print('answered' if got else 'refused')\n"
+        ),
+    );
+    let dialed = run(&mut f, &format!("python3 {}", path_str(&script)));
+    if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
+        assert_eq!(dialed["output"], "refused", "{dialed}");
+    }
+    drop(f);
+    // The instructions say what the fallback lacks.
+    let mut cmd = Fugue::command(&hook);
+    cmd.args(["serve", "--sandbox", "read-only"]).current_dir(&root.path);
+    let mut g = Fugue::spawn_command(cmd);
+    let init = g.request(
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {},
+               "clientInfo": {"name": "t", "version": "0"}}),
+    );
+    let text = init["result"]["instructions"].as_str().unwrap_or_default().to_string();
+    assert!(text.contains("no user namespaces"), "{text}");
+    drop(g);
+    // A root with a .git: refused, naming --writable-git.
+    let dir = outside("fallback-git");
+    let repo = crate::util::git_repo(&dir);
+    let mut f = sandboxed(&repo, &["--sandbox", "workspace-write"], &hook);
+    let err = f.call_err("fugue_exec", json!({"command": "true"}));
+    assert_eq!(err["code"], "sandbox_unavailable", "{err}");
+    assert!(err["message"].as_str().unwrap().contains("--writable-git"), "{err}");
+}

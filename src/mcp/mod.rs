@@ -41,7 +41,7 @@ fugue_get_output or fugue_expect to see only what your input caused.";
 fn instructions() -> String {
     match crate::sandbox::server().mode {
         crate::sandbox::Mode::Off => INSTRUCTIONS.to_string(),
-        _ => format!("{INSTRUCTIONS} {}.", crate::sandbox::report(crate::sandbox::server())),
+        _ => format!("{INSTRUCTIONS} {}.", crate::sandbox::report_here()),
     }
 }
 

@@ -363,6 +363,7 @@ pub(crate) fn close_panes(panes: &[&Pane]) -> Vec<Option<Exit>> {
 fn end_escapees(panes: &[&Pane]) {
     let tags: Vec<String> =
         panes.iter().filter(|p| p.sandbox != Mode::Off).map(|p| sandbox::tag(&p.id)).collect();
+    tags.iter().for_each(|tag| sandbox::forget(tag));
     // A process forking as it is killed leaves a child; a few rounds end a fork loop too.
     for _ in 0..10 {
         let marked = process::marked(&tags);

@@ -37,6 +37,12 @@ pub(crate) struct Plan {
     pub(crate) keep: Vec<PathBuf>,
     /// The pid of the network holder whose namespaces to join; `None` keeps the host network.
     pub(crate) net: Option<u32>,
+    /// No user namespaces here: no namespaces, no mounts (see `super::Means::Fallback`).
+    #[serde(default)]
+    pub(crate) fallback: bool,
+    /// Refuse IPv4 and IPv6 sockets with seccomp (the fallback's network off).
+    #[serde(default)]
+    pub(crate) refuse_inet: bool,
 }
 
 /// The argument vector that runs `argv` under `plan`: fugue's own binary as the launcher.
@@ -67,6 +73,7 @@ pub(crate) fn main(args: &[String]) -> ExitCode {
     let mut cmd = std::process::Command::new(&program[0]);
     cmd.args(&program[1..]);
     cmd.env_remove(landlock::PRETEND_ABSENT);
+    cmd.env_remove(super::net::PRETEND_NO_USERNS);
     if let Some(tmp) = &plan.tmp {
         cmd.env("TMPDIR", tmp);
     }
@@ -111,6 +118,9 @@ fn confine(plan: &Plan) -> Result<(), String> {
         // Said before any namespace is made: Landlock is what the sandbox rests on.
         landlock::restrict(abi, &[])?;
     }
+    if plan.fallback {
+        return confine_without_namespaces(plan, abi);
+    }
     match plan.net {
         Some(holder) => {
             super::net::join(holder)?;
@@ -151,12 +161,28 @@ fn confine(plan: &Plan) -> Result<(), String> {
     for dir in plan.git.iter().filter(|d| d.is_dir()) {
         bind_read_only(dir)?;
     }
+    no_new_privs()?;
+    let write: Vec<&Path> = plan.write.iter().map(PathBuf::as_path).collect();
+    landlock::restrict(abi, &write)
+}
+
+/// The fallback: `no_new_privs`, Landlock, and the seccomp filter when the network is off.
+fn confine_without_namespaces(plan: &Plan, abi: i64) -> Result<(), String> {
+    no_new_privs()?;
+    let write: Vec<&Path> = plan.write.iter().map(PathBuf::as_path).collect();
+    landlock::restrict(abi, &write)?;
+    if plan.refuse_inet {
+        super::seccomp::refuse_inet()?;
+    }
+    Ok(())
+}
+
+fn no_new_privs() -> Result<(), String> {
     // SAFETY: prctl with these arguments only sets a flag on this process.
     if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
         return Err(format!("no_new_privs: {}", std::io::Error::last_os_error()));
     }
-    let write: Vec<&Path> = plan.write.iter().map(PathBuf::as_path).collect();
-    landlock::restrict(abi, &write)
+    Ok(())
 }
 
 /// Binds `dir` onto itself read-only, keeping the flags the kernel locks for a mount made in a

@@ -13,6 +13,7 @@
 pub(crate) mod landlock;
 pub(crate) mod launch;
 pub(crate) mod net;
+pub(crate) mod seccomp;
 
 use crate::error::{Error, ErrorKind, Result};
 use std::path::{Path, PathBuf};
@@ -380,6 +381,55 @@ pub(crate) fn tag(id: &str) -> String {
     format!("fugue-pane-{id}")
 }
 
+/// How this kernel gives the sandbox, decided once by starting the launcher for real.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Means {
+    /// User, mount and network namespaces with Landlock: everything this module promises.
+    Namespaces,
+    /// No user namespaces allowed: Landlock, `no_new_privs` and a seccomp filter that refuses
+    /// IPv4 and IPv6 sockets; a private TMPDIR in place of /tmp; no `.git` protection (so it is
+    /// refused unless `--writable-git`), no hidden directories, no mark for escapees.
+    Fallback,
+}
+
+/// How panes are sandboxed here, or why they cannot be.
+pub(crate) fn means() -> std::result::Result<Means, String> {
+    static MEANS: OnceLock<std::result::Result<Means, String>> = OnceLock::new();
+    MEANS.get_or_init(find_means).clone()
+}
+
+fn find_means() -> std::result::Result<Means, String> {
+    let mode = server().mode;
+    let tried = plan_with(Means::Namespaces, mode, &[], tag("probe"), None)
+        .map_err(|e| e.message().to_string())
+        .and_then(|plan| launch::probe(&plan));
+    match tried {
+        Ok(()) => Ok(Means::Namespaces),
+        Err(why) if why.contains(net::NO_USERNS) => {
+            if !server().git.is_empty() {
+                return Err(format!(
+                    "{why}; without them .git cannot be kept read-only: start fugue with \
+                     --writable-git to go without that protection"
+                ));
+            }
+            let plan = plan_with(Means::Fallback, mode, &[], tag("probe"), None)
+                .map_err(|e| e.message().to_string())?;
+            let probed = launch::probe(&plan);
+            forget(&tag("probe"));
+            probed.map(|()| Means::Fallback)
+        }
+        Err(why) => Err(why),
+    }
+}
+
+/// Removes what a pane's sandbox left in fugue's private directory (the fallback's TMPDIR).
+pub(crate) fn forget(tag: &str) {
+    let policy = server();
+    if policy.mode != Mode::Off && !policy.private.as_os_str().is_empty() {
+        let _ = std::fs::remove_dir_all(policy.private.join(tag));
+    }
+}
+
 /// `roots`, when given, are the pane's only writable roots in place of the server's (an agent
 /// stage's worktree), with their own `.git` read-only.
 pub(crate) fn plan(
@@ -388,6 +438,20 @@ pub(crate) fn plan(
     tag: String,
     roots: Option<&[PathBuf]>,
 ) -> Result<launch::Plan> {
+    let means = means().map_err(|why| Error::new(ErrorKind::SandboxUnavailable, why))?;
+    plan_with(means, mode, keep, tag, roots)
+}
+
+fn plan_with(
+    means: Means,
+    mode: Mode,
+    keep: &[PathBuf],
+    tag: String,
+    roots: Option<&[PathBuf]>,
+) -> Result<launch::Plan> {
+    if means == Means::Fallback {
+        return fallback_plan(mode, keep, tag, roots);
+    }
     let policy = server();
     let mut write: Vec<PathBuf> = Vec::new();
     let git = match roots {
@@ -402,15 +466,56 @@ pub(crate) fn plan(
     }
     let tmp = (mode == Mode::ReadOnly).then(|| policy.private.join("tmp"));
     write.extend(tmp.iter().cloned());
-    write.extend(
-        ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"]
-            .iter()
-            .chain(&["/dev/ptmx", "/dev/pts"])
-            .map(PathBuf::from),
-    );
+    write.extend(devices());
     write.extend(keep.iter().cloned());
     let net = if policy.network { None } else { Some(net::holder()?) };
-    Ok(launch::Plan { tmp, tag, write, git, hide: hidden_now(policy), keep: keep.to_vec(), net })
+    let hide = hidden_now(policy);
+    Ok(launch::Plan { tmp, tag, write, git, hide, keep: keep.to_vec(), net, ..Default::default() })
+}
+
+/// The devices a pane writes: the null and random devices, its terminal, new terminals.
+fn devices() -> impl Iterator<Item = PathBuf> {
+    ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"]
+        .iter()
+        .chain(&["/dev/ptmx", "/dev/pts"])
+        .map(PathBuf::from)
+}
+
+/// The fallback's plan: writes to the roots (workspace-write), a TMPDIR of the pane's own, the
+/// devices and its own directories; the network refused by seccomp.
+fn fallback_plan(
+    mode: Mode,
+    keep: &[PathBuf],
+    tag: String,
+    roots: Option<&[PathBuf]>,
+) -> Result<launch::Plan> {
+    let policy = server();
+    if let Some(roots) = roots
+        && !policy.writable_git
+        && !git_dirs(roots).is_empty()
+    {
+        return Err(Error::new(
+            ErrorKind::SandboxUnavailable,
+            "without user namespaces the worktree's .git cannot be kept read-only",
+        ));
+    }
+    let tmp = policy.private.join(&tag);
+    crate::files::private_dir(&tmp, crate::files::Existing::Keep)?;
+    let mut write: Vec<PathBuf> = Vec::new();
+    if mode == Mode::WorkspaceWrite {
+        write.extend(roots.unwrap_or(&policy.writable).iter().cloned());
+    }
+    write.push(tmp.clone());
+    write.extend(devices());
+    write.extend(keep.iter().cloned());
+    Ok(launch::Plan {
+        tmp: Some(tmp),
+        tag,
+        write,
+        fallback: true,
+        refuse_inet: !policy.network,
+        ..Default::default()
+    })
 }
 
 /// The system's temporary directories: /tmp and `$TMPDIR`.
@@ -457,13 +562,38 @@ fn is_fugue_private(name: &str) -> bool {
 /// Checks once, by starting the launcher for real, that this kernel can give the sandbox; every
 /// pane start after a failure fails the same way, naming what is missing.
 pub(crate) fn check_available() -> Result<()> {
-    static CHECKED: OnceLock<std::result::Result<(), String>> = OnceLock::new();
-    let checked = CHECKED.get_or_init(|| {
-        let probe = tag("probe");
-        let plan = plan(server().mode, &[], probe, None).map_err(|e| e.message().to_string())?;
-        launch::probe(&plan)
-    });
-    checked.clone().map_err(|why| Error::new(ErrorKind::SandboxUnavailable, why))
+    means().map(|_| ()).map_err(|why| Error::new(ErrorKind::SandboxUnavailable, why))
+}
+
+/// The policy in one line with how this kernel gives it, for the agent: `report`, plus what the
+/// fallback lacks, or why no pane can start.
+pub(crate) fn report_here() -> String {
+    let policy = server();
+    let line = report(policy);
+    match (policy.mode, means()) {
+        (Mode::Off, _) | (_, Ok(Means::Namespaces)) => line,
+        (_, Ok(Means::Fallback)) => format!(
+            "{line}; no user namespaces here, so: inet sockets refused (no loopback shared by \
+             the panes), a private TMPDIR instead of /tmp, fugue's sockets guarded by a peer check"
+        ),
+        (_, Err(why)) => format!("{line}; unavailable here, no pane can start: {why}"),
+    }
+}
+
+/// Whether a connection to fugue's control or shared socket comes from a sandboxed process: one
+/// in another user namespace, or under more seccomp filters than fugue. Only a sandboxed fugue
+/// asks (with the sandbox off nothing changes).
+pub(crate) fn refuses_peer(pid: i32) -> bool {
+    if server().mode == Mode::Off {
+        return false;
+    }
+    let ns = |p: &str| std::fs::read_link(format!("/proc/{p}/ns/user")).ok();
+    let filters = |p: &str| {
+        let status = std::fs::read_to_string(format!("/proc/{p}/status")).unwrap_or_default();
+        status.lines().find_map(|l| l.strip_prefix("Seccomp_filters:")?.trim().parse::<u32>().ok())
+    };
+    let peer = pid.to_string();
+    ns(&peer) != ns("self") || filters(&peer).unwrap_or(0) > filters("self").unwrap_or(0)
 }
 
 #[cfg(test)]

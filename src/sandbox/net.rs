@@ -13,6 +13,12 @@ use std::io::{BufRead, BufReader, Read};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::process::{Child, Command, Stdio};
 
+/// What the launcher's error says when the kernel allows no user namespaces.
+pub(crate) const NO_USERNS: &str = "user namespaces are not allowed";
+
+/// The test hook that makes fugue behave as on a kernel without user namespaces.
+pub(crate) const PRETEND_NO_USERNS: &str = "FUGUE_SANDBOX_TEST_NO_USERNS";
+
 /// The exit status of a launcher or holder that could not make the sandbox.
 pub(crate) const UNAVAILABLE: u8 = 125;
 
@@ -91,9 +97,16 @@ pub(crate) fn join(holder: u32) -> std::result::Result<(), String> {
 pub(crate) fn new_user_namespace(others: libc::c_int) -> std::result::Result<(), String> {
     // SAFETY: these calls have no preconditions and cannot fail.
     let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
-    unshare(libc::CLONE_NEWUSER | others).map_err(|e| {
-        format!("{e} (user namespaces are needed; see kernel.unprivileged_userns_clone, user.max_user_namespaces)")
-    })?;
+    let refused = |e: String| {
+        format!(
+            "{e}: {NO_USERNS} (see user.max_user_namespaces, kernel.unprivileged_userns_clone, \
+             kernel.apparmor_restrict_unprivileged_userns)"
+        )
+    };
+    if std::env::var_os(PRETEND_NO_USERNS).is_some_and(|v| !v.is_empty()) {
+        return Err(refused(format!("unshare: pretended by {PRETEND_NO_USERNS}")));
+    }
+    unshare(libc::CLONE_NEWUSER | others).map_err(refused)?;
     let write = |file: &str, text: &str| {
         std::fs::write(format!("/proc/self/{file}"), text)
             .map_err(|e| format!("/proc/self/{file}: {e}"))
