@@ -331,6 +331,22 @@ fn an_unprivileged_fugue_confines_its_panes() {
     assert!(!target.exists());
     assert_eq!(run(&mut f, "touch inside")["exit_code"], 0);
     assert!(dir.join("inside").exists());
+    drop(f);
+    // A repository of nobody's: its .git stays read-only.
+    let repo = crate::util::git_repo(&dir);
+    let ok = Command::new("chown").args(["-R", "nobody:nogroup", path_str(&repo)]).status();
+    assert!(ok.is_ok_and(|s| s.success()));
+    let mut f = sandboxed_as_nobody(&repo, &["--sandbox", "workspace-write"]).unwrap();
+    let hook = run(&mut f, "touch .git/hooks/pre-commit");
+    assert_ne!(hook["exit_code"], 0, "{hook}");
+    assert!(hook["sandbox_denied"].as_str().is_some_and(|l| l.contains("Read-only")), "{hook}");
+    assert_eq!(run(&mut f, "touch work")["exit_code"], 0);
+    drop(f);
+    // read-only as nobody: nothing but the private TMPDIR.
+    let mut f = sandboxed_as_nobody(&dir.path, &["--sandbox", "read-only"]).unwrap();
+    assert_ne!(run(&mut f, "touch ro")["exit_code"], 0);
+    assert!(!dir.join("ro").exists());
+    assert_eq!(run(&mut f, "touch \"$TMPDIR/t\"")["exit_code"], 0);
 }
 
 /// A call can tighten the server's policy (read-only in a workspace-write server), never loosen

@@ -650,6 +650,41 @@ mod tests {
     }
 
     #[test]
+    fn refusals_are_told_from_other_failures() {
+        let ro = "touch: cannot touch 'notes': Permission denied";
+        assert_eq!(denied(Mode::ReadOnly, ro).as_deref(), Some(ro));
+        let git = "bash: .git/config: Read-only file system";
+        assert_eq!(denied(Mode::WorkspaceWrite, git).as_deref(), Some(git));
+        let outside = "cp: cannot create regular file '/etc/x': Permission denied";
+        assert_eq!(denied(Mode::WorkspaceWrite, outside).as_deref(), Some(outside));
+        assert_eq!(denied(Mode::WorkspaceWrite, "make: *** [all] Error 2"), None);
+        assert_eq!(denied(Mode::Off, git), None, "no sandbox, no refusal");
+        let long = format!("{}é: Read-only file system", "x".repeat(199));
+        assert!(denied(Mode::ReadOnly, &long).is_some_and(|l| l.len() <= 200));
+    }
+
+    #[test]
+    fn a_policy_passes_to_a_shared_server_through_its_flags() {
+        let dir = std::env::temp_dir();
+        let policy = Flags {
+            mode: Some(Mode::WorkspaceWrite),
+            writable: vec![dir.clone()],
+            network: Some(true),
+            writable_git: true,
+            pass_env: vec!["GH_TOKEN".into()],
+        }
+        .policy(Path::new("/"), Vec::new())
+        .unwrap();
+        let flags = flags_of(&policy);
+        let words: Vec<&str> = flags.iter().map(String::as_str).collect();
+        let (again, rest) = Flags::parse(&words).unwrap();
+        assert!(rest.is_empty());
+        let again = again.policy(Path::new("/"), Vec::new()).unwrap();
+        assert_eq!(report(&again), report(&policy));
+        assert_eq!(again.pass_env, policy.pass_env);
+    }
+
+    #[test]
     fn modes_order_from_strict_to_open() {
         assert!(Mode::ReadOnly < Mode::WorkspaceWrite && Mode::WorkspaceWrite < Mode::Off);
     }
