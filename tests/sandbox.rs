@@ -52,6 +52,12 @@ pub fn outside(name: &str) -> Dir {
     Dir { path }
 }
 
+/// Whether a command's answer says it ran and failed (an exit code, not 0): a command that never
+/// finished has no exit code, and must not pass for a refused one.
+pub fn failed(answer: &serde_json::Value) -> bool {
+    answer["exit_code"].as_i64().is_some_and(|code| code != 0)
+}
+
 /// Runs `command` in fugue's own shell; returns the answer.
 pub fn run(f: &mut Fugue, command: &str) -> Value {
     f.call("fugue_exec", json!({"command": command, "timeout_ms": 20000}))
@@ -90,18 +96,18 @@ fn writes_land_only_inside_the_writable_root_in_every_shell() {
             f.call("fugue_create_session", json!({}))["pane_id"].as_str().unwrap().to_string();
         for (command, target) in attempts(&outside.path) {
             let done = run_in(&mut f, &pane, &command);
-            assert_ne!(done["exit_code"], 0, "{name}: {command} succeeded: {done}");
+            assert!(failed(&done), "{name}: {command} succeeded: {done}");
             assert!(!target.exists(), "{name}: {command} wrote {}", target.display());
         }
         let over = format!("mv {}/new {}", root.path_str(), path_str(&victim));
         run_in(&mut f, &pane, &format!("echo new > {}/new", root.path_str()));
         let moved = run_in(&mut f, &pane, &over);
-        assert_ne!(moved["exit_code"], 0, "{name}: mv over a file outside: {moved}");
+        assert!(failed(&moved), "{name}: mv over a file outside: {moved}");
         let link = format!("ln -s {} {}/link", path_str(&victim), root.path_str());
         assert_eq!(run_in(&mut f, &pane, &link)["exit_code"], 0, "{name}");
         // cp, not a redirection: fish answers a failed redirection with status 0.
         let through = run_in(&mut f, &pane, &format!("cp /etc/hostname {}/link", root.path_str()));
-        assert_ne!(through["exit_code"], 0, "{name}: write through a link: {through}");
+        assert!(failed(&through), "{name}: write through a link: {through}");
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "original", "{name}");
         for command in ["touch inside", "cp /etc/hostname copied", "mkdir sub"] {
             let done = run_in(&mut f, &pane, command);
@@ -141,7 +147,7 @@ fn git_stays_read_only_in_a_repository_and_a_worktree() {
         format!("touch {r}/.git/worktrees/wt/hooks-here"),
     ] {
         let done = run(&mut f, &command);
-        assert_ne!(done["exit_code"], 0, "{command}: {done}");
+        assert!(failed(&done), "{command}: {done}");
     }
     assert_eq!(std::fs::read_to_string(repo.join(".git/config")).unwrap(), config_before);
     assert!(!repo.join(".git/hooks/pre-commit").exists());
@@ -157,10 +163,10 @@ fn read_only_writes_nothing_but_its_private_tmpdir() {
     let root = Dir::new("sbx-ro");
     let mut f = sandboxed(&root.path, &["--sandbox", "read-only"], &[]);
     let denied = run(&mut f, "touch here");
-    assert_ne!(denied["exit_code"], 0, "{denied}");
+    assert!(failed(&denied), "{denied}");
     assert!(!root.join("here").exists());
     let name = format!("/tmp/fugue-sbx-ro-{}", std::process::id());
-    assert_ne!(run(&mut f, &format!("touch {name}"))["exit_code"], 0);
+    assert!(failed(&run(&mut f, &format!("touch {name}"))));
     assert!(!Path::new(&name).exists());
     let tmp = run(&mut f, "echo x > \"$TMPDIR/t\" && cat \"$TMPDIR/t\" && echo hi > /dev/null");
     assert_eq!((tmp["exit_code"].as_i64(), tmp["output"].as_str()), (Some(0), Some("x")), "{tmp}");
@@ -190,7 +196,7 @@ fn network_off_case(f: &mut Fugue, root: &Dir, who: &str) {
         "python3 -c \"import socket; socket.create_connection(('127.0.0.1', {tport}), 3)\""
     );
     let done = run(f, &client);
-    assert_ne!(done["exit_code"], 0, "{who}: TCP to the host's loopback: {done}");
+    assert!(failed(&done), "{who}: TCP to the host's loopback: {done}");
     assert!(done["output"].as_str().unwrap().contains("refused"), "{who}: {done}");
     let udp_client = format!(
         "python3 -c \"import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); \
@@ -291,7 +297,7 @@ fn no_landlock_fails_closed() {
 fn the_mode_comes_from_the_environment_and_bad_flags_are_refused() {
     let root = Dir::new("sbx-envmode");
     let mut f = sandboxed(&root.path, &[], &[("FUGUE_SANDBOX", "read-only")]);
-    assert_ne!(run(&mut f, "touch x")["exit_code"], 0);
+    assert!(failed(&run(&mut f, "touch x")));
     assert!(!root.join("x").exists());
     for args in [
         &["serve", "--sandbox", "loose"][..],
@@ -327,7 +333,7 @@ fn an_unprivileged_fugue_confines_its_panes() {
         return;
     };
     let target = outside.join("x");
-    assert_ne!(run(&mut f, &format!("touch {}", path_str(&target)))["exit_code"], 0);
+    assert!(failed(&run(&mut f, &format!("touch {}", path_str(&target)))));
     assert!(!target.exists());
     assert_eq!(run(&mut f, "touch inside")["exit_code"], 0);
     assert!(dir.join("inside").exists());
@@ -338,13 +344,13 @@ fn an_unprivileged_fugue_confines_its_panes() {
     assert!(ok.is_ok_and(|s| s.success()));
     let mut f = sandboxed_as_nobody(&repo, &["--sandbox", "workspace-write"]).unwrap();
     let hook = run(&mut f, "touch .git/hooks/pre-commit");
-    assert_ne!(hook["exit_code"], 0, "{hook}");
+    assert!(failed(&hook), "{hook}");
     assert!(hook["sandbox_denied"].as_str().is_some_and(|l| l.contains("Read-only")), "{hook}");
     assert_eq!(run(&mut f, "touch work")["exit_code"], 0);
     drop(f);
     // read-only as nobody: nothing but the private TMPDIR.
     let mut f = sandboxed_as_nobody(&dir.path, &["--sandbox", "read-only"]).unwrap();
-    assert_ne!(run(&mut f, "touch ro")["exit_code"], 0);
+    assert!(failed(&run(&mut f, "touch ro")));
     assert!(!dir.join("ro").exists());
     assert_eq!(run(&mut f, "touch \"$TMPDIR/t\"")["exit_code"], 0);
 }
@@ -356,7 +362,7 @@ fn calls_tighten_never_loosen_and_panes_say_their_sandbox() {
     let root = Dir::new("sbx-tighten");
     let mut f = sandboxed(&root.path, &["--sandbox", "workspace-write"], &[]);
     let ro = f.call("fugue_exec", json!({"command": "touch ro", "sandbox": "read-only"}));
-    assert_ne!(ro["exit_code"], 0, "{ro}");
+    assert!(failed(&ro), "{ro}");
     assert!(!root.join("ro").exists());
     // The next call without `sandbox` gets a shell of the server's policy, not the read-only one.
     let rw = run(&mut f, "touch rw");
@@ -366,12 +372,19 @@ fn calls_tighten_never_loosen_and_panes_say_their_sandbox() {
         "fugue_run_parallel",
         json!({"commands": [{"command": "touch par"}], "sandbox": "read-only"}),
     );
-    assert_ne!(par["results"][0]["exit_code"], 0, "{par}");
+    assert!(failed(&par["results"][0]), "{par}");
     let pipe = f.call(
         "fugue_run_pipeline",
-        json!({"commands": [{"command": "touch pipe"}], "sandbox": "read-only"}),
+        json!({"commands": [{"command": "echo step"}, {"command": "touch pipe"}],
+               "stop_on_error": false, "sandbox": "read-only"}),
     );
-    assert_ne!(pipe["results"][0]["exit_code"], 0, "{pipe}");
+    // The pipeline's own machinery (its steps' files, the shell's records) works in the sandbox.
+    assert_eq!(pipe["steps"][0]["exit_code"], 0, "{pipe}");
+    assert!(failed(&pipe["steps"][1]), "{pipe}");
+    assert!(pipe["sandbox_denied"].is_string(), "{pipe}");
+    let served = f.call("fugue_run_pipeline", json!({"commands": [{"command": "touch pipe-rw"}]}));
+    assert_eq!(served["steps"][0]["exit_code"], 0, "{served}");
+    assert!(root.join("pipe-rw").exists());
     assert!(!root.join("par").exists() && !root.join("pipe").exists());
     let pane =
         f.call("fugue_create_session", json!({"command": "sleep 30", "sandbox": "read-only"}));
@@ -510,7 +523,7 @@ fn a_shared_servers_policy_is_fixed_when_it_starts() {
     let mut front = Fugue::spawn_command(cmd);
     front.handshake();
     let target = out.join("x");
-    assert_ne!(run(&mut front, &format!("touch {}", path_str(&target)))["exit_code"], 0);
+    assert!(failed(&run(&mut front, &format!("touch {}", path_str(&target)))));
     assert!(!target.exists());
     assert_eq!(run(&mut front, "touch inside")["exit_code"], 0);
     // A front without the sandbox: refused, naming both policies.
@@ -562,7 +575,7 @@ fn without_user_namespaces_the_fallback_confines_and_says_so() {
     let hook = [("FUGUE_SANDBOX_TEST_NO_USERNS", "1")];
     let mut f = sandboxed(&root.path, &["--sandbox", "workspace-write"], &hook);
     let target = out.join("x");
-    assert_ne!(run(&mut f, &format!("touch {}", path_str(&target)))["exit_code"], 0);
+    assert!(failed(&run(&mut f, &format!("touch {}", path_str(&target)))));
     assert!(!target.exists());
     assert_eq!(run(&mut f, "touch inside")["exit_code"], 0);
     assert!(root.join("inside").exists());
@@ -576,7 +589,7 @@ fn without_user_namespaces_the_fallback_confines_and_says_so() {
             "python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 3)\""
         ),
     );
-    assert_ne!(net["exit_code"], 0, "{net}");
+    assert!(failed(&net), "{net}");
     let sock = root.join("u.sock");
     let unix = format!(
         "python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); s.bind('{0}'); s.listen(); \

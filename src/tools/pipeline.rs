@@ -181,7 +181,10 @@ fn run_pipeline(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     }
     outcome?;
     run.settle();
-    let answer = run.answer(started);
+    let answer = run.answer(started).map(|mut value| {
+        super::add_denied(&mut value, &run.pane, "output_tail");
+        value
+    });
     // A shell that never ran a step leaves nothing worth inspecting.
     if plan.cleanup || answer.is_err() {
         let _ = ctx.mux.close_pane(&run.pane.id);
