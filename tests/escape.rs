@@ -95,3 +95,21 @@ fn a_setuid_binary_gains_nothing() {
     let euid = run(&mut f, &format!("{} -u", path_str(&id)));
     assert_eq!(euid["output"], "65534", "{euid}");
 }
+
+/// fugue's state directory, even inside a writable root, is out of a pane's reach: what a pane
+/// writes there lands in an empty file system of its own, never in fugue's files.
+#[test]
+fn fugues_state_is_out_of_reach_even_inside_a_root() {
+    let root = outside("esc-state");
+    let state = root.join("state");
+    std::fs::create_dir_all(&state).unwrap();
+    std::fs::write(state.join("pipeline.json"), "fugue's own").unwrap();
+    let s = path_str(&state).to_string();
+    let mut f =
+        sandboxed(&root.path, &["--sandbox", "workspace-write"], &[("FUGUE_STATE_DIR", &s)]);
+    let seen =
+        run(&mut f, &format!("ls -A {s}; echo forged > {s}/pipeline.json; echo x > {s}/new"));
+    assert_eq!(seen["output"], "", "the state directory looks empty from the pane: {seen}");
+    assert_eq!(std::fs::read_to_string(state.join("pipeline.json")).unwrap(), "fugue's own");
+    assert!(!state.join("new").exists());
+}
