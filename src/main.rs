@@ -177,8 +177,15 @@ fn install_sandbox(flags: sandbox::Flags) -> Result<(), String> {
         return Ok(());
     }
     let mut hidden = vec![control::dir::path()];
-    if let Some(dir) = &config::config().state_dir {
-        hidden.push(dir.clone());
+    match &config::config().state_dir {
+        Some(dir) => hidden.push(dir.clone()),
+        // Agent pipelines keep their state in the repository: a root's own is hidden too (a
+        // stage's run directory is bound back for it).
+        None => {
+            for root in &policy.writable {
+                hidden.extend(["pipelines", "runs"].map(|d| root.join(".state").join(d)));
+            }
+        }
     }
     if let Ok(log) = server::log_path("default")
         && let Some(dir) = log.parent().and_then(std::path::Path::parent)

@@ -556,9 +556,15 @@ fn an_agent_stage_is_confined_to_its_worktree() {
         ),
     );
     let mut f = sandboxed(&repo, &["--sandbox", "workspace-write"], &crate::util::GIT_ENV);
-    let id = crate::agent::create(&mut f, json!({"repo": r, "task": "t", "implementer": agent}));
+    // The analyzer's verdict goes to its run directory, under the hidden state: bound back for it.
+    let analyzer = crate::agent::approving_analyzer(&dir);
+    let id = crate::agent::create(
+        &mut f,
+        json!({"repo": r, "task": "t", "implementer": agent, "analyzer": analyzer}),
+    );
     let p = crate::agent::settle(&mut f, &id);
     assert_eq!(p["status"], "complete", "{p}");
+    assert_eq!(crate::agent::stage(&p, "analyzer")["verdict"], "complete", "{p}");
     assert!(!repo.join("escaped").exists(), "the stage wrote the repository outside its worktree");
     assert!(!repo.join(".git/hooks/post-merge").exists(), "the stage wrote .git/hooks");
     assert_eq!(crate::util::git(&repo, &["show", "main:feature.txt"]), "done");
