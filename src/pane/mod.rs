@@ -106,6 +106,8 @@ pub(crate) struct Pane {
     pub(crate) pid: u32,
     /// The sandbox its processes run in (`Off`: none).
     pub(crate) sandbox: Mode,
+    /// Its own writable roots in the sandbox, in place of the server's.
+    pub(crate) roots: Option<Vec<PathBuf>>,
     pub(crate) created_at: SystemTime,
     pub(crate) started: Instant,
     output: Arc<Output>,
@@ -172,6 +174,7 @@ impl Pane {
             cwd,
             pid,
             sandbox,
+            roots: spec.roots,
             created_at: SystemTime::now(),
             started: Instant::now(),
             output,

@@ -254,10 +254,14 @@ pub(crate) fn report(policy: &Policy) -> String {
     )
 }
 
-/// What a pane's status says of its sandbox: mode, writable roots, network; `None` when off.
-pub(crate) fn view(mode: Mode) -> Option<serde_json::Value> {
+/// What a pane's status says of its sandbox: mode, writable roots (`roots`, the pane's own, or
+/// the server's), network; `None` when off.
+pub(crate) fn view(mode: Mode, roots: Option<&[PathBuf]>) -> Option<serde_json::Value> {
     let policy = server();
-    let writable: &[PathBuf] = if mode == Mode::WorkspaceWrite { &policy.writable } else { &[] };
+    let writable = match mode {
+        Mode::WorkspaceWrite => roots.unwrap_or(&policy.writable),
+        _ => &[],
+    };
     (mode != Mode::Off).then(|| {
         serde_json::json!({
             "mode": mode.name(),

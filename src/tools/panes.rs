@@ -336,7 +336,7 @@ fn pane_json(pane: &Pane) -> Value {
 
 /// Adds `sandbox` (mode, writable roots, network) for a sandboxed pane; nothing otherwise.
 fn add_sandbox(value: &mut Value, pane: &Pane) {
-    if let Some(view) = crate::sandbox::view(pane.sandbox) {
+    if let Some(view) = crate::sandbox::view(pane.sandbox, pane.roots.as_deref()) {
         value["sandbox"] = view;
     }
 }
