@@ -335,30 +335,62 @@ pub(crate) fn is_secret(name: &str) -> bool {
     ["KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL"].iter().any(|w| upper.contains(w))
 }
 
-/// The `.git` directories a sandboxed pane must not write: each root's own, and for a worktree
-/// (a `.git` file) the directory its `gitdir:` names and that one's common directory, where hooks
-/// and config live.
+/// How deep below a root `git_dirs` looks for the `.git` of a nested repository, and how many
+/// directories it looks at in all: a bound on what a huge tree costs at start.
+const GIT_DEPTH: usize = 3;
+const GIT_LOOKS: usize = 5000;
+
+/// The `.git` directories a sandboxed pane must not write: each root's own and those of the
+/// repositories nested up to `GIT_DEPTH` levels below it (not inside `node_modules`, `target` or
+/// hidden directories); for a worktree (a `.git` file) the directory its `gitdir:` names and that
+/// one's common directory, where hooks and config live.
 pub(crate) fn git_dirs(roots: &[PathBuf]) -> Vec<PathBuf> {
     let mut dirs = Vec::new();
-    for root in roots {
-        let dot_git = root.join(".git");
-        let Ok(meta) = std::fs::symlink_metadata(&dot_git) else { continue };
-        if meta.is_dir() {
-            dirs.push(dot_git);
+    let mut looks = 0;
+    let mut queue: std::collections::VecDeque<(PathBuf, usize)> =
+        roots.iter().map(|r| (r.clone(), 0)).collect();
+    while let Some((dir, depth)) = queue.pop_front() {
+        looks += 1;
+        if looks > GIT_LOOKS {
+            break;
+        }
+        add_git_dir(&dir, &mut dirs);
+        if depth == GIT_DEPTH {
             continue;
         }
-        let Ok(text) = std::fs::read_to_string(&dot_git) else { continue };
-        let Some(gitdir) = text.lines().find_map(|l| l.strip_prefix("gitdir:")) else { continue };
-        let gitdir = root.join(gitdir.trim());
-        if let Ok(common) = std::fs::read_to_string(gitdir.join("commondir")) {
-            dirs.push(gitdir.join(common.trim()));
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let skip = name
+                .to_str()
+                .is_none_or(|n| n.starts_with('.') || n == "node_modules" || n == "target");
+            // Not followed if it is a link: a link could lead out of the root, or round in a loop.
+            if !skip && entry.file_type().is_ok_and(|t| t.is_dir()) {
+                queue.push_back((entry.path(), depth + 1));
+            }
         }
-        dirs.push(gitdir);
     }
     dirs.iter_mut().for_each(|d| *d = d.canonicalize().unwrap_or_else(|_| d.clone()));
     dirs.sort();
     dirs.dedup();
     dirs
+}
+
+/// Adds `dir`'s `.git`, or for a worktree what its `.git` file points to, to `dirs`.
+fn add_git_dir(dir: &Path, dirs: &mut Vec<PathBuf>) {
+    let dot_git = dir.join(".git");
+    let Ok(meta) = std::fs::symlink_metadata(&dot_git) else { return };
+    if meta.is_dir() {
+        dirs.push(dot_git);
+        return;
+    }
+    let Ok(text) = std::fs::read_to_string(&dot_git) else { return };
+    let Some(gitdir) = text.lines().find_map(|l| l.strip_prefix("gitdir:")) else { return };
+    let gitdir = dir.join(gitdir.trim());
+    if let Ok(common) = std::fs::read_to_string(gitdir.join("commondir")) {
+        dirs.push(gitdir.join(common.trim()));
+    }
+    dirs.push(gitdir);
 }
 
 /// The policy a pane runs under: the server's, or a stricter `asked` one. Asking for more than the
@@ -686,6 +718,26 @@ mod tests {
         let again = again.policy(Path::new("/"), Vec::new()).unwrap();
         assert_eq!(report(&again), report(&policy));
         assert_eq!(again.pass_env, policy.pass_env);
+    }
+
+    #[test]
+    fn nested_repositories_and_worktrees_are_found() {
+        let base = std::env::temp_dir().join(format!("fugue-git-dirs-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        for dir in ["root/.git/worktrees/wt", "root/vendor/lib/.git", "root/node_modules/m/.git"] {
+            std::fs::create_dir_all(base.join(dir)).unwrap();
+        }
+        std::fs::create_dir_all(base.join("wt")).unwrap();
+        let gitdir = base.join("root/.git/worktrees/wt");
+        std::fs::write(base.join("wt/.git"), format!("gitdir: {}\n", gitdir.display())).unwrap();
+        std::fs::write(gitdir.join("commondir"), "../..\n").unwrap();
+        let found = git_dirs(&[base.join("root"), base.join("wt")]);
+        let real = |p: &str| base.join(p).canonicalize().unwrap();
+        assert_eq!(
+            found,
+            vec![real("root/.git"), real("root/.git/worktrees/wt"), real("root/vendor/lib/.git")]
+        );
+        std::fs::remove_dir_all(&base).unwrap();
     }
 
     #[test]
