@@ -148,6 +148,7 @@ impl Pane {
             .inspect_err(|_| stop_shell())?;
         let child = pair.slave.spawn_command(cmd).map_err(|e| {
             stop_shell();
+            sandbox::forget(&sandbox::tag(&spec.id));
             Error::new(ErrorKind::SpawnFailed, format!("cannot start {}: {e}", cfg.shell))
         })?;
         let shell = live.map(|(shell, _)| shell);
