@@ -24,6 +24,8 @@ pub(crate) enum ErrorKind {
     BadCwd,
     /// A process could not be started.
     SpawnFailed,
+    /// A sandbox was asked for and this kernel cannot make it; nothing is run unsandboxed.
+    SandboxUnavailable,
     /// A hard limit (panes, sessions, calls, pipelines) is reached.
     LimitReached,
     /// A name is already taken.
@@ -55,6 +57,7 @@ impl ErrorKind {
             ErrorKind::InvalidRegex => "invalid_regex",
             ErrorKind::BadCwd => "bad_cwd",
             ErrorKind::SpawnFailed => "spawn_failed",
+            ErrorKind::SandboxUnavailable => "sandbox_unavailable",
             ErrorKind::LimitReached => "limit_reached",
             ErrorKind::NameTaken => "name_taken",
             ErrorKind::PaneExited => "pane_exited",
@@ -134,6 +137,7 @@ mod tests {
             ErrorKind::InvalidRegex,
             ErrorKind::BadCwd,
             ErrorKind::SpawnFailed,
+            ErrorKind::SandboxUnavailable,
             ErrorKind::LimitReached,
             ErrorKind::NameTaken,
             ErrorKind::PaneExited,

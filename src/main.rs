@@ -24,6 +24,7 @@ mod orchestrate;
 mod pane;
 mod rpc;
 mod runtime;
+mod sandbox;
 mod server;
 mod shell;
 mod tempdir;
@@ -43,6 +44,13 @@ use usage::{USAGE, print_out, usage_error};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    // A pane's launcher and the network holder: before anything else reads the arguments, since
+    // the pane's own command line follows.
+    match args.first().map(String::as_str) {
+        Some("__sandbox-exec") => return sandbox::launch::main(&args[1..]),
+        Some("__sandbox-net") if args.len() == 1 => return sandbox::net::holder_main(),
+        _ => {}
+    }
     let words: Vec<&str> = args.iter().map(String::as_str).collect();
     match words.as_slice() {
         [command, rest @ ..] if rest.iter().any(|w| matches!(*w, "-h" | "--help")) => {
@@ -51,19 +59,21 @@ fn main() -> ExitCode {
                 None => usage_error(&format!("unknown command {command:?}")),
             }
         }
-        [] | ["serve"] => match std::env::var("FUGUE_SERVER") {
-            Ok(name) if !name.is_empty() => server::front::serve(&name),
-            _ => serve(),
+        [] => serve_command(&[]),
+        [first, ..] if sandbox::Flags::is_flag(first) => serve_command(&words),
+        ["serve", rest @ ..] => serve_command(rest),
+        ["__server", name, flags @ ..] => match sandbox::Flags::parse(flags) {
+            Ok((flags, rest)) if rest.is_empty() => match install_sandbox(flags) {
+                Ok(()) => server::daemon::main(name),
+                Err(why) => usage_error(&why),
+            },
+            _ => usage_error("__server takes a name and sandbox flags"),
         },
-        ["serve", "--shared"] => server::front::serve("default"),
-        ["serve", "--shared", name] => server::front::serve(name),
-        ["__server", name] => server::daemon::main(name),
         ["kill-server", rest @ ..] => server::cli::kill_server(rest),
         ["call", "--shared", name, tool] => call_shared(name, tool, "{}"),
         ["call", "--shared", name, tool, json] => call_shared(name, tool, json),
         ["-h" | "--help" | "help"] => print_out(USAGE),
         ["-V" | "--version"] => print_out(&format!("fugue {}\n", env!("CARGO_PKG_VERSION"))),
-        ["serve", ..] => usage_error("serve takes no arguments but --shared [NAME]"),
         ["tools"] => list_tools(),
         ["tools", ..] => usage_error("tools takes no arguments"),
         ["verdict", ..] => agent::verdict::cli(&args[1..]),
@@ -77,7 +87,7 @@ fn main() -> ExitCode {
 }
 
 const SERVE_USAGE: &str = "\
-Usage: fugue [serve]
+Usage: fugue [serve] [SANDBOX OPTIONS]
        fugue serve --shared [NAME]
 
 Runs the MCP server: JSON-RPC, one message a line, on stdin and stdout; logs go to stderr. It
@@ -88,6 +98,19 @@ With --shared (or FUGUE_SERVER=NAME), it is a front for this user's shared serve
 default) instead, starting it when it is not running: the server keeps every pane, session and
 agent pipeline when the front ends, and serves several fronts at once (see fugue(1), SHARED
 SERVER).
+
+Sandbox options (see fugue(1), SANDBOX): the panes' processes are confined by the kernel; fugue
+itself is not.
+  --sandbox MODE     off (the default; FUGUE_SANDBOX=MODE sets it too), workspace-write (reads
+                     everywhere; writes only under the writable roots, the temporary directory,
+                     the terminal and the devices; every .git in the roots read-only) or read-only
+                     (writes only to the terminal, the devices and a private TMPDIR)
+  --writable DIR     a writable root (repeatable; default: the working directory)
+  --network on|off   off (the default in a sandbox): the panes share a private loopback and reach
+                     nothing else; Unix sockets work
+  --writable-git     leave the roots' .git writable
+  --pass-env NAME    pass this secret-looking variable (*KEY*, *TOKEN*, *SECRET*, *PASSWORD*,
+                     *CREDENTIAL*) to the panes all the same (repeatable)
 ";
 
 const CALL_USAGE: &str = "\
@@ -123,6 +146,59 @@ fn command_usage(command: &str) -> Option<&'static str> {
     })
 }
 
+/// `fugue [serve] ...`: the sandbox flags, then a server or a front for a shared one.
+fn serve_command(words: &[&str]) -> ExitCode {
+    let (flags, rest) = match sandbox::Flags::parse(words) {
+        Ok(parsed) => parsed,
+        Err(why) => return usage_error(&why),
+    };
+    let shared = match rest.as_slice() {
+        [] => std::env::var("FUGUE_SERVER").ok().filter(|n| !n.is_empty()),
+        ["--shared"] => Some("default".to_string()),
+        ["--shared", name] => Some((*name).to_string()),
+        _ => {
+            return usage_error("serve takes no arguments but --shared [NAME] and sandbox options");
+        }
+    };
+    // A front's policy is what it asks of the shared server (which it starts with it).
+    if let Err(why) = install_sandbox(flags) {
+        return usage_error(&why);
+    }
+    match shared {
+        Some(name) => server::front::serve(&name),
+        None => serve(),
+    }
+}
+
+/// Sets the sandbox policy before anything starts; with a sandbox, fugue's temporary directories
+/// go into one private directory that the panes cannot see.
+fn install_sandbox(flags: sandbox::Flags) -> Result<(), String> {
+    let policy = flags.policy(&own_cwd(), Vec::new())?;
+    if policy.mode == sandbox::Mode::Off {
+        return Ok(());
+    }
+    let mut hidden = vec![control::dir::path()];
+    match &config::config().state_dir {
+        Some(dir) => hidden.push(dir.clone()),
+        // Agent pipelines keep their state in the repository: a root's own is hidden too (a
+        // stage's run directory is bound back for it).
+        None => {
+            for root in &policy.writable {
+                hidden.extend(["pipelines", "runs"].map(|d| root.join(".state").join(d)));
+            }
+        }
+    }
+    if let Ok(log) = server::log_path("default")
+        && let Some(dir) = log.parent().and_then(std::path::Path::parent)
+    {
+        hidden.push(dir.to_path_buf());
+    }
+    let private = tempdir::private_base().map_err(|e| e.to_string())?;
+    hidden.push(private.clone());
+    sandbox::install(sandbox::Policy { hidden, private, ..policy });
+    Ok(())
+}
+
 fn serve() -> ExitCode {
     let (stop_tx, stop_rx) = crossbeam_channel::bounded::<Stop>(8);
     let on_signal = stop_tx.clone();
@@ -155,6 +231,7 @@ fn serve() -> ExitCode {
     // Gone from `fugue ls` at once; attached clients see the end when the process exits.
     drop(control);
     runtime.shutdown();
+    sandbox::net::stop();
     // The stdin thread may be blocked in read(); the process exit ends it.
     std::process::exit(0)
 }
@@ -185,6 +262,10 @@ fn call(name: &str, json: &str) -> ExitCode {
         Ok(checked) => checked,
         Err(code) => return code,
     };
+    // FUGUE_SANDBOX confines the call's panes as it does a server's.
+    if let Err(why) = sandbox::Flags::parse(&[]).and_then(|(flags, _)| install_sandbox(flags)) {
+        return usage_error(&why);
+    }
     let runtime = Runtime::start(false);
     let cancel = Arc::new(Cancel::default());
     let on_signal = cancel.clone();
@@ -203,6 +284,9 @@ fn call_shared(server: &str, name: &str, json: &str) -> ExitCode {
         Ok(checked) => checked,
         Err(code) => return code,
     };
+    if let Err(why) = sandbox::Flags::parse(&[]).and_then(|(flags, _)| install_sandbox(flags)) {
+        return usage_error(&why);
+    }
     match server::front::call(server, tool.tool.name, &Value::Object(arguments)) {
         Ok(result) => print_result(&result),
         Err(e) => {

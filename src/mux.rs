@@ -42,12 +42,25 @@ pub(crate) struct PaneArgs {
     pub(crate) env: Vec<(String, String)>,
     /// An interactive shell gets fugue's shell integration (on unless `integration: false`).
     pub(crate) integration: bool,
+    /// A sandbox stricter than the server's (`None`: the server's).
+    pub(crate) sandbox: Option<crate::sandbox::Mode>,
+    /// In a sandbox, the only writable roots, in place of the server's (an agent stage's
+    /// worktree).
+    pub(crate) roots: Option<Vec<PathBuf>>,
 }
 
 impl PaneArgs {
     /// An interactive shell in `cwd`, with the integration.
     pub(crate) fn shell(cwd: PathBuf) -> PaneArgs {
-        PaneArgs { name: None, command: None, cwd, env: Vec::new(), integration: true }
+        PaneArgs {
+            name: None,
+            command: None,
+            cwd,
+            env: Vec::new(),
+            integration: true,
+            sandbox: None,
+            roots: None,
+        }
     }
 }
 
@@ -124,6 +137,15 @@ impl Reserved<'_> {
     pub(crate) fn with_shell(&mut self, shell: Arc<crate::shell::Shell>) {
         if let Some(slot) = &mut self.slot {
             slot.spec.live = Some(shell);
+        }
+    }
+}
+
+impl Reserved<'_> {
+    /// Keeps the pane's own private directory `dir` reachable from inside its sandbox.
+    pub(crate) fn keep(&mut self, dir: PathBuf) {
+        if let Some(slot) = &mut self.slot {
+            slot.spec.keep.push(dir);
         }
     }
 }
@@ -507,6 +529,9 @@ impl Inner {
             cols: window.cols,
             integration: args.integration,
             live: None,
+            sandbox: args.sandbox,
+            roots: args.roots.clone(),
+            keep: Vec::new(),
         };
         self.reserved_panes += 1;
         if let Some(name) = &args.name {

@@ -99,7 +99,35 @@ fn own_start() -> &'static str {
     })
 }
 
+/// Where a sandboxed fugue keeps its temporary directories: one private directory that its panes
+/// cannot see, rather than the shared temporary directory they can write. Set when fugue starts.
+static PRIVATE_BASE: OnceLock<PathBuf> = OnceLock::new();
+
+/// Makes (0700) and from now on uses `$TMPDIR/fugue-private-UID` for fugue's temporary
+/// directories; returns it.
+pub(crate) fn private_base() -> Result<PathBuf> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    let dir = temp_base()?.join(format!("fugue-private-{uid}"));
+    private_dir(&dir, Existing::Keep)?;
+    let meta = std::fs::symlink_metadata(&dir)?;
+    if !meta.is_dir() || meta.uid() != uid || meta.mode() & 0o077 != 0 {
+        return Err(Error::new(
+            ErrorKind::InvalidState,
+            format!("{} is not a private directory of yours; refusing to use it", dir.display()),
+        ));
+    }
+    Ok(PRIVATE_BASE.get_or_init(|| dir).clone())
+}
+
 fn base() -> Result<PathBuf> {
+    match PRIVATE_BASE.get() {
+        Some(dir) => Ok(dir.clone()),
+        None => temp_base(),
+    }
+}
+
+fn temp_base() -> Result<PathBuf> {
     let base = std::env::temp_dir();
     if base.is_relative() {
         return Ok(std::env::current_dir()?.join(base));

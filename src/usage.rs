@@ -11,6 +11,8 @@ fugue — a terminal multiplexer for AI agents, speaking MCP over stdio
 
 Usage:
   fugue [serve]            run the MCP server on stdin/stdout (logs go to stderr)
+  fugue [serve] --sandbox workspace-write|read-only [--writable DIR] [--network on|off] ...
+                           the same, each pane's processes confined by the kernel (FUGUE_SANDBOX)
   fugue serve --shared [NAME]
                            be a front for this user's shared server NAME (default: default),
                            starting it if needed; its panes outlive the front (also FUGUE_SERVER)
@@ -27,7 +29,7 @@ Usage:
   fugue --help | --version
   fugue COMMAND --help     one command's usage
 
-Environment: FUGUE_SERVER, FUGUE_SHELL, FUGUE_STATE_DIR, FUGUE_LOG, FUGUE_SCROLLBACK_BYTES, FUGUE_MAX_PANES,
+Environment: FUGUE_SERVER, FUGUE_SANDBOX, FUGUE_SHELL, FUGUE_STATE_DIR, FUGUE_LOG, FUGUE_SCROLLBACK_BYTES, FUGUE_MAX_PANES,
 FUGUE_MAX_SESSIONS, FUGUE_MAX_CALLS, FUGUE_MAX_LINE_BYTES, FUGUE_MAX_OUTPUT_BYTES (see fugue(1)).
 ";
 

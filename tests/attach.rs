@@ -724,3 +724,14 @@ fn attach_watches_a_tiled_run_parallel_live() {
     d.prefix("d");
     assert!(d.finished().contains("TERMINAL-RESTORED"));
 }
+
+/// A sandboxed pane's mode shows in the status line (issue 26).
+#[test]
+fn attach_shows_a_sandboxed_panes_mode() {
+    let runtime = Dir::new("runtime");
+    let env = [("XDG_RUNTIME_DIR", runtime.path_str()), ("FUGUE_SANDBOX", "read-only")];
+    let mut w = Watched { fugue: Fugue::start_with(&env), runtime };
+    w.fugue.call("fugue_create_session", json!({"name": "boxed", "command": "exec sleep 30"}));
+    let mut d = Driver::attach(&w, "boxed");
+    d.until("the sandbox in the status line", |s| Driver::status(s).contains("sandbox read-only"));
+}

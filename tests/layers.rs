@@ -19,6 +19,8 @@ const LAYERS: &[&[&str]] = &[
     &["error", "log", "ids", "watch", "layout", "jsonrpc", "usage", "line"],
     &["files"],
     &["config", "inherit", "tempdir", "tool"],
+    // The sandbox: the policy and the launcher that applies it to a pane's process.
+    &["sandbox"],
     // The domain: live shells' integration, panes, the registry, agent pipelines and what the
     // orchestration tools share; none of it knows of MCP or of the runtime.
     &["shell"],

@@ -33,6 +33,10 @@ mod hostile_panes;
 mod limits;
 // Process hygiene: zombies, signals, SIGKILL, a client that stops reading, a broken stdout.
 mod hygiene;
+// Sandboxed panes: writes, .git, network, secrets, fail-closed; as root and as nobody.
+mod sandbox;
+// The well-known ways out of a sandboxed pane, each expected to fail.
+mod escape;
 // Security: no network, private files, arguments are data, env names validated.
 mod security;
 // The soak (ignored; `make soak`): thousands of mixed calls, resources flat from start to end.

@@ -16,6 +16,7 @@ mod jobs;
 mod live;
 mod pty;
 mod report;
+mod sandbox;
 mod shared;
 
 use figures::{Bench, guard};
@@ -34,7 +35,7 @@ Usage:
   --fugue PATH   the binary under test (default: $FUGUE_BIN, else target/release/fugue)
   --quick        fewer repetitions, for a quick look
   FIGURE         any of: ingest parallel wake herd input probes init memory panes exec
-                 dialogue tools jobs answers size shared (default: all)
+                 dialogue tools jobs answers size shared sandbox (default: all)
 
 Exit status: 0 when every measured figure meets its target, 1 otherwise.
 ";
@@ -42,7 +43,7 @@ Exit status: 0 when every measured figure meets its target, 1 otherwise.
 type Figure = fn(&Bench) -> client::R<Vec<Row>>;
 
 /// The figures in table order: (name on the command line, row name for errors, target, function).
-const FIGURES: [(&str, &str, Figure); 16] = [
+const FIGURES: [(&str, &str, Figure); 17] = [
     ("ingest", figures::INGEST, figures::ingestion),
     ("parallel", figures::TRUE_FIG, figures::parallel),
     ("wake", figures::WAKE_FIG, figures::wake),
@@ -59,6 +60,7 @@ const FIGURES: [(&str, &str, Figure); 16] = [
     ("tools", figures::TOOLS_FIG, figures::tools_list),
     ("size", figures::SIZE_FIG, figures::binary_size),
     ("shared", shared::LIST_FIG, shared::shared),
+    ("sandbox", sandbox::START_FIG, sandbox::sandbox),
 ];
 
 fn main() -> ExitCode {

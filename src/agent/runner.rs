@@ -265,6 +265,9 @@ impl Runner {
             cwd: PathBuf::from(&job.worktree),
             env,
             integration: false,
+            sandbox: None,
+            // In a sandbox, the stage writes its worktree and its own run directory only.
+            roots: Some(vec![PathBuf::from(&job.worktree), files.dir.clone()]),
         };
         let pane = self.open_pane(&format!("{stage}-{attempt}"), args)?;
         self.panes.insert(stage, pane.id.clone());

@@ -254,6 +254,9 @@ fn status(app: &App, cols: u16) -> String {
                 let count = view.panes.len();
                 let _ =
                     write!(left, " │ pane {}/{count} │ {} │ {}", i + 1, state(pane), label(pane));
+                if let Some(mode) = &pane.sandbox {
+                    let _ = write!(left, " │ sandbox {mode}");
+                }
                 failed = pane.state.status == "exited" && pane.state.exit.exit_code != Some(0);
             }
         }

@@ -106,8 +106,13 @@ fn accept_loop(listener: &UnixListener, shared: &Arc<Shared>) {
 
 /// Gives a connection from our own uid a thread of its own, if there is room.
 fn admit(mut stream: UnixStream, shared: &Arc<Shared>) {
-    if peer_cred(&stream).map(|c| c.uid) != Some(dir::euid()) {
+    let cred = peer_cred(&stream);
+    if cred.map(|c| c.uid) != Some(dir::euid()) {
         crate::log::warn("control socket: refused a connection from another user");
+        return;
+    }
+    if cred.is_some_and(|c| crate::sandbox::refuses_peer(c.pid)) {
+        crate::log::warn("control socket: refused a connection from a sandboxed pane");
         return;
     }
     let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));

@@ -73,6 +73,9 @@ pub(crate) struct PaneView {
     pub(crate) cursor: Cursor,
     pub(crate) application_cursor: bool,
     pub(crate) lines: Vec<String>,
+    /// The sandbox mode of a sandboxed pane; absent otherwise (and from older servers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) sandbox: Option<String>,
 }
 
 /// Where a pane's tile lies in the window.
@@ -259,5 +262,6 @@ fn pane_view(pane: &Pane, rect: Rect, view: Size) -> PaneView {
         cursor: Cursor { row, col, visible },
         application_cursor: styled.application_cursor,
         lines: if rows == 0 || cols == 0 { Vec::new() } else { styled.rows },
+        sandbox: (pane.sandbox != crate::sandbox::Mode::Off).then(|| pane.sandbox.name().into()),
     }
 }

@@ -40,6 +40,14 @@ polling. Status input: the program asks; reply with fugue_send_input. A program 
 (an installer, rm -i, a passphrase): give `responses` ({question regex: answer}) and the whole \
 dialogue takes one call.";
 
+/// The instructions, with the sandbox policy in one line when there is one.
+fn instructions() -> String {
+    match crate::sandbox::server().mode {
+        crate::sandbox::Mode::Off => INSTRUCTIONS.to_string(),
+        _ => format!("{INSTRUCTIONS} {}.", crate::sandbox::report_here()),
+    }
+}
+
 /// Where a request runs: cheap methods on the reader thread, tool calls on a worker.
 #[derive(PartialEq, Eq)]
 pub(crate) enum Route {
@@ -186,7 +194,7 @@ impl Mcp {
                 "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}},
             },
             "serverInfo": server_info(),
-            "instructions": INSTRUCTIONS,
+            "instructions": instructions(),
         })
     }
 
@@ -283,7 +291,7 @@ fn discover() -> Value {
             "extensions": {tasks::EXTENSION: {}},
         },
         "serverInfo": server_info(),
-        "instructions": INSTRUCTIONS,
+        "instructions": instructions(),
     })
 }
 

@@ -24,6 +24,7 @@ pub(crate) mod text;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::ids::short_id;
+use crate::sandbox::{self, Mode};
 use crate::tempdir::TempDirs;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use exit::Exit;
@@ -92,6 +93,12 @@ pub(crate) struct Spec {
     pub(crate) integration: bool,
     /// An integration made beforehand, for a command that starts the shell itself.
     pub(crate) live: Option<Arc<crate::shell::Shell>>,
+    /// A sandbox stricter than the server's, asked for by the call.
+    pub(crate) sandbox: Option<Mode>,
+    /// The only writable roots, in place of the server's.
+    pub(crate) roots: Option<Vec<PathBuf>>,
+    /// The pane's own private directories, reachable from inside its sandbox.
+    pub(crate) keep: Vec<PathBuf>,
 }
 
 pub(crate) struct Pane {
@@ -102,6 +109,10 @@ pub(crate) struct Pane {
     pub(crate) command: Option<String>,
     pub(crate) cwd: PathBuf,
     pub(crate) pid: u32,
+    /// The sandbox its processes run in (`Off`: none).
+    pub(crate) sandbox: Mode,
+    /// Its own writable roots in the sandbox, in place of the server's.
+    pub(crate) roots: Option<Vec<PathBuf>>,
     pub(crate) created_at: SystemTime,
     pub(crate) started: Instant,
     output: Arc<Output>,
@@ -132,11 +143,17 @@ impl Pane {
             _ => None,
         };
         let launch = live.as_ref().and_then(|(_, launch)| launch.as_ref());
-        let cmd = command_builder(&cfg.shell, &spec, &cwd, launch);
-        let child = pair.slave.spawn_command(cmd).map_err(|e| {
+        let mut cmd = command_builder(&cfg.shell, &spec, &cwd, launch);
+        let stop_shell = || {
             if let Some((shell, _)) = &live {
                 shell.stop();
             }
+        };
+        let sandbox = confine(&mut cmd, &spec, live.as_ref().map(|(shell, _)| &**shell))
+            .inspect_err(|_| stop_shell())?;
+        let child = pair.slave.spawn_command(cmd).map_err(|e| {
+            stop_shell();
+            sandbox::forget(&sandbox::tag(&spec.id));
             Error::new(ErrorKind::SpawnFailed, format!("cannot start {}: {e}", cfg.shell))
         })?;
         let shell = live.map(|(shell, _)| shell);
@@ -162,6 +179,8 @@ impl Pane {
             command: spec.shown.or(spec.command),
             cwd,
             pid,
+            sandbox,
+            roots: spec.roots,
             created_at: SystemTime::now(),
             started: Instant::now(),
             output,
@@ -401,6 +420,7 @@ pub(crate) fn close_panes(panes: &[&Pane]) -> Vec<Option<Exit>> {
         }
     }
     wait_all(panes, Instant::now() + Duration::from_secs(2));
+    end_escapees(panes);
     panes
         .iter()
         .map(|pane| {
@@ -408,6 +428,25 @@ pub(crate) fn close_panes(panes: &[&Pane]) -> Vec<Option<Exit>> {
             pane.output.exit()
         })
         .collect()
+}
+
+/// Kills what sandboxed panes started outside their sessions (`setsid`, double-forked daemons):
+/// every process that carries a pane's mark (see `sandbox::tag`).
+fn end_escapees(panes: &[&Pane]) {
+    let tags: Vec<String> =
+        panes.iter().filter(|p| p.sandbox != Mode::Off).map(|p| sandbox::tag(&p.id)).collect();
+    tags.iter().for_each(|tag| sandbox::forget(tag));
+    // A process forking as it is killed leaves a child; a few rounds end a fork loop too.
+    for _ in 0..10 {
+        let marked = process::marked(&tags);
+        if marked.is_empty() {
+            return;
+        }
+        for pid in marked {
+            // SAFETY: kill only sends a signal; a stale id fails with ESRCH.
+            unsafe { libc::kill(process::pid_t(pid), libc::SIGKILL) };
+        }
+    }
 }
 
 /// Sends each signal to every pane's remaining processes, from one look at /proc; returns how many
@@ -494,6 +533,38 @@ fn command_builder(
         cmd.env(key, value);
     }
     cmd
+}
+
+/// Runs the pane's process through the sandbox launcher unless its policy is `off`, and withholds
+/// secret-looking variables that neither `--pass-env` nor the call named. Returns the policy.
+fn confine(
+    cmd: &mut CommandBuilder,
+    spec: &Spec,
+    shell: Option<&crate::shell::Shell>,
+) -> Result<Mode> {
+    let mode = sandbox::effective(spec.sandbox)?;
+    if mode == Mode::Off {
+        return Ok(mode);
+    }
+    sandbox::check_available()?;
+    let mut keep = spec.keep.clone();
+    keep.extend(shell.and_then(crate::shell::Shell::dir));
+    keep.extend(spec.roots.iter().flatten().cloned());
+    let plan = sandbox::plan(mode, &keep, sandbox::tag(&spec.id), spec.roots.as_deref())?;
+    let argv = sandbox::launch::wrap(&plan, cmd.get_argv());
+    *cmd.get_argv_mut() = argv;
+    let pass = &sandbox::server().pass_env;
+    let withheld: Vec<String> = cmd
+        .iter_full_env_as_str()
+        .map(|(key, _)| key)
+        .filter(|key| sandbox::is_secret(key) && !pass.iter().any(|p| p == key))
+        .filter(|key| !spec.env.iter().any(|(k, _)| k == key))
+        .map(str::to_string)
+        .collect();
+    for key in withheld {
+        cmd.env_remove(key);
+    }
+    Ok(mode)
 }
 
 /// The reader: drain the PTY into the output, answer cursor-position queries, and drop `eof` at the

@@ -92,6 +92,27 @@ impl Sessions {
     }
 }
 
+/// The processes that carry one of `tags`: a file system of that source name in their
+/// `/proc/PID/mountinfo`. Only processes in another mount namespace than ours are read, so a
+/// machine's other processes cost one readlink each.
+pub(crate) fn marked(tags: &[String]) -> Vec<u32> {
+    if tags.is_empty() {
+        return Vec::new();
+    }
+    let own = fs::read_link("/proc/self/ns/mnt").ok();
+    let Ok(dir) = fs::read_dir("/proc") else { return Vec::new() };
+    dir.filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let ns = fs::read_link(format!("/proc/{pid}/ns/mnt")).ok();
+            ns.is_some() && ns != own && {
+                let info = fs::read_to_string(format!("/proc/{pid}/mountinfo")).unwrap_or_default();
+                // A source is a whole field: ` - tmpfs fugue-pane-ID rw,...`.
+                tags.iter().any(|tag| info.contains(&format!(" tmpfs {tag} ")))
+            }
+        })
+        .collect()
+}
+
 /// Sends `signal` to the group `leader` and to each of `members`; returns how many members.
 pub(crate) fn signal_members(leader: u32, members: &[u32], signal: i32) -> usize {
     // SAFETY: killpg and kill only send signals; a stale id fails with ESRCH.

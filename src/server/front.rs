@@ -48,7 +48,8 @@ enum Found {
     Closed,
     /// Connected, but no hello in time.
     Unresponsive,
-    Server(Link),
+    /// Boxed: the server's hello is large beside the other variants.
+    Server(Box<Link>),
 }
 
 /// `fugue serve --shared NAME`: connects (starting the server if needed) and pipes until the
@@ -67,14 +68,18 @@ pub(crate) fn serve(name: &str) -> ExitCode {
 pub(crate) fn open(paths: &Paths) -> Result<Link> {
     for _ in 0..ATTEMPTS {
         match connect(paths, Role::Front)? {
-            Found::Server(link) if link.server.proto == super::proto() => return Ok(link),
+            Found::Server(link) if link.server.proto == super::proto() => {
+                return same_sandbox(paths, *link);
+            }
             Found::Server(link) => replace_or_refuse(paths, &link.server)?,
             Found::Closed => {}
             Found::Unresponsive => return Err(unresponsive(paths)),
             Found::Nobody => {
                 let _starting = FileLock::take(&paths.lock)?;
                 match connect(paths, Role::Front)? {
-                    Found::Server(link) if link.server.proto == super::proto() => return Ok(link),
+                    Found::Server(link) if link.server.proto == super::proto() => {
+                        return same_sandbox(paths, *link);
+                    }
                     Found::Server(link) => replace_or_refuse(paths, &link.server)?,
                     Found::Closed => {}
                     Found::Unresponsive => return Err(unresponsive(paths)),
@@ -127,7 +132,7 @@ fn connect(paths: &Paths, role: Role) -> Result<Found> {
     };
     stream.set_read_timeout(None).ok();
     match Hello::parse(&line) {
-        Some(server) => Ok(Found::Server(Link { stream, input, server })),
+        Some(server) => Ok(Found::Server(Box::new(Link { stream, input, server }))),
         None => Ok(Found::Unresponsive),
     }
 }
@@ -149,6 +154,28 @@ fn own_cwd() -> Option<String> {
             unusable(format!("the current directory {shown} is not UTF-8 text"));
         })
         .ok()
+}
+
+/// The link, when the server's sandbox policy is the front's; a server's policy is fixed when it
+/// starts, so a front can never loosen (or change) it.
+fn same_sandbox(paths: &Paths, link: Link) -> Result<Link> {
+    let ours = crate::sandbox::policy_line();
+    if link.server.sandbox == ours {
+        return Ok(link);
+    }
+    let off = || "sandbox: off".to_string();
+    Err(Error::new(
+        ErrorKind::InvalidState,
+        format!(
+            "fugue server {name:?} (pid {pid}) runs with {theirs}; this front asks for {ours}. A \
+             shared server's policy is fixed when it starts: use another server name, or end it \
+             with `fugue kill-server {name}` (it ends every pane)",
+            name = paths.name,
+            pid = link.server.pid,
+            theirs = link.server.sandbox.clone().unwrap_or_else(off),
+            ours = ours.unwrap_or_else(off),
+        ),
+    ))
 }
 
 /// A server of another wire protocol: ended and replaced if it holds nothing, refused otherwise.
@@ -232,6 +259,7 @@ fn start(paths: &Paths) -> Result<()> {
     let mut child = Command::new(exe)
         .arg("__server")
         .arg(&paths.name)
+        .args(crate::sandbox::flags_of(crate::sandbox::server()))
         .env_remove("FUGUE_SERVER")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

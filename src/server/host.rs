@@ -167,6 +167,10 @@ impl Host {
             crate::log::warn("shared socket: refused a connection from another user");
             return;
         }
+        if crate::sandbox::refuses_peer(cred.pid) {
+            crate::log::warn("shared socket: refused a connection from a sandboxed pane");
+            return;
+        }
         let id = {
             let mut fronts = self.fronts.lock();
             // Turned away, the front sees the connection close before a hello: an ending server

@@ -78,6 +78,9 @@ pub(crate) struct Hello {
     /// Sent by the server: what it holds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) state: Option<State>,
+    /// Sent by both sides: the sandbox policy in one line; absent when it is off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) sandbox: Option<String>,
 }
 
 /// What a server holds, as its hello tells it.
@@ -100,6 +103,7 @@ impl Hello {
             role,
             cwd: None,
             state,
+            sandbox: crate::sandbox::policy_line(),
         }
     }
 

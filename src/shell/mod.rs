@@ -216,6 +216,11 @@ impl Shell {
         Ok(Some((shell, launch)))
     }
 
+    /// The private directory, while the shell runs (a sandboxed pane keeps it reachable).
+    pub(crate) fn dir(&self) -> Option<std::path::PathBuf> {
+        self.dir.lock().as_ref().map(|d| d.path.clone())
+    }
+
     /// Ends the reader thread and removes the directory; the pane is closing.
     pub(crate) fn stop(&self) {
         if self.dir.lock().take().is_some() {

@@ -54,12 +54,21 @@ impl Drop for Claim<'_> {
 impl Pool {
     /// The first free shell of `dir`'s callers, or a new one while they have fewer than
     /// `MAX_SHELLS`; `limit_reached`, naming what each one runs, past that.
-    pub(crate) fn claim(&self, mux: &Mux, dir: &Path) -> Result<Claim<'_>> {
+    /// Shells are kept apart per sandbox: `sandbox` is the call's own, if stricter.
+    pub(crate) fn claim(
+        &self,
+        mux: &Mux,
+        dir: &Path,
+        sandbox: Option<crate::sandbox::Mode>,
+    ) -> Result<Claim<'_>> {
+        let policy = crate::sandbox::effective(sandbox)?;
         let mut shells = self.shells.lock();
         // Shells that were closed or exited leave the pool on every use, so it holds no more than
         // the shells still running.
         shells.retain(|e| e.pane.is_running() && mux.pane(&e.pane.id).is_ok());
-        let mine: Vec<usize> = (0..shells.len()).filter(|&i| shells[i].dir == dir).collect();
+        let mine: Vec<usize> = (0..shells.len())
+            .filter(|&i| shells[i].dir == dir && shells[i].pane.sandbox == policy)
+            .collect();
         let free = mine.iter().copied().find(|&i| !shells[i].claimed && is_free(&shells[i].pane));
         let pane = match free {
             Some(i) => {
@@ -75,7 +84,8 @@ impl Pool {
                 let busy_dir = mine.iter().find_map(|&i| shell_dir(&shells[i].pane));
                 let start = busy_dir.filter(|d| d.is_dir()).unwrap_or_else(|| dir.to_path_buf());
                 let session = mux.ensure_session(SHELL_SESSION)?;
-                let pane = mux.create_window(&session, None, PaneArgs::shell(start))?;
+                let args = PaneArgs { sandbox, ..PaneArgs::shell(start) };
+                let pane = mux.create_window(&session, None, args)?;
                 shells.push(Entry { dir: dir.to_path_buf(), pane: pane.clone(), claimed: true });
                 pane
             }

@@ -70,6 +70,7 @@ pub(crate) const TOOL: Tool = Tool {
                 ),
                 ("max_bytes", integer_or("Output budget", DEFAULT_MAX_BYTES)),
                 crate::orchestrate::keep_schema(),
+                ("sandbox", super::sandbox_arg()),
             ],
             &["command"],
         )
@@ -109,10 +110,11 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     // the command's own time: a short timeout_ms asks to leave a job running, not to fail it.
     let started_by = started + timeout.max(SHELL_START);
     // A shell of fugue's own is held from the choice until the command is typed.
+    let asked = super::asked_sandbox(args)?;
     let (pane, claim) = match args.str("pane_id")? {
-        Some(id) => (ctx.mux.pane(id)?, None),
+        Some(id) => (super::check_pane(ctx.mux.pane(id)?, asked)?, None),
         None => {
-            let claim = ctx.shells.claim(&ctx.mux, ctx.cwd)?;
+            let claim = ctx.shells.claim(&ctx.mux, ctx.cwd, asked)?;
             (claim.pane.clone(), Some(claim))
         }
     };
@@ -150,6 +152,7 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let cwd = shell.with(State::cwd);
     let budget = Budget::whole(max_bytes, keep.as_ref());
     let mut value = wait::answer(&pane, &outcome, from, &budget, cwd, true);
+    super::add_denied(&mut value, &pane, "output");
     value["duration_ms"] = json!(started.elapsed().as_millis() as u64);
     value["pane_id"] = json!(pane.id);
     if let Some(responder) = &responder {

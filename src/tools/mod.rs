@@ -23,3 +23,65 @@ pub(crate) mod panes;
 pub(crate) mod parallel;
 pub(crate) mod pipeline;
 pub(crate) mod wait;
+
+use crate::error::{Error, Result};
+use crate::sandbox::{self, Mode};
+use crate::tool::args::Args;
+use serde_json::{Value, json};
+
+/// The `sandbox` argument of the tools that start work: a policy stricter than the server's.
+pub(crate) fn sandbox_arg() -> Value {
+    json!({"type": "string", "enum": ["read-only", "workspace-write"],
+           "description": "Stricter than the server's sandbox"})
+}
+
+/// Adds `sandbox_denied` to a failed answer whose output (under `key`) shows the sandbox refused
+/// something: the line that says so.
+pub(crate) fn add_denied(value: &mut Value, pane: &crate::pane::Pane, key: &str) {
+    if value["status"] != "failed" {
+        return;
+    }
+    let output = match &value[key] {
+        Value::String(text) => text.clone(),
+        Value::Array(lines) => {
+            lines.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("\n")
+        }
+        _ => return,
+    };
+    if let Some(line) = sandbox::denied(pane.sandbox, &output) {
+        value["sandbox_denied"] = json!(line);
+    }
+}
+
+/// `pane` for a call that asked for `sandbox`: refused when the pane runs under another one.
+pub(crate) fn check_pane(
+    pane: std::sync::Arc<crate::pane::Pane>,
+    sandbox: Option<Mode>,
+) -> Result<std::sync::Arc<crate::pane::Pane>> {
+    match sandbox {
+        Some(mode) if pane.sandbox != mode => Err(Error::invalid(format!(
+            "pane {} runs under sandbox {}, not {}; omit pane_id to run in a shell of fugue's \
+             own under {}",
+            pane.id,
+            pane.sandbox.name(),
+            mode.name(),
+            mode.name()
+        ))),
+        _ => Ok(pane),
+    }
+}
+
+/// The `sandbox` a call asked for, checked against the server's policy: asking for more than
+/// it allows is `invalid_argument`, naming it.
+pub(crate) fn asked_sandbox(args: &Args<'_>) -> Result<Option<Mode>> {
+    let Some(text) = args.str("sandbox")? else { return Ok(None) };
+    let mode = match Mode::parse(text) {
+        Some(mode) if mode != Mode::Off => mode,
+        _ => {
+            return Err(Error::invalid(format!(
+                "sandbox {text:?}: it is read-only or workspace-write"
+            )));
+        }
+    };
+    sandbox::effective(Some(mode)).map(Some)
+}

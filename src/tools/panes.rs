@@ -60,6 +60,7 @@ pub(crate) static TOOLS: &[Tool] = &[
                     ("cwd", string("Working directory (default: fugue's)")),
                     ("env", env()),
                     ("integration", integration()),
+                    ("sandbox", super::sandbox_arg()),
                 ],
                 &[],
             )
@@ -88,6 +89,7 @@ pub(crate) static TOOLS: &[Tool] = &[
                     ("cwd", string("Working directory")),
                     ("env", env()),
                     ("integration", integration()),
+                    ("sandbox", super::sandbox_arg()),
                 ],
                 &["session_id"],
             )
@@ -115,6 +117,7 @@ pub(crate) static TOOLS: &[Tool] = &[
                     ("cwd", string("Working directory")),
                     ("env", env()),
                     ("integration", integration()),
+                    ("sandbox", super::sandbox_arg()),
                     ("name", string("Unique pane name, usable as pane_id")),
                 ],
                 &["session_id", "window_id"],
@@ -329,9 +332,17 @@ fn pane_json(pane: &Pane) -> Value {
         "rows": rows,
         "cols": cols,
     });
+    add_sandbox(&mut value, pane);
     add_exit(&mut value, pane);
     crate::shell::status::add_live(&mut value, pane);
     value
+}
+
+/// Adds `sandbox` (mode, writable roots, network) for a sandboxed pane; nothing otherwise.
+fn add_sandbox(value: &mut Value, pane: &Pane) {
+    if let Some(view) = crate::sandbox::view(pane.sandbox, pane.roots.as_deref()) {
+        value["sandbox"] = view;
+    }
 }
 
 /// Adds `status`, `exit_code` and `signal` to a result object.
@@ -356,6 +367,8 @@ fn pane_args(ctx: &Ctx<'_>, args: &Args<'_>, name_key: Option<&str>) -> Result<P
         cwd: ctx.dir(args.path("cwd")?),
         env: args.env("env")?,
         integration: args.bool("integration")?.unwrap_or(INTEGRATION),
+        sandbox: super::asked_sandbox(args)?,
+        roots: None,
     })
 }
 
@@ -511,6 +524,7 @@ fn get_status(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
         "started_at": unix_ms(pane.created_at),
         "runtime_ms": runtime.as_millis() as u64,
     });
+    add_sandbox(&mut value, &pane);
     add_exit(&mut value, &pane);
     crate::shell::status::add_live(&mut value, &pane);
     Ok(value)

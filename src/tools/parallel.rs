@@ -77,6 +77,7 @@ pub(crate) const TOOL: Tool = Tool {
                 ("layout", Layout::schema("Where the panes go")),
                 timeout,
                 ("cleanup", boolean_or("Close the panes at the end", CLEANUP)),
+                ("sandbox", super::sandbox_arg()),
                 tail_lines,
                 tails,
                 keep,
@@ -137,6 +138,8 @@ fn run_parallel(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let started = Instant::now();
     let mut tasks = parse_tasks(args, ctx.cwd)?;
     let responses: Vec<Option<Responses>> = tasks.iter_mut().map(|t| t.responses.take()).collect();
+    let sandbox = super::asked_sandbox(args)?;
+    tasks.iter_mut().for_each(|task| task.pane.sandbox = sandbox);
     let tiled = Layout::parse(args, "layout")? == Layout::Tiled;
     let timeout = crate::orchestrate::run_timeout(args, TIMEOUT_MS)?;
     let cleanup = args.bool("cleanup")?.unwrap_or(CLEANUP);
@@ -225,7 +228,15 @@ fn parse_task(base: &Path, index: usize, item: &Value) -> Result<Task> {
     let responses = Responses::parse(&item)?;
     Ok(Task {
         name,
-        pane: PaneArgs { name: None, command: Some(command), cwd, env, integration: false },
+        pane: PaneArgs {
+            name: None,
+            command: Some(command),
+            cwd,
+            env,
+            integration: false,
+            sandbox: None,
+            roots: None,
+        },
         responses,
     })
 }
@@ -494,6 +505,7 @@ fn job_result(job: &Job<'_>, tails: &Tails, shown: usize, stays: bool) -> Value 
             Some(asked) => asked.write_tail(&mut value, tail),
             None => asking::write_tail(&mut value, &tail),
         }
+        super::add_denied(&mut value, pane, "output_tail");
     }
     value
 }

@@ -84,6 +84,7 @@ pub(crate) const TOOL: Tool = Tool {
                 ("stop_on_error", boolean_or("Stop at the first failing step", STOP_ON_ERROR)),
                 timeout,
                 ("cleanup", boolean_or("Close the pane at the end", CLEANUP)),
+                ("sandbox", super::sandbox_arg()),
                 tail_lines,
                 tails,
                 keep,
@@ -153,6 +154,7 @@ fn run_pipeline(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let mut plan = parse_plan(args, ctx.cwd)?;
     let responses: Vec<Option<Responses>> =
         plan.steps.iter_mut().map(|s| s.responses.take()).collect();
+    let sandbox = super::asked_sandbox(args)?;
     let user = &config().shell;
     let runs_steps = steps_shell(user);
     // The call's own directory, holding its steps as they were given, for the call's lifetime.
@@ -174,7 +176,10 @@ fn run_pipeline(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
         (None, false) if crate::shell::enabled() => Some(shell.clone()),
         _ => None,
     };
-    let pane = start_pane(ctx, &plan, runs_steps, &launch, owned)?;
+    // Reachable from inside a sandbox: the steps and the integrations' records.
+    let keep = [Some(dir.path.clone()), shell.dir(), kept.as_ref().and_then(|(k, _)| k.dir())];
+    let keep = keep.into_iter().flatten();
+    let pane = start_pane(ctx, &plan, runs_steps, &launch, owned, keep, sandbox)?;
     let mut run = Run {
         plan: &plan,
         pane,
@@ -198,7 +203,10 @@ fn run_pipeline(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     }
     outcome?;
     run.settle();
-    let answer = run.answer(started);
+    let answer = run.answer(started).map(|mut value| {
+        super::add_denied(&mut value, &run.pane, "output_tail");
+        value
+    });
     // A shell that never ran a step leaves nothing worth inspecting.
     if plan.cleanup || answer.is_err() {
         let _ = ctx.mux.close_pane(&run.pane.id);
@@ -236,6 +244,8 @@ fn start_pane(
     shell: &str,
     launch: &Launch,
     owned: Option<Arc<Shell>>,
+    keep: impl Iterator<Item = std::path::PathBuf>,
+    sandbox: Option<crate::sandbox::Mode>,
 ) -> Result<Arc<Pane>> {
     let session = ctx.mux.ensure_session(ORCHESTRATION_SESSION)?;
     // The pane runs the line with the user's shell. The integration's variables come after the
@@ -256,6 +266,8 @@ fn start_pane(
         cwd: plan.cwd.clone(),
         env,
         integration: false,
+        sandbox,
+        roots: None,
     };
     let window = format!("run-pipeline-{}", short_id(&new_id()));
     let place = Place::NewWindow { session: &session, name: Some(window) };
@@ -265,6 +277,7 @@ fn start_pane(
         .pop()
         .ok_or_else(|| Error::internal("no reservation for the pipeline's pane"))??;
     reserved.show_as(plan.shown());
+    keep.for_each(|dir| reserved.keep(dir));
     if let Some(shell) = owned {
         reserved.with_shell(shell);
     }

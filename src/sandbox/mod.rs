@@ -1,0 +1,747 @@
+//! Sandboxed panes: the person's policy, set when fugue starts, and what each pane's launcher is
+//! told to do with it.
+//!
+//! fugue itself never runs sandboxed. Each pane's process is started through a launcher — fugue's
+//! own binary as `fugue __sandbox-exec PLAN -- PROGRAM ARGS` (see `launch`) — which, between the
+//! fork and the exec of the program, enters a user and mount namespace, hides fugue's private
+//! directories behind empty file systems, makes every `.git` in the writable roots a read-only
+//! bind mount, joins the network namespace fugue keeps for its sandboxed panes (`net`), sets
+//! `no_new_privs` and applies a Landlock ruleset that allows writes only beneath the roots. The
+//! launcher execs the program in the same process, so the pane's pid, session and terminal are
+//! what they are without a sandbox. Nothing here runs when the policy is `off`.
+
+pub(crate) mod landlock;
+pub(crate) mod launch;
+pub(crate) mod net;
+pub(crate) mod seccomp;
+
+use crate::error::{Error, ErrorKind, Result};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// How much a pane may write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Mode {
+    /// No writes but the terminal, the devices and a private temporary directory.
+    ReadOnly,
+    /// Writes beneath the writable roots, the temporary directory, the terminal and the devices.
+    WorkspaceWrite,
+    /// No sandbox: today's behaviour.
+    Off,
+}
+
+impl Mode {
+    pub(crate) fn parse(text: &str) -> Option<Mode> {
+        match text {
+            "off" => Some(Mode::Off),
+            "workspace-write" => Some(Mode::WorkspaceWrite),
+            "read-only" => Some(Mode::ReadOnly),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Mode::Off => "off",
+            Mode::WorkspaceWrite => "workspace-write",
+            Mode::ReadOnly => "read-only",
+        }
+    }
+}
+
+/// The server's policy, as the person set it.
+#[derive(Clone, Debug)]
+pub(crate) struct Policy {
+    pub(crate) mode: Mode,
+    /// Absolute and resolved; fugue's working directory unless `--writable` named others.
+    pub(crate) writable: Vec<PathBuf>,
+    /// Whether panes reach the network; off by default in a sandbox.
+    pub(crate) network: bool,
+    pub(crate) writable_git: bool,
+    /// Secret-looking variables passed to panes all the same.
+    pub(crate) pass_env: Vec<String>,
+    /// fugue's private directories (control sockets, state, temporary files), hidden from panes.
+    pub(crate) hidden: Vec<PathBuf>,
+    /// The `.git` directories of the roots, found when the policy is set.
+    pub(crate) git: Vec<PathBuf>,
+    /// fugue's private directory for its temporary files (hidden like the others); a read-only
+    /// pane's `TMPDIR` is made inside the empty file system that hides it.
+    pub(crate) private: PathBuf,
+}
+
+impl Default for Policy {
+    fn default() -> Policy {
+        Policy {
+            mode: Mode::Off,
+            writable: Vec::new(),
+            network: true,
+            writable_git: false,
+            pass_env: Vec::new(),
+            hidden: Vec::new(),
+            git: Vec::new(),
+            private: PathBuf::new(),
+        }
+    }
+}
+
+/// The sandbox flags of `fugue serve`, before they are resolved against the directory.
+#[derive(Default, Debug)]
+pub(crate) struct Flags {
+    pub(crate) mode: Option<Mode>,
+    pub(crate) writable: Vec<PathBuf>,
+    pub(crate) network: Option<bool>,
+    pub(crate) writable_git: bool,
+    pub(crate) pass_env: Vec<String>,
+}
+
+impl Flags {
+    /// Takes the sandbox flags out of `words`; returns the flags and the other words, or what is
+    /// wrong. `FUGUE_SANDBOX` gives the mode when `--sandbox` does not.
+    pub(crate) fn parse<'a>(
+        words: &[&'a str],
+    ) -> std::result::Result<(Flags, Vec<&'a str>), String> {
+        let mut flags = Flags::default();
+        let mut rest = Vec::new();
+        let mut words = words.iter().copied();
+        while let Some(word) = words.next() {
+            let (name, inline) = match word.split_once('=') {
+                Some((name, value)) if name.starts_with("--") => (name, Some(value)),
+                _ => (word, None),
+            };
+            let mut value = |what: &str| {
+                inline.or_else(|| words.next()).ok_or_else(|| format!("{name} takes {what}"))
+            };
+            match name {
+                "--sandbox" => {
+                    let v = value("a mode: off, workspace-write or read-only")?;
+                    flags.mode = Some(Mode::parse(v).ok_or_else(|| {
+                        format!("--sandbox {v:?}: the modes are off, workspace-write, read-only")
+                    })?);
+                }
+                "--writable" => flags.writable.push(PathBuf::from(value("a directory")?)),
+                "--network" => {
+                    flags.network = Some(match value("on or off")? {
+                        "on" => true,
+                        "off" => false,
+                        v => return Err(format!("--network {v:?}: it is on or off")),
+                    });
+                }
+                "--writable-git" => flags.writable_git = true,
+                "--pass-env" => {
+                    let v = value("a variable name")?;
+                    if !valid_name(v) {
+                        return Err(format!("--pass-env {v:?} is not a variable name"));
+                    }
+                    flags.pass_env.push(v.to_string());
+                }
+                _ => rest.push(word),
+            }
+        }
+        if flags.mode.is_none()
+            && let Ok(v) = std::env::var("FUGUE_SANDBOX")
+            && !v.is_empty()
+        {
+            flags.mode = Some(Mode::parse(&v).ok_or_else(|| {
+                format!("FUGUE_SANDBOX={v:?}: the modes are off, workspace-write, read-only")
+            })?);
+        }
+        Ok((flags, rest))
+    }
+
+    /// Whether `word` is one of the sandbox flags (plain `fugue` takes them as `serve` does).
+    pub(crate) fn is_flag(word: &str) -> bool {
+        let name = word.split_once('=').map_or(word, |(name, _)| name);
+        matches!(name, "--sandbox" | "--writable" | "--network" | "--writable-git" | "--pass-env")
+    }
+
+    /// Whether any sandbox flag was given besides the mode (they mean nothing with `off`).
+    fn any_detail(&self) -> bool {
+        !self.writable.is_empty()
+            || self.network.is_some()
+            || self.writable_git
+            || !self.pass_env.is_empty()
+    }
+
+    /// The policy, with relative roots resolved against `cwd`; `hidden` are fugue's own
+    /// directories.
+    pub(crate) fn policy(
+        self,
+        cwd: &Path,
+        hidden: Vec<PathBuf>,
+    ) -> std::result::Result<Policy, String> {
+        let mode = self.mode.unwrap_or(Mode::Off);
+        if mode == Mode::Off {
+            if self.any_detail() {
+                return Err("--writable, --network, --writable-git and --pass-env need --sandbox \
+                            workspace-write or read-only"
+                    .into());
+            }
+            return Ok(Policy::default());
+        }
+        let roots = if self.writable.is_empty() { vec![cwd.to_path_buf()] } else { self.writable };
+        let mut writable = Vec::new();
+        for root in roots {
+            let real = cwd
+                .join(&root)
+                .canonicalize()
+                .map_err(|e| format!("--writable {}: {e}", root.display()))?;
+            if !real.is_dir() {
+                return Err(format!("--writable {}: not a directory", root.display()));
+            }
+            if real == Path::new("/") {
+                return Err("--writable /: the whole file system is no sandbox".into());
+            }
+            writable.push(real);
+        }
+        let git = if self.writable_git { Vec::new() } else { git_dirs(&writable) };
+        Ok(Policy {
+            mode,
+            writable,
+            network: self.network.unwrap_or(false),
+            writable_git: self.writable_git,
+            pass_env: self.pass_env,
+            hidden,
+            git,
+            private: PathBuf::new(),
+        })
+    }
+}
+
+fn valid_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+static SERVER: OnceLock<Policy> = OnceLock::new();
+
+/// Sets the server's policy, once, before any pane starts.
+pub(crate) fn install(policy: Policy) {
+    let _ = SERVER.set(policy);
+}
+
+/// The server's policy (`off` unless one was installed).
+pub(crate) fn server() -> &'static Policy {
+    static OFF: OnceLock<Policy> = OnceLock::new();
+    SERVER.get().unwrap_or_else(|| OFF.get_or_init(Policy::default))
+}
+
+/// The policy in one line, for the agent.
+pub(crate) fn report(policy: &Policy) -> String {
+    if policy.mode == Mode::Off {
+        return "sandbox: off (panes run with the user's full rights)".into();
+    }
+    let writes = match policy.mode {
+        Mode::ReadOnly => "writes only to the terminal, devices and a private TMPDIR".to_string(),
+        _ => {
+            let roots: Vec<String> =
+                policy.writable.iter().map(|p| p.display().to_string()).collect();
+            format!(
+                "writes only under {} and the temporary directory{}",
+                roots.join(", "),
+                if policy.writable_git { "" } else { " (.git read-only)" }
+            )
+        }
+    };
+    let network = if policy.network {
+        "network on"
+    } else {
+        "network off (the panes share a private loopback)"
+    };
+    format!(
+        "sandbox: {}; {writes}; {network}; secret-looking variables withheld",
+        policy.mode.name()
+    )
+}
+
+/// What a pane's status says of its sandbox: mode, writable roots (`roots`, the pane's own, or
+/// the server's), network; `None` when off.
+pub(crate) fn view(mode: Mode, roots: Option<&[PathBuf]>) -> Option<serde_json::Value> {
+    let policy = server();
+    let writable = match mode {
+        Mode::WorkspaceWrite => roots.unwrap_or(&policy.writable),
+        _ => &[],
+    };
+    (mode != Mode::Off).then(|| {
+        serde_json::json!({
+            "mode": mode.name(),
+            "writable": writable,
+            "network": if policy.network { "on" } else { "off" },
+        })
+    })
+}
+
+/// The line of a failed command's `output` that shows the sandbox of `mode` refused it, where
+/// fugue can tell: a read-only file system (the `.git` mounts), a permission denied on a path
+/// outside the writable roots (anywhere, in read-only), a refused or unreachable connection with
+/// the network off. At most 200 bytes of it.
+pub(crate) fn denied(mode: Mode, output: &str) -> Option<String> {
+    if mode == Mode::Off {
+        return None;
+    }
+    let policy = server();
+    let outside = |line: &str| {
+        let paths = line.split(|c: char| c.is_whitespace() || "'\"‘’:`".contains(c));
+        let mut absolute = paths.filter(|w| w.starts_with('/')).map(Path::new);
+        mode == Mode::ReadOnly
+            || absolute.any(|p| !policy.writable.iter().any(|r| p.starts_with(r)))
+    };
+    let network = |line: &str| {
+        !policy.network
+            && ["Connection refused", "Network is unreachable", "Could not resolve host"]
+                .iter()
+                .any(|m| line.contains(m))
+    };
+    let line = output.lines().find(|line| {
+        line.contains("Read-only file system")
+            || (line.contains("Permission denied") && outside(line))
+            || network(line)
+    })?;
+    let mut end = line.len().min(200);
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    Some(line[..end].trim().to_string())
+}
+
+/// The server's policy as a shared server's hello carries it: `None` when off.
+pub(crate) fn policy_line() -> Option<String> {
+    let policy = server();
+    (policy.mode != Mode::Off).then(|| report(policy))
+}
+
+/// The flags that give another fugue (a shared server started by a front) this policy.
+pub(crate) fn flags_of(policy: &Policy) -> Vec<String> {
+    let mut flags = vec!["--sandbox".to_string(), policy.mode.name().to_string()];
+    if policy.mode == Mode::Off {
+        return flags;
+    }
+    for root in &policy.writable {
+        flags.push(format!("--writable={}", root.display()));
+    }
+    flags.push(format!("--network={}", if policy.network { "on" } else { "off" }));
+    if policy.writable_git {
+        flags.push("--writable-git".into());
+    }
+    for name in &policy.pass_env {
+        flags.push(format!("--pass-env={name}"));
+    }
+    flags
+}
+
+/// Whether a variable's name looks like a secret's.
+pub(crate) fn is_secret(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    ["KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL"].iter().any(|w| upper.contains(w))
+}
+
+/// How deep below a root `git_dirs` looks for the `.git` of a nested repository, and how many
+/// directories it looks at in all: a bound on what a huge tree costs at start.
+const GIT_DEPTH: usize = 3;
+const GIT_LOOKS: usize = 5000;
+
+/// The `.git` directories a sandboxed pane must not write: each root's own and those of the
+/// repositories nested up to `GIT_DEPTH` levels below it (not inside `node_modules`, `target` or
+/// hidden directories); for a worktree (a `.git` file) the directory its `gitdir:` names and that
+/// one's common directory, where hooks and config live.
+pub(crate) fn git_dirs(roots: &[PathBuf]) -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    let mut looks = 0;
+    let mut queue: std::collections::VecDeque<(PathBuf, usize)> =
+        roots.iter().map(|r| (r.clone(), 0)).collect();
+    while let Some((dir, depth)) = queue.pop_front() {
+        looks += 1;
+        if looks > GIT_LOOKS {
+            break;
+        }
+        add_git_dir(&dir, &mut dirs);
+        if depth == GIT_DEPTH {
+            continue;
+        }
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let skip = name
+                .to_str()
+                .is_none_or(|n| n.starts_with('.') || n == "node_modules" || n == "target");
+            // Not followed if it is a link: a link could lead out of the root, or round in a loop.
+            if !skip && entry.file_type().is_ok_and(|t| t.is_dir()) {
+                queue.push_back((entry.path(), depth + 1));
+            }
+        }
+    }
+    dirs.iter_mut().for_each(|d| *d = d.canonicalize().unwrap_or_else(|_| d.clone()));
+    dirs.sort();
+    dirs.dedup();
+    dirs
+}
+
+/// Adds `dir`'s `.git`, or for a worktree what its `.git` file points to, to `dirs`.
+fn add_git_dir(dir: &Path, dirs: &mut Vec<PathBuf>) {
+    let dot_git = dir.join(".git");
+    let Ok(meta) = std::fs::symlink_metadata(&dot_git) else { return };
+    if meta.is_dir() {
+        dirs.push(dot_git);
+        return;
+    }
+    let Ok(text) = std::fs::read_to_string(&dot_git) else { return };
+    let Some(gitdir) = text.lines().find_map(|l| l.strip_prefix("gitdir:")) else { return };
+    let gitdir = dir.join(gitdir.trim());
+    if let Ok(common) = std::fs::read_to_string(gitdir.join("commondir")) {
+        dirs.push(gitdir.join(common.trim()));
+    }
+    dirs.push(gitdir);
+}
+
+/// The policy a pane runs under: the server's, or a stricter `asked` one. Asking for more than the
+/// server allows is refused, naming the server's policy.
+pub(crate) fn effective(asked: Option<Mode>) -> Result<Mode> {
+    let allowed = server().mode;
+    match asked {
+        None => Ok(allowed),
+        Some(mode) if mode <= allowed => Ok(mode),
+        Some(mode) => Err(Error::invalid(format!(
+            "sandbox {:?} is looser than the server's policy ({}); a call can only tighten it",
+            mode.name(),
+            report(server())
+        ))),
+    }
+}
+
+/// The launcher's plan for one pane of mode `mode`; `keep` are the pane's own private directories
+/// (its shell's records, its pipeline's files), which stay reachable and writable.
+/// The mark of pane `id`'s processes: the source name of the file systems its launcher mounts,
+/// which every process of the pane sees in its `/proc/PID/mountinfo` — new namespaces copy it and
+/// Landlock forbids unmounting it — so that closing the pane finds the ones that left its session.
+pub(crate) fn tag(id: &str) -> String {
+    format!("fugue-pane-{id}")
+}
+
+/// How this kernel gives the sandbox, decided once by starting the launcher for real.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Means {
+    /// User, mount and network namespaces with Landlock: everything this module promises.
+    Namespaces,
+    /// No user namespaces allowed: Landlock, `no_new_privs` and a seccomp filter that refuses
+    /// IPv4 and IPv6 sockets; a private TMPDIR in place of /tmp; no `.git` protection (so it is
+    /// refused unless `--writable-git`), no hidden directories, no mark for escapees.
+    Fallback,
+}
+
+/// How panes are sandboxed here, or why they cannot be.
+pub(crate) fn means() -> std::result::Result<Means, String> {
+    static MEANS: OnceLock<std::result::Result<Means, String>> = OnceLock::new();
+    MEANS.get_or_init(find_means).clone()
+}
+
+fn find_means() -> std::result::Result<Means, String> {
+    let mode = server().mode;
+    let tried = plan_with(Means::Namespaces, mode, &[], tag("probe"), None)
+        .map_err(|e| e.message().to_string())
+        .and_then(|plan| launch::probe(&plan));
+    match tried {
+        Ok(()) => Ok(Means::Namespaces),
+        Err(why) if why.contains(net::NO_USERNS) => {
+            if !server().git.is_empty() {
+                return Err(format!(
+                    "{why}; without them .git cannot be kept read-only: start fugue with \
+                     --writable-git to go without that protection"
+                ));
+            }
+            let plan = plan_with(Means::Fallback, mode, &[], tag("probe"), None)
+                .map_err(|e| e.message().to_string())?;
+            let probed = launch::probe(&plan);
+            forget(&tag("probe"));
+            probed.map(|()| Means::Fallback)
+        }
+        Err(why) => Err(why),
+    }
+}
+
+/// Removes what a pane's sandbox left in fugue's private directory (the fallback's TMPDIR).
+pub(crate) fn forget(tag: &str) {
+    let policy = server();
+    if policy.mode != Mode::Off && !policy.private.as_os_str().is_empty() {
+        let _ = std::fs::remove_dir_all(policy.private.join(tag));
+    }
+}
+
+/// `roots`, when given, are the pane's only writable roots in place of the server's (an agent
+/// stage's worktree), with their own `.git` read-only.
+pub(crate) fn plan(
+    mode: Mode,
+    keep: &[PathBuf],
+    tag: String,
+    roots: Option<&[PathBuf]>,
+) -> Result<launch::Plan> {
+    let means = means().map_err(|why| Error::new(ErrorKind::SandboxUnavailable, why))?;
+    plan_with(means, mode, keep, tag, roots)
+}
+
+fn plan_with(
+    means: Means,
+    mode: Mode,
+    keep: &[PathBuf],
+    tag: String,
+    roots: Option<&[PathBuf]>,
+) -> Result<launch::Plan> {
+    if means == Means::Fallback {
+        return fallback_plan(mode, keep, tag, roots);
+    }
+    let policy = server();
+    let mut write: Vec<PathBuf> = Vec::new();
+    let git = match roots {
+        Some(roots) if !policy.writable_git => git_dirs(roots),
+        Some(_) => Vec::new(),
+        None => policy.git.clone(),
+    };
+    if mode == Mode::WorkspaceWrite {
+        write.extend(roots.unwrap_or(&policy.writable).iter().cloned());
+        write.extend(temp_dirs());
+        write.push("/dev/shm".into());
+    }
+    let tmp = (mode == Mode::ReadOnly).then(|| policy.private.join("tmp"));
+    write.extend(tmp.iter().cloned());
+    write.extend(devices());
+    write.extend(keep.iter().cloned());
+    let net = if policy.network { None } else { Some(net::holder()?) };
+    let hide = hidden_now(policy);
+    Ok(launch::Plan { tmp, tag, write, git, hide, keep: keep.to_vec(), net, ..Default::default() })
+}
+
+/// The devices a pane writes: the null and random devices, its terminal, new terminals.
+fn devices() -> impl Iterator<Item = PathBuf> {
+    ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"]
+        .iter()
+        .chain(&["/dev/ptmx", "/dev/pts"])
+        .map(PathBuf::from)
+}
+
+/// The fallback's plan: writes to the roots (workspace-write), a TMPDIR of the pane's own, the
+/// devices and its own directories; the network refused by seccomp.
+fn fallback_plan(
+    mode: Mode,
+    keep: &[PathBuf],
+    tag: String,
+    roots: Option<&[PathBuf]>,
+) -> Result<launch::Plan> {
+    let policy = server();
+    if let Some(roots) = roots
+        && !policy.writable_git
+        && !git_dirs(roots).is_empty()
+    {
+        return Err(Error::new(
+            ErrorKind::SandboxUnavailable,
+            "without user namespaces the worktree's .git cannot be kept read-only",
+        ));
+    }
+    let tmp = policy.private.join(&tag);
+    crate::files::private_dir(&tmp, crate::files::Existing::Keep)?;
+    let mut write: Vec<PathBuf> = Vec::new();
+    if mode == Mode::WorkspaceWrite {
+        write.extend(roots.unwrap_or(&policy.writable).iter().cloned());
+    }
+    write.push(tmp.clone());
+    write.extend(devices());
+    write.extend(keep.iter().cloned());
+    Ok(launch::Plan {
+        tmp: Some(tmp),
+        tag,
+        write,
+        fallback: true,
+        refuse_inet: !policy.network,
+        ..Default::default()
+    })
+}
+
+/// The system's temporary directories: /tmp and `$TMPDIR`.
+fn temp_dirs() -> Vec<PathBuf> {
+    let mut dirs = vec![PathBuf::from("/tmp")];
+    let tmp = std::env::temp_dir();
+    if tmp.is_absolute() && tmp != Path::new("/tmp") {
+        dirs.push(tmp);
+    }
+    dirs
+}
+
+/// What to hide from a pane starting now: fugue's own directories, and the private directories
+/// other fugues of this user keep in the temporary directory (a command file there is run by
+/// that fugue's shell; a control socket there drives it). Never a writable root or a directory
+/// that holds one.
+fn hidden_now(policy: &Policy) -> Vec<PathBuf> {
+    let mut hide: Vec<PathBuf> = policy.hidden.iter().filter(|p| p.exists()).cloned().collect();
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    for tmp in temp_dirs() {
+        let Ok(entries) = std::fs::read_dir(&tmp) else { continue };
+        for entry in entries.flatten() {
+            use std::os::unix::fs::MetadataExt;
+            let fugues = entry.file_name().to_str().is_some_and(is_fugue_private);
+            let mine = entry.metadata().is_ok_and(|m| m.is_dir() && m.uid() == uid);
+            if fugues && mine && !hide.contains(&entry.path()) {
+                hide.push(entry.path());
+            }
+        }
+    }
+    hide.retain(|dir| !policy.writable.iter().any(|root| root.starts_with(dir)));
+    hide
+}
+
+/// Whether a name in the temporary directory is one of fugue's private directories: a control
+/// directory (`fugue-UID`), fugue's own base, or a live shell's or pipeline's directory.
+fn is_fugue_private(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix("fugue-") else { return false };
+    ["private-", "shell-", "pipeline-"].iter().any(|p| rest.starts_with(p))
+        || (!rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Checks once, by starting the launcher for real, that this kernel can give the sandbox; every
+/// pane start after a failure fails the same way, naming what is missing.
+pub(crate) fn check_available() -> Result<()> {
+    means().map(|_| ()).map_err(|why| Error::new(ErrorKind::SandboxUnavailable, why))
+}
+
+/// The policy in one line with how this kernel gives it, for the agent: `report`, plus what the
+/// fallback lacks, or why no pane can start.
+pub(crate) fn report_here() -> String {
+    let policy = server();
+    let line = report(policy);
+    match (policy.mode, means()) {
+        (Mode::Off, _) | (_, Ok(Means::Namespaces)) => line,
+        (_, Ok(Means::Fallback)) => format!(
+            "{line}; no user namespaces here, so: inet sockets refused (no loopback shared by \
+             the panes), a private TMPDIR instead of /tmp, fugue's sockets guarded by a peer check"
+        ),
+        (_, Err(why)) => format!("{line}; unavailable here, no pane can start: {why}"),
+    }
+}
+
+/// Whether a connection to fugue's control or shared socket comes from a sandboxed process: one
+/// in another user namespace, or under more seccomp filters than fugue. Only a sandboxed fugue
+/// asks (with the sandbox off nothing changes).
+pub(crate) fn refuses_peer(pid: i32) -> bool {
+    if server().mode == Mode::Off {
+        return false;
+    }
+    let ns = |p: &str| std::fs::read_link(format!("/proc/{p}/ns/user")).ok();
+    let filters = |p: &str| {
+        let status = std::fs::read_to_string(format!("/proc/{p}/status")).unwrap_or_default();
+        status.lines().find_map(|l| l.strip_prefix("Seccomp_filters:")?.trim().parse::<u32>().ok())
+    };
+    let peer = pid.to_string();
+    ns(&peer) != ns("self") || filters(&peer).unwrap_or(0) > filters("self").unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_names_are_recognised() {
+        for name in
+            ["API_KEY", "github_token", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "gcp_credentials"]
+        {
+            assert!(is_secret(name), "{name}");
+        }
+        for name in ["PATH", "HOME", "TERM", "LANG"] {
+            assert!(!is_secret(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn flags_are_taken_out_and_checked() {
+        let (flags, rest) = Flags::parse(&[
+            "--sandbox",
+            "read-only",
+            "--shared",
+            "--writable=/x",
+            "--network",
+            "on",
+        ])
+        .unwrap();
+        assert_eq!(flags.mode, Some(Mode::ReadOnly));
+        assert_eq!(flags.writable, vec![PathBuf::from("/x")]);
+        assert_eq!(flags.network, Some(true));
+        assert_eq!(rest, vec!["--shared"]);
+        assert!(Flags::parse(&["--sandbox", "loose"]).unwrap_err().contains("modes are"));
+        assert!(Flags::parse(&["--network", "maybe"]).is_err());
+        assert!(Flags::parse(&["--writable"]).unwrap_err().contains("takes"));
+        assert!(Flags::parse(&["--pass-env", "A B"]).is_err());
+    }
+
+    #[test]
+    fn details_without_a_sandbox_are_refused() {
+        let flags = Flags { writable_git: true, mode: Some(Mode::Off), ..Flags::default() };
+        assert!(flags.policy(Path::new("/"), Vec::new()).is_err());
+    }
+
+    #[test]
+    fn only_fugues_private_directories_are_hidden() {
+        for name in ["fugue-0", "fugue-private-1000", "fugue-shell-1-2-x", "fugue-pipeline-1-2-x"] {
+            assert!(is_fugue_private(name), "{name}");
+        }
+        for name in ["fugue-test-1-repo", "fugue-", "fugue-1x", "fugue", "tmp.x"] {
+            assert!(!is_fugue_private(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn refusals_are_told_from_other_failures() {
+        let ro = "touch: cannot touch 'notes': Permission denied";
+        assert_eq!(denied(Mode::ReadOnly, ro).as_deref(), Some(ro));
+        let git = "bash: .git/config: Read-only file system";
+        assert_eq!(denied(Mode::WorkspaceWrite, git).as_deref(), Some(git));
+        let outside = "cp: cannot create regular file '/etc/x': Permission denied";
+        assert_eq!(denied(Mode::WorkspaceWrite, outside).as_deref(), Some(outside));
+        assert_eq!(denied(Mode::WorkspaceWrite, "make: *** [all] Error 2"), None);
+        assert_eq!(denied(Mode::Off, git), None, "no sandbox, no refusal");
+        let long = format!("{}é: Read-only file system", "x".repeat(199));
+        assert!(denied(Mode::ReadOnly, &long).is_some_and(|l| l.len() <= 200));
+    }
+
+    #[test]
+    fn a_policy_passes_to_a_shared_server_through_its_flags() {
+        let dir = std::env::temp_dir();
+        let policy = Flags {
+            mode: Some(Mode::WorkspaceWrite),
+            writable: vec![dir.clone()],
+            network: Some(true),
+            writable_git: true,
+            pass_env: vec!["GH_TOKEN".into()],
+        }
+        .policy(Path::new("/"), Vec::new())
+        .unwrap();
+        let flags = flags_of(&policy);
+        let words: Vec<&str> = flags.iter().map(String::as_str).collect();
+        let (again, rest) = Flags::parse(&words).unwrap();
+        assert!(rest.is_empty());
+        let again = again.policy(Path::new("/"), Vec::new()).unwrap();
+        assert_eq!(report(&again), report(&policy));
+        assert_eq!(again.pass_env, policy.pass_env);
+    }
+
+    #[test]
+    fn nested_repositories_and_worktrees_are_found() {
+        let base = std::env::temp_dir().join(format!("fugue-git-dirs-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        for dir in ["root/.git/worktrees/wt", "root/vendor/lib/.git", "root/node_modules/m/.git"] {
+            std::fs::create_dir_all(base.join(dir)).unwrap();
+        }
+        std::fs::create_dir_all(base.join("wt")).unwrap();
+        let gitdir = base.join("root/.git/worktrees/wt");
+        std::fs::write(base.join("wt/.git"), format!("gitdir: {}\n", gitdir.display())).unwrap();
+        std::fs::write(gitdir.join("commondir"), "../..\n").unwrap();
+        let found = git_dirs(&[base.join("root"), base.join("wt")]);
+        let real = |p: &str| base.join(p).canonicalize().unwrap();
+        assert_eq!(
+            found,
+            vec![real("root/.git"), real("root/.git/worktrees/wt"), real("root/vendor/lib/.git")]
+        );
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn modes_order_from_strict_to_open() {
+        assert!(Mode::ReadOnly < Mode::WorkspaceWrite && Mode::WorkspaceWrite < Mode::Off);
+    }
+}
