@@ -142,6 +142,7 @@ mod tests {
             ErrorKind::NameTaken,
             ErrorKind::PaneExited,
             ErrorKind::PaneClosed,
+            ErrorKind::PaneBusy,
             ErrorKind::Cancelled,
             ErrorKind::Git,
             ErrorKind::InvalidState,

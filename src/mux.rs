@@ -133,7 +133,7 @@ impl Reserved<'_> {
     }
 
     /// Gives the pane a shell integration made beforehand, for a command that ends by starting an
-    /// interactive shell with it (the pipeline driver's kept shell).
+    /// interactive shell with it (a kept pipeline pane's shell, which replaces the steps' one).
     pub(crate) fn with_shell(&mut self, shell: Arc<crate::shell::Shell>) {
         if let Some(slot) = &mut self.slot {
             slot.spec.live = Some(shell);

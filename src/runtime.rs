@@ -1,9 +1,10 @@
 //! The runtime: everything one fugue server owns and acts on, in one value with one way to stop.
 //!
-//! A `Runtime` owns the registry of panes (`mux`), the agent-pipeline manager (`agents`) and the
-//! temporary directories of pipelines in progress (`temp_dirs`). Tool handlers reach it through
-//! their `Ctx`; protocol connections share it by `Arc` (it is `Send + Sync`), and whoever made it
-//! calls `shutdown` once when the server stops.
+//! A `Runtime` owns the registry of panes (`mux`), the agent-pipeline manager (`agents`), the
+//! private temporary directories of pipelines and live shells (`temp_dirs`), the pool of fugue's
+//! own shells (`shells`) and the durable calls (`tasks`). Tool handlers reach it through their
+//! `Ctx`; protocol connections share it by `Arc` (it is `Send + Sync`), and whoever made it calls
+//! `shutdown` once when the server stops.
 
 use crate::agent::{self, manager::Manager};
 use crate::mux::Mux;
@@ -40,9 +41,10 @@ impl Runtime {
         Runtime { mux, agents, temp_dirs, shells: Default::default(), tasks: Default::default() }
     }
 
-    /// Stops everything, in order: agent runners first, so the panes ending next are not taken for
-    /// failed attempts; then every pane's processes; then the temporary directories, which calls
-    /// still unwinding no longer need. Pipelines' state stays on disk for the next fugue.
+    /// Stops everything, in order: durable calls first, so none starts work on what is ending; then
+    /// agent runners, so the panes ending next are not taken for failed attempts; then every pane's
+    /// processes (fugue's own shells among them); then the temporary directories, which calls still
+    /// unwinding no longer need. Pipelines' state stays on disk for the next fugue.
     pub(crate) fn shutdown(&self) {
         self.tasks.shutdown();
         self.agents.shutdown();

@@ -193,7 +193,7 @@ impl PrivateDir {
         Ok(())
     }
 
-    /// A FIFO opened for reading and writing: the open does not wait for the driver, reads never
+    /// A FIFO opened for reading and writing: the open does not wait for the shell, reads never
     /// see end of file, and fugue can write its own `q` line to wake its reader.
     pub(crate) fn fifo(&self, name: &str) -> Result<File> {
         let path = self.path.join(name);

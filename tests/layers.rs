@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 /// The order, lowest layer first. A file may import files of its own unit and of units in lower
 /// layers; an import up, or sideways to another unit of its own layer, fails. A unit is a module
 /// path, and a file belongs to the longest unit its module starts with: `shell` is the live-shell
-/// integration below panes, while `shell::exec`, its tool, stands with the other tool handlers.
-/// README's Development section draws the same order.
+/// integration below panes, while `fugue_exec`, its tool (`tools/exec.rs`), stands with the other
+/// tool handlers. README's Development section draws the same order.
 const LAYERS: &[&[&str]] = &[
     // Leaves: they import nothing of the crate, or only the leaves before them.
     &["error", "log", "ids", "watch", "layout", "jsonrpc", "usage", "line"],

@@ -82,7 +82,7 @@ pub(crate) struct Spec {
     pub(crate) name: Option<String>,
     pub(crate) command: Option<String>,
     /// What the pane's `command` shows, when not the command itself (a pipeline's steps rather
-    /// than its driver line).
+    /// than the line that starts its shell).
     pub(crate) shown: Option<String>,
     /// Where it starts: absolute, or relative to fugue's own directory.
     pub(crate) cwd: PathBuf,

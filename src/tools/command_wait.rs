@@ -216,7 +216,7 @@ pub(crate) fn after_input(
     responses: Option<Responses>,
 ) -> Result<Value> {
     let shell = pane.shell();
-    // The pane's own process is the shell (a kept pipeline pane's driver became one).
+    // The pane's own process is the shell (a kept pipeline pane's steps' shell became one).
     let shell_pane = pane.command.is_none() || shell.is_some();
     let (from, seen) = match written {
         Some((offset, seen)) => (offset, seen),
