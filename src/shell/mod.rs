@@ -131,10 +131,17 @@ pub(crate) struct State {
     pub(crate) prompts: u64,
     /// The latest prompts, oldest first.
     pub(crate) recent: VecDeque<Prompt>,
-    /// A `fugue_exec` typed whose prompt has not come yet: its id and command.
-    pub(crate) pending: Option<(u64, String)>,
-    /// The directory the pending exec was sent to (its `cwd`), where it runs now.
-    pending_dir: Option<String>,
+    /// A `fugue_exec` typed whose prompt has not come yet.
+    pub(crate) pending: Option<Pending>,
+}
+
+/// A command fugue typed into the shell, until the prompt record that names it.
+#[derive(Clone, Debug)]
+pub(crate) struct Pending {
+    pub(crate) id: u64,
+    pub(crate) command: String,
+    /// The directory it was sent to run in (its `cwd`), if any.
+    dir: Option<String>,
 }
 
 impl State {
@@ -145,7 +152,7 @@ impl State {
     /// Where the shell works now: the directory a pending exec was sent to, else where its last
     /// prompt was.
     pub(crate) fn cwd(&self) -> Option<String> {
-        let sent = self.pending.as_ref().and(self.pending_dir.clone());
+        let sent = self.pending.as_ref().and_then(|p| p.dir.clone());
         sent.or_else(|| self.last().map(|p| p.cwd.clone()))
     }
 
@@ -253,8 +260,7 @@ impl Shell {
             dir.as_ref().ok_or_else(|| Error::new(ErrorKind::PaneClosed, "the pane is closing"))?;
         dir.write(&format!("c{id}"), command)?;
         let mut state = self.records.state.lock();
-        state.pending = Some((id, command.to_string()));
-        state.pending_dir = sent_to;
+        state.pending = Some(Pending { id, command: command.to_string(), dir: sent_to });
         Ok((id, self.kind.stub(id)))
     }
 
@@ -305,9 +311,8 @@ impl Records {
     fn apply(&self, prompt: Prompt) {
         {
             let mut state = self.state.lock();
-            if state.pending.as_ref().is_some_and(|(id, _)| *id == prompt.exec) {
+            if state.pending.as_ref().is_some_and(|p| p.id == prompt.exec) {
                 state.pending = None;
-                state.pending_dir = None;
             }
             state.prompts += 1;
             if state.recent.len() == RECENT {

@@ -98,8 +98,8 @@ impl Pool {
 /// prompt), or it sits at its prompt with no `fugue_exec` pending and no job in the foreground.
 fn is_free(pane: &Pane) -> bool {
     let Some(shell) = pane.shell() else { return false };
-    let (started, pending) = shell.with(|s| (s.prompts > 0, s.pending.is_some()));
-    !pending && (!started || pane.foreground_job().is_none())
+    let starting = shell.with(|s| s.prompts == 0 && s.pending.is_none());
+    starting || super::status::at_prompt(pane).is_some()
 }
 
 /// Where the pane's shell is now: a busy shell's command may have `cd`'d (`cd proj && make`),
@@ -113,7 +113,7 @@ fn all_busy<'e>(entries: impl Iterator<Item = &'e Entry>) -> Error {
     let busy: Vec<String> = entries
         .map(|e| {
             let what = e.pane.shell().and_then(|s| {
-                s.with(|st| st.pending.as_ref().map(|(_, c)| super::first_line(c).to_string()))
+                s.with(|st| st.pending.as_ref().map(|p| super::first_line(&p.command).to_string()))
             });
             match what.or_else(|| e.pane.foreground_job()) {
                 Some(what) => format!("{} ({what})", e.pane.id),

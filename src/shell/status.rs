@@ -9,6 +9,7 @@
 use crate::pane::Pane;
 use crate::pane::activity::{self, Activity};
 use crate::pane::exit::write_fields;
+use crate::shell::Prompt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -18,13 +19,23 @@ pub(crate) fn activity(pane: &Pane) -> Option<Activity> {
     if !pane.is_running() {
         return None;
     }
-    if let Some(shell) = pane.shell() {
-        let (started, pending) = shell.with(|s| (s.prompts > 0, s.pending.is_some()));
-        if started && !pending && pane.foreground_job().is_none() {
-            return Some(Activity::Prompt);
-        }
+    if at_prompt(pane).is_some() {
+        return Some(Activity::Prompt);
     }
     Some(activity::probe(pane))
+}
+
+/// The shell's last prompt when it sits at it with nothing running — no command fugue typed
+/// waits for its record, and no job has the terminal: the outcome of the last command, whenever
+/// it ended. `None` for a pane without a live shell, a shell still starting, or one that ended.
+/// The one answer to "is this shell idle" for status, fugue's own shells, waits and `fugue_exec`.
+pub(crate) fn at_prompt(pane: &Pane) -> Option<Prompt> {
+    let shell = pane.shell()?;
+    let (last, pending) = shell.with(|s| (s.last().cloned(), s.pending.is_some()));
+    if pending || !pane.is_running() || pane.foreground_job().is_some() {
+        return None;
+    }
+    last
 }
 
 /// What a running pane is doing, as its views give it: one struct for `fugue_get_status`,
@@ -72,6 +83,6 @@ pub(crate) fn add_live(value: &mut Value, pane: &Pane) {
 /// The command a shell pane runs now: a `fugue_exec`'s text, or the foreground job's command line.
 fn current_command(pane: &Pane) -> Option<String> {
     let shell = pane.shell()?;
-    let pending = shell.with(|s| s.pending.as_ref().map(|(_, command)| command.clone()));
+    let pending = shell.with(|s| s.pending.as_ref().map(|p| p.command.clone()));
     pending.or_else(|| pane.foreground_job())
 }

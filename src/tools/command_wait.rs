@@ -18,6 +18,7 @@ use crate::pane::search::{Found, Scan};
 use crate::pane::tail;
 use crate::pane::{Pane, mark};
 use crate::runtime::Ctx;
+use crate::shell::status::at_prompt;
 use crate::shell::{Prompt, Shell};
 use crate::tool::args::Args;
 use crossbeam_channel::{after, never, select};
@@ -224,7 +225,7 @@ pub(crate) fn after_input(
     };
     let cwd = || shell.and_then(|s| s.with(crate::shell::State::cwd));
     if written.is_none()
-        && let Some(prompt) = shell.and_then(|s| idle(pane, s))
+        && let Some(prompt) = at_prompt(pane)
     {
         // Nothing runs and nothing was typed: the last command's outcome is the answer.
         let outcome = Outcome::Ended { prompt, end: from };
@@ -245,16 +246,6 @@ pub(crate) fn after_input(
         responder.write(&mut value);
     }
     Ok(value)
-}
-
-/// The last prompt when the shell sits at it with nothing running: the outcome of the last command,
-/// whenever it ended.
-pub(crate) fn idle(pane: &Pane, shell: &Shell) -> Option<Prompt> {
-    let (last, pending) = shell.with(|s| (s.last().cloned(), s.pending.is_some()));
-    if pending || !pane.is_running() || pane.foreground_job().is_some() {
-        return None;
-    }
-    last
 }
 
 fn until(at: Instant) -> Duration {

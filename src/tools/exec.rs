@@ -17,6 +17,7 @@ use crate::pane::budget::Budget;
 use crate::pane::search::compile;
 use crate::pane::{Pane, mark};
 use crate::runtime::{Ctx, Tool};
+use crate::shell::status::at_prompt;
 use crate::shell::{Kind, PROMPT_DRAWN_WAIT, Shell, State};
 use crate::tool::args::Args;
 use crate::tool::{RUNS, schema::*};
@@ -252,14 +253,13 @@ fn wait_for_prompt(ctx: &Ctx<'_>, pane: &Pane, shell: &Shell, deadline: Instant)
             ));
         }
         let (prompts, pending) = shell.with(|s| (s.prompts, s.pending.clone()));
-        if let Some((_, command)) = pending {
-            return Err(busy(
-                pane,
-                &format!("fugue_exec {:?} is still running", crate::shell::first_line(&command)),
-            ));
+        if let Some(pending) = pending {
+            let command = crate::shell::first_line(&pending.command);
+            return Err(busy(pane, &format!("fugue_exec {command:?} is still running")));
         }
         if prompts > 0 {
-            if let Some(job) = pane.foreground_job() {
+            if at_prompt(pane).is_none() {
+                let job = pane.foreground_job().unwrap_or_else(|| "a job".into());
                 return Err(busy(pane, &format!("{job:?} is running")));
             }
             // Typed before the prompt is drawn, the line would be echoed twice (by the terminal,

@@ -19,10 +19,10 @@ use crate::pane::search::{Found, Scan, compile};
 use crate::pane::tail;
 use crate::runtime::{Ctx, Tool};
 use crate::shell::Prompt;
+use crate::shell::status::at_prompt;
 use crate::tool::args::Args;
 use crate::tool::choice::{Choice, choice_enum};
 use crate::tool::{RUNS, schema::*};
-use crate::tools::command_wait::idle;
 use crossbeam_channel::{Receiver, Select};
 use regex::Regex;
 use serde_json::{Value, json};
@@ -161,7 +161,7 @@ impl Watched {
         let prompts = shell.with(|s| s.prompts);
         if self.ending.is_none() && self.prompts_seen != Some(prompts) {
             self.prompts_seen = Some(prompts);
-            if let Some(prompt) = idle(&self.pane, shell) {
+            if let Some(prompt) = at_prompt(&self.pane) {
                 // Subscribed before the look at the output, so the mark cannot slip between.
                 self.wakes.push(self.pane.output().subscribe());
                 self.ending = Some((prompt, Instant::now() + CATCH_UP));
@@ -225,7 +225,7 @@ impl Watched {
 /// earlier history; the start of the output otherwise.
 fn job_start(pane: &Pane) -> u64 {
     let Some(shell) = pane.shell() else { return 0 };
-    let exec = shell.with(|s| s.pending.as_ref().map(|(id, _)| *id).or(s.last().map(|p| p.exec)));
+    let exec = shell.with(|s| s.pending.as_ref().map(|p| p.id).or(s.last().map(|p| p.exec)));
     let Some(exec) = exec.filter(|id| *id > 0) else { return 0 };
     let from = pane.output().end().saturating_sub(JOB_LOOK_BACK);
     mark::locate(pane, &shell.begin_mark(exec), from).map_or(0, |(_, end)| end)
