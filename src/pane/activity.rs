@@ -3,7 +3,8 @@
 //! A program "waits for the terminal" when every thread of the terminal's foreground process group
 //! sleeps, at least one of them in a read of the pane's terminal (or a poll/select/epoll set that
 //! holds it plus only benign descriptors), and none waits on anything else that could wake it: a
-//! socket, a pipe read, another terminal, a child still working. The answer comes from one look at
+//! socket, a pipe read, another terminal, a child still working. A process of the group that works
+//! but cannot print to the terminal is left out. The answer comes from one look at
 //! /proc per question (`waits_for_terminal`), in which a thread caught awake gets a few more looks
 //! milliseconds apart before it counts as working; nothing looks in the background. Waiters
 //! combine it with the pane's quiet time in `InputWatch`, which spaces its looks (at most ten a
@@ -216,7 +217,7 @@ enum Wait {
     Busy,
 }
 
-/// The foreground group's verdict: the worst of its threads (busy over denied over terminal over
+/// The foreground group's verdict: the worst of its processes (busy over denied over terminal over
 /// neutral), so a single thread waiting on a socket makes a forwarder busy.
 fn group_wait(terminal: &Terminal) -> Wait {
     let members = group_members(terminal.group);
@@ -225,15 +226,43 @@ fn group_wait(terminal: &Terminal) -> Wait {
     }
     let mut worst = Wait::Neutral;
     for pid in members {
-        let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else { return Wait::Busy };
-        for tid in tasks.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok()) {
-            worst = worst.max(thread_wait(pid, tid, &terminal.path));
-            if worst == Wait::Busy {
-                return Wait::Busy;
-            }
+        worst = worst.max(process_wait(pid, &terminal.path));
+        if worst == Wait::Busy {
+            return Wait::Busy;
         }
     }
     worst
+}
+
+/// One process's verdict: the worst of its threads. A process that works but cannot print to the
+/// terminal (no descriptor but its standard input on it) is a helper the program left running, not
+/// part of what the pane shows, and counts as neutral: a shell without job control keeps its
+/// background jobs in the foreground group, so `fish -c read` on a first run has fish's man-page
+/// completion generator (python3, output to /dev/null) computing beside the question for minutes.
+fn process_wait(pid: u32, tty: &str) -> Wait {
+    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else { return Wait::Busy };
+    let mut worst = Wait::Neutral;
+    for tid in tasks.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok()) {
+        worst = worst.max(thread_wait(pid, tid, tty));
+        if worst == Wait::Busy {
+            break;
+        }
+    }
+    if worst == Wait::Busy && !prints_to(pid, tty) {
+        log::debug(&format!("activity: process {pid} works but cannot print to the terminal"));
+        return Wait::Neutral;
+    }
+    worst
+}
+
+/// Whether process `pid` holds the terminal on any descriptor but its standard input (true when
+/// /proc will not say).
+fn prints_to(pid: u32, tty: &str) -> bool {
+    let Ok(dir) = fs::read_dir(format!("/proc/{pid}/fd")) else { return true };
+    dir.filter_map(Result::ok).filter(|e| e.file_name() != "0").any(|e| {
+        fs::read_link(e.path())
+            .is_ok_and(|link| link.as_os_str() == tty || link.as_os_str() == "/dev/tty")
+    })
 }
 
 /// The processes whose process group is `group`.
