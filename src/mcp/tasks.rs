@@ -306,6 +306,11 @@ fn asking(tool: &str, arguments: &Map<String, Value>, result: &Value) -> Option<
         Some(line) => line.to_string(),
         None => tail::question(asked["output"].as_str().unwrap_or_default()).trim().to_string(),
     };
+    // A question with no words of its own (a full-screen program) is named by the program.
+    let question = match asked["program"].as_str() {
+        Some(program) if question.is_empty() => format!("{program} waits for input"),
+        _ => question,
+    };
     Some((pane, question))
 }
 

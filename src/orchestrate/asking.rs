@@ -22,7 +22,7 @@ choice_enum! {
 
 /// The `on_input` argument of `fugue_run_parallel` and `fugue_run_pipeline`, with its default.
 pub(crate) fn schema() -> (&'static str, Value) {
-    let description = "stop: end a program waiting for keyboard input, status input";
+    let description = "stop: end a program waiting for keyboard input, status input, program named";
     ("on_input", OnInput::schema(description))
 }
 
@@ -39,18 +39,24 @@ pub(crate) struct Asked {
     pub(crate) at: Instant,
     pub(crate) end: u64,
     pub(crate) screen: Option<String>,
+    /// The name of the program that asks, when known.
+    pub(crate) program: Option<String>,
 }
 
 impl Asked {
-    pub(crate) fn now(pane: &Pane, max_bytes: usize) -> Asked {
+    pub(crate) fn now(pane: &Pane, max_bytes: usize, watch: &InputWatch) -> Asked {
         let shown = crate::pane::tail::shown(pane, 0, max_bytes);
         let screen = shown.alternate.then_some(shown.text);
-        Asked { at: Instant::now(), end: pane.output().end(), screen }
+        Asked { at: Instant::now(), end: pane.output().end(), screen, program: watch.program() }
     }
 
     /// Writes the question as the `output_tail` of an answer: the full-screen program's screen,
-    /// marked `alternate_screen`, or else `tail` (the main screen's last lines up to `end`).
+    /// marked `alternate_screen`, or else `tail` (the main screen's last lines up to `end`); and
+    /// the `program` that asks.
     pub(crate) fn write_tail(&self, value: &mut Value, tail: String) {
+        if let Some(program) = &self.program {
+            value["program"] = serde_json::json!(program);
+        }
         match &self.screen {
             Some(screen) => {
                 value["output_tail"] = serde_json::json!(screen);

@@ -39,8 +39,8 @@ pub(crate) const TOOL: Tool = Tool {
     name: "fugue_exec",
     title: "Run a command in a live shell",
     description: "Run shell text in a live shell; answer when it ends: status ok/failed \
-                  (exit_code), input (it waits for the terminal; reply with fugue_send_input + \
-                  wait_ms), running (timeout_ms passed), exited (it ended the shell), or ready \
+                  (exit_code), input (`program` waits for the terminal; reply with \
+                  fugue_send_input + wait_ms), running (timeout_ms passed), exited (it ended the shell), or ready \
                   (`until` matched its output; it keeps running: a server that is up). cwd, \
                   output (its own; head+tail past max_bytes), pane_id. State persists. No \
                   pane_id: fugue's own shells; while one is busy the command runs in another, so \
@@ -71,6 +71,7 @@ pub(crate) const TOOL: Tool = Tool {
             ("cwd", typed("string")),
             ("pane_id", typed("string")),
             ("output", typed("string")),
+            ("program", typed("string")),
         ])
     },
     call: exec,
@@ -125,7 +126,7 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     {
         interrupt(&pane, shell, id, *typed);
     }
-    if !matches!(outcome, Ok((_, Outcome::Input | Outcome::Running | Outcome::Ready(_)))) {
+    if !matches!(outcome, Ok((_, Outcome::Input(_) | Outcome::Running | Outcome::Ready(_)))) {
         shell.forget_exec(id);
     }
     let (typed, outcome) = outcome?;

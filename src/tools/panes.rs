@@ -154,7 +154,14 @@ pub(crate) static TOOLS: &[Tool] = &[
                 &["pane_id"],
             )
         },
-        output: || result(&[("bytes", typed("integer")), ("offset", typed("integer"))]),
+        output: || {
+            result(&[
+                ("bytes", typed("integer")),
+                ("offset", typed("integer")),
+                ("status", typed("string")),
+                ("program", typed("string")),
+            ])
+        },
         call: send_input,
     },
     Tool {

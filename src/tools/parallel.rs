@@ -347,8 +347,8 @@ fn asking_job(jobs: &mut [Job<'_>]) -> Option<usize> {
 
 /// Stops a command found asking, as the deadline would; with cleanup it leaves the registry too.
 fn stop(mux: &Mux, job: &mut Job<'_>, cleanup: bool) {
-    if let Ok(pane) = &job.pane {
-        job.asked = Some(Asked::now(pane, crate::orchestrate::MAX_TAIL_BYTES));
+    if let (Ok(pane), Some(watch)) = (&job.pane, &job.watch) {
+        job.asked = Some(Asked::now(pane, crate::orchestrate::MAX_TAIL_BYTES, watch));
         end_run_panes(mux, std::slice::from_ref(pane), cleanup);
     }
 }

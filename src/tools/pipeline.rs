@@ -89,6 +89,7 @@ pub(crate) const TOOL: Tool = Tool {
             ("pane_id", typed("string")),
             ("steps", typed("array")),
             ("cwd", typed("string")),
+            ("program", typed("string")),
             ("total_duration_ms", typed("integer")),
         ])
     },
@@ -275,28 +276,24 @@ impl Run<'_> {
                 // lines in order). Each next one goes when the last one's record has come.
                 self.type_next(ctx.progress)?;
             }
-            // What was just typed may still sit unread in the terminal while the shell's last
-            // print is long past: a question counts only once the quiet period has passed since.
-            let due = self
-                .records
-                .last()
-                .filter(|r| r.ended.is_none())
-                .map(|r| r.started + quiet_period());
-            if let (Some(due), Some(check)) = (due, watch.as_mut())
-                && Instant::now() >= due
-                && check.check()
-            {
-                // Stopped as at the deadline, with the same grace.
-                watch = None;
-                self.asked = Some(Asked::now(&self.pane, crate::orchestrate::MAX_TAIL_BYTES));
-                self.interrupt();
-                deadline = Instant::now() + INTERRUPT_GRACE;
+            // Only a running step is watched; what was just typed for it may still sit unread in
+            // the terminal while the shell's last print is long past.
+            let typed = self.records.last().filter(|r| r.ended.is_none()).map(|r| r.started);
+            if let (Some(typed), Some(check)) = (typed, watch.as_mut()) {
+                check.typed_at(typed);
+                if check.check() {
+                    // Stopped as at the deadline, with the same grace.
+                    let limit = crate::orchestrate::MAX_TAIL_BYTES;
+                    self.asked = Some(Asked::now(&self.pane, limit, check));
+                    watch = None;
+                    self.interrupt();
+                    deadline = Instant::now() + INTERRUPT_GRACE;
+                }
             }
             // Between steps nothing is watched; the next step's line is typed on the record.
-            let check = watch.as_ref().zip(due);
-            let check = check
-                .and_then(|(w, due)| w.next_check().map(|at| at.max(due)))
-                .map_or_else(never, |at| after(at.saturating_duration_since(Instant::now())));
+            let check = watch.as_ref().filter(|_| typed.is_some()).and_then(InputWatch::next_check);
+            let check =
+                check.map_or_else(never, |at| after(at.saturating_duration_since(Instant::now())));
             select! {
                 recv(records) -> _ => {}
                 recv(ending) -> _ => {}

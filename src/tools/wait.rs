@@ -55,7 +55,7 @@ pub(crate) const TOOL: Tool = Tool {
     description: "Wait on 1-32 panes (jobs started with fugue_exec until/running, panes of \
                   commands) and answer when one (mode any) or all have an outcome: ok/failed \
                   (exit_code, cwd: a shell's command ended, even before this call), exited (the \
-                  pane's program ended), input (it asks; output shows the question), matched \
+                  pane's program ended), input (`program` asks; output shows the question), matched \
                   (until matched output printed after the call). Instead of polling or sleeping. \
                   results in pane_ids order, each with its last tail_lines lines; fired: first \
                   first; status timeout leaves the rest running. Runs as an MCP task for clients \
@@ -94,8 +94,8 @@ enum Outcome {
     Ended { status: i32, cwd: String },
     /// Its process ended.
     Exited,
-    /// Its program waits for the terminal.
-    Input,
+    /// Its program waits for the terminal: its name, when known.
+    Input(Option<String>),
     /// `until` matched.
     Matched(Found),
 }
@@ -145,7 +145,7 @@ impl Watched {
                 }
             }
         }
-        self.input.check().then_some(Outcome::Input)
+        self.input.check().then(|| Outcome::Input(self.input.program()))
     }
 
     fn result(&self, lines: usize) -> Value {
@@ -155,7 +155,7 @@ impl Watched {
             Some(Outcome::Ended { status: 0, .. }) => "ok",
             Some(Outcome::Ended { .. }) => "failed",
             Some(Outcome::Exited) => "exited",
-            Some(Outcome::Input) => "input",
+            Some(Outcome::Input(_)) => "input",
             Some(Outcome::Matched(_)) => "matched",
         });
         match &self.outcome {
@@ -167,10 +167,11 @@ impl Watched {
                 write_exit(&mut value, self.pane.output().exit(), SignalField::WhenSignalled);
             }
             Some(Outcome::Matched(found)) => found.write(&mut value),
-            Some(Outcome::Input) | None => {}
+            Some(Outcome::Input(Some(program))) => value["program"] = json!(program),
+            Some(Outcome::Input(None)) | None => {}
         }
         let shown = tail::shown_since(&self.pane, job_start(&self.pane), lines, MAX_TAIL_BYTES);
-        if matches!(self.outcome, Some(Outcome::Input)) {
+        if matches!(self.outcome, Some(Outcome::Input(_))) {
             value["line"] = json!(tail::question(&shown.text));
         }
         shown.write(&mut value, "output");
