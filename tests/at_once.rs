@@ -137,6 +137,15 @@ fn quiet_programs(dir: &Dir) -> Vec<String> {
         format!("cat {}", fifo.display()),
     ];
     if installed("python3") {
+        // A progress bar whose ticker thread sleeps between dots while the main thread reads the
+        // keyboard: blocked reading the terminal with no timeout, but a timer wakes the program.
+        programs.push(
+            "python3 -c 'import sys, threading, time\n\
+             def tick():\n    while True: time.sleep(0.3); print(\".\", end=\"\", flush=True)\n\
+             threading.Thread(target=tick, daemon=True).start()\n\
+             sys.stdin.readline()'"
+                .to_string(),
+        );
         // select over the terminal and a socket that another thread writes every 20 ms.
         programs.push(
             "python3 -c 'import select, socket, sys, threading, time\n\

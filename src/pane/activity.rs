@@ -4,12 +4,14 @@
 //! sleeps, at least one of them in a read of the pane's terminal (or a poll/select/epoll set that
 //! holds it plus only benign descriptors), and none waits on anything else that could wake it: a
 //! socket, a pipe read, another terminal, a child still working. A process of the group that works
-//! but cannot print to the terminal is left out. The answer comes from one look at
-//! /proc per question (`waits_for_terminal`), in which a thread caught awake gets a few more looks
-//! milliseconds apart before it counts as working; nothing looks in the background. Waiters
-//! combine it with the pane's quiet time in `InputWatch`, which spaces its looks (at most ten a
-//! second) and wants two agreeing looks with no output between them. When in doubt the answer is
-//! "busy": a false "input" stops real work, a missed one only costs a wait.
+//! but cannot print to the terminal is left out. The answer comes from one look at /proc per
+//! question (`look`), in which a thread caught awake gets a few more looks milliseconds apart
+//! before it counts as working; nothing looks in the background. A wait that nothing but a key
+//! press can end (no timeout in the call, no thread on a timer, nothing typed still on its way) is
+//! a question at once; any other only once the pane has been quiet for the quiet period. Waiters
+//! apply that rule in `InputWatch`, which spaces its looks (at most twenty a second) and wants two
+//! agreeing looks with no output between them. When in doubt the answer is "busy": a false
+//! "input" stops real work, a missed one only costs a wait.
 
 use super::Pane;
 use crate::log;
@@ -129,7 +131,7 @@ pub(crate) fn look(pane: &Pane) -> Look {
         Wait::Denied if terminal.secret_prompt => {
             Look::Quiet(u32::try_from(terminal.group).ok().and_then(name))
         }
-        Wait::Denied | Wait::Busy | Wait::Neutral => Look::Busy,
+        Wait::Denied | Wait::Busy | Wait::Neutral | Wait::Timer => Look::Busy,
     }
 }
 
@@ -332,11 +334,14 @@ fn input_unread(path: &str) -> bool {
 /// What one thread (or the whole group) waits for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Wait {
-    /// Sleeps in a call that no input or outside event ends: a lock, a signal wait, a timer, a
-    /// child. Neither proves nor disproves a question.
+    /// Sleeps in a call that no input or outside event ends: a lock, a signal wait, a child.
+    /// Neither proves nor disproves a question.
     Neutral,
-    /// Waits for the pane's terminal and nothing else that matters; `timed` when the wait has a
-    /// timer that ends it without a key press.
+    /// Sleeps on a timer (a sleep, a lock or signal wait with a timeout, a timerfd): neither
+    /// proves nor disproves a question, but the program may wake by itself.
+    Timer,
+    /// Waits for the pane's terminal and nothing else that matters; `timed` when a timer may end
+    /// the wait (its own, or another thread's) without a key press.
     Terminal { timed: bool },
     /// /proc refused to say (another user's or a setuid process).
     Denied,
@@ -344,9 +349,22 @@ enum Wait {
     Busy,
 }
 
-/// The foreground group's verdict: the worst of its processes (busy over denied over terminal over
-/// neutral), so a single thread waiting on a socket makes a forwarder busy.
-/// With it, a process that waits for the terminal: the program that asks, if it does.
+impl Wait {
+    /// Two threads' (or processes') verdicts as one: the worse (busy over denied over terminal
+    /// over neutral), so a single thread waiting on a socket makes a forwarder busy; and a timer
+    /// anywhere makes a wait for the terminal a timed one.
+    fn and(self, other: Wait) -> Wait {
+        match (self, other) {
+            (Wait::Timer, Wait::Terminal { .. }) | (Wait::Terminal { .. }, Wait::Timer) => {
+                Wait::Terminal { timed: true }
+            }
+            _ => self.max(other),
+        }
+    }
+}
+
+/// The foreground group's verdict: its processes' verdicts together (`Wait::and`). With it, a
+/// process that waits for the terminal: the program that asks, if it does.
 fn group_wait(terminal: &Terminal) -> (Wait, Option<u32>) {
     let members = group_members(terminal.group);
     if members.is_empty() {
@@ -359,7 +377,7 @@ fn group_wait(terminal: &Terminal) -> (Wait, Option<u32>) {
         if matches!(wait, Wait::Terminal { .. }) {
             asker = asker.or(Some(pid));
         }
-        worst = worst.max(wait);
+        worst = worst.and(wait);
         if worst == Wait::Busy {
             return (Wait::Busy, None);
         }
@@ -367,7 +385,7 @@ fn group_wait(terminal: &Terminal) -> (Wait, Option<u32>) {
     (worst, asker)
 }
 
-/// One process's verdict: the worst of its threads. A process that works but cannot print to the
+/// One process's verdict: its threads' together. A process that works but cannot print to the
 /// terminal (no descriptor but its standard input on it) is a helper the program left running, not
 /// part of what the pane shows, and counts as neutral: a shell without job control keeps its
 /// background jobs in the foreground group, so `fish -c read` on a first run has fish's man-page
@@ -376,7 +394,7 @@ fn process_wait(pid: u32, terminal: &Terminal) -> Wait {
     let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else { return Wait::Busy };
     let mut worst = Wait::Neutral;
     for tid in tasks.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok()) {
-        worst = worst.max(thread_wait(pid, tid, terminal));
+        worst = worst.and(thread_wait(pid, tid, terminal));
         if worst == Wait::Busy {
             break;
         }
@@ -488,7 +506,8 @@ fn thread_look(pid: u32, tid: u32, terminal: &Terminal) -> Result<Wait, Awake> {
         Wait::Terminal { .. } if kind == syscalls::Kind::Read => {
             Wait::Terminal { timed: terminal.timed_reads }
         }
-        Wait::Terminal { .. } => Wait::Terminal { timed: !call.endless() },
+        Wait::Terminal { timed } => Wait::Terminal { timed: timed || !call.endless() },
+        Wait::Neutral if !call.endless() => Wait::Timer,
         wait => wait,
     };
     // The wait set was read from the thread's memory after its call line: a thread that left the
@@ -513,7 +532,9 @@ enum FdKind {
     /// The pane's terminal, or `/dev/tty` (a foreground process's controlling terminal is the
     /// pane's).
     Terminal,
-    /// Wakes a program from inside itself: eventfd, signalfd, timerfd, a pipe whose both ends
+    /// Ends the wait after a while: a timerfd.
+    Timer,
+    /// Wakes a program from inside itself: eventfd, signalfd, a pipe whose both ends
     /// it holds (the self-pipe trick), or a named FIFO it opened for reading and writing, which
     /// never ends and needs no other writer (fish's universal-variable notifier, polled beside the
     /// terminal at its prompt and in its `read`). A pipe or FIFO only read is `Other`:
@@ -531,10 +552,11 @@ impl Proc<'_> {
     /// is (node's helper threads); an epoll set among them counts by its members (two levels down
     /// at most).
     fn set_wait(&self, fds: &[u64], depth: u32) -> Wait {
-        let mut terminal = false;
+        let mut wait = Wait::Neutral;
         for &fd in fds {
             match self.fd_kind(fd) {
-                Ok(FdKind::Terminal) => terminal = true,
+                Ok(FdKind::Terminal) => wait = wait.and(Wait::Terminal { timed: false }),
+                Ok(FdKind::Timer) => wait = wait.and(Wait::Timer),
                 Ok(FdKind::Internal) => {}
                 Ok(FdKind::Epoll) if depth < 2 => {
                     let members = match self.epoll_members(fd) {
@@ -542,16 +564,17 @@ impl Proc<'_> {
                         Err(wait) => return wait,
                     };
                     match self.set_wait(&members, depth + 1) {
-                        Wait::Terminal { .. } => terminal = true,
-                        Wait::Neutral => {}
-                        wait => return wait,
+                        inner @ (Wait::Terminal { .. } | Wait::Timer | Wait::Neutral) => {
+                            wait = wait.and(inner);
+                        }
+                        busy => return busy,
                     }
                 }
                 Ok(FdKind::Epoll | FdKind::Other) => return Wait::Busy,
                 Err(wait) => return wait,
             }
         }
-        if terminal { Wait::Terminal { timed: false } } else { Wait::Neutral }
+        wait
     }
 
     fn fd_kind(&self, fd: u64) -> Result<FdKind, Wait> {
@@ -560,9 +583,9 @@ impl Proc<'_> {
         let link = link.to_string_lossy();
         Ok(if link == self.tty || link == "/dev/tty" {
             FdKind::Terminal
-        } else if ["eventfd", "signalfd", "timerfd"]
-            .iter()
-            .any(|k| link == format!("anon_inode:[{k}]"))
+        } else if link == "anon_inode:[timerfd]" {
+            FdKind::Timer
+        } else if ["eventfd", "signalfd"].iter().any(|k| link == format!("anon_inode:[{k}]"))
             || (link.starts_with("pipe:") && self.holds_twice(&link))
             || (link.starts_with('/') && self.own_fifo(fd))
         {
@@ -667,12 +690,16 @@ mod tests {
     fn the_worst_wait_wins() {
         let endless = Wait::Terminal { timed: false };
         let timed = Wait::Terminal { timed: true };
-        let waits = [Wait::Neutral, endless, timed, Wait::Denied, Wait::Busy];
-        assert_eq!(waits.iter().copied().max(), Some(Wait::Busy));
-        assert_eq!(Wait::Neutral.max(endless), endless);
-        // One thread on a timer wakes the program by itself: the group's wait is timed.
-        assert_eq!(endless.max(timed), timed);
-        assert_eq!(timed.max(Wait::Denied), Wait::Denied);
+        let waits = [Wait::Neutral, Wait::Timer, endless, timed, Wait::Denied, Wait::Busy];
+        assert_eq!(waits.iter().fold(Wait::Neutral, |a, b| a.and(*b)), Wait::Busy);
+        assert_eq!(Wait::Neutral.and(endless), endless);
+        assert_eq!(Wait::Neutral.and(Wait::Timer), Wait::Timer);
+        // A thread on a timer wakes the program by itself: the group's wait is timed, in either
+        // order.
+        assert_eq!(endless.and(timed), timed);
+        assert_eq!(endless.and(Wait::Timer), timed);
+        assert_eq!(Wait::Timer.and(endless), timed);
+        assert_eq!(timed.and(Wait::Denied), Wait::Denied);
     }
 
     #[test]

@@ -31,8 +31,12 @@ mod table {
     /// Calls whose timeout is an `int` of milliseconds (negative: none): poll, epoll_wait,
     /// epoll_pwait; with the argument that holds it.
     pub(super) const TIMEOUT_MS: &[(i64, usize)] = &[(7, 2), (232, 3), (281, 3)];
-    /// Calls whose timeout is a pointer (null: none): ppoll, select, pselect6, epoll_pwait2.
-    pub(super) const TIMEOUT_PTR: &[(i64, usize)] = &[(271, 2), (23, 4), (270, 4), (441, 3)];
+    /// Calls whose timeout is a pointer (null: none): ppoll, select, pselect6, epoll_pwait2,
+    /// rt_sigtimedwait, futex, futex_waitv.
+    pub(super) const TIMEOUT_PTR: &[(i64, usize)] =
+        &[(271, 2), (23, 4), (270, 4), (441, 3), (128, 2), (202, 3), (449, 3)];
+    /// Sleeps: nanosleep, clock_nanosleep.
+    pub(super) const SLEEP: &[i64] = &[35, 230];
 }
 
 #[cfg(target_arch = "aarch64")]
@@ -46,8 +50,12 @@ mod table {
     pub(super) const NEUTRAL: &[i64] = &[95, 98, 101, 115, 133, 137, 260, 449];
     /// epoll_pwait's timeout, an `int` of milliseconds (negative: none).
     pub(super) const TIMEOUT_MS: &[(i64, usize)] = &[(22, 3)];
-    /// ppoll, pselect6, epoll_pwait2: a timeout pointer (null: none).
-    pub(super) const TIMEOUT_PTR: &[(i64, usize)] = &[(73, 2), (72, 4), (441, 3)];
+    /// ppoll, pselect6, epoll_pwait2, rt_sigtimedwait, futex, futex_waitv: a timeout pointer
+    /// (null: none).
+    pub(super) const TIMEOUT_PTR: &[(i64, usize)] =
+        &[(73, 2), (72, 4), (441, 3), (137, 2), (98, 3), (449, 3)];
+    /// Sleeps: nanosleep, clock_nanosleep.
+    pub(super) const SLEEP: &[i64] = &[101, 115];
 }
 
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
@@ -60,6 +68,7 @@ mod table {
     pub(super) const NEUTRAL: &[i64] = &[];
     pub(super) const TIMEOUT_MS: &[(i64, usize)] = &[];
     pub(super) const TIMEOUT_PTR: &[(i64, usize)] = &[];
+    pub(super) const SLEEP: &[i64] = &[];
 }
 
 pub(super) fn classify(nr: i64) -> Kind {
@@ -102,8 +111,12 @@ impl Call {
     }
 
     /// Whether the call waits with no timeout, so that only what it waits on (or a signal) ends it.
-    /// A read has none of its own (the terminal's `VTIME` is the caller's to check).
+    /// A read has none of its own (the terminal's `VTIME` is the caller's to check); a sleep is
+    /// nothing but one.
     pub(super) fn endless(&self) -> bool {
+        if table::SLEEP.contains(&self.nr) {
+            return false;
+        }
         if let Some(&(_, i)) = table::TIMEOUT_MS.iter().find(|(nr, _)| *nr == self.nr) {
             // An int in a 64-bit register: its upper half is not the caller's.
             return (self.args[i] as u32).cast_signed() < 0;
@@ -139,6 +152,11 @@ mod tests {
         assert!(call(270, [1, 2, 0, 0, 0, 0]).endless());
         assert!(!call(270, [1, 2, 0, 0, 0x7ffd_0000, 0]).endless());
         assert!(call(0, [0, 1, 1, 0, 0, 0]).endless());
+        // A lock with and without a timeout, a sleep, a child.
+        assert!(call(202, [1, 0x80, 0, 0, 0, 0]).endless());
+        assert!(!call(202, [1, 0x80, 0, 0x7ffd_0000, 0, 0]).endless());
+        assert!(!call(230, [1, 0, 0x7ffd_0000, 0, 0, 0]).endless());
+        assert!(call(61, [0xffff_ffff, 0, 0, 0, 0, 0]).endless());
     }
 
     #[test]
