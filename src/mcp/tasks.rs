@@ -581,6 +581,13 @@ mod tests {
         assert_eq!(asking("fugue_run_parallel", &Map::new(), &run), None, "stopped already");
         let failed = json!({"isError": true, "structuredContent": {"status": "input"}});
         assert_eq!(asking("fugue_exec", &Map::new(), &failed), None);
+        // A full-screen program's question has no words of its own: the program names it.
+        let screen = json!({"structuredContent": {"status": "input", "pane_id": "v",
+                            "output": "", "program": "vim"}});
+        assert_eq!(
+            asking("fugue_exec", &Map::new(), &screen),
+            Some(("v".into(), "vim waits for input".into()))
+        );
     }
 
     #[test]
