@@ -3,8 +3,12 @@ CARGO ?= cargo
 BIN := target/release/fugue
 STATIC_TARGET := x86_64-unknown-linux-gnu
 STATIC_BIN := target/$(STATIC_TARGET)/release/fugue
+# Where `make install` puts fugue: PREFIX/bin/fugue and PREFIX/share/man/man1/fugue.1, under
+# DESTDIR when packaging.
+PREFIX ?= $(HOME)/.local
+DESTDIR ?=
 
-.PHONY: all build demo check test interop soak bench static man clean
+.PHONY: all build demo check test install uninstall interop soak bench static man clean
 
 all: build
 
@@ -20,12 +24,16 @@ demo: build
 	-$(BIN) call fugue_run_pipeline '{"commands":[{"name":"enter","command":"cd /tmp && export GREETING=hello"},{"name":"show","command":"echo $$GREETING from $$(pwd)"},{"name":"fail","command":"false"},{"name":"never","command":"echo not reached"}]}'
 
 # The test suite: formatting, lints (the [lints] table in Cargo.toml, warnings denied), unit tests
-# and integration tests against the real binary.
+# and integration tests against the real binary. A test that cannot run for want of a program
+# records it in SKIP_LOG (tests/util.rs `skip`), and the last line says what was skipped and why,
+# whether the tests passed or not.
+SKIP_LOG := target/skipped-tests
 check:
 	$(CARGO) fmt --check
 	$(CARGO) clippy --all-targets -- -D warnings
 	$(CARGO) build --all-targets
-	$(CARGO) test
+	@mkdir -p target && : >$(SKIP_LOG)
+	FUGUE_SKIP_LOG=$(CURDIR)/$(SKIP_LOG) $(CARGO) test; status=$$?; .ci/skipped summary $(SKIP_LOG); exit $$status
 
 test: check
 
@@ -71,6 +79,15 @@ static:
 
 man:
 	man ./man/fugue.1
+
+# The release binary and the manual page onto the PATH and the MANPATH (man finds
+# PREFIX/share/man through PREFIX/bin on the PATH).
+install: build
+	install -D -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/fugue
+	install -D -m 644 man/fugue.1 $(DESTDIR)$(PREFIX)/share/man/man1/fugue.1
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/fugue $(DESTDIR)$(PREFIX)/share/man/man1/fugue.1
 
 clean:
 	$(CARGO) clean

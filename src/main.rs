@@ -16,6 +16,7 @@ mod ids;
 mod inherit;
 mod jsonrpc;
 mod layout;
+mod line;
 mod log;
 mod mcp;
 mod mux;

@@ -11,6 +11,7 @@
 
 use crate::config::config;
 use crate::jsonrpc::{INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, RpcError};
+use crate::line::{self, Next};
 use crate::mcp::{Mcp, Request, Route};
 use crate::tool::call::{Cancel, Progress};
 use crossbeam_channel::{Receiver, Sender};
@@ -103,22 +104,11 @@ impl Session {
     /// Reads requests until end of file, then reports `Stop::Eof`.
     pub(crate) fn read_loop(self: &Arc<Session>, input: impl BufRead, stop: Sender<Stop>) {
         let mut input = input;
-        let mut line = Vec::new();
         loop {
-            match read_line(&mut input, &mut line, config().max_line_bytes) {
-                Ok(Line::Eof) | Err(_) => break,
-                Ok(Line::TooLong(n)) => self.reply_error(
-                    &Value::Null,
-                    RpcError::new(
-                        INVALID_REQUEST,
-                        format!(
-                            "message of {n} bytes or more is over the {} byte limit \
-                             (FUGUE_MAX_LINE_BYTES)",
-                            config().max_line_bytes
-                        ),
-                    ),
-                ),
-                Ok(Line::Text) => self.dispatch_line(&line),
+            match line::next_line(&mut input, config().max_line_bytes) {
+                Next::End => break,
+                Next::TooLong(n) => self.reply_error(&Value::Null, too_long(n)),
+                Next::Line(line) => self.dispatch_line(&line),
             }
         }
         let _ = stop.try_send(Stop::Eof);
@@ -389,6 +379,17 @@ impl Session {
     }
 }
 
+/// The answer to a line over `FUGUE_MAX_LINE_BYTES`, which was skipped: `n` bytes long.
+pub(crate) fn too_long(n: u64) -> RpcError {
+    RpcError::new(
+        INVALID_REQUEST,
+        format!(
+            "message of {n} bytes or more is over the {} byte limit (FUGUE_MAX_LINE_BYTES)",
+            config().max_line_bytes
+        ),
+    )
+}
+
 fn busy_message() -> String {
     format!(
         "server busy: {} calls are already running (FUGUE_MAX_CALLS); retry when one ends",
@@ -414,50 +415,6 @@ fn key(id: &Value) -> String {
 
 fn is_valid_id(id: &Value) -> bool {
     id.is_string() || id.is_number()
-}
-
-enum Line {
-    Text,
-    TooLong(usize),
-    Eof,
-}
-
-/// Reads one line into `buf` (without the newline). A line longer than `max` is consumed and
-/// dropped without being stored, so a huge line costs no memory.
-fn read_line(input: &mut impl BufRead, buf: &mut Vec<u8>, max: usize) -> std::io::Result<Line> {
-    buf.clear();
-    let mut seen = 0usize;
-    loop {
-        let available = match input.fill_buf() {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        if available.is_empty() {
-            return Ok(if seen == 0 {
-                Line::Eof
-            } else if seen > max {
-                Line::TooLong(seen)
-            } else {
-                Line::Text
-            });
-        }
-        let (chunk, done) = match available.iter().position(|b| *b == b'\n') {
-            Some(i) => (&available[..i], Some(i + 1)),
-            None => (available, None),
-        };
-        seen += chunk.len();
-        if seen <= max {
-            buf.extend_from_slice(chunk);
-        } else {
-            buf.clear();
-        }
-        let used = done.unwrap_or(chunk.len());
-        input.consume(used);
-        if done.is_some() {
-            return Ok(if seen > max { Line::TooLong(seen) } else { Line::Text });
-        }
-    }
 }
 
 type Job = Box<dyn FnOnce() + Send>;
@@ -533,26 +490,6 @@ fn worker(rx: Receiver<Job>, counts: Arc<Mutex<(usize, usize)>>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn lines(input: &[u8], max: usize) -> Vec<String> {
-        let mut reader = std::io::BufReader::with_capacity(4, input);
-        let mut buf = Vec::new();
-        let mut out = Vec::new();
-        loop {
-            match read_line(&mut reader, &mut buf, max).unwrap() {
-                Line::Eof => return out,
-                Line::TooLong(n) => out.push(format!("too long {n}")),
-                Line::Text => out.push(String::from_utf8(buf.clone()).unwrap()),
-            }
-        }
-    }
-
-    #[test]
-    fn lines_are_split_and_capped() {
-        assert_eq!(lines(b"ab\ncdefgh\nij", 5), vec!["ab", "too long 6", "ij"]);
-        assert_eq!(lines(b"\n\n", 5), vec!["", ""]);
-        assert_eq!(lines(b"abcdefghijk", 5), vec!["too long 11"]);
-    }
 
     #[test]
     fn ids_keep_their_type() {

@@ -22,13 +22,15 @@ fn fugue() -> Fugue {
     Fugue::start_with(&[("FUGUE_INPUT_QUIET_MS", QUIET_MS)])
 }
 
+/// Whether `program` is on the PATH; a skip is recorded when not. Tests that need several join
+/// the checks with `|`, not `||`, so every missing one is named.
 fn installed(program: &str) -> bool {
     let found = Command::new("sh")
         .args(["-c", &format!("command -v {program}")])
         .output()
         .is_ok_and(|o| o.status.success());
     if !found {
-        eprintln!("skipped: {program} not installed");
+        crate::util::skip(program, "not installed");
     }
     found
 }
@@ -251,7 +253,7 @@ fn vim_asks() {
 
 #[test]
 fn git_commit_opening_an_editor_asks() {
-    if !installed("git") || !installed("vim") {
+    if !installed("git") | !installed("vim") {
         return;
     }
     let dir = Dir::new("git-commit");
@@ -421,7 +423,7 @@ fn docker_attach_does_not_ask() {
     // `docker run -it` and `docker attach`: one thread copies the keyboard to the daemon, the Go
     // runtime's poller waits on the daemon's sockets. Without a daemon, a fake one on a unix socket
     // answers just enough of the API for the real CLI to attach.
-    if !installed("docker") || !installed("python3") {
+    if !installed("docker") | !installed("python3") {
         return;
     }
     let dir = Dir::new("docker");
@@ -523,12 +525,12 @@ struct Sshd {
 impl Sshd {
     /// None (after saying why) when sshd is absent or will not start.
     fn start() -> Option<Sshd> {
-        if !installed("ssh") || !installed("ssh-keygen") {
+        if !installed("ssh") | !installed("ssh-keygen") {
             return None;
         }
         let sshd = ["/usr/sbin/sshd", "/usr/bin/sshd"].into_iter().find(|p| Path::new(p).exists());
         let Some(sshd) = sshd else {
-            eprintln!("skipped: sshd not installed");
+            crate::util::skip("sshd", "not installed");
             return None;
         };
         // sshd refuses to start without its privilege separation directory, which the service
@@ -564,7 +566,7 @@ impl Sshd {
         if !listening {
             let _ = child.kill();
             let _ = child.wait();
-            eprintln!("skipped: sshd would not start");
+            crate::util::skip("sshd", "would not start");
             return None;
         }
         std::thread::spawn(move || lines.for_each(drop));

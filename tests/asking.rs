@@ -16,7 +16,7 @@ fn fugue_with(shell: &str) -> Fugue {
 fn shell_present(shell: &str) -> bool {
     let present = std::path::Path::new(shell).exists();
     if !present {
-        eprintln!("skipped: {shell} not installed");
+        crate::util::skip(shell, "not installed");
     }
     present
 }

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 pub fn find(program: &str) -> Option<String> {
     let found = find_shell(program);
     if found.is_none() {
-        eprintln!("skipped: {program} not installed");
+        crate::util::skip(program, "not installed");
     }
     found.map(|p| path_str(&p).to_string())
 }
@@ -200,11 +200,12 @@ fn long_output_keeps_head_and_tail_within_max_bytes() {
         let text = done["output"].as_str().unwrap();
         assert!(text.starts_with("1\n2\n3\n"), "{name}: {text}");
         assert!(text.ends_with("4999\n5000"), "{name}: {text}");
-        assert!(text.len() < 2200, "{name}: {}", text.len());
-        let note = text.lines().find(|l| l.starts_with("[...")).expect("a note");
+        assert!(text.len() <= 2000, "{name}: {}", text.len());
+        let note = text.lines().find(|l| l.starts_with("[… ")).expect("a note");
         let kept = text.lines().count() - 1;
         let left: usize = note.split_whitespace().nth(1).unwrap().parse().unwrap();
         assert_eq!(kept + left, 5000, "{name}: {note}");
+        assert_eq!(done["omitted_lines"], left, "{name}: {done}");
     });
 }
 

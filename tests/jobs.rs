@@ -381,7 +381,7 @@ fn seventeen_busy_shells_reach_the_limit_naming_the_busy_ones() {
 
 #[test]
 fn an_editor_opened_by_git_commit_answers_input_with_its_screen() {
-    if find("vim").is_none() || find("git").is_none() {
+    if find("vim").is_none() | find("git").is_none() {
         return;
     }
     let dir = Dir::new("jobs-git-vim");
@@ -470,4 +470,42 @@ fn a_run_tool_stopped_at_a_full_screen_question_shows_its_screen() {
     assert_eq!(pipeline["steps"][1]["status"], "input", "{pipeline}");
     assert_eq!(pipeline["alternate_screen"], true, "{pipeline}");
     assert!(pipeline["output_tail"].as_str().unwrap().contains("first-paged-line"), "{pipeline}");
+}
+
+/// A command that has not even begun when fugue_exec answers `running` (timeout_ms 100 on a busy
+/// machine) is waited for whole: fugue_wait answers once it ended and its output is in, never the
+/// previous prompt's status with no output. Under load, in every shell, several rounds.
+#[test]
+fn a_wait_waits_for_the_command_fugue_typed_under_load() {
+    let _load = BusyLoops::in_sessions(3);
+    each_shell_fugue(|name, f| {
+        for round in 0..4 {
+            let job = run(f, "sleep 0.3; echo QUICK", 100);
+            if job["status"] == "ok" {
+                continue; // it outran the timeout: nothing to wait for
+            }
+            assert_eq!(job["status"], "running", "{name} round {round}: {job}");
+            let out = wait(f, json!({"pane_ids": [id(&job)], "timeout_ms": 20000}));
+            let result = &out["results"][0];
+            assert_eq!(result["status"], "ok", "{name} round {round}: {out}");
+            assert_eq!(result["output"], "QUICK", "{name} round {round}: {out}");
+        }
+    });
+}
+
+/// The busy shell's directory is where its command went (`cd` inside the command), not where its
+/// last prompt was: the next fugue_exec, sent to another shell, starts there.
+#[test]
+fn a_second_exec_starts_where_the_busy_shell_went() {
+    let dir = Dir::new("jobs-busy-cd");
+    each_shell_fugue(|name, f| {
+        let first = run(f, &format!("cd {} && sleep 30", dir.path_str()), 300);
+        assert_eq!(first["status"], "running", "{name}: {first}");
+        let second = run(f, "pwd", 20000);
+        assert_ne!(id(&second), id(&first), "{name}: {second}");
+        assert_eq!(second["output"], dir.path_str(), "{name}: {second}");
+        let status = f.call("fugue_get_status", json!({"pane_id": id(&first)}));
+        assert_eq!(status["cwd"], dir.path_str(), "{name}: the busy shell's cwd: {status}");
+        f.call("fugue_send_input", json!({"pane_id": id(&first), "keys": ["C-c"]}));
+    });
 }

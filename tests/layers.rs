@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 /// README's Development section draws the same order.
 const LAYERS: &[&[&str]] = &[
     // Leaves: they import nothing of the crate, or only the leaves before them.
-    &["error", "log", "ids", "watch", "layout", "jsonrpc", "usage"],
+    &["error", "log", "ids", "watch", "layout", "jsonrpc", "usage", "line"],
     &["files"],
     &["config", "inherit", "tempdir", "tool"],
     // The domain: live shells' integration, panes, the registry, agent pipelines and what the

@@ -42,6 +42,39 @@ fn initialize_echoes_a_supported_version_and_falls_back_to_the_newest() {
     }
 }
 
+/// The instructions a model reads on every start name the tools to reach for first, and only
+/// tools that exist; they stay short.
+#[test]
+fn initialize_instructions_name_fugue_exec_until_and_fugue_wait() {
+    let mut f = Fugue::spawn(&[]);
+    let init = f.request(
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {},
+               "clientInfo": {"name": "t", "version": "0"}}),
+    );
+    let text = init["result"]["instructions"].as_str().unwrap().to_string();
+    for word in ["fugue_exec", "`until`", "fugue_wait"] {
+        assert!(text.contains(word), "the instructions do not name {word}: {text}");
+    }
+    f.notify("notifications/initialized", json!({}));
+    let tools = f.request("tools/list", json!({}));
+    let names: Vec<&str> = tools["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    let named = text
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| w.starts_with("fugue_"));
+    for name in named {
+        assert!(names.contains(&name), "the instructions name {name}, which is no tool");
+    }
+    let modern = f.request("server/discover", json!({"_meta": envelope()}));
+    assert_eq!(modern["result"]["instructions"].as_str(), Some(text.as_str()), "{modern}");
+    assert!(text.len() <= 512, "the instructions are {} bytes; the budget is 512", text.len());
+}
+
 #[test]
 fn ping_answers_empty_in_the_legacy_era() {
     let mut f = Fugue::start();
@@ -149,8 +182,8 @@ fn tools_list_is_fixed_ordered_and_truthful() {
     // Every agent pays for tools/list in its context; the schemas' `default`s took it past 16 KB.
     let size = first["result"].to_string().len();
     // Issues 11 and 13 let it grow to 20 KB for schema defaults and the activity arguments, and
-    // issue 19 to 22 KB for fugue_wait and the jobs arguments, and issue 25 to 24 KB for its
-    // answers (`program`, ordered keys and text, `responses`, `keep`).
+    // issue 19 to 22 KB for fugue_wait and the jobs arguments, issue 25 to 24 KB for the
+    // dialogue, the ordered keys, `program` and the output budget's `keep`.
     assert!(size <= 24 * 1024, "tools/list is {size} bytes; the budget is 24 KB");
 }
 

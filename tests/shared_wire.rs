@@ -362,3 +362,107 @@ fn a_front_arriving_as_an_empty_server_ends_gets_a_server() {
         arriving.close_stdin();
     }
 }
+
+/// A front caps what its client sends as the server caps it (`FUGUE_MAX_LINE_BYTES`): 64 MiB with
+/// no newline costs it no memory, and a line one byte past its cap is answered -32600 by the
+/// front itself — this server takes lines of 4 MiB, so the answer cannot be the server's — and
+/// the front serves on.
+#[test]
+fn a_front_caps_the_lines_its_client_sends() {
+    use std::io::Write;
+    let server = Server::new("client-cap");
+    let mut first = server.front();
+    first.call("fugue_list_sessions", json!({}));
+    let mut front = server.front_with(&[("FUGUE_MAX_LINE_BYTES", "2048")]);
+    let frame = |pad: &str| {
+        format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\",\"params\":{{\"x\":\"{pad}\"}}}}"
+        )
+    };
+    let ping = |size: usize| frame(&"a".repeat(size - frame("").len()));
+    // At the cap the line goes through.
+    front.send_line(&ping(2048));
+    assert_eq!(front.response(&json!(7))["result"], json!({}));
+    front.send_line(&ping(2049));
+    let refused = front.next_message(Instant::now() + PATIENCE).expect("an answer");
+    assert_eq!(
+        (refused["id"].clone(), refused["error"]["code"].clone()),
+        (json!(null), json!(-32600)),
+        "{refused}"
+    );
+    assert!(
+        refused["error"]["message"].as_str().unwrap().contains("FUGUE_MAX_LINE_BYTES"),
+        "{refused}"
+    );
+    let before = procfs::rss_kb(front.pid());
+    let mut stdin = front.take_stdin();
+    let chunk = vec![b'x'; 1 << 20];
+    for _ in 0..64 {
+        stdin.write_all(&chunk).unwrap();
+    }
+    let grown = procfs::rss_kb(front.pid()).saturating_sub(before);
+    assert!(grown < 16 * 1024, "the front grew by {grown} KiB reading a line without a newline");
+    stdin.write_all(b"\n{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"ping\"}\n").unwrap();
+    let refused = front.next_message(Instant::now() + PATIENCE).expect("an answer");
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    assert_eq!(front.response(&json!(8))["result"], json!({}));
+}
+
+/// A peer on the server's socket that never ends its line: the front reads no more than its cap
+/// (64 MiB here), answers its open request saying why, and ends; `fugue call --shared` says the
+/// same and fails.
+#[test]
+fn a_front_caps_the_lines_the_server_sends() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::os::unix::fs::PermissionsExt;
+    const CAP: usize = 64 << 20;
+    let server = Server::new("server-cap");
+    let shared = server.shared_dir();
+    std::fs::create_dir_all(&shared).unwrap();
+    for dir in [shared.parent().unwrap(), shared.as_path()] {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
+    let listener =
+        std::os::unix::net::UnixListener::bind(shared.join(format!("{}.sock", server.name)))
+            .unwrap();
+    // A peer that says hello, reads one line (the front's first request) and then sends one byte
+    // past the cap with no newline, and holds the connection open.
+    let peer = std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for _ in 0..2 {
+            let (mut stream, _) = listener.accept().unwrap();
+            let mut input = BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            input.read_line(&mut line).unwrap();
+            stream
+                .write_all(b"{\"fugue\":\"hello\",\"proto\":2,\"version\":\"test\",\"pid\":1}\n")
+                .unwrap();
+            line.clear();
+            input.read_line(&mut line).unwrap();
+            let chunk = vec![b'x'; 1 << 20];
+            for _ in 0..CAP >> 20 {
+                stream.write_all(&chunk).unwrap();
+            }
+            // The front stops reading here; the last byte may find its buffer full.
+            let _ = stream.write_all(b"x");
+            held.push(stream);
+        }
+        held
+    });
+    let mut front = server.bare_front();
+    let id = front.submit(
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {},
+               "clientInfo": {"name": "t", "version": "0"}}),
+    );
+    let answer = front.response(&id);
+    assert_eq!(answer["error"]["code"], -32001, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(message.contains(&format!("over {CAP} bytes")), "{message}");
+    let status = crate::util::wait_exited(&mut front.child, PATIENCE);
+    assert_eq!(status.code(), Some(1));
+    let out = server.run(&["call", "--shared", &server.name, "fugue_list_sessions", "{}"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains(&format!("over {CAP} bytes")), "{err}");
+    drop(peer.join().unwrap());
+}

@@ -118,6 +118,40 @@ fn a_syntax_error_fails_one_step_and_the_shell_goes_on_in_every_shell() {
     }
 }
 
+/// A pipeline's shell is interactive, so, as at a terminal, it ignores SIGTERM: a step's
+/// `kill $$` does not end it. bash, dash, zsh and ksh go on with the step (status 0); mksh stops
+/// the step's command line (status 143, 128 + SIGTERM) and lives. Either way the next step runs,
+/// and `exit 3` still ends the shell (`exited`, 3) and the run.
+#[test]
+fn kill_of_the_shell_does_not_end_a_pipeline_but_exit_does_in_every_shell() {
+    for (name, shell) in installed(&SHELLS) {
+        let home = Dir::new(&format!("shell-kill-{name}"));
+        let mut f = fugue_with(&shell, &home);
+        let out = f.call(
+            "fugue_run_pipeline",
+            json!({"commands": [
+                {"name": "kill", "command": "kill $$; echo after-kill"},
+                {"name": "next", "command": "echo next-ran"},
+                {"name": "exit", "command": "exit 3"},
+                {"name": "never", "command": "echo never-ran"},
+            ], "stop_on_error": false, "tails": "all"}),
+        );
+        let steps = out["steps"].as_array().unwrap();
+        let seen: Vec<(&str, i64)> = steps
+            .iter()
+            .map(|s| (s["status"].as_str().unwrap(), s["exit_code"].as_i64().unwrap_or(-1)))
+            .collect();
+        // mksh stops the step's command line; the others (and /bin/sh, fish users') go on.
+        let stopped = name == "mksh";
+        let killed = if stopped { ("failed", 143) } else { ("ok", 0) };
+        assert_eq!(seen, [killed, ("ok", 0), ("exited", 3)], "{name}: {out}");
+        let rest = (!stopped).then_some("after-kill");
+        assert_eq!(steps[0]["output_tail"].as_str(), rest, "{name}: {out}");
+        assert_eq!(steps[1]["output_tail"], "next-ran", "{name}: {out}");
+        assert_eq!(out["failed_at"], if stopped { "kill" } else { "exit" }, "{name}: {out}");
+    }
+}
+
 /// A step waiting in the shell's own `read` is interrupted at the timeout (`on_input: wait`: else
 /// the read is stopped as asking after a quiet second); the shell survives, the rest of the step
 /// does not run, and the kept pane becomes the interactive shell with the state the steps left.
@@ -152,7 +186,9 @@ fn a_timed_out_read_leaves_an_interactive_shell_in_every_shell() {
         // prompt on its line.
         type_and_expect(&mut f, &pane, "echo \"[$KEPT]\"", r"\[yes\]$");
         let text = f.text(&pane);
-        assert!(!text.contains("continued-"), "{name}: the step went on after the interrupt");
+        // The pane shows the step's command; its output would be a line of its own.
+        let printed = |word: &str| text.lines().any(|l| l.starts_with(word));
+        assert!(!printed("continued-"), "{name}: the step went on after the interrupt:\n{text}");
         assert!(!text.contains("never-run"), "{name}: a step ran after the timeout");
     }
 }

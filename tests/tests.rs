@@ -15,6 +15,8 @@ mod expect;
 mod parallel;
 // fugue_run_pipeline: one shell, exact exit codes, timeouts, the kept pane, temp directories.
 mod pipeline;
+// What a person watching a pane sees of the commands fugue runs in it.
+mod watched;
 // The shell matrix: pipelines and kept panes under bash, dash, zsh, fish, ksh and mksh.
 mod shells;
 // The command line: call, tools, help, version.
@@ -68,3 +70,5 @@ mod names;
 mod docs;
 // The layers of src/: imports point down, and no files import each other in a circle.
 mod layers;
+// Answers that fit: a noisy failure's error line within the budget, keep, omitted_lines.
+mod budget;

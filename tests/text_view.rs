@@ -90,7 +90,7 @@ fn the_text_view_leaves_out_the_alternate_screen() {
 fn present(program: &str) -> bool {
     let found = find_shell(program).is_some();
     if !found {
-        eprintln!("skipped: {program} not installed");
+        crate::util::skip(program, "not installed");
     }
     found
 }
@@ -163,7 +163,7 @@ const VIM: &str = "vim -u NONE -N -i NONE notes.txt";
 #[test]
 fn vim_leaves_nothing_in_the_text_view() {
     if std::process::Command::new("vim").arg("--version").output().is_err() {
-        eprintln!("skipped: vim not installed");
+        crate::util::skip("vim", "not installed");
         return;
     }
     let dir = Dir::new("vim");
@@ -208,4 +208,71 @@ fn an_output_tail_leaves_out_the_alternate_screen() {
     let tail = result["output_tail"].as_str().unwrap();
     assert!(tail.contains("failed-here"), "{run}");
     assert!(!tail.contains("drawn-"), "the alternate screen is in output_tail: {tail:?}");
+}
+
+/// Rows the way an answer shows a screen, markers expanded: `[N blank rows]` is N empty rows and
+/// `ROW [×N]` is ROW N times.
+fn expand_rows(shown: &str) -> Vec<String> {
+    let mut rows = Vec::new();
+    for line in shown.split('\n') {
+        let blank = line.strip_prefix('[').and_then(|l| l.strip_suffix(" blank rows]"));
+        if let Some(n) = blank.and_then(|n| n.parse::<usize>().ok()) {
+            rows.extend(std::iter::repeat_n(String::new(), n));
+        } else if let Some((row, n)) = line
+            .rsplit_once(" [×")
+            .and_then(|(row, rest)| Some((row, rest.strip_suffix(']')?.parse::<usize>().ok()?)))
+        {
+            rows.extend(std::iter::repeat_n(row.to_string(), n));
+        } else {
+            rows.push(line.to_string());
+        }
+    }
+    rows
+}
+
+/// Issue 23 item 6: `git commit -a` opens vim on a message whose first line, where the message
+/// goes, is empty. The `input` answer is vim's screen with every row in its place: the empty first
+/// row first, the `~` filler collapsed into one marker, and as many rows as the pane has. The
+/// screen view of `fugue_get_output` shows it the same way.
+#[test]
+fn an_editor_screen_keeps_its_blank_rows_in_place() {
+    if std::process::Command::new("vim").arg("--version").output().is_err()
+        || std::process::Command::new("git").arg("--version").output().is_err()
+    {
+        eprintln!("skipped: vim or git not installed");
+        return;
+    }
+    let dir = Dir::new("vim-commit");
+    let repo = git_repo(&dir);
+    std::fs::write(repo.join("README.md"), "changed\n").unwrap();
+    let mut f = Fugue::start_with(&GIT_ENV);
+    let command = "GIT_EDITOR='vim -u NONE -N -i NONE' git commit -a";
+    let asked = f.call(
+        "fugue_exec",
+        json!({"command": command, "cwd": path_str(&repo), "timeout_ms": 20000}),
+    );
+    assert_eq!(asked["status"], "input", "{asked}");
+    assert_eq!(asked["alternate_screen"], true, "{asked}");
+    let output = asked["output"].as_str().unwrap();
+    eprintln!(
+        "input answer: {} bytes of output, {} bytes in all",
+        output.len(),
+        asked.to_string().len()
+    );
+    let rows = expand_rows(output);
+    assert_eq!(rows[0], "", "the message's empty first line is row 0: {output:?}");
+    assert!(rows[1].starts_with("# Please enter the commit message"), "{output:?}");
+    assert_eq!(rows.len(), 24, "every row of the 24-row pane, in place: {output:?}");
+    assert!(rows[23].contains("COMMIT_EDITMSG"), "vim's status line is the last row: {output:?}");
+    assert!(
+        output.lines().any(|l| l.starts_with("~ [×")),
+        "the ~ filler rows are one marker: {output:?}"
+    );
+    let screen =
+        f.call("fugue_get_output", json!({"pane_id": asked["pane_id"], "format": "screen"}));
+    assert_eq!(screen["output"], output, "{screen}");
+    f.call(
+        "fugue_send_input",
+        json!({"pane_id": asked["pane_id"], "input": ":cq", "submit": true}),
+    );
 }

@@ -686,9 +686,28 @@ pub fn installed(names: &[&'static str]) -> Vec<(&'static str, PathBuf)> {
         .filter_map(|name| {
             let found = find_shell(name);
             if found.is_none() {
-                eprintln!("skipped: {name} not installed");
+                skip(name, "not installed");
             }
             found.map(|path| (*name, path))
         })
         .collect()
+}
+
+/// Says that the running test skips what needs `program` (`why`: "not installed", "would not
+/// start"): on stderr, which cargo hides, and, when `make check` asks (`FUGUE_SKIP_LOG`), as a
+/// line of that file — the test, the program's name, why — which it sums up as its last words
+/// (`.ci/skipped`), so a skip is never taken for a pass.
+pub fn skip(program: &str, why: &str) {
+    eprintln!("skipped: {program} {why}");
+    let Some(log) = std::env::var_os("FUGUE_SKIP_LOG") else { return };
+    let name = Path::new(program).file_name().map_or(program.into(), |n| n.to_string_lossy());
+    let thread = std::thread::current();
+    let line = format!("{}\t{name}\t{why}\n", thread.name().unwrap_or("unnamed test"));
+    // One append per line, so tests running at once do not interleave theirs.
+    let written = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log)
+        .and_then(|mut file| file.write_all(line.as_bytes()));
+    written.unwrap_or_else(|e| panic!("cannot record a skip in {}: {e}", log.display()));
 }

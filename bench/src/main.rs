@@ -6,6 +6,7 @@
 //! target and pass/fail. Progress goes to stderr, the table to stdout. `fugue-bench emit` is the
 //! helper the wake-up figures run inside a pane.
 
+mod budget;
 mod client;
 mod clock;
 mod figures;
@@ -32,7 +33,7 @@ Usage:
   --fugue PATH   the binary under test (default: $FUGUE_BIN, else target/release/fugue)
   --quick        fewer repetitions, for a quick look
   FIGURE         any of: ingest parallel wake herd input probes init memory panes exec tools
-                 jobs size shared (default: all)
+                 jobs answers size shared (default: all)
 
 Exit status: 0 when every measured figure meets its target, 1 otherwise.
 ";
@@ -40,7 +41,7 @@ Exit status: 0 when every measured figure meets its target, 1 otherwise.
 type Figure = fn(&Bench) -> client::R<Vec<Row>>;
 
 /// The figures in table order: (name on the command line, row name for errors, target, function).
-const FIGURES: [(&str, &str, Figure); 14] = [
+const FIGURES: [(&str, &str, Figure); 15] = [
     ("ingest", figures::INGEST, figures::ingestion),
     ("parallel", figures::TRUE_FIG, figures::parallel),
     ("wake", figures::WAKE_FIG, figures::wake),
@@ -52,6 +53,7 @@ const FIGURES: [(&str, &str, Figure); 14] = [
     ("panes", figures::PANES_FIG, figures::many_panes),
     ("exec", live::EXEC_FIG, live::exec),
     ("jobs", jobs::WAIT_FIG, jobs::jobs),
+    ("answers", budget::ANSWER_FIG, budget::answers),
     ("tools", figures::TOOLS_FIG, figures::tools_list),
     ("size", figures::SIZE_FIG, figures::binary_size),
     ("shared", shared::LIST_FIG, shared::shared),

@@ -12,16 +12,17 @@
 
 use super::view::{self, Target};
 use super::watch::{self, Arm, Out};
-use super::wire::{self, Fault, LineError};
+use super::wire::{self, Fault};
 use super::{THREAD_STACK, dir};
 use crate::error::{Error, ErrorKind, Result};
 use crate::ids::unix_ms;
+use crate::line::{self, LineError};
 use crate::mcp::Mcp;
 use crate::pane::output::{Format, ReadRequest};
 use crate::tool::args::Args;
 use crossbeam_channel::Sender;
 use serde_json::{Map, Value, json};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufReader, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -37,7 +38,7 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 /// The pause after a failed accept (out of file descriptors, say), so the loop does not spin.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 /// How much of an oversized request is read and dropped before its connection closes.
-const MAX_DISCARD: usize = 16 << 20;
+const MAX_DISCARD: u64 = 16 << 20;
 /// How long each read of that waits.
 const DISCARD_WAIT: Duration = Duration::from_secs(5);
 /// The most lines of scrollback one request returns.
@@ -154,7 +155,7 @@ fn serve(stream: UnixStream, shared: &Shared) {
     let mut conn =
         Conn { shared, out: Arc::new(Out::new(stream)), input: false, watcher: None, arm: None };
     loop {
-        let line = match wire::read_line(&mut reader, wire::MAX_REQUEST) {
+        let line = match line::read_line(&mut reader, wire::MAX_REQUEST) {
             Ok(Some(line)) => line,
             Ok(None) | Err(LineError::Io(_)) => return,
             Err(LineError::TooLong) => {
@@ -301,20 +302,7 @@ impl Conn<'_> {
 /// it, and the client could fail its write or lose the answer it was sent.
 fn discard_line(reader: &mut BufReader<UnixStream>) {
     let _ = reader.get_ref().set_read_timeout(Some(DISCARD_WAIT));
-    let mut left = MAX_DISCARD;
-    while left > 0 {
-        let Ok(buf) = reader.fill_buf() else { return };
-        if buf.is_empty() {
-            return;
-        }
-        let newline = buf.iter().position(|b| *b == b'\n');
-        let n = newline.map_or(buf.len(), |i| i + 1).min(left);
-        reader.consume(n);
-        left -= n;
-        if newline.is_some() {
-            return;
-        }
-    }
+    let _ = line::skip_line(reader, MAX_DISCARD);
 }
 
 fn missing(key: &str) -> Fault {

@@ -6,9 +6,10 @@
 //! `Client` makes blocking calls (for `fugue ls` and attach's start-up) and can then be split into a
 //! sender and a reader thread that hands every incoming line to a channel (for attach's loop).
 
+use crate::line::{LineError, read_line};
 use crossbeam_channel::Receiver;
 use serde_json::{Map, Value, json};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::Duration;
@@ -17,33 +18,6 @@ use std::time::Duration;
 pub(crate) const MAX_REQUEST: usize = 64 << 10;
 /// The longest answer line a client reads: a window of 1000 x 1000 cells with colours fits.
 pub(crate) const MAX_ANSWER: usize = 64 << 20;
-
-/// Why a line could not be read.
-#[derive(Debug)]
-pub(crate) enum LineError {
-    TooLong,
-    Io(std::io::Error),
-}
-
-/// Reads one line without its newline; `None` at end of input. A line longer than `max` is an
-/// error, after reading at most `max + 1` bytes of it.
-pub(crate) fn read_line(
-    input: &mut impl BufRead,
-    max: usize,
-) -> Result<Option<Vec<u8>>, LineError> {
-    let mut line = Vec::new();
-    let n =
-        input.by_ref().take(max as u64 + 1).read_until(b'\n', &mut line).map_err(LineError::Io)?;
-    if n == 0 {
-        return Ok(None);
-    }
-    if line.last() == Some(&b'\n') {
-        line.pop();
-    } else if line.len() > max {
-        return Err(LineError::TooLong);
-    }
-    Ok(Some(line))
-}
 
 /// A failed request, as the server answers it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -178,17 +152,6 @@ fn lost(e: std::io::Error) -> Fault {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn lines_are_capped() {
-        let mut input = std::io::Cursor::new(b"short\nfar too long\nok".to_vec());
-        assert_eq!(read_line(&mut input, 8).unwrap().unwrap(), b"short");
-        assert!(matches!(read_line(&mut input, 8), Err(LineError::TooLong)));
-        let mut input = std::io::Cursor::new(b"12345678\nend".to_vec());
-        assert_eq!(read_line(&mut input, 8).unwrap().unwrap(), b"12345678");
-        assert_eq!(read_line(&mut input, 8).unwrap().unwrap(), b"end");
-        assert!(read_line(&mut input, 8).unwrap().is_none());
-    }
 
     #[test]
     fn answers_errors_and_events_decode() {

@@ -32,10 +32,11 @@ const CLIENT_INFO_KEY: &str = "io.modelcontextprotocol/clientInfo";
 /// The longest client name or version kept: it is only ever shown to a person.
 const MAX_CLIENT_FIELD: usize = 100;
 
-const INSTRUCTIONS: &str = "fugue runs terminal panes for you. Prefer one call over polling: \
-fugue_run_parallel / fugue_run_pipeline run commands and return exact exit codes; fugue_expect \
-waits for a regex in a pane's output. fugue_send_input returns an offset: pass it as `since` to \
-fugue_get_output or fugue_expect to see only what your input caused.";
+/// What `initialize` tells a model, read on every start: the tools to reach for first. Short.
+const INSTRUCTIONS: &str = "Run commands with fugue_exec: it answers when the command ends \
+(exit_code, output); cd and export persist. For a server or a long job pass `until` (a regex: \
+answer once its output matches), go on, then fugue_wait on its pane_id instead of sleeping or \
+polling. Status input: the program asks; reply with fugue_send_input.";
 
 /// Where a request runs: cheap methods on the reader thread, tool calls on a worker.
 #[derive(PartialEq, Eq)]

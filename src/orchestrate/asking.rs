@@ -7,6 +7,8 @@
 use crate::error::Result;
 use crate::pane::Pane;
 use crate::pane::activity::InputWatch;
+use crate::pane::budget::{self, Budget, Fitted};
+use crate::pane::tail::alternate_rows;
 use crate::tool::args::Args;
 use crate::tool::choice::{Choice, choice_enum};
 use serde_json::Value;
@@ -38,33 +40,39 @@ pub(crate) fn stops(args: &Args<'_>) -> Result<bool> {
 pub(crate) struct Asked {
     pub(crate) at: Instant,
     pub(crate) end: u64,
-    pub(crate) screen: Option<String>,
+    pub(crate) screen: Option<Fitted>,
     /// The name of the program that asks, when known.
     pub(crate) program: Option<String>,
 }
 
 impl Asked {
-    pub(crate) fn now(pane: &Pane, max_bytes: usize, watch: &InputWatch) -> Asked {
-        let shown = crate::pane::tail::shown(pane, 0, max_bytes);
-        let screen = shown.alternate.then_some(shown.text);
+    pub(crate) fn now(pane: &Pane, watch: &InputWatch) -> Asked {
+        let budget = Budget::whole(budget::default_bytes(), None);
+        let screen = alternate_rows(pane).map(|rows| budget::screen(&rows, &budget));
         Asked { at: Instant::now(), end: pane.output().end(), screen, program: watch.program() }
     }
 
     /// Writes the question as the `output_tail` of an answer: the full-screen program's screen,
     /// marked `alternate_screen`, or else `tail` (the main screen's last lines up to `end`); and
     /// the `program` that asks.
-    pub(crate) fn write_tail(&self, value: &mut Value, tail: String) {
+    pub(crate) fn write_tail(&self, value: &mut Value, tail: Fitted) {
         if let Some(program) = &self.program {
             value["program"] = serde_json::json!(program);
         }
         match &self.screen {
             Some(screen) => {
-                value["output_tail"] = serde_json::json!(screen);
+                screen.write(value, "output_tail");
                 value["alternate_screen"] = serde_json::json!(true);
             }
-            None if !tail.is_empty() => value["output_tail"] = serde_json::json!(tail),
-            None => {}
+            None => write_tail(value, &tail),
         }
+    }
+}
+
+/// Writes `tail` as the `output_tail` of an answer, unless there is none.
+pub(crate) fn write_tail(value: &mut Value, tail: &Fitted) {
+    if !tail.text.is_empty() {
+        tail.write(value, "output_tail");
     }
 }
 

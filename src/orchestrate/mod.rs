@@ -9,9 +9,12 @@ pub(crate) mod asking;
 use crate::error::{Error, Result};
 use crate::mux::Mux;
 use crate::pane::Pane;
+use crate::pane::budget::{self, Budget, Fitted};
+use crate::pane::search::compile;
 use crate::tool::args::Args;
 use crate::tool::choice::{Choice, choice_enum};
-use crate::tool::schema::integer_or;
+use crate::tool::schema::{integer_or, string};
+use regex::Regex;
 use serde_json::Value;
 use std::path::Path;
 use std::sync::Arc;
@@ -23,16 +26,15 @@ const MAX_RUN_TIMEOUT_MS: u64 = 86_400_000;
 /// The most lines an `output_tail` may ask for.
 const MAX_TAIL_LINES: u64 = 1000;
 
-/// The most bytes of one `output_tail`: a red result should cost a few hundred tokens, not a
-/// minified bundle printed on one line.
-pub(crate) const MAX_TAIL_BYTES: usize = 16 << 10;
+/// The least bytes one `output_tail` gets when several share the answer's budget.
+const MIN_TAIL_BYTES: usize = 512;
 
 /// The default `tail_lines` of both run tools.
 const TAIL_LINES: u64 = 10;
 
 choice_enum! {
     /// Which results of a run get an `output_tail`; the default keeps a green run small.
-    enum Tails {
+    enum WhichTails {
         Failed = "failed",
         All = "all",
     }
@@ -52,15 +54,16 @@ pub(crate) fn tail_lines(args: &Args<'_>) -> Result<usize> {
 /// The `tails` argument: whether green commands get an `output_tail` too (`all`), or only failed
 /// and timed-out ones (`failed`, the default: a green run stays small).
 pub(crate) fn all_tails(args: &Args<'_>) -> Result<bool> {
-    Ok(Tails::parse(args, "tails")? == Tails::All)
+    Ok(WhichTails::parse(args, "tails")? == WhichTails::All)
 }
 
 /// The schema of the arguments both run tools share, each with its default.
-pub(crate) fn run_schema(timeout_ms: u64) -> [(&'static str, Value); 3] {
+pub(crate) fn run_schema(timeout_ms: u64) -> [(&'static str, Value); 4] {
     [
         ("timeout_ms", integer_or("Limit for the whole call", timeout_ms)),
         ("tail_lines", integer_or("Lines per output_tail; 0 for none", TAIL_LINES)),
-        ("tails", Tails::schema("Which results get an output_tail")),
+        ("tails", WhichTails::schema("Which results get an output_tail")),
+        keep_schema(),
     ]
 }
 
@@ -98,10 +101,50 @@ pub(crate) fn check_unique(names: &[String], what: &str) -> Result<()> {
     Ok(())
 }
 
-/// The last `lines` lines a command printed between the offsets `from` and `to`, as a run's
-/// result shows them (at most `MAX_TAIL_BYTES`).
+/// The last `lines` lines a command printed between the offsets `from` and `to`, at most 16 KB:
+/// a progress message, or an error's quote of a shell's last words.
 pub(crate) fn tail(pane: &Pane, from: u64, to: u64, lines: usize) -> String {
-    crate::pane::tail::lines(pane, from, to, lines, MAX_TAIL_BYTES)
+    crate::pane::tail::lines(pane, from, to, lines, 16 << 10)
+}
+
+/// The `keep` argument: a regex for lines that answers keep as they keep errors (see
+/// `pane::budget`); checked, like every pattern, before anything runs.
+pub(crate) fn keep(args: &Args<'_>) -> Result<Option<Regex>> {
+    args.str("keep")?.map(compile).transpose()
+}
+
+/// The schema of `keep`.
+pub(crate) fn keep_schema() -> (&'static str, Value) {
+    ("keep", string("Regex: more lines to keep"))
+}
+
+/// The `output_tail`s of a run's results: the last `tail_lines` lines of each, with the lines
+/// that matter before them, the answer's budget shared among the results that show one.
+pub(crate) struct Tails {
+    pub(crate) lines: usize,
+    /// Green results get one too (`tails: all`).
+    pub(crate) all: bool,
+    pub(crate) keep: Option<Regex>,
+}
+
+impl Tails {
+    /// The run tools' `tail_lines`, `tails` and `keep`.
+    pub(crate) fn parse(args: &Args<'_>) -> Result<Tails> {
+        Ok(Tails { lines: tail_lines(args)?, all: all_tails(args)?, keep: keep(args)? })
+    }
+
+    /// The tail of what a command printed between `from` and `to`, one of `shown` tails in the
+    /// answer. `stays`: the pane stays, so the lines left out can be read from it.
+    pub(crate) fn of(&self, pane: &Pane, range: (u64, u64), shown: usize, stays: bool) -> Fitted {
+        let bytes = (budget::default_bytes() / shown.max(1)).max(MIN_TAIL_BYTES);
+        let tail = budget::output(
+            pane,
+            range.0,
+            range.1,
+            &Budget::tail(bytes, self.lines, self.keep.as_ref()),
+        );
+        if stays { tail } else { tail.without_since() }
+    }
 }
 
 /// Ends a run's panes together, one close grace for all of them (see `pane::close_panes`).

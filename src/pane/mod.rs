@@ -7,6 +7,8 @@
 
 pub(crate) mod activity;
 pub(crate) mod alt;
+pub(crate) mod budget;
+pub(crate) mod echo;
 pub(crate) mod exit;
 pub(crate) mod fd;
 pub(crate) mod input;
@@ -45,6 +47,9 @@ const LONG_DRAIN: Duration = Duration::from_secs(5);
 
 /// The grace each signal gets when a pane is closed: hang-up, then terminate, then kill.
 const CLOSE_GRACE: Duration = Duration::from_millis(300);
+
+/// How far back from the end of the output a prompt's marks are looked for.
+const PROMPT_LOOK_BACK: u64 = 64 << 10;
 
 /// The most one read from the PTY takes: the reader's buffer, on the heap.
 const READ_CHUNK: usize = 64 << 10;
@@ -203,6 +208,16 @@ impl Pane {
         *self.size.lock()
     }
 
+    /// Where the pane's own process works now, from /proc (a shell's `cd` inside a command that
+    /// still runs included); `None` once it has ended.
+    pub(crate) fn process_cwd(&self) -> Option<String> {
+        if !self.is_running() {
+            return None;
+        }
+        let cwd = std::fs::read_link(format!("/proc/{}/cwd", self.pid)).ok()?;
+        Some(cwd.to_string_lossy().into_owned())
+    }
+
     pub(crate) fn is_running(&self) -> bool {
         self.output.exit().is_none()
     }
@@ -227,6 +242,45 @@ impl Pane {
         }
         let pending = self.input.send(parts, input::WRITE_WAIT)?;
         Ok((offset, pending))
+    }
+
+    /// Types `line`, which makes the live shell `shell` run exec `exec` from its private file, so that a
+    /// person watching sees `display` (the command) where the shell echoes `line` (see `echo.rs`).
+    /// Returns the output offset at the moment of the write, as `send` does. What is held is shown
+    /// as it was if the shell prompts again without running the line, and when the pane ends.
+    pub(crate) fn type_hidden(
+        &self,
+        shell: &crate::shell::Shell,
+        (line, exec): (&str, u64),
+        display: &str,
+    ) -> Result<u64> {
+        self.output.hold_echo(echo::Echo::new(exec, line, &shell.begin_mark(exec), display));
+        let typed = self.send(&[line.as_bytes()]);
+        if typed.is_err() {
+            self.output.release_echo(exec);
+        }
+        Ok(typed?.0)
+    }
+
+    /// Waits until `prompt_drawn`, or until `by`.
+    pub(crate) fn wait_prompt_drawn(&self, shell: &crate::shell::Shell, by: Instant) {
+        let printed = self.output.subscribe();
+        while !self.prompt_drawn(shell) && printed.recv_deadline(by).is_ok() {}
+    }
+
+    /// Whether the last prompt of the live shell `shell` in this pane is drawn whole: its end-of-prompt mark (OSC 133 B) came
+    /// after the end mark of the last command, so what the terminal prints from now on is the
+    /// shell's echo of what is typed. `false` while the shell has not reported a prompt, or its
+    /// marks are not in the output yet.
+    pub(crate) fn prompt_drawn(&self, shell: &crate::shell::Shell) -> bool {
+        let Some(prompt) = shell.with(|s| s.last().cloned()) else { return false };
+        let end_mark = shell.end_mark(&prompt);
+        self.output.with(|s| {
+            let end = s.ring.end();
+            let (bytes, _) = s.ring.copy(end.saturating_sub(PROMPT_LOOK_BACK), end);
+            let Some(at) = find(&bytes, end_mark.as_bytes()) else { return false };
+            find(&bytes[at..], crate::shell::PROMPT_DRAWN.as_bytes()).is_some()
+        })
     }
 
     /// Whether the program asked for application cursor keys (it changes what arrow keys send).
@@ -525,6 +579,10 @@ fn spawn_thread(name: String, run: impl FnOnce() + Send + 'static) -> Result<()>
         .spawn(run)
         .map(|_| ())
         .map_err(|e| Error::new(ErrorKind::SpawnFailed, format!("cannot start a thread: {e}")))
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 //! deadline. Nothing here polls.
 
 use super::alt::AltScreen;
+use super::echo::{Echo, Fed};
 use super::exit::Exit;
 use super::ring::Ring;
 use super::screen::{Grid, Screen, Styled};
@@ -31,6 +32,8 @@ pub(crate) struct State {
     pub(crate) eof: bool,
     /// fugue is closing or has closed the pane; waiters should stop.
     pub(crate) closed: bool,
+    /// A line fugue typed for the live shell, whose echo is held back (see `echo.rs`).
+    echo: Option<Echo>,
 }
 
 pub(crate) struct Output {
@@ -76,6 +79,17 @@ pub(crate) struct Read {
     pub(crate) dropped: bool,
 }
 
+impl State {
+    /// Adds printed bytes to the ring and the alternate-screen record.
+    fn push(&mut self, data: &[u8]) {
+        let at = self.ring.end();
+        self.alt.feed(data, at);
+        self.ring.push(data);
+        let start = self.ring.start();
+        self.alt.forget_before(start);
+    }
+}
+
 impl Output {
     pub(crate) fn new(scrollback: usize, rows: u16, cols: u16) -> Output {
         Output {
@@ -86,6 +100,7 @@ impl Output {
                 exited_at: None,
                 eof: false,
                 closed: false,
+                echo: None,
             }),
             screen: Mutex::new(Screen::new(rows, cols)),
             watch: Watch::default(),
@@ -102,17 +117,53 @@ impl Output {
         self.last_print.store(since_born + 1, Ordering::Release);
         {
             let mut state = self.state.lock();
-            let at = state.ring.end();
-            state.alt.feed(data, at);
-            state.ring.push(data);
-            let start = state.ring.start();
-            state.alt.forget_before(start);
+            match state.echo.as_mut().map(|echo| echo.feed(data)) {
+                None => state.push(data),
+                Some(Fed::Held) => {}
+                Some(Fed::Done(bytes)) => {
+                    state.echo = None;
+                    state.push(&bytes);
+                }
+            }
+        }
+        self.watch.notify();
+    }
+
+    /// Holds back what the pane prints from now until `echo`'s begin mark, and shows its display
+    /// in its place. Call it just before typing the line.
+    pub(crate) fn hold_echo(&self, echo: Echo) {
+        let mut state = self.state.lock();
+        if let Some(mut old) = state.echo.take() {
+            let held = old.release();
+            state.push(&held);
+        }
+        state.echo = Some(echo);
+    }
+
+    /// Gives back what is held for exec `exec`, as it was: the command never began.
+    pub(crate) fn release_echo(&self, exec: u64) {
+        {
+            let mut state = self.state.lock();
+            if state.echo.as_ref().is_none_or(|e| e.exec != exec) {
+                return;
+            }
+            if let Some(mut echo) = state.echo.take() {
+                let held = echo.release();
+                state.push(&held);
+            }
         }
         self.watch.notify();
     }
 
     pub(crate) fn set_eof(&self) {
-        self.state.lock().eof = true;
+        {
+            let mut state = self.state.lock();
+            if let Some(mut echo) = state.echo.take() {
+                let held = echo.release();
+                state.push(&held);
+            }
+            state.eof = true;
+        }
         self.notify_status();
     }
 
@@ -216,7 +267,7 @@ impl Output {
 
     /// The last `lines` lines of what came after raw offset `after`, cut from the front to
     /// `max_bytes`: what a waiter that started at `after` saw, and no more.
-    pub(crate) fn read_tail_after(&self, req: &ReadRequest, after: u64) -> Read {
+    fn read_tail_after(&self, req: &ReadRequest, after: u64) -> Read {
         let (bytes, from, held_from, alt) = {
             let state = self.state.lock();
             let start = state.ring.tail_start(req.lines, TAIL_SCAN_LIMIT).max(after);
@@ -269,17 +320,16 @@ impl Output {
         })
     }
 
-    /// The last `lines` rows of the grid down to its last non-blank one, cut from the front to
+    /// The last `lines` rows of the grid down to its last non-blank one, runs of identical rows
+    /// collapsed (`screen::collapse`), cut from the front to
     /// `max_bytes`; `truncated` when rows were left out. The cursor stays in the grid's own rows.
     fn read_screen(&self, lines: usize, max_bytes: usize) -> Read {
         let grid = self.grid();
         let end = self.end();
-        let mut rows = grid.rows;
-        while rows.last().is_some_and(|r| r.is_empty()) {
-            rows.pop();
-        }
+        let rows = super::screen::without_trailing_blanks(&grid.rows);
         let first = rows.len().saturating_sub(lines);
-        let (output, cut) = tail_bytes(&rows[first..].join("\n"), max_bytes);
+        let (output, cut) =
+            tail_bytes(&super::screen::collapse(&rows[first..]).join("\n"), max_bytes);
         Read {
             output,
             offset: end,

@@ -53,6 +53,14 @@ impl Ring {
         (out, from)
     }
 
+    /// How many newlines `[from, to)` holds, of what is held.
+    pub(crate) fn newlines(&self, from: u64, to: u64) -> usize {
+        let from = from.clamp(self.start, self.end());
+        let to = to.clamp(from, self.end());
+        let range = (from - self.start) as usize..(to - self.start) as usize;
+        self.bytes.range(range).filter(|b| **b == b'\n').count()
+    }
+
     /// The offset where the line holding the `n`-th newline from the end starts, looking back at most
     /// `limit` bytes: where a tail of `n` lines begins.
     pub(crate) fn tail_start(&self, n: usize, limit: usize) -> u64 {

@@ -186,6 +186,35 @@ impl Style {
     }
 }
 
+/// `rows` down to the last one that holds anything.
+pub(crate) fn without_trailing_blanks(rows: &[String]) -> &[String] {
+    let end = rows.iter().rposition(|r| !r.trim().is_empty()).map_or(0, |i| i + 1);
+    &rows[..end]
+}
+
+/// Rows as an answer shows them: each in its place, blank ones too, so that row N of the answer is
+/// row N of the screen (an editor's empty first line is where the text goes). A run of identical
+/// rows (blank rows, vim's `~` filler) that a marker says in fewer bytes is one line instead:
+/// `[N blank rows]`, or the row followed by ` [×N]`. Trailing blank rows are the caller's to drop.
+pub(crate) fn collapse(rows: &[String]) -> Vec<String> {
+    let mut out = Vec::with_capacity(rows.len());
+    let mut i = 0;
+    while i < rows.len() {
+        let row = &rows[i];
+        let n = rows[i..].iter().take_while(|r| *r == row).count();
+        let marker =
+            if row.is_empty() { format!("[{n} blank rows]") } else { format!("{row} [×{n}]") };
+        // Counted as an answer carries them: a row and its escaped newline.
+        if n > 1 && marker.len() + 2 < n * (row.len() + 2) {
+            out.push(marker);
+        } else {
+            out.extend_from_slice(&rows[i..i + n]);
+        }
+        i += n;
+    }
+    out
+}
+
 fn nonzero(n: u16) -> std::num::NonZeroU16 {
     std::num::NonZeroU16::new(n).unwrap_or(std::num::NonZeroU16::MIN)
 }
@@ -245,6 +274,19 @@ mod tests {
         for row in rows {
             assert!(!row.contains('H') && !row.contains('K'), "{row:?}");
         }
+    }
+
+    #[test]
+    fn identical_rows_are_collapsed_only_where_it_saves_bytes() {
+        let rows = |list: &[&str]| list.iter().map(|r| r.to_string()).collect::<Vec<_>>();
+        let mut screen = rows(&["", "# text"]);
+        screen.extend(rows(&["~"; 18]));
+        screen.push("status".into());
+        assert_eq!(collapse(&screen), rows(&["", "# text", "~ [×18]", "status"]));
+        let blanks = [vec![String::new(); 9], rows(&["x"])].concat();
+        assert_eq!(collapse(&blanks), rows(&["[9 blank rows]", "x"]));
+        let few = rows(&["a", "", "", "b", "~", "~", "~"]);
+        assert_eq!(collapse(&few), few, "short runs cost less as they are");
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! next agent's input quote of a command's output; and what a pane shows now, which for a
 //! full-screen program is its screen rather than the main screen's last lines.
 
-use super::{Pane, text};
+use super::budget::{self, Budget, Fitted};
+use super::{Pane, screen, text};
 
 /// How far back from the end of the range a tail looks for its lines: a bound on the work.
 const TAIL_SCAN_BYTES: u64 = 256 << 10;
@@ -31,19 +32,24 @@ pub(crate) fn lines(pane: &Pane, from: u64, to: u64, lines: usize, max_bytes: us
 
 /// What a pane shows now, for an answer that must let the agent see it without another call.
 pub(crate) struct Shown {
-    pub(crate) text: String,
+    pub(crate) fitted: Fitted,
     /// The text is the alternate screen of a full-screen program (an editor, a pager, an
     /// installer), not the main screen's last lines.
     pub(crate) alternate: bool,
 }
 
 impl Shown {
-    /// Puts the text under `key`, and `alternate_screen: true` beside it when it is that screen.
-    pub(crate) fn write(self, value: &mut serde_json::Value, key: &str) {
-        value[key] = serde_json::json!(self.text);
+    /// Puts the text under `key` (with what it left out), and `alternate_screen: true` beside it
+    /// when it is that screen.
+    pub(crate) fn write(&self, value: &mut serde_json::Value, key: &str) {
+        self.fitted.write(value, key);
         if self.alternate {
             value["alternate_screen"] = serde_json::json!(true);
         }
+    }
+
+    pub(crate) fn text(&self) -> &str {
+        &self.fitted.text
     }
 }
 
@@ -53,30 +59,35 @@ pub(crate) fn question(text: &str) -> &str {
     text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default().trim_end()
 }
 
-/// What the pane shows now: while a full-screen program has the alternate screen, that screen's
-/// non-blank rows; otherwise the last `lines` lines of the text view. At most `max_bytes`, the
-/// end kept.
-pub(crate) fn shown(pane: &Pane, lines: usize, max_bytes: usize) -> Shown {
-    shown_since(pane, 0, lines, max_bytes)
+/// What the pane shows now, fitted to `budget`: while a full-screen program has the alternate
+/// screen, that screen's rows in place, down to the last non-blank one (`screen::collapse`);
+/// otherwise the end of the text view, with what matters before it (`budget`).
+pub(crate) fn shown(pane: &Pane, budget: &Budget<'_>) -> Shown {
+    shown_since(pane, 0, budget)
 }
 
 /// `shown`, with the text view's lines taken from raw offset `from` on (where a job began).
-pub(crate) fn shown_since(pane: &Pane, from: u64, lines: usize, max_bytes: usize) -> Shown {
-    if pane.output().with(|s| s.alt.active()) {
-        let grid = pane.output().grid();
-        if grid.alternate {
-            let rows: Vec<&str> =
-                grid.rows.iter().map(String::as_str).filter(|r| !r.trim().is_empty()).collect();
-            return Shown { text: clip_front(rows.join("\n"), max_bytes), alternate: true };
-        }
+pub(crate) fn shown_since(pane: &Pane, from: u64, budget: &Budget<'_>) -> Shown {
+    if let Some(rows) = alternate_rows(pane) {
+        return Shown { fitted: budget::screen(&rows, budget), alternate: true };
     }
     let end = pane.output().end();
-    let mut text = self::lines(pane, from, end, lines, max_bytes);
-    if pane.shell().is_some() && text.contains(crate::shell::STUB_WORD) {
+    let mut lines = budget::lines(pane, from, end, budget);
+    if pane.shell().is_some() {
         // The line fugue_exec types is echoed by the terminal; it says nothing to the agent.
-        text = text.lines().filter(|l| !crate::shell::is_stub(l)).collect::<Vec<_>>().join("\n");
+        lines.retain(|l| !crate::shell::is_stub(l));
     }
-    Shown { text, alternate: false }
+    Shown { fitted: budget::fit(&lines, budget), alternate: false }
+}
+
+/// The rows of the alternate screen down to the last non-blank one, while a full-screen program
+/// shows it.
+pub(crate) fn alternate_rows(pane: &Pane) -> Option<Vec<String>> {
+    if !pane.output().with(|s| s.alt.active()) {
+        return None;
+    }
+    let grid = pane.output().grid();
+    grid.alternate.then(|| screen::without_trailing_blanks(&grid.rows).to_vec())
 }
 
 /// The start of the line `lines` lines back from the end of `bytes` (0 when there are fewer).

@@ -33,34 +33,48 @@ pub(crate) fn render(bytes: &[u8], alt: bool) -> Vec<String> {
     if lines == 0 { Vec::new() } else { text.split('\n').map(String::from).collect() }
 }
 
+/// `render_joined`, with where each line begins in `bytes`: reading from there shows that line
+/// (a line's start is just after the newline that ended the one before it).
+pub(crate) fn render_with_starts(bytes: &[u8], alt: bool) -> (String, Vec<usize>) {
+    let mut term = LineTerm::new(bytes.len(), alt, false);
+    term.starts = Some(Vec::new());
+    let skip = bytes.len() - skip_continuation(bytes).len();
+    term.line_began = skip;
+    feed_all(&mut term, bytes);
+    term.finish_with_starts()
+}
+
 /// The joined text and its number of lines.
 fn run(bytes: &[u8], alt: bool, to_cursor: bool) -> (String, usize) {
-    let mut term = LineTerm {
-        alt,
-        to_cursor,
-        pad_budget: bytes.len() + PAD_SLACK,
-        out: String::with_capacity(bytes.len()),
-        ..LineTerm::default()
-    };
-    let bytes = skip_continuation(bytes);
-    // The strict check is several times faster on ASCII than the lossy one, which then only runs
-    // when there is something to replace.
-    let text = match std::str::from_utf8(bytes) {
-        Ok(text) => std::borrow::Cow::Borrowed(text),
-        Err(_) => String::from_utf8_lossy(bytes),
-    };
-    let mut rest: &str = &text;
-    loop {
-        let plain = term.append_plain(rest);
-        if plain > 0 {
-            rest = &rest[plain..];
-            continue;
-        }
-        let Some(ch) = rest.chars().next() else { break };
-        term.feed(ch);
-        rest = &rest[ch.len_utf8()..];
-    }
+    let mut term = LineTerm::new(bytes.len(), alt, to_cursor);
+    feed_all(&mut term, bytes);
     term.finish()
+}
+
+/// Feeds `bytes` to `term`, each invalid sequence as one replacement character (as
+/// `String::from_utf8_lossy` would), keeping `term.pos` at the offset in `bytes` being fed.
+fn feed_all(term: &mut LineTerm, bytes: &[u8]) {
+    let skip = bytes.len() - skip_continuation(bytes).len();
+    term.pos = skip;
+    for chunk in bytes[skip..].utf8_chunks() {
+        let mut rest = chunk.valid();
+        loop {
+            let plain = term.append_plain(rest);
+            if plain > 0 {
+                rest = &rest[plain..];
+                term.pos += plain;
+                continue;
+            }
+            let Some(ch) = rest.chars().next() else { break };
+            term.feed(ch);
+            rest = &rest[ch.len_utf8()..];
+            term.pos += ch.len_utf8();
+        }
+        if !chunk.invalid().is_empty() {
+            term.feed(char::REPLACEMENT_CHARACTER);
+            term.pos += chunk.invalid().len();
+        }
+    }
 }
 
 /// The length of `bytes` without a trailing, incomplete UTF-8 sequence: the place where a reader
@@ -126,9 +140,25 @@ struct LineTerm {
     alt: bool,
     /// Keep the blanks before the cursor on an unfinished last line (`render_joined_to_cursor`).
     to_cursor: bool,
+    /// The offset in the input of what is being fed.
+    pos: usize,
+    /// Where the line being built began in the input.
+    line_began: usize,
+    /// Where each finished line began, when asked for (`render_with_starts`).
+    starts: Option<Vec<usize>>,
 }
 
 impl LineTerm {
+    fn new(len: usize, alt: bool, to_cursor: bool) -> LineTerm {
+        LineTerm {
+            alt,
+            to_cursor,
+            pad_budget: len + PAD_SLACK,
+            out: String::with_capacity(len),
+            ..LineTerm::default()
+        }
+    }
+
     fn feed(&mut self, ch: char) {
         match self.state {
             State::Ground => self.ground(ch),
@@ -155,7 +185,10 @@ impl LineTerm {
             return;
         }
         match ch {
-            '\n' => self.newline(),
+            '\n' => {
+                self.newline();
+                self.line_began = self.pos + 1;
+            }
             '\r' => self.col = 0,
             '\x08' => self.col = self.col.saturating_sub(1),
             '\t' => self.col = (self.col / 8 + 1) * 8,
@@ -264,6 +297,7 @@ impl LineTerm {
                 }
                 self.next_line();
                 self.out.push_str(&text[..end]);
+                self.line_began = self.pos + n + ending;
                 return n + ending;
             }
         }
@@ -309,6 +343,9 @@ impl LineTerm {
     }
 
     fn next_line(&mut self) {
+        if let Some(starts) = &mut self.starts {
+            starts.push(self.line_began);
+        }
         if self.lines > 0 {
             self.out.push('\n');
         }
@@ -316,7 +353,18 @@ impl LineTerm {
         self.col = 0;
     }
 
+    fn finish_with_starts(mut self) -> (String, Vec<usize>) {
+        self.end_last_line();
+        (self.out, self.starts.unwrap_or_default())
+    }
+
     fn finish(mut self) -> (String, usize) {
+        self.end_last_line();
+        (self.out, self.lines)
+    }
+
+    /// Ends an unfinished last line that holds text (a prompt).
+    fn end_last_line(&mut self) {
         if self.line.iter().any(|c| *c != ' ') {
             if self.to_cursor {
                 let end = self.line.iter().rposition(|c| !c.is_whitespace()).map_or(0, |i| i + 1);
@@ -327,7 +375,6 @@ impl LineTerm {
                 self.newline();
             }
         }
-        (self.out, self.lines)
     }
 }
 
@@ -426,6 +473,19 @@ mod tests {
         assert_eq!(text(b"one\x1b[0mtwo\x1b]0;t\x07three\n"), "onetwothree");
         assert_eq!(text(b"12345\r12\r\n"), "12345");
         assert_eq!(text("é plain ✓ more\n".as_bytes()), "é plain ✓ more");
+    }
+
+    #[test]
+    fn each_line_knows_where_it_began() {
+        let bytes = b"one\r\n\x1b[1mtwo\x1b[0m\n\xff\xfethree\n\nlast";
+        let (text, starts) = render_with_starts(bytes, false);
+        assert_eq!(text, "one\ntwo\n\u{fffd}\u{fffd}three\n\nlast");
+        assert_eq!(starts, [0, 5, 17, 25, 26]);
+        for (line, start) in text.split('\n').zip(&starts) {
+            assert_eq!(render_joined(&bytes[*start..], false).split('\n').next(), Some(line));
+        }
+        assert_eq!(render_with_starts(&"✓a\nb".as_bytes()[1..], false).1, [2, 4]);
+        assert_eq!(render_with_starts(b"x\x1b[?1049hy\nz\n\x1b[?1049lw\n", false).1, [0]);
     }
 
     #[test]

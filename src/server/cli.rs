@@ -86,9 +86,9 @@ fn probe(paths: &Paths) -> Probe {
         return Probe::Closed;
     }
     let mut input = std::io::BufReader::new(stream);
-    match crate::control::wire::read_line(&mut input, super::MAX_HELLO) {
+    match crate::line::read_line(&mut input, super::MAX_HELLO) {
         Ok(Some(line)) => Hello::parse(&line).map_or(Probe::Silent, Probe::Hello),
-        Err(crate::control::wire::LineError::Io(e))
+        Err(crate::line::LineError::Io(e))
             if matches!(
                 e.kind(),
                 std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut

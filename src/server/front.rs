@@ -8,12 +8,14 @@
 //! server dies it can answer each with an error instead of leaving the client waiting.
 
 use super::{FileLock, HELLO_TIMEOUT, Hello, Paths, Role, State};
+use crate::config::config;
 use crate::error::{Error, ErrorKind, Result};
+use crate::line::{self, LineError, Next};
 use parking_lot::Mutex;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::process::{Command, ExitCode, Stdio};
@@ -28,6 +30,8 @@ const READY_TIMEOUT: Duration = Duration::from_secs(30);
 const END_PATIENCE: Duration = Duration::from_secs(30);
 /// Connection attempts before giving up on a server that keeps closing on us.
 const ATTEMPTS: usize = 5;
+/// The smallest cap on a line from the server (see `max_answer`).
+const MIN_ANSWER: usize = 64 << 20;
 
 /// A connection past the hellos.
 pub(crate) struct Link {
@@ -109,9 +113,9 @@ fn connect(paths: &Paths, role: Role) -> Result<Found> {
     let mut input =
         BufReader::new(stream.try_clone().map_err(|e| super::io_error(&paths.sock, &e))?);
     stream.set_read_timeout(Some(HELLO_TIMEOUT)).ok();
-    let line = match crate::control::wire::read_line(&mut input, super::MAX_HELLO) {
+    let line = match line::read_line(&mut input, super::MAX_HELLO) {
         Ok(Some(line)) => line,
-        Err(crate::control::wire::LineError::Io(e))
+        Err(LineError::Io(e))
             if matches!(
                 e.kind(),
                 std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
@@ -315,23 +319,37 @@ fn pipe(link: Link) -> ExitCode {
     std::process::exit(0)
 }
 
+/// The client's lines, each capped at `FUGUE_MAX_LINE_BYTES` as the server caps them: an over-long
+/// one is skipped without being stored and answered here, as the server would answer it.
 fn relay_requests(mut server: &UnixStream, pending: &Mutex<HashSet<String>>) {
     let mut stdin = std::io::stdin().lock();
-    let mut line = Vec::new();
     loop {
-        line.clear();
-        match stdin.read_until(b'\n', &mut line) {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {}
-        }
-        note_request(&line, pending);
-        if !line.ends_with(b"\n") {
-            line.push(b'\n');
-        }
-        if server.write_all(&line).is_err() {
-            return;
+        match line::next_line(&mut stdin, config().max_line_bytes) {
+            Next::End => return,
+            Next::TooLong(n) => refuse_too_long(n),
+            Next::Line(mut line) => {
+                note_request(&line, pending);
+                line.push(b'\n');
+                if server.write_all(&line).is_err() {
+                    return;
+                }
+            }
         }
     }
+}
+
+/// Answers a client line over `FUGUE_MAX_LINE_BYTES` (its id is unknown: it was not stored).
+fn refuse_too_long(n: u64) {
+    let answer = json!({"jsonrpc": "2.0", "id": null, "error": crate::rpc::too_long(n).to_json()});
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(stdout, "{answer}").and_then(|()| stdout.flush());
+}
+
+/// The longest line taken from the server: an answer carries at most `FUGUE_MAX_OUTPUT_BYTES` of
+/// a pane's output, which JSON may escape to six times its size (`\u001b`), so eight times that,
+/// and never less than 64 MiB. Anything longer is not fugue's answer, and ends the connection.
+fn max_answer() -> usize {
+    config().max_output_bytes.saturating_mul(8).max(MIN_ANSWER)
 }
 
 /// Remembers a request's id until it is answered; forgets a cancelled one (nothing will answer).
@@ -351,26 +369,33 @@ fn note_request(line: &[u8], pending: &Mutex<HashSet<String>>) {
 }
 
 fn relay_answers(mut server: BufReader<UnixStream>, pending: &Mutex<HashSet<String>>) {
-    let mut line = Vec::new();
-    let mut stdout = std::io::stdout().lock();
-    loop {
-        line.clear();
-        match server.read_until(b'\n', &mut line) {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
-        }
+    let max = max_answer();
+    let why = loop {
+        let mut line = match line::read_line(&mut server, max) {
+            Ok(Some(line)) => line,
+            Ok(None) | Err(LineError::Io(_)) => {
+                break "fugue server exited: it closed the connection (it ended or was killed)"
+                    .to_string();
+            }
+            Err(LineError::TooLong) => break too_long_answer(max),
+        };
         if let Some(Peek { id: Some(id), method: None, .. }) = peek(&line) {
             pending.lock().remove(&id.to_string());
         }
+        line.push(b'\n');
+        // Locked per line: the request loop answers over-long requests on stdout too.
+        let mut stdout = std::io::stdout().lock();
         if stdout.write_all(&line).and_then(|()| stdout.flush()).is_err() {
             std::process::exit(0); // nobody reads us any more
         }
-    }
-    // The server is gone: every open request gets an answer, then the client sees us end.
-    crate::log::error("the fugue server closed the connection (it ended or was killed)");
+    };
+    // The server is gone (or unusable): every open request gets an answer, then the client sees
+    // us end.
+    crate::log::error(&why);
+    let mut stdout = std::io::stdout().lock();
     for id in pending.lock().drain() {
         let id: Value = serde_json::from_str(&id).unwrap_or(Value::Null);
-        let error = json!({"code": SERVER_GONE, "message": "fugue server exited"});
+        let error = json!({"code": SERVER_GONE, "message": why});
         let answer = json!({"jsonrpc": "2.0", "id": id, "error": error});
         let _ = writeln!(stdout, "{answer}");
     }
@@ -378,17 +403,33 @@ fn relay_answers(mut server: BufReader<UnixStream>, pending: &Mutex<HashSet<Stri
     std::process::exit(1)
 }
 
+fn too_long_answer(max: usize) -> String {
+    format!(
+        "the fugue server sent a line over {max} bytes (8 x FUGUE_MAX_OUTPUT_BYTES, at least 64 \
+         MiB), which no answer of fugue's is; the connection is closed"
+    )
+}
+
 /// No server to talk to: every request is answered with why, until the client gives up.
 fn answer_errors(message: &str) -> ExitCode {
-    let mut stdout = std::io::stdout().lock();
-    for line in std::io::stdin().lock().split(b'\n') {
-        let Ok(line) = line else { break };
-        if let Some(Peek { id: Some(id), method: Some(_), .. }) = peek(&line) {
-            let error = json!({"code": SERVER_GONE, "message": message});
-            let answer = json!({"jsonrpc": "2.0", "id": id, "error": error});
-            if writeln!(stdout, "{answer}").and_then(|()| stdout.flush()).is_err() {
-                break;
+    let mut stdin = std::io::stdin().lock();
+    loop {
+        let answer = match line::next_line(&mut stdin, config().max_line_bytes) {
+            Next::End => break,
+            Next::TooLong(n) => {
+                json!({"jsonrpc": "2.0", "id": null, "error": crate::rpc::too_long(n).to_json()})
             }
+            Next::Line(line) => match peek(&line) {
+                Some(Peek { id: Some(id), method: Some(_), .. }) => {
+                    let error = json!({"code": SERVER_GONE, "message": message});
+                    json!({"jsonrpc": "2.0", "id": id, "error": error})
+                }
+                _ => continue,
+            },
+        };
+        let mut stdout = std::io::stdout().lock();
+        if writeln!(stdout, "{answer}").and_then(|()| stdout.flush()).is_err() {
+            break;
         }
     }
     ExitCode::FAILURE
@@ -414,13 +455,15 @@ pub(crate) fn call(
     for message in messages {
         writeln!(&stream, "{message}").map_err(|e| format!("lost the server: {e}"))?;
     }
-    let mut line = Vec::new();
+    let max = max_answer();
     loop {
-        line.clear();
-        match input.read_until(b'\n', &mut line) {
-            Ok(0) | Err(_) => return Err("the fugue server closed the connection".into()),
-            Ok(_) => {}
-        }
+        let line = match line::read_line(&mut input, max) {
+            Ok(Some(line)) => line,
+            Ok(None) | Err(LineError::Io(_)) => {
+                return Err("the fugue server closed the connection".into());
+            }
+            Err(LineError::TooLong) => return Err(too_long_answer(max)),
+        };
         let Ok(message) = serde_json::from_slice::<Value>(&line) else { continue };
         if message["id"] != json!(2) {
             continue;

@@ -12,8 +12,8 @@
 //! cancel every call, stop the pipelines, end every pane.
 
 use super::{FileLock, Hello, Paths, Role, State};
-use crate::control::wire;
 use crate::ids::unix_ms;
+use crate::line;
 use crate::mcp::Mcp;
 use crate::mux::ORCHESTRATION_SESSION;
 use crate::rpc::{Session, Stop, Writer};
@@ -209,7 +209,7 @@ impl Host {
         let Ok(read_half) = stream.try_clone() else { return };
         let mut input = BufReader::new(read_half);
         let _ = stream.set_read_timeout(Some(super::HELLO_TIMEOUT));
-        let Ok(Some(line)) = wire::read_line(&mut input, super::MAX_HELLO) else { return };
+        let Ok(Some(line)) = line::read_line(&mut input, super::MAX_HELLO) else { return };
         let Some(theirs) = Hello::parse(&line) else { return };
         let _ = stream.set_read_timeout(None);
         let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));

@@ -36,3 +36,10 @@ function __fugue_b
     printf '\e]133;C;fugue=x%s.%s\a' $argv[1] $__fugue_nonce 2>/dev/null >/dev/tty
     return $s
 end
+# The prompt ends with the mark that says it is drawn: fugue types only after it, so what the
+# terminal prints next is the echo of what it typed. The user's prompt (or fish's own) runs first.
+functions -q fish_prompt; and functions --copy fish_prompt __fugue_user_prompt
+function fish_prompt
+    functions -q __fugue_user_prompt; and __fugue_user_prompt
+    printf '\e]133;B\a'
+end

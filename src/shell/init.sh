@@ -59,4 +59,6 @@ __fugue_b() {
     __fugue_tty "$__fugue_e]133;C;fugue=x$1.$__fugue_nonce$__fugue_g"
     return "$__fugue_t"
 }
-PS1=@PS1_HEAD@"${PS1-\$ }"@PS1_TAIL@
+# Last of all, the mark that says the prompt is drawn: fugue types only after it, so what the
+# terminal prints next is the echo of what it typed.
+PS1=@PS1_HEAD@"${PS1-\$ }"@PS1_TAIL@"$__fugue_e]133;B$__fugue_g"

@@ -25,6 +25,9 @@ __fugue_precmd() {
 __fugue_report() {
     printf '%s P %s %s %s %s\0' "$__fugue_nonce" "$__fugue_k" "$__fugue_p" "$__fugue_s" "$PWD" \
         2>/dev/null >"$__fugue_dir/r"
+    # The prompt ends with the mark that says it is drawn (fugue types only after it); themes that
+    # rebuild PS1 in their own precmd drop it, so it is put back every prompt.
+    [[ $PS1 == *$'\e]133;B\a%}' ]] || PS1=$PS1$'%{\e]133;B\a%}'
 }
 __fugue_preexec() {
     printf '\033]133;C\007' 2>/dev/null >/dev/tty

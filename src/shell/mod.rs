@@ -31,6 +31,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 const BASH: &str = include_str!("init.bash");
 const ZSH: &str = include_str!("init.zsh");
@@ -406,6 +407,32 @@ pub(crate) fn first_line(command: &str) -> &str {
     &line[..line.len().min(line.char_indices().nth(60).map_or(line.len(), |(i, _)| i))]
 }
 
+/// How a command typed through a hidden line shows in the pane: its first line, up to
+/// `SHOWN_CHARS` characters, with ` …` when more was left out.
+pub(crate) fn shown(command: &str) -> String {
+    let command = command.trim_matches('\n');
+    let line = command.lines().next().unwrap_or("");
+    let cut = line.char_indices().nth(SHOWN_CHARS).map_or(line.len(), |(i, _)| i);
+    let mut shown: String =
+        line[..cut].chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+    if cut < line.len() || line.len() < command.len() {
+        shown.push_str(" …");
+    }
+    shown
+}
+
+/// The longest command line a pane shows whole.
+const SHOWN_CHARS: usize = 200;
+
+/// The mark every shell's prompt ends with (OSC 133 B): once it is printed after the last
+/// command's end mark, the prompt is drawn and what the terminal prints next is the echo of what
+/// is typed.
+pub(crate) const PROMPT_DRAWN: &str = "\x1b]133;B\x07";
+
+/// How long a reported prompt is given to print `PROMPT_DRAWN` before a command is typed anyway (a
+/// theme may have dropped the mark).
+pub(crate) const PROMPT_DRAWN_WAIT: Duration = Duration::from_millis(300);
+
 /// The word every line `fugue_exec` types begins with.
 pub(crate) const STUB_WORD: &str = "__fugue_b ";
 
@@ -447,6 +474,15 @@ mod tests {
         }
         assert!(!is_stub("echo __fugue_b 1;eval something else"));
         assert!(!is_stub("plain output"));
+    }
+
+    #[test]
+    fn a_command_shows_as_its_first_line() {
+        assert_eq!(shown("make test"), "make test");
+        assert_eq!(shown("cd /tmp\nmake"), "cd /tmp …");
+        assert_eq!(shown("\nls\n"), "ls");
+        assert_eq!(shown(&"x".repeat(300)), format!("{} …", "x".repeat(200)));
+        assert_eq!(shown("a\tb\x1bc"), "a b c");
     }
 
     #[test]

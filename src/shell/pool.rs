@@ -92,9 +92,11 @@ fn is_free(pane: &Pane) -> bool {
     !pending && (!started || pane.foreground_job().is_none())
 }
 
-/// The directory the pane's shell last reported.
+/// Where the pane's shell is now: a busy shell's command may have `cd`'d (`cd proj && make`),
+/// which its last prompt cannot tell, so the process's own directory comes first.
 fn shell_dir(pane: &Pane) -> Option<PathBuf> {
-    pane.shell()?.with(|s| s.last().map(|p| PathBuf::from(&p.cwd)))
+    let reported = || pane.shell()?.with(|s| s.last().map(|p| p.cwd.clone()));
+    pane.process_cwd().or_else(reported).map(PathBuf::from)
 }
 
 fn all_busy<'e>(entries: impl Iterator<Item = &'e Entry>) -> Error {

@@ -37,8 +37,8 @@ pub(crate) struct Live {
     /// The status of the last command the shell reported at its prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) last_exit_code: Option<i32>,
-    /// Where the shell works: a pending `fugue_exec`'s directory, else its last report; for other
-    /// panes, the process's directory in /proc.
+    /// Where the shell works: at its prompt, its last report; while busy, and for other panes, the
+    /// process's directory in /proc.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) cwd: Option<String>,
     /// What the shell runs now, when known.
@@ -51,12 +51,13 @@ pub(crate) fn live(pane: &Pane) -> Live {
     let Some(activity) = activity(pane) else { return Live::default() };
     let mut live = Live { activity: Some(activity.as_str().into()), ..Live::default() };
     let last = pane.shell().and_then(|s| s.with(|st| Some((st.last()?.status, st.cwd()?))));
-    if let Some((status, cwd)) = last {
-        live.last_exit_code = Some(status);
-        live.cwd = Some(cwd);
-    } else if let Ok(cwd) = std::fs::read_link(format!("/proc/{}/cwd", pane.pid)) {
-        live.cwd = Some(cwd.to_string_lossy().into_owned());
-    }
+    live.last_exit_code = last.as_ref().map(|(status, _)| *status);
+    // At its prompt a shell is where it last reported; while a command runs it is where the
+    // command took it (`cd dir && make`), which only /proc knows.
+    live.cwd = match (last, activity) {
+        (Some((_, cwd)), Activity::Prompt) => Some(cwd),
+        (last, _) => pane.process_cwd().or(last.map(|(_, cwd)| cwd)),
+    };
     if activity != Activity::Prompt {
         live.current_command = current_command(pane);
     }

@@ -11,10 +11,11 @@
 
 use crate::error::{Error, Result};
 use crate::pane::activity::{InputWatch, quiet_period};
+use crate::pane::budget::{self, Budget};
 use crate::pane::exit::{Exit, SignalField, write_exit};
 use crate::pane::search::{Found, Scan};
+use crate::pane::tail;
 use crate::pane::{Pane, mark};
-use crate::pane::{tail, text};
 use crate::runtime::Ctx;
 use crate::shell::{Prompt, Shell};
 use crate::tool::args::Args;
@@ -190,7 +191,7 @@ pub(crate) fn after_input(
     pane: &Arc<Pane>,
     written: Option<(u64, Option<u64>)>,
     wait: Duration,
-    max_bytes: usize,
+    budget: &Budget<'_>,
 ) -> Result<Value> {
     let shell = pane.shell();
     // The pane's own process is the shell (a kept pipeline pane's driver became one).
@@ -205,12 +206,12 @@ pub(crate) fn after_input(
     {
         // Nothing runs and nothing was typed: the last command's outcome is the answer.
         let outcome = Outcome::Ended { prompt, end: from };
-        return Ok(answer(pane, &outcome, from, max_bytes, None, shell_pane));
+        return Ok(answer(pane, &outcome, from, budget, None, shell_pane));
     }
     let until = Until::PromptAfter { from, seen: seen.unwrap_or(0) };
     let deadline = Instant::now() + wait;
     let outcome = Wait { pane, shell, until, pattern: None, deadline }.run(ctx)?;
-    Ok(answer(pane, &outcome, from, max_bytes, cwd(), shell_pane))
+    Ok(answer(pane, &outcome, from, budget, cwd(), shell_pane))
 }
 
 /// The last prompt when the shell sits at it with nothing running: the outcome of the last command,
@@ -228,13 +229,14 @@ fn until(at: Instant) -> Duration {
 }
 
 /// The answer's fields for `outcome`: `status`, `exit_code` where there is one, `cwd`, `output`
-/// (the text view of the output from `from`, cut to `max_bytes` in the middle) and `offset`.
+/// (the text view of the output from `from`, fitted to `budget`, with `omitted_lines` and
+/// `omitted_since` when lines were left out) and `offset`.
 /// `shell_pane` says whether the pane's own process is the shell: its end is then `exited`.
 pub(crate) fn answer(
     pane: &Pane,
     outcome: &Outcome,
     from: u64,
-    max_bytes: usize,
+    budget: &Budget<'_>,
     cwd: Option<String>,
     shell_pane: bool,
 ) -> Value {
@@ -272,12 +274,15 @@ pub(crate) fn answer(
     {
         value["cwd"] = json!(cwd);
     }
-    let shown = matches!(outcome, Outcome::Input(_)).then(|| tail::shown(pane, 0, max_bytes));
-    match shown {
+    let screen = matches!(outcome, Outcome::Input(_)).then(|| tail::alternate_rows(pane)).flatten();
+    match screen {
         // A full-screen program asks (an editor, a pager, an installer): its screen is what the
         // agent must see to answer, not the main screen's lines under it.
-        Some(shown) if shown.alternate => shown.write(&mut value, "output"),
-        _ => value["output"] = json!(output_between(pane, from, end, max_bytes)),
+        Some(rows) => {
+            budget::screen(&rows, budget).write(&mut value, "output");
+            value["alternate_screen"] = json!(true);
+        }
+        None => budget::output(pane, from, end, budget).write(&mut value, "output"),
     }
     value["offset"] = json!(pane.output().end());
     value
@@ -288,68 +293,5 @@ fn exited_status(exit: Option<Exit>, shell_pane: bool) -> &'static str {
         _ if shell_pane => "exited",
         Some(exit) if exit.success() => "ok",
         _ => "failed",
-    }
-}
-
-/// The text view of the output between two offsets; past `max_bytes`, its head and its tail with
-/// one line between them saying how much was left out.
-pub(crate) fn output_between(pane: &Pane, from: u64, to: u64, max_bytes: usize) -> String {
-    if to <= from {
-        return String::new();
-    }
-    // A full-screen program's drawing is left out, as in the text view.
-    let (bytes, alt) = pane.output().with(|s| (s.ring.copy(from, to).0, s.alt.at(from)));
-    clip_middle(text::render_joined(&bytes, alt), max_bytes)
-}
-
-/// `text` whole if it fits `max` bytes, else its first and last lines, about half the budget each,
-/// joined by a line that says how many lines and bytes were left out.
-pub(crate) fn clip_middle(text: String, max: usize) -> String {
-    if text.len() <= max {
-        return text;
-    }
-    let half = max / 2;
-    let mut head_end = half;
-    while !text.is_char_boundary(head_end) {
-        head_end -= 1;
-    }
-    if let Some(nl) = text[..head_end].rfind('\n') {
-        head_end = nl;
-    }
-    let mut tail_start = text.len() - half;
-    while !text.is_char_boundary(tail_start) {
-        tail_start += 1;
-    }
-    if let Some(nl) = text[tail_start..].find('\n') {
-        tail_start += nl + 1;
-    }
-    let tail_start = tail_start.max(head_end);
-    let cut = &text[head_end..tail_start];
-    let lines = cut.matches('\n').count().saturating_sub(1);
-    format!(
-        "{}\n[... {lines} lines, {} bytes left out ...]\n{}",
-        &text[..head_end],
-        cut.len(),
-        &text[tail_start..]
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn long_output_keeps_its_head_and_tail() {
-        let text: String = (1..=1000).map(|i| format!("line {i}\n")).collect();
-        let text = text.trim_end().to_string();
-        let clipped = clip_middle(text.clone(), 200);
-        assert!(clipped.starts_with("line 1\nline 2\n"), "{clipped}");
-        assert!(clipped.ends_with("line 999\nline 1000"), "{clipped}");
-        assert!(clipped.len() <= 200 + 60, "{}", clipped.len());
-        let note = clipped.lines().find(|l| l.starts_with("[...")).unwrap();
-        let kept = clipped.lines().count() - 1;
-        let left: usize = note.split_whitespace().nth(1).unwrap().parse().unwrap();
-        assert_eq!(kept + left, 1000, "{note}");
-        assert_eq!(clip_middle("short".into(), 200), "short");
     }
 }

@@ -12,20 +12,21 @@
 
 use super::command_wait::{self as wait, Outcome, Until, Wait};
 use crate::error::{Error, ErrorKind, Result};
+use crate::pane::budget::Budget;
 use crate::pane::search::compile;
 use crate::pane::{Pane, mark};
 use crate::runtime::{Ctx, Tool};
-use crate::shell::{Kind, Shell, State};
+use crate::shell::{Kind, PROMPT_DRAWN_WAIT, Shell, State};
 use crate::tool::args::Args;
 use crate::tool::{RUNS, schema::*};
-use crossbeam_channel::{after, select};
+use crossbeam_channel::{after, at as at_instant, never, select};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 const DEFAULT_TIMEOUT_MS: u64 = 30_000;
 const MAX_TIMEOUT_MS: u64 = 86_400_000;
-pub(crate) const DEFAULT_MAX_BYTES: u64 = 16_384;
+pub(crate) const DEFAULT_MAX_BYTES: u64 = crate::pane::budget::DEFAULT_BYTES as u64;
 /// How long a cancelled task's command may take to give the prompt back after C-c.
 const INTERRUPT_WAIT: Duration = Duration::from_secs(2);
 /// How long after the C-c a command that has not begun is taken for one that never will.
@@ -42,7 +43,9 @@ pub(crate) const TOOL: Tool = Tool {
                   (exit_code), input (`program` waits for the terminal; reply with \
                   fugue_send_input + wait_ms), running (timeout_ms passed), exited (it ended the shell), or ready \
                   (`until` matched its output; it keeps running: a server that is up). cwd, \
-                  output (its own; head+tail past max_bytes), pane_id. State persists. No \
+                  output (its own; past max_bytes: its end, error lines and `keep` \
+                  matches, its start; omitted_lines, omitted_since: read them with \
+                  fugue_get_output since), pane_id. State persists. No \
                   pane_id: fugue's own shells; while one is busy the command runs in another, so \
                   start a job with until, run the next command, then fugue_wait on both. Timeout \
                   or cancel ends only the wait: stop it with keys [\"C-c\"] or \
@@ -59,7 +62,8 @@ pub(crate) const TOOL: Tool = Tool {
                     "timeout_ms",
                     integer_or("Answer running after this long (1: at once)", DEFAULT_TIMEOUT_MS),
                 ),
-                ("max_bytes", integer_or("Output cap (head and tail kept)", DEFAULT_MAX_BYTES)),
+                ("max_bytes", integer_or("Output budget", DEFAULT_MAX_BYTES)),
+                crate::orchestrate::keep_schema(),
             ],
             &["command"],
         )
@@ -93,6 +97,7 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
         crate::orchestrate::check_cwd(dir, "fugue_exec")?;
     }
     let pattern = args.str("until")?.map(compile).transpose()?;
+    let keep = crate::orchestrate::keep(args)?;
     let timeout = Duration::from_millis(timeout);
     // A shell that is still starting (a new one of fugue's own, often) is waited for apart from
     // the command's own time: a short timeout_ms asks to leave a job running, not to fail it.
@@ -108,6 +113,7 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let shell = live_shell(&pane)?;
     wait_for_prompt(ctx, &pane, shell, started_by)?;
     let deadline = Instant::now() + timeout;
+    let shown = crate::shell::shown(&command);
     let command = match &dir {
         Some(dir) => in_dir(shell.kind, dir, &command),
         None => command,
@@ -115,7 +121,7 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let sent_to = dir.as_ref().map(|d| d.to_string_lossy().into_owned());
     let (id, stub) = shell.prepare_exec(&command, sent_to)?;
     drop(claim);
-    let typed = pane.send(&[stub.as_bytes()]).map(|(typed, _)| typed);
+    let typed = pane.type_hidden(shell, (&stub, id), &shown);
     let outcome = typed.as_ref().map_err(Clone::clone).and_then(|&typed| {
         let until = Until::Exec { id, typed };
         let wait = Wait { pane: &pane, shell: Some(shell), until, pattern, deadline };
@@ -132,7 +138,8 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let (typed, outcome) = outcome?;
     let from = mark::find(&pane, &shell.begin_mark(id), typed).map_or(typed, |(_, end)| end);
     let cwd = shell.with(State::cwd);
-    let mut value = wait::answer(&pane, &outcome, from, max_bytes, cwd, true);
+    let budget = Budget::whole(max_bytes, keep.as_ref());
+    let mut value = wait::answer(&pane, &outcome, from, &budget, cwd, true);
     value["duration_ms"] = json!(started.elapsed().as_millis() as u64);
     value["pane_id"] = json!(pane.id);
     Ok(value)
@@ -219,6 +226,8 @@ pub(crate) fn live_shell(pane: &Pane) -> Result<&Shell> {
 fn wait_for_prompt(ctx: &Ctx<'_>, pane: &Pane, shell: &Shell, deadline: Instant) -> Result<()> {
     let records = shell.subscribe();
     let ending = pane.output().subscribe_status();
+    let mut drawn_by = None;
+    let drawn_wait = || Instant::now() + PROMPT_DRAWN_WAIT;
     loop {
         if !pane.is_running() {
             return Err(Error::new(
@@ -234,14 +243,25 @@ fn wait_for_prompt(ctx: &Ctx<'_>, pane: &Pane, shell: &Shell, deadline: Instant)
             ));
         }
         if prompts > 0 {
-            return match pane.foreground_job() {
-                Some(job) => Err(busy(pane, &format!("{job:?} is running"))),
-                None => Ok(()),
-            };
+            if let Some(job) = pane.foreground_job() {
+                return Err(busy(pane, &format!("{job:?} is running")));
+            }
+            // Typed before the prompt is drawn, the line would be echoed twice (by the terminal,
+            // then by the line editor) and glued to the prompt; a prompt without its mark (a
+            // theme that drops it) is waited for only briefly.
+            if pane.prompt_drawn(shell)
+                || Instant::now() >= *drawn_by.get_or_insert_with(drawn_wait)
+            {
+                return Ok(());
+            }
         }
+        let output = if prompts > 0 { pane.output().subscribe() } else { never() };
+        let drawn_at = drawn_by.map_or_else(never, |at| at_instant(at.min(deadline)));
         select! {
             recv(records) -> _ => {}
             recv(ending) -> _ => {}
+            recv(output) -> _ => {}
+            recv(drawn_at) -> _ => {}
             recv(ctx.cancel.receiver()) -> _ => return Err(Error::cancelled()),
             recv(after(deadline.saturating_duration_since(Instant::now()))) -> _ => {
                 return Err(Error::new(

@@ -6,11 +6,11 @@
 //! deadline passes or the client cancels. A timeout or an `input` answer carries what the pane
 //! shows, so the agent sees why without another call.
 
-use crate::config::config;
 use crate::error::{Error, ErrorKind, Result};
 use crate::pane::Pane;
 use crate::pane::activity::{InputWatch, quiet_period};
-use crate::pane::output::{Format, ReadRequest, TAIL_SCAN_LIMIT};
+use crate::pane::budget::{self, Budget};
+use crate::pane::output::TAIL_SCAN_LIMIT;
 use crate::pane::search::{Found, Scan, compile};
 use crate::pane::tail;
 use crate::runtime::{Ctx, Tool};
@@ -19,6 +19,7 @@ use crate::tool::choice::{Choice, choice_enum};
 use crate::tool::{RUNS, schema::*};
 use crate::tools::panes::add_exit;
 use crossbeam_channel::{RecvTimeoutError, TryRecvError, after, never, select};
+use regex::Regex;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
@@ -80,6 +81,7 @@ pub(crate) const TOOL: Tool = Tool {
                         "return: answer status input (and program) if a program waits for keyboard input first",
                     ),
                 ),
+                crate::orchestrate::keep_schema(),
             ],
             &["pane_id", "pattern"],
         )
@@ -115,27 +117,31 @@ choice_enum! {
     }
 }
 
-/// What the answer carries besides the match: the action, and for `return_output` which output.
+/// What the answer carries besides the match: the action, and which output it shows.
 struct Answer {
     action: Action,
     lines: usize,
     /// With `since`, the output returned begins there; otherwise 0.
     since: u64,
+    keep: Option<Regex>,
 }
 
 impl Answer {
-    /// Adds `output` for `return_output`: the last `lines` lines, of what came after `since`.
+    /// Adds `output` for `return_output`: the last `lines` lines of what came after `since`, with
+    /// the lines that matter before them, within the budget.
     fn add_output(&self, value: &mut Value, pane: &Pane) {
         if self.action != Action::ReturnOutput {
             return;
         }
-        let req = ReadRequest {
-            format: Format::Text,
-            lines: self.lines,
-            since: None,
-            max_bytes: config().max_output_bytes,
-        };
-        value["output"] = json!(pane.output().read_tail_after(&req, self.since).output);
+        let budget = Budget::tail(budget::default_bytes(), self.lines, self.keep.as_ref());
+        budget::output(pane, self.since, pane.output().end(), &budget).write(value, "output");
+    }
+
+    /// Adds `output` for a timeout or a question: what the pane shows, so the agent sees why
+    /// without another call.
+    fn add_shown(&self, value: &mut Value, pane: &Pane) {
+        let budget = Budget::tail(MAX_QUESTION_BYTES, SHOWN_LINES, self.keep.as_ref());
+        tail::shown_since(pane, self.since, &budget).write(value, "output");
     }
 }
 
@@ -170,6 +176,7 @@ fn expect(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let lines = args.u64("lines", 1, 100_000)?.unwrap_or(LINES) as usize;
     let since = args.u64("since", 0, u64::MAX)?;
     let return_on_input = OnInput::parse(args, "on_input")? == OnInput::Return;
+    let keep = crate::orchestrate::keep(args)?;
 
     // Subscribe before the first look, so nothing printed in between is missed.
     let events = pane.output().subscribe();
@@ -182,7 +189,7 @@ fn expect(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
         None => Ok(s.ring.tail_start(lines, TAIL_SCAN_LIMIT)),
     })?;
     let mut scan = Scan::new(regex, from);
-    let answer = Answer { action, lines, since: since.unwrap_or(0) };
+    let answer = Answer { action, lines, since: since.unwrap_or(0), keep };
     let deadline = started + timeout;
     let heartbeat = ctx.progress.heartbeat();
     let mut pace = Pace::default();
@@ -286,8 +293,7 @@ fn outcome(
     }
     answer.add_output(&mut value, pane);
     if value.get("output").is_none() && status != "exited" {
-        // A timeout or a question: what the pane shows says why, without another call.
-        tail::shown(pane, SHOWN_LINES, MAX_QUESTION_BYTES).write(&mut value, "output");
+        answer.add_shown(&mut value, pane);
     }
     value
 }
@@ -295,5 +301,6 @@ fn outcome(
 /// The last line that holds anything but blanks of what the pane shows: a waiting program's
 /// question.
 fn question(pane: &Pane) -> String {
-    tail::question(&tail::shown(pane, 5, MAX_QUESTION_BYTES).text).to_string()
+    let budget = Budget::tail(MAX_QUESTION_BYTES, 5, None);
+    tail::question(tail::shown(pane, &budget).text()).to_string()
 }

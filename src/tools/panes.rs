@@ -9,6 +9,7 @@ use crate::error::{Error, Result};
 use crate::ids::unix_ms;
 use crate::mux::{PaneArgs, Session};
 use crate::pane::Pane;
+use crate::pane::budget::Budget;
 use crate::pane::exit::{PaneState, SignalField, write_exit, write_fields};
 use crate::pane::output::{Format, ReadRequest};
 use crate::runtime::{Ctx, Tool};
@@ -149,10 +150,11 @@ pub(crate) static TOOLS: &[Tool] = &[
                     (
                         "max_bytes",
                         integer_or(
-                            "Output cap with wait_ms",
+                            "Output budget with wait_ms",
                             crate::tools::exec::DEFAULT_MAX_BYTES,
                         ),
                     ),
+                    crate::orchestrate::keep_schema(),
                 ],
                 &["pane_id"],
             )
@@ -410,9 +412,11 @@ fn send_input(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let submit = args.bool("submit")?.unwrap_or(SUBMIT);
     let wait = crate::tools::command_wait::wait_ms(args)?;
     let max_bytes = crate::tools::exec::max_bytes(args)?;
+    let keep = crate::orchestrate::keep(args)?;
+    let budget = Budget::whole(max_bytes, keep.as_ref());
     if input.is_empty() && keys.is_empty() && !submit {
         if let Some(wait) = wait {
-            return crate::tools::command_wait::after_input(ctx, &pane, None, wait, max_bytes)
+            return crate::tools::command_wait::after_input(ctx, &pane, None, wait, &budget)
                 .map(waited);
         }
         return Err(Error::invalid(
@@ -453,7 +457,7 @@ fn send_input(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
             &pane,
             Some((offset, seen)),
             wait,
-            max_bytes,
+            &budget,
         )?;
         value["bytes"] = json!(written);
         return Ok(waited(value));

@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::ids::{new_id, short_id};
 use crate::mux::{self, Mux, ORCHESTRATION_SESSION, PaneArgs, Reserved};
 use crate::orchestrate::asking::{self, Asked};
-use crate::orchestrate::{check_cwd, check_unique, command, end_run_panes, run_schema, tail};
+use crate::orchestrate::{Tails, check_cwd, check_unique, command, end_run_panes, run_schema};
 use crate::pane::Pane;
 use crate::pane::activity::{InputWatch, quiet_period};
 use crate::pane::exit::{SignalField, write_exit};
@@ -47,7 +47,7 @@ pub(crate) const TOOL: Tool = Tool {
     title: "Run commands in parallel",
     description: "Run 1-10 commands at once, each in its own pane ($SHELL -c command); wait for \
                   all. Per command: status ok/failed/timeout/input/error, exact exit_code (signal \
-                  if killed), duration_ms, pane_id, and output_tail (last tail_lines lines) if not \
+                  if killed), duration_ms, pane_id, and output_tail (last lines + errors) if not \
                   ok, or always with tails=all. A command waiting for keyboard input (a question, \
                   a password) is stopped after a quiet second: status input, its question in \
                   output_tail (on_input=wait lets it wait). layout: hidden (__orchestration__ \
@@ -64,7 +64,7 @@ pub(crate) const TOOL: Tool = Tool {
             ],
             &["command"],
         );
-        let [timeout, tail_lines, tails] = run_schema(TIMEOUT_MS);
+        let [timeout, tail_lines, tails, keep] = run_schema(TIMEOUT_MS);
         object(
             &[
                 (
@@ -76,6 +76,7 @@ pub(crate) const TOOL: Tool = Tool {
                 ("cleanup", boolean_or("Close the panes at the end", CLEANUP)),
                 tail_lines,
                 tails,
+                keep,
                 asking::schema(),
             ],
             &["commands"],
@@ -131,8 +132,7 @@ fn run_parallel(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let tiled = Layout::parse(args, "layout")? == Layout::Tiled;
     let timeout = crate::orchestrate::run_timeout(args, TIMEOUT_MS)?;
     let cleanup = args.bool("cleanup")?.unwrap_or(CLEANUP);
-    let tail_lines = crate::orchestrate::tail_lines(args)?;
-    let all_tails = crate::orchestrate::all_tails(args)?;
+    let tails = Tails::parse(args)?;
     let stop_asking = asking::stops(args)?;
 
     let place = Place::prepare(&ctx.mux, tiled)?;
@@ -151,8 +151,10 @@ fn run_parallel(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     if let End::Deadline = end {
         kill_unfinished(&ctx.mux, &mut jobs, cleanup);
     }
+    let shown =
+        if tails.all { jobs.len() } else { jobs.iter().filter(|j| j.status() != "ok").count() };
     let results: Vec<Value> =
-        jobs.iter().map(|job| job_result(job, tail_lines, all_tails)).collect();
+        jobs.iter().map(|job| job_result(job, &tails, shown, !cleanup)).collect();
     if cleanup {
         end_run_panes(&ctx.mux, &panes(&jobs), true);
         place.remove(&ctx.mux);
@@ -286,6 +288,17 @@ fn start_all<'a>(mux: &Mux, place: &Place, tasks: &'a [Task], stop_asking: bool)
 }
 
 impl Job<'_> {
+    /// The status its result gives, once it has ended or been stopped.
+    fn status(&self) -> &'static str {
+        let Ok(pane) = &self.pane else { return "error" };
+        match (self.timed_out, pane.output().exit()) {
+            _ if self.asked.is_some() => "input",
+            (Some(_), _) => "timeout",
+            (None, Some(exit)) if exit.success() => "ok",
+            (None, _) => "failed",
+        }
+    }
+
     fn running(&self) -> bool {
         self.pane.as_ref().is_ok_and(|p| p.is_running())
     }
@@ -348,7 +361,7 @@ fn asking_job(jobs: &mut [Job<'_>]) -> Option<usize> {
 /// Stops a command found asking, as the deadline would; with cleanup it leaves the registry too.
 fn stop(mux: &Mux, job: &mut Job<'_>, cleanup: bool) {
     if let (Ok(pane), Some(watch)) = (&job.pane, &job.watch) {
-        job.asked = Some(Asked::now(pane, crate::orchestrate::MAX_TAIL_BYTES, watch));
+        job.asked = Some(Asked::now(pane, watch));
         end_run_panes(mux, std::slice::from_ref(pane), cleanup);
     }
 }
@@ -390,8 +403,9 @@ fn panes(jobs: &[Job<'_>]) -> Vec<Arc<Pane>> {
     jobs.iter().filter_map(|j| j.pane.as_ref().ok().cloned()).collect()
 }
 
-/// One command's entry in the answer; optional fields appear only when they say something.
-fn job_result(job: &Job<'_>, tail_lines: usize, all_tails: bool) -> Value {
+/// One command's entry in the answer; optional fields appear only when they say something. It is
+/// one of `shown` results with an `output_tail`; `stays`: its pane stays to be read.
+fn job_result(job: &Job<'_>, tails: &Tails, shown: usize, stays: bool) -> Value {
     let mut value = json!({"name": job.task.name, "command": job.task.pane.command});
     let pane = match &job.pane {
         Ok(pane) => pane,
@@ -405,25 +419,19 @@ fn job_result(job: &Job<'_>, tail_lines: usize, all_tails: bool) -> Value {
     };
     value["pane_id"] = json!(pane.id);
     let (exit, exited_at, end) = pane.output().with(|s| (s.exit, s.exited_at, s.ring.end()));
-    let status = match (job.timed_out, exit) {
-        _ if job.asked.is_some() => "input",
-        (Some(_), _) => "timeout",
-        (None, Some(exit)) if exit.success() => "ok",
-        (None, _) => "failed",
-    };
+    let status = job.status();
     value["status"] = json!(status);
     let stopped = job.timed_out.or(job.asked.as_ref().map(|a| a.at));
     let exit = if stopped.is_some() { None } else { exit };
     write_exit(&mut value, exit, SignalField::WhenSignalled);
     let ended = stopped.or(exited_at).unwrap_or_else(Instant::now);
     value["duration_ms"] = json!(ended.saturating_duration_since(pane.started).as_millis() as u64);
-    if status != "ok" || all_tails {
+    if status != "ok" || tails.all {
         let end = job.asked.as_ref().map_or(end, |a| a.end);
-        let tail = tail(pane, 0, end, tail_lines);
+        let tail = tails.of(pane, (0, end), shown, stays);
         match &job.asked {
             Some(asked) => asked.write_tail(&mut value, tail),
-            None if !tail.is_empty() => value["output_tail"] = json!(tail),
-            None => {}
+            None => asking::write_tail(&mut value, &tail),
         }
     }
     value

@@ -25,19 +25,21 @@ use crate::config::config;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ids::{new_id, short_id};
 use crate::mux::{ORCHESTRATION_SESSION, PaneArgs, Place};
+use crate::orchestrate::asking::write_tail;
 use crate::orchestrate::asking::{self, Asked};
 use crate::orchestrate::{run_schema, tail};
 use crate::pane::Pane;
 use crate::pane::activity::{InputWatch, quiet_period};
+use crate::pane::budget::Fitted;
 use crate::pane::exit::{Exit, SignalField, write_exit};
 use crate::pane::mark::{self, CATCH_UP};
 use crate::runtime::{Ctx, Tool};
-use crate::shell::{Kind, Launch, Prompt, Shell, quote};
+use crate::shell::{Kind, Launch, PROMPT_DRAWN_WAIT, Prompt, Shell, quote, shown};
 use crate::tempdir::PrivateDir;
 use crate::tool::args::Args;
 use crate::tool::call::Progress;
 use crate::tool::{RUNS, schema::*};
-use crossbeam_channel::{after, never, select};
+use crossbeam_channel::{after, at as at_instant, never, select};
 use plan::{CLEANUP, MAX_STEPS, Plan, STOP_ON_ERROR, TIMEOUT_MS, parse_plan};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -52,7 +54,7 @@ pub(crate) const TOOL: Tool = Tool {
     description: "Run steps one after another in one pane and one shell (cd, export carry over). \
                   Per step: exact exit_code, duration_ms, status ok/failed/timeout/exited (it ended \
                   the shell)/input. stop_on_error stops at the first failure; failed_at names it, \
-                  output_tail holds its last tail_lines lines; tails=all gives every step its \
+                  output_tail holds its last lines + errors; tails=all gives every step its \
                   output_tail. timeout_ms interrupts the running step; so does a step waiting for \
                   keyboard input, after a quiet second (status input, its question in \
                   output_tail; on_input=wait lets it wait). cwd: the shell's directory after the \
@@ -64,7 +66,7 @@ pub(crate) const TOOL: Tool = Tool {
             &[("command", typed("string")), ("name", string("Default step-N"))],
             &["command"],
         );
-        let [timeout, tail_lines, tails] = run_schema(TIMEOUT_MS);
+        let [timeout, tail_lines, tails, keep] = run_schema(TIMEOUT_MS);
         object(
             &[
                 (
@@ -78,6 +80,7 @@ pub(crate) const TOOL: Tool = Tool {
                 ("cleanup", boolean_or("Close the pane at the end", CLEANUP)),
                 tail_lines,
                 tails,
+                keep,
                 asking::schema(),
             ],
             &["commands"],
@@ -118,6 +121,8 @@ struct Run<'a> {
     records: Vec<Record>,
     /// The shell has shown its first prompt.
     prompted: bool,
+    /// When the next step is typed even if the prompt's mark has not come.
+    typed_on: Option<Instant>,
     /// No step is left to type: all ran, or the first failure stopped them.
     done: bool,
     /// The shell ended before the steps were done: a step exited it or something killed it.
@@ -164,6 +169,7 @@ fn run_pipeline(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
         shell,
         records: Vec::new(),
         prompted: false,
+        typed_on: None,
         done: false,
         shell_exit: None,
         interrupted: None,
@@ -273,8 +279,12 @@ impl Run<'_> {
                 }
                 // The first step is typed at once, before the shell's first prompt: the terminal
                 // holds it, ahead of anything typed for the step to read (the shell reads its
-                // lines in order). Each next one goes when the last one's record has come.
-                self.type_next(ctx.progress)?;
+                // lines in order). Each next one goes once the shell has drawn its prompt after
+                // the last one's record, so that a person watching sees the prompt, the step's
+                // command once, and its output.
+                if self.records.is_empty() || self.prompt_ready() {
+                    self.type_next(ctx.progress)?;
+                }
             }
             // Only a running step is watched; what was just typed for it may still sit unread in
             // the terminal while the shell's last print is long past.
@@ -283,8 +293,7 @@ impl Run<'_> {
                 check.typed_at(typed);
                 if check.check() {
                     // Stopped as at the deadline, with the same grace.
-                    let limit = crate::orchestrate::MAX_TAIL_BYTES;
-                    self.asked = Some(Asked::now(&self.pane, limit, check));
+                    self.asked = Some(Asked::now(&self.pane, check));
                     watch = None;
                     self.interrupt();
                     deadline = Instant::now() + INTERRUPT_GRACE;
@@ -294,9 +303,18 @@ impl Run<'_> {
             let check = watch.as_ref().filter(|_| typed.is_some()).and_then(InputWatch::next_check);
             let check =
                 check.map_or_else(never, |at| after(at.saturating_duration_since(Instant::now())));
+            // While a prompt is being drawn, its mark is what the loop waits for.
+            let drawing = !self.step_running() && self.typed_on.is_some();
+            let printed = if drawing { self.pane.output().subscribe() } else { never() };
+            let drawn_at = match self.typed_on {
+                Some(at) if drawing => at_instant(at),
+                _ => never(),
+            };
             select! {
                 recv(records) -> _ => {}
                 recv(ending) -> _ => {}
+                recv(printed) -> _ => {}
+                recv(drawn_at) -> _ => {}
                 recv(ctx.cancel.receiver()) -> _ => return Err(Error::cancelled()),
                 recv(after(deadline.saturating_duration_since(Instant::now()))) -> _ => {
                     if self.interrupted.is_some() {
@@ -347,12 +365,23 @@ impl Run<'_> {
         self.report(progress);
     }
 
+    /// Whether the next step can be typed: the shell reported a prompt and drew it (its mark came),
+    /// or `PROMPT_DRAWN_WAIT` passed since the report for a prompt that lost its mark.
+    fn prompt_ready(&mut self) -> bool {
+        if self.shell.with(|s| s.prompts) == 0 {
+            return false;
+        }
+        let by = *self.typed_on.get_or_insert_with(|| Instant::now() + PROMPT_DRAWN_WAIT);
+        self.pane.prompt_drawn(&self.shell) || Instant::now() >= by
+    }
+
     /// Types the next step.
     fn type_next(&mut self, progress: &Progress) -> Result<()> {
+        self.typed_on = None;
         let step = &self.plan.steps[self.records.len()].command;
         let (exec, line) = self.shell.prepare_exec(&checked(self.runs_steps, step), None)?;
         let started = Instant::now();
-        let (typed, _) = self.pane.send(&[line.as_bytes()])?;
+        let typed = self.pane.type_hidden(&self.shell, (&line, exec), &shown(step))?;
         self.records.push(Record { started, exec, typed, end: typed, ended: None });
         self.report(progress);
         Ok(())
@@ -375,7 +404,10 @@ impl Run<'_> {
         let Ok((exec, line)) = self.shell.prepare_exec(&launch.exec_line(user), None) else {
             return;
         };
-        if let Ok((typed, _)) = self.pane.send(&[line.as_bytes()]) {
+        self.pane.wait_prompt_drawn(&self.shell, Instant::now() + PROMPT_DRAWN_WAIT);
+        // A person watching sees the shell being replaced, not the lines that set it up.
+        let shown = format!("exec {user}");
+        if let Ok(typed) = self.pane.type_hidden(&self.shell, (&line, exec), &shown) {
             mark::find(&self.pane, &self.shell.begin_mark(exec), typed);
         }
     }
@@ -448,11 +480,10 @@ impl Run<'_> {
                 // The question, not what the interrupted program printed as it went.
                 to = asked.end.clamp(from, to);
             }
-            let tail = tail(&self.pane, from, to, self.plan.tail_lines);
+            let tail = self.tail((from, to));
             match asked {
                 Some(asked) => asked.write_tail(&mut value, tail),
-                None if !tail.is_empty() => value["output_tail"] = json!(tail),
-                None => {}
+                None => write_tail(&mut value, &tail),
             }
         }
         Ok(value)
@@ -479,12 +510,8 @@ impl Run<'_> {
         let record = &self.records[i];
         let step = &self.plan.steps[i];
         let mut value = json!({"name": step.name, "command": step.command, "status": status});
-        if self.plan.all_tails {
-            let (from, to) = self.range(i);
-            let tail = tail(&self.pane, from, to, self.plan.tail_lines);
-            if !tail.is_empty() {
-                value["output_tail"] = json!(tail);
-            }
+        if self.plan.tails.all {
+            write_tail(&mut value, &self.tail(self.range(i)));
         }
         let ended_at = match &record.ended {
             Some((at, prompt)) => {
@@ -505,6 +532,13 @@ impl Run<'_> {
         value["duration_ms"] =
             json!(ended_at.saturating_duration_since(record.started).as_millis() as u64);
         value
+    }
+
+    /// The `output_tail` of the output between two offsets: one of as many as the answer shows
+    /// (every step's with `tails: all`, plus the failed step's).
+    fn tail(&self, range: (u64, u64)) -> Fitted {
+        let shown = if self.plan.tails.all { self.records.len() + 1 } else { 1 };
+        self.plan.tails.of(&self.pane, range, shown, !self.plan.cleanup)
     }
 
     /// The output offsets of step `i`: from its begin mark to its end mark (or to the end of the

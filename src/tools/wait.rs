@@ -12,10 +12,13 @@
 use crate::error::{Error, Result};
 use crate::pane::Pane;
 use crate::pane::activity::{InputWatch, quiet_period};
+use crate::pane::budget::{self, Budget};
 use crate::pane::exit::{SignalField, write_exit};
+use crate::pane::mark::{self, CATCH_UP};
 use crate::pane::search::{Found, Scan, compile};
 use crate::pane::tail;
 use crate::runtime::{Ctx, Tool};
+use crate::shell::Prompt;
 use crate::tool::args::Args;
 use crate::tool::choice::{Choice, choice_enum};
 use crate::tool::{RUNS, schema::*};
@@ -35,9 +38,10 @@ const TAIL_LINES: u64 = 10;
 const MAX_PANES: usize = 32;
 /// The longest wait one call accepts: one day.
 const MAX_TIMEOUT_MS: u64 = 86_400_000;
-/// The most lines a result may show, and the most bytes of them.
+/// The most lines a result may show.
 const MAX_TAIL_LINES: u64 = 1000;
-const MAX_TAIL_BYTES: usize = 16 << 10;
+/// The least bytes of output one pane's result gets when many share the answer.
+const MIN_RESULT_BYTES: usize = 512;
 /// How far back a job's begin mark is looked for.
 const JOB_LOOK_BACK: u64 = 256 << 10;
 
@@ -57,7 +61,7 @@ pub(crate) const TOOL: Tool = Tool {
                   (exit_code, cwd: a shell's command ended, even before this call), exited (the \
                   pane's program ended), input (`program` asks; output shows the question), matched \
                   (until matched output printed after the call). Instead of polling or sleeping. \
-                  results in pane_ids order, each with its last tail_lines lines; fired: first \
+                  results in pane_ids order, each with its last lines + errors; fired: first \
                   first; status timeout leaves the rest running. Runs as an MCP task for clients \
                   that ask.",
     hints: RUNS,
@@ -73,6 +77,7 @@ pub(crate) const TOOL: Tool = Tool {
                 ("until", string("Regex for output printed after the call starts")),
                 ("timeout_ms", integer_or("Give up after this long", TIMEOUT_MS)),
                 ("tail_lines", integer_or("Lines of each pane's output to show", TAIL_LINES)),
+                crate::orchestrate::keep_schema(),
             ],
             &["pane_ids"],
         )
@@ -90,8 +95,9 @@ pub(crate) const TOOL: Tool = Tool {
 
 /// What happened to one pane.
 enum Outcome {
-    /// Its shell's command ended and the shell is back at its prompt.
-    Ended { status: i32, cwd: String },
+    /// Its shell's command ended and the shell is back at its prompt; the command's output ends
+    /// at `end`.
+    Ended { status: i32, cwd: String, end: u64 },
     /// Its process ended.
     Exited,
     /// Its program waits for the terminal: its name, when known.
@@ -112,6 +118,9 @@ struct Watched {
     /// The shell's prompt count at the last look at whether it sits idle. Its command can only end
     /// with a new prompt record, so a wake for output alone (with `until`) costs no /proc look.
     prompts_seen: Option<u64>,
+    /// The shell reported its command's end; the wait goes on until the command's end mark is in
+    /// the output (the record can overtake the terminal's bytes), or until `by`.
+    ending: Option<(Prompt, Instant)>,
 }
 
 impl Watched {
@@ -124,7 +133,7 @@ impl Watched {
             Scan::new(regex.clone(), pane.output().end())
         });
         let input = InputWatch::new(&pane, quiet_period());
-        Watched { pane, scan, input, outcome: None, wakes, prompts_seen: None }
+        Watched { pane, scan, input, outcome: None, wakes, prompts_seen: None, ending: None }
     }
 
     /// The pane's outcome now, if it has one: a match first, then its end, its shell back at
@@ -136,19 +145,46 @@ impl Watched {
         if !self.pane.is_running() {
             return Some(Outcome::Exited);
         }
-        if let Some(shell) = self.pane.shell() {
-            let prompts = shell.with(|s| s.prompts);
-            if self.prompts_seen != Some(prompts) {
-                self.prompts_seen = Some(prompts);
-                if let Some(prompt) = idle(&self.pane, shell) {
-                    return Some(Outcome::Ended { status: prompt.status, cwd: prompt.cwd });
-                }
-            }
+        if let Some(ended) = self.command_end() {
+            return Some(ended);
         }
         self.input.check().then(|| Outcome::Input(self.input.program()))
     }
 
-    fn result(&self, lines: usize) -> Value {
+    /// The end of the shell's command: its prompt record says the command ended, and the output
+    /// holds the mark where the command's output ends. A command whose record has come but whose
+    /// output is still on its way through the terminal is waited for, so that the answer holds
+    /// its output — up to `CATCH_UP`, for a mark that never comes.
+    fn command_end(&mut self) -> Option<Outcome> {
+        let pane = self.pane.clone();
+        let shell = pane.shell()?;
+        let prompts = shell.with(|s| s.prompts);
+        if self.ending.is_none() && self.prompts_seen != Some(prompts) {
+            self.prompts_seen = Some(prompts);
+            if let Some(prompt) = idle(&self.pane, shell) {
+                // Subscribed before the look at the output, so the mark cannot slip between.
+                self.wakes.push(self.pane.output().subscribe());
+                self.ending = Some((prompt, Instant::now() + CATCH_UP));
+            }
+        }
+        let (prompt, by) = self.ending.as_ref()?;
+        let from = self.pane.output().end().saturating_sub(JOB_LOOK_BACK);
+        let end = match mark::locate(&self.pane, &shell.end_mark(prompt), from) {
+            Some((end, _)) => end,
+            None if Instant::now() >= *by => self.pane.output().end(),
+            None => return None,
+        };
+        Some(Outcome::Ended { status: prompt.status, cwd: prompt.cwd.clone(), end })
+    }
+
+    /// When this pane must be looked at again, whatever its channels say.
+    fn next_look(&self) -> Option<Instant> {
+        let catch_up = self.ending.as_ref().map(|(_, by)| *by);
+        [self.input.next_check(), catch_up].into_iter().flatten().min()
+    }
+
+    /// The pane's entry in the answer: its outcome, and what it shows within `budget`.
+    fn result(&self, budget: &Budget<'_>) -> Value {
         let mut value = json!({"pane_id": self.pane.id});
         value["status"] = json!(match &self.outcome {
             None => "running",
@@ -159,7 +195,7 @@ impl Watched {
             Some(Outcome::Matched(_)) => "matched",
         });
         match &self.outcome {
-            Some(Outcome::Ended { status, cwd }) => {
+            Some(Outcome::Ended { status, cwd, .. }) => {
                 value["exit_code"] = json!(status);
                 value["cwd"] = json!(cwd);
             }
@@ -170,9 +206,15 @@ impl Watched {
             Some(Outcome::Input(Some(program))) => value["program"] = json!(program),
             Some(Outcome::Input(None)) | None => {}
         }
-        let shown = tail::shown_since(&self.pane, job_start(&self.pane), lines, MAX_TAIL_BYTES);
+        if let Some(Outcome::Ended { end, .. }) = &self.outcome {
+            // The command's own lines: from its begin mark to its end mark, not the next prompt.
+            budget::output(&self.pane, job_start(&self.pane), *end, budget)
+                .write(&mut value, "output");
+            return value;
+        }
+        let shown = tail::shown_since(&self.pane, job_start(&self.pane), budget);
         if matches!(self.outcome, Some(Outcome::Input(_))) {
-            value["line"] = json!(tail::question(&shown.text));
+            value["line"] = json!(tail::question(shown.text()));
         }
         shown.write(&mut value, "output");
         value
@@ -187,7 +229,7 @@ fn job_start(pane: &Pane) -> u64 {
     let exec = shell.with(|s| s.pending.as_ref().map(|(id, _)| *id).or(s.last().map(|p| p.exec)));
     let Some(exec) = exec.filter(|id| *id > 0) else { return 0 };
     let from = pane.output().end().saturating_sub(JOB_LOOK_BACK);
-    crate::pane::mark::locate(pane, &shell.begin_mark(exec), from).map_or(0, |(_, end)| end)
+    mark::locate(pane, &shell.begin_mark(exec), from).map_or(0, |(_, end)| end)
 }
 
 fn wait(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
@@ -196,6 +238,7 @@ fn wait(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let pattern = args.str("until")?.map(compile).transpose()?;
     let timeout = args.u64("timeout_ms", 0, MAX_TIMEOUT_MS)?.unwrap_or(TIMEOUT_MS);
     let lines = args.u64("tail_lines", 0, MAX_TAIL_LINES)?.unwrap_or(TAIL_LINES) as usize;
+    let keep = crate::orchestrate::keep(args)?;
     let deadline = started + Duration::from_millis(timeout);
     // The ids are looked up last: every argument is checked before anything is looked at.
     let panes = panes(ctx, args)?;
@@ -216,7 +259,10 @@ fn wait(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
             Wake::Cancelled => return Err(Error::cancelled()),
         }
     };
-    let results: Vec<Value> = watched.iter().map(|w| w.result(lines)).collect();
+    // The answer's budget is shared among the panes.
+    let bytes = (budget::default_bytes() / watched.len()).max(MIN_RESULT_BYTES);
+    let budget = Budget::tail(bytes, lines, keep.as_ref());
+    let results: Vec<Value> = watched.iter().map(|w| w.result(&budget)).collect();
     Ok(json!({
         "status": if done { "done" } else { "timeout" },
         "fired": fired,
@@ -272,7 +318,7 @@ fn sleep(
 ) -> Wake {
     let waiting = || watched.iter().filter(|w| w.outcome.is_none());
     let wakes: Vec<&Receiver<()>> = waiting().flat_map(|w| &w.wakes).collect();
-    let look = waiting().filter_map(|w| w.input.next_check()).min();
+    let look = waiting().filter_map(Watched::next_look).min();
     let mut select = Select::new();
     for wake in &wakes {
         select.recv(wake);

@@ -2,7 +2,7 @@
 //! where the shell starts, and the options, each default read from the constant its schema declares.
 
 use crate::error::{Error, Result};
-use crate::orchestrate::{asking, check_cwd, check_unique, command};
+use crate::orchestrate::{Tails, asking, check_cwd, check_unique, command};
 use crate::tool::{self, args::Args};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -29,9 +29,8 @@ pub(super) struct Plan {
     pub(super) stop_on_error: bool,
     pub(super) timeout: Duration,
     pub(super) cleanup: bool,
-    pub(super) tail_lines: usize,
-    /// Every step gets its `output_tail`, not only the failed one.
-    pub(super) all_tails: bool,
+    /// The steps' `output_tail`s: `tail_lines`, `tails` and `keep`.
+    pub(super) tails: Tails,
     /// `on_input: stop`: interrupt a step found asking.
     pub(super) stop_asking: bool,
 }
@@ -67,8 +66,7 @@ pub(super) fn parse_plan(args: &Args<'_>, base: &Path) -> Result<Plan> {
         stop_on_error: args.bool("stop_on_error")?.unwrap_or(STOP_ON_ERROR),
         timeout: crate::orchestrate::run_timeout(args, TIMEOUT_MS)?,
         cleanup: args.bool("cleanup")?.unwrap_or(CLEANUP),
-        tail_lines: crate::orchestrate::tail_lines(args)?,
-        all_tails: crate::orchestrate::all_tails(args)?,
+        tails: Tails::parse(args)?,
         stop_asking: asking::stops(args)?,
     })
 }
@@ -124,8 +122,7 @@ mod tests {
             stop_on_error,
             timeout: Duration::from_secs(1),
             cleanup: false,
-            tail_lines: 10,
-            all_tails: false,
+            tails: Tails { lines: 10, all: false, keep: None },
             stop_asking: true,
         }
     }

@@ -1,0 +1,415 @@
+//! Answers that fit: every answer that carries a command's output (`fugue_exec`, `fugue_send_input`
+//! waits, `fugue_wait` results, the run tools' tails, `fugue_expect`) is built here, from the
+//! output's lines, within a byte budget (about 4 KB by default), in this order: the last lines;
+//! the lines in the middle that matter (errors, failures, panics, tracebacks, "denied", "not
+//! found", "undefined", then warnings, and what the call's `keep` regex matches, each with a line
+//! of context); the first lines. A noisy build that fails shows its error line, whatever the
+//! noise around it. What is left out is said: a marker line in each gap (`[… 812 lines]`), and
+//! `omitted_lines` with `omitted_since`, the raw offset from which `fugue_get_output` `since` reads
+//! the first line left out. A full-screen program's screen is fitted the same way, its rows
+//! collapsed first (`screen::collapse`).
+
+use super::{Pane, screen, text};
+use regex::Regex;
+use serde_json::{Value, json};
+use std::borrow::Cow;
+use std::sync::OnceLock;
+
+/// The budget of an answer's output when the call does not set `max_bytes`: with the answer's
+/// other fields and JSON's escapes, the answer stays within about 4 KB.
+pub(crate) const DEFAULT_BYTES: usize = 3584;
+
+/// `DEFAULT_BYTES`, or `FUGUE_MAX_OUTPUT_BYTES` when that is less: the budget of the answers
+/// whose call has no `max_bytes`.
+pub(crate) fn default_bytes() -> usize {
+    DEFAULT_BYTES.min(crate::config::config().max_output_bytes)
+}
+
+/// The most bytes of output rendered for one answer: its whole range in the default scrollback.
+/// A tail looks back less far: it shows the end, and the lines that matter near it.
+const SCAN_WHOLE: u64 = 8 << 20;
+const SCAN_TAIL: u64 = 1 << 20;
+
+/// How an answer is built.
+pub(crate) struct Budget<'a> {
+    /// The most bytes of the text.
+    pub(crate) bytes: usize,
+    /// The most lines kept from the end (a `tail_lines`); `usize::MAX`: as many as fit.
+    pub(crate) last: usize,
+    /// The first lines fill what room is left (an answer that shows a whole output); otherwise
+    /// the room goes to more of the end (a tail).
+    pub(crate) first: bool,
+    /// The call's `keep`: lines it matches matter as errors do.
+    pub(crate) keep: Option<&'a Regex>,
+}
+
+impl<'a> Budget<'a> {
+    /// For a whole output: its end, what matters, its beginning.
+    pub(crate) fn whole(bytes: usize, keep: Option<&'a Regex>) -> Budget<'a> {
+        Budget { bytes, last: usize::MAX, first: true, keep }
+    }
+
+    /// For a tail: at most `lines` lines of the end, and what matters before them.
+    pub(crate) fn tail(bytes: usize, lines: usize, keep: Option<&'a Regex>) -> Budget<'a> {
+        Budget { bytes, last: lines, first: false, keep }
+    }
+}
+
+/// An answer's text, and what it left out.
+#[derive(Clone, Default)]
+pub(crate) struct Fitted {
+    pub(crate) text: String,
+    pub(crate) omitted_lines: usize,
+    /// Where `fugue_get_output` `since` reads on from the first line left out; none for a screen,
+    /// or for a pane that will be gone.
+    pub(crate) omitted_since: Option<u64>,
+}
+
+impl Fitted {
+    /// Puts the text under `key`, and `omitted_lines` and `omitted_since` beside it when lines
+    /// were left out.
+    pub(crate) fn write(&self, value: &mut Value, key: &str) {
+        value[key] = json!(self.text);
+        if self.omitted_lines > 0 {
+            value["omitted_lines"] = json!(self.omitted_lines);
+            if let Some(since) = self.omitted_since {
+                value["omitted_since"] = json!(since);
+            }
+        }
+    }
+
+    /// The same, for a pane that will be closed before anyone can read it.
+    pub(crate) fn without_since(mut self) -> Fitted {
+        self.omitted_since = None;
+        self
+    }
+}
+
+/// Rendered lines, each with the raw offset where it begins (none for a screen's rows).
+#[derive(Default)]
+pub(crate) struct Lines {
+    pub(crate) text: Vec<String>,
+    pub(crate) starts: Vec<u64>,
+    /// Lines before the first one here that the range held but were not rendered (past the scan
+    /// bound), and where they begin.
+    before: Option<(usize, u64)>,
+}
+
+impl Lines {
+    /// Keeps only the lines `keep` accepts, with their offsets.
+    pub(crate) fn retain(&mut self, keep: impl Fn(&str) -> bool) {
+        let mut starts = std::mem::take(&mut self.starts).into_iter();
+        let mut kept = Vec::new();
+        self.text.retain(|line| {
+            let start = starts.next();
+            let yes = keep(line);
+            if yes {
+                kept.extend(start);
+            }
+            yes
+        });
+        self.starts = kept;
+    }
+}
+
+/// The text view of the output between raw offsets `from` and `to`, as lines with their offsets.
+/// At most `scan` bytes from the end are rendered; the lines before are counted, not rendered.
+fn lines_between(pane: &Pane, from: u64, to: u64, scan: u64) -> Lines {
+    let window = from.max(to.saturating_sub(scan));
+    let (bytes, start, alt, skipped) = pane.output().with(|s| {
+        let (bytes, start) = s.ring.copy(window, to);
+        (bytes, start, s.alt.at(start), s.ring.newlines(from, start))
+    });
+    // A window that begins inside a line begins at the next one.
+    let begin = if start > from {
+        bytes.iter().position(|b| *b == b'\n').map_or(bytes.len(), |i| i + 1)
+    } else {
+        0
+    };
+    let skipped = skipped + usize::from(begin > 0);
+    let before = (skipped > 0).then_some((skipped, from));
+    let (joined, starts) = text::render_with_starts(&bytes[begin..], alt);
+    let at = start + begin as u64;
+    let text =
+        if starts.is_empty() { Vec::new() } else { joined.split('\n').map(String::from).collect() };
+    let starts = starts.into_iter().map(|s| at + s as u64).collect();
+    Lines { text, starts, before }
+}
+
+/// The output between raw offsets `from` and `to`, fitted to `budget`.
+pub(crate) fn output(pane: &Pane, from: u64, to: u64, budget: &Budget<'_>) -> Fitted {
+    fit(&lines(pane, from, to, budget), budget)
+}
+
+/// The lines between raw offsets `from` and `to`, looked at as far back as `budget` needs.
+pub(crate) fn lines(pane: &Pane, from: u64, to: u64, budget: &Budget<'_>) -> Lines {
+    if to <= from {
+        return Lines::default();
+    }
+    lines_between(pane, from, to, if budget.first { SCAN_WHOLE } else { SCAN_TAIL })
+}
+
+/// A screen's rows (down to the last non-blank one), collapsed and fitted to `budget`'s bytes: a
+/// screen is shown whole when it fits, whatever number of lines a tail asks for.
+pub(crate) fn screen(rows: &[String], budget: &Budget<'_>) -> Fitted {
+    let text = screen::collapse(rows);
+    fit(
+        &Lines { text, starts: Vec::new(), before: None },
+        &Budget::whole(budget.bytes, budget.keep),
+    )
+}
+
+/// How much a line matters: 2 for an error (or a `keep` match), 1 for a warning, 0 for noise.
+fn weight(line: &str, keep: Option<&Regex>) -> u8 {
+    static SEVERE: OnceLock<Option<Regex>> = OnceLock::new();
+    static WARNING: OnceLock<Option<Regex>> = OnceLock::new();
+    // On word starts: a compiler's `-Werror` flag is noise, its `error:` is not.
+    let severe = SEVERE.get_or_init(|| {
+        Regex::new(concat!(
+            r"(?i)\b(errors?|fail(s|ed|ure|ures|ing)?|fatal|panic(s|ked)?|traceback|exception|",
+            r"denied|not found|undefined|segmentation fault|abort(ed)?)\b",
+        ))
+        .ok()
+    });
+    let warning = WARNING.get_or_init(|| Regex::new(r"(?i)\bwarn(s|ing|ings)?\b").ok());
+    let hit = |r: Option<&Regex>| r.is_some_and(|r| r.is_match(line));
+    if hit(keep) || hit(severe.as_ref()) {
+        2
+    } else if hit(warning.as_ref()) {
+        1
+    } else {
+        0
+    }
+}
+
+/// Builds the answer from `lines` within `budget`: the last lines (up to half the budget), the
+/// lines that matter with a line of context each (errors first, then warnings, each in order),
+/// then the first lines, or more of the last ones for a tail. Each gap is a marker line.
+pub(crate) fn fit(lines: &Lines, budget: &Budget<'_>) -> Fitted {
+    if budget.last == 0 {
+        return Fitted::default(); // a tail of no lines: none asked for
+    }
+    let all = &lines.text;
+    let n = all.len();
+    let size: usize = all.iter().map(|l| l.len() + 1).sum::<usize>().saturating_sub(1);
+    if size <= budget.bytes && n <= budget.last && lines.before.is_none() {
+        return Fitted { text: all.join("\n"), omitted_lines: 0, omitted_since: None };
+    }
+    let cost = |i: usize| all[i].len() + 1;
+    // What a marker line costs at most, reserved for every gap the answer may hold.
+    let marker_cost = marker(n + lines.before.map_or(0, |b| b.0)).len() + 1;
+    let mut kept: Vec<Option<Cow<'_, str>>> = vec![None; n];
+    let mut room = budget.bytes;
+    // The last lines.
+    let mut top = n;
+    let mut spent = 0;
+    while top > 0 && n - top < budget.last {
+        let i = top - 1;
+        if spent + cost(i) > budget.bytes / 2 {
+            if top == n {
+                // One line longer than half the budget: its end, which a tail shows.
+                let clipped = clip_start(&all[i], (budget.bytes / 2).saturating_sub(4));
+                spent += clipped.len() + 1;
+                kept[i] = Some(Cow::Owned(clipped));
+                top = i;
+            }
+            break;
+        }
+        kept[i] = Some(Cow::Borrowed(all[i].as_str()));
+        spent += cost(i);
+        top = i;
+    }
+    room = room.saturating_sub(spent + marker_cost);
+    // The lines that matter, with a line of context each.
+    let weights: Vec<u8> = all[..top].iter().map(|l| weight(l, budget.keep)).collect();
+    for tier in [2, 1] {
+        for i in (0..top).filter(|i| weights[*i] == tier) {
+            if kept[i].is_some() {
+                continue;
+            }
+            let group = i.saturating_sub(1)..(i + 2).min(top);
+            let new: usize = group.clone().filter(|j| kept[*j].is_none()).map(cost).sum();
+            if new + marker_cost > room {
+                continue;
+            }
+            room -= new + marker_cost;
+            for j in group {
+                kept[j].get_or_insert(Cow::Borrowed(all[j].as_str()));
+            }
+        }
+    }
+    // The first lines, or more of the last.
+    if budget.first {
+        for i in 0..top {
+            if kept[i].is_some() {
+                continue;
+            }
+            if cost(i) > room {
+                break;
+            }
+            room -= cost(i);
+            kept[i] = Some(Cow::Borrowed(all[i].as_str()));
+        }
+    } else {
+        let mut tail = n - top;
+        for i in (0..top).rev() {
+            if tail >= budget.last {
+                break;
+            }
+            if kept[i].is_some() {
+                continue;
+            }
+            if cost(i) > room {
+                break;
+            }
+            room -= cost(i);
+            tail += 1;
+            kept[i] = Some(Cow::Borrowed(all[i].as_str()));
+        }
+    }
+    assemble(lines, &kept, budget)
+}
+
+/// The kept lines in order, a marker in each gap; with what was left out.
+fn assemble(lines: &Lines, kept: &[Option<Cow<'_, str>>], budget: &Budget<'_>) -> Fitted {
+    let (mut omitted, mut since) = lines.before.map_or((0, None), |(n, at)| (n, Some(at)));
+    let mut out: Vec<Cow<'_, str>> = Vec::new();
+    let mut gap = omitted;
+    for (i, line) in kept.iter().enumerate() {
+        match line {
+            None => {
+                if since.is_none() {
+                    since = lines.starts.get(i).copied();
+                }
+                omitted += 1;
+                gap += 1;
+            }
+            Some(line) => {
+                // A tail's leading gap goes without saying: it is the tail of something.
+                if gap > 0 && (budget.first || !out.is_empty()) {
+                    out.push(Cow::Owned(marker(gap)));
+                }
+                gap = 0;
+                out.push(Cow::Borrowed(line));
+            }
+        }
+    }
+    if gap > 0 {
+        out.push(Cow::Owned(marker(gap)));
+    }
+    let text = clip_start(&out.join("\n"), budget.bytes);
+    Fitted { text, omitted_lines: omitted, omitted_since: since.filter(|_| omitted > 0) }
+}
+
+/// The line that stands for `n` lines left out.
+fn marker(n: usize) -> String {
+    if n == 1 { "[… 1 line]".to_string() } else { format!("[… {n} lines]") }
+}
+
+/// The last `max` bytes of `line` at a character boundary, after `…` when anything was cut.
+fn clip_start(line: &str, max: usize) -> String {
+    if line.len() <= max {
+        return line.to_string();
+    }
+    let mut start = line.len() - max.saturating_sub(3);
+    while !line.is_char_boundary(start) {
+        start += 1;
+    }
+    format!("…{}", &line[start..])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(text: &[String]) -> Lines {
+        let mut at = 0;
+        let starts = text
+            .iter()
+            .map(|l| {
+                let s = at;
+                at += l.len() as u64 + 1;
+                s
+            })
+            .collect();
+        Lines { text: text.to_vec(), starts, before: None }
+    }
+
+    fn noisy_build() -> Vec<String> {
+        let mut out: Vec<String> = (0..2000)
+            .map(|i| format!("cc -O2 -Wall -Werror -c src/unit{i}.c -o obj/unit{i}.o"))
+            .collect();
+        out[1000] = "grammar.c:88:5: error: expected ';' before '}' token".into();
+        out.push("make: *** [Makefile:12: all] Error 2".into());
+        out
+    }
+
+    #[test]
+    fn what_fits_is_whole() {
+        let text: Vec<String> = ["a", "", "b"].iter().map(|s| s.to_string()).collect();
+        let fitted = fit(&lines(&text), &Budget::whole(100, None));
+        assert_eq!((fitted.text.as_str(), fitted.omitted_lines), ("a\n\nb", 0));
+    }
+
+    #[test]
+    fn a_noisy_failure_keeps_its_error_line_within_the_budget() {
+        let build = noisy_build();
+        let fitted = fit(&lines(&build), &Budget::whole(DEFAULT_BYTES, None));
+        assert!(fitted.text.len() <= DEFAULT_BYTES, "{}", fitted.text.len());
+        assert!(fitted.text.contains("grammar.c:88:5: error"), "{}", fitted.text);
+        assert!(fitted.text.ends_with("make: *** [Makefile:12: all] Error 2"));
+        assert!(fitted.text.starts_with("cc -O2 -Wall -Werror -c src/unit0.c"), "the first lines");
+        let shown = fitted.text.lines().filter(|l| !l.starts_with("[… ")).count();
+        assert_eq!(shown + fitted.omitted_lines, build.len());
+        // The first line left out is read from `omitted_since`.
+        let first_gap = fitted.text.lines().position(|l| l.starts_with("[… ")).unwrap();
+        let at = lines(&build).starts[first_gap];
+        assert_eq!(fitted.omitted_since, Some(at));
+    }
+
+    #[test]
+    fn a_tail_keeps_its_last_lines_and_what_matters_before_them() {
+        let build = noisy_build();
+        let fitted = fit(&lines(&build), &Budget::tail(DEFAULT_BYTES, 3, None));
+        let shown: Vec<&str> = fitted.text.lines().collect();
+        assert_eq!(shown[0], "cc -O2 -Wall -Werror -c src/unit999.c -o obj/unit999.o");
+        assert_eq!(shown[1], "grammar.c:88:5: error: expected ';' before '}' token");
+        assert_eq!(shown[3], "[… 996 lines]");
+        assert_eq!(shown.len(), 7, "{}", fitted.text);
+        assert_eq!(fitted.omitted_lines, 2001 - 6);
+    }
+
+    #[test]
+    fn keep_adds_lines_and_warnings_come_after_errors() {
+        let mut text: Vec<String> = (0..500).map(|i| format!("noise {i}")).collect();
+        text[100] = "compiled 17 units".into();
+        text[200] = "warning: unused variable".into();
+        text[300] = "Error: it broke".into();
+        let keep = Regex::new("compiled \\d+").unwrap();
+        let fitted = fit(&lines(&text), &Budget::tail(160, 1, Some(&keep)));
+        assert!(fitted.text.contains("compiled 17") && fitted.text.contains("Error: it broke"));
+        assert!(!fitted.text.contains("warning"), "no room for it: {}", fitted.text);
+        assert!(fitted.text.len() <= 160);
+        let roomy = fit(&lines(&text), &Budget::tail(400, 1, None));
+        assert!(roomy.text.contains("warning: unused") && !roomy.text.contains("compiled"));
+    }
+
+    #[test]
+    fn one_endless_line_keeps_its_end() {
+        let text = vec![format!("{}END", "x".repeat(10_000))];
+        let fitted = fit(&lines(&text), &Budget::whole(100, None));
+        assert!(fitted.text.len() <= 100 && fitted.text.ends_with("xEND"), "{}", fitted.text);
+        assert!(fitted.text.starts_with('…'));
+    }
+
+    #[test]
+    fn every_budget_is_kept() {
+        let build = noisy_build();
+        for bytes in [64, 100, 500, 4096, 20_000] {
+            for budget in [Budget::whole(bytes, None), Budget::tail(bytes, 10, None)] {
+                let fitted = fit(&lines(&build), &budget);
+                assert!(fitted.text.len() <= bytes, "{bytes}: {}", fitted.text.len());
+            }
+        }
+    }
+}
