@@ -173,7 +173,7 @@ fn call_args(
     let Some(tool) = mcp::registry::find(name) else {
         return Err(usage_error(&format!("unknown tool {name:?}; `fugue tools` lists them")));
     };
-    match serde_json::from_str(json) {
+    match crate::tool::order::parse(json.as_bytes()) {
         Ok(Value::Object(map)) => Ok((tool, map)),
         Ok(_) => Err(usage_error("the arguments must be a JSON object")),
         Err(e) => Err(usage_error(&format!("the arguments are not valid JSON: {e}"))),

@@ -132,7 +132,8 @@ impl Session {
         if line.iter().all(u8::is_ascii_whitespace) {
             return;
         }
-        match serde_json::from_slice::<Value>(line) {
+        // The order of `responses` keys is kept beside them (see `tool::order`).
+        match crate::tool::order::parse(line) {
             Ok(Value::Object(message)) => self.dispatch(message),
             Ok(Value::Array(_)) => self.reply_error(
                 &Value::Null,

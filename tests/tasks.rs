@@ -45,7 +45,7 @@ fn get(f: &mut Fugue, task: &str) -> Value {
 }
 
 /// Polls `tasks/get` until `done` holds of the task, as a client would at its poll interval.
-fn poll_until(f: &mut Fugue, task: &str, done: impl Fn(&Value) -> bool) -> Value {
+fn poll_until(f: &mut Fugue, task: &str, mut done: impl FnMut(&Value) -> bool) -> Value {
     let deadline = Instant::now() + PATIENCE;
     loop {
         let state = get(f, task);
@@ -376,4 +376,27 @@ fn an_immediate_cancel_leaves_the_shell_free_in_every_shell() {
             }
         }
     });
+}
+
+#[test]
+fn a_task_with_responses_answers_its_questions_and_never_shows_the_answers() {
+    let mut f = Fugue::start_with(&[("FUGUE_INPUT_QUIET_MS", "400")]);
+    let secret = "task-Secret-9";
+    let asking = "printf 'Name? '; read name; stty -echo; printf 'Token: '; read t; stty echo; \
+                  echo; echo \"hello-$name-${#t}\"";
+    let arguments = json!({"command": asking, "responses": {"Name": "bob", "Token": secret}});
+    let handle = call(&mut f, declaring(), "fugue_exec", arguments);
+    let id = task_id(&handle);
+    let mut seen = Vec::new();
+    let done = poll_until(&mut f, &id, |t| {
+        seen.push(t.to_string());
+        t["status"] != "working"
+    });
+    assert_eq!(done["status"], "completed", "answered without asking the client: {done}");
+    let result = &done["result"]["structuredContent"];
+    assert!(result["output"].as_str().unwrap().ends_with("hello-bob-13"), "{done}");
+    assert_eq!(result["answered"][1], json!({"question": "Token:", "key": "Token"}), "{done}");
+    for state in &seen {
+        assert!(!state.contains(secret), "the answer shows in the task: {state}");
+    }
 }

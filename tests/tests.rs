@@ -60,6 +60,8 @@ mod asking;
 mod exec;
 // Jobs: fugue's shells never wait their turn, until, fugue_wait, answers and handles.
 mod jobs;
+// responses: a program's questions answered from keys given up front, one call for a dialogue.
+mod responses;
 // Durable calls: MCP Tasks in both eras, questions as input_required, a task outliving its front.
 mod tasks;
 // Live shells: rc files and hooks kept, integration off, cleanup, wait_ms in non-shell panes.

@@ -9,6 +9,7 @@
 mod budget;
 mod client;
 mod clock;
+mod dialogue;
 mod figures;
 mod input;
 mod jobs;
@@ -32,8 +33,8 @@ Usage:
 
   --fugue PATH   the binary under test (default: $FUGUE_BIN, else target/release/fugue)
   --quick        fewer repetitions, for a quick look
-  FIGURE         any of: ingest parallel wake herd input probes init memory panes exec tools
-                 jobs answers size shared (default: all)
+  FIGURE         any of: ingest parallel wake herd input probes init memory panes exec
+                 dialogue tools jobs answers size shared (default: all)
 
 Exit status: 0 when every measured figure meets its target, 1 otherwise.
 ";
@@ -41,7 +42,7 @@ Exit status: 0 when every measured figure meets its target, 1 otherwise.
 type Figure = fn(&Bench) -> client::R<Vec<Row>>;
 
 /// The figures in table order: (name on the command line, row name for errors, target, function).
-const FIGURES: [(&str, &str, Figure); 15] = [
+const FIGURES: [(&str, &str, Figure); 16] = [
     ("ingest", figures::INGEST, figures::ingestion),
     ("parallel", figures::TRUE_FIG, figures::parallel),
     ("wake", figures::WAKE_FIG, figures::wake),
@@ -52,6 +53,7 @@ const FIGURES: [(&str, &str, Figure); 15] = [
     ("memory", figures::MEM_FIG, figures::memory),
     ("panes", figures::PANES_FIG, figures::many_panes),
     ("exec", live::EXEC_FIG, live::exec),
+    ("dialogue", dialogue::DIALOGUE_FIG, dialogue::dialogue),
     ("jobs", jobs::WAIT_FIG, jobs::jobs),
     ("answers", budget::ANSWER_FIG, budget::answers),
     ("tools", figures::TOOLS_FIG, figures::tools_list),

@@ -36,7 +36,9 @@ const MAX_CLIENT_FIELD: usize = 100;
 const INSTRUCTIONS: &str = "Run commands with fugue_exec: it answers when the command ends \
 (exit_code, output); cd and export persist. For a server or a long job pass `until` (a regex: \
 answer once its output matches), go on, then fugue_wait on its pane_id instead of sleeping or \
-polling. Status input: the program asks; reply with fugue_send_input.";
+polling. Status input: the program asks; reply with fugue_send_input. A program that will ask \
+(an installer, rm -i, a passphrase): give `responses` ({question regex: answer}) and the whole \
+dialogue takes one call.";
 
 /// Where a request runs: cheap methods on the reader thread, tool calls on a worker.
 #[derive(PartialEq, Eq)]

@@ -1,8 +1,9 @@
 //! `on_input` for the run tools: a command or step whose program waits for someone to type is
 //! stopped as at a timeout and reported `input`, instead of holding the call until its timeout.
 //!
-//! The rule itself (quiet, then two agreeing looks at /proc) is `pane::activity::InputWatch`; this
-//! file holds the argument, its schema, and the answer for a stopped command.
+//! The rule itself (two agreeing looks at /proc, at once or after a quiet period) is
+//! `pane::activity::InputWatch`; this file holds the argument, its schema, and the answer for a
+//! stopped command.
 
 use crate::error::Result;
 use crate::pane::Pane;
@@ -74,9 +75,4 @@ pub(crate) fn write_tail(value: &mut Value, tail: &Fitted) {
     if !tail.text.is_empty() {
         tail.write(value, "output_tail");
     }
-}
-
-/// The earliest of the watches' next checks.
-pub(crate) fn next_check<'a>(watches: impl Iterator<Item = &'a InputWatch>) -> Option<Instant> {
-    watches.filter_map(InputWatch::next_check).min()
 }

@@ -1,10 +1,12 @@
 //! What the run tools share, below their handlers (`tools::parallel`, `tools::pipeline`) and
 //! `tools::expect`: argument checks and their schemas, the text tail of a stretch of output,
-//! closing a run's panes at once, and stopping a program that asks (`asking`). In: arguments and
-//! panes; out: checked values, tails, closed panes. Nothing here waits: the handlers block on pane
-//! events and the call's cancel channel with deadlines; none of them sleeps to poll.
+//! closing a run's panes at once, stopping a program that asks (`asking`), and answering it with
+//! the `responses` given up front (`responses`). In: arguments and panes; out: checked values,
+//! tails, closed panes, typed answers. Nothing here waits: the handlers block on pane events and
+//! the call's cancel channel with deadlines; none of them sleeps to poll.
 
 pub(crate) mod asking;
+pub(crate) mod responses;
 
 use crate::error::{Error, Result};
 use crate::mux::Mux;

@@ -106,6 +106,13 @@ pub(crate) enum Look {
     Asks(Option<String>),
 }
 
+/// Whether the pane's shell, run with fugue's integration, is its terminal's foreground itself
+/// (at its prompt, or in a builtin), not a job it started.
+fn shell_in_front(pane: &Pane) -> bool {
+    pane.shell().is_some()
+        && Terminal::group(pane).is_some_and(|group| u32::try_from(group) == Ok(pane.pid))
+}
+
 /// One look at /proc: does the pane's terminal foreground process group wait for the terminal and
 /// nothing else, and for how long? Busy when in doubt.
 pub(crate) fn look(pane: &Pane) -> Look {
@@ -222,6 +229,15 @@ impl InputWatch {
         if !self.pane.is_running() || Instant::now() < self.due() {
             return false;
         }
+        if Instant::now() < self.quiet_from() + self.quiet.saturating_sub(CONFIRM_GAP)
+            && shell_in_front(&self.pane)
+        {
+            // Only its prompt record or the quiet period tells a shell's prompt from its `read`:
+            // a look at /proc now could not answer, and would hold up the wait for the record.
+            self.first_yes = None;
+            self.next_probe = Instant::now() + RETRY_GAP;
+            return false;
+        }
         let look = look(&self.pane);
         let now = Instant::now();
         let (yes, program) = match look {
@@ -288,6 +304,15 @@ struct Terminal {
 }
 
 impl Terminal {
+    /// The terminal's foreground process group.
+    fn group(pane: &Pane) -> Option<i32> {
+        let master = pane.master.lock();
+        let fd = master.as_ref()?.as_raw_fd()?;
+        // SAFETY: tcgetpgrp only reads the terminal's state; the fd lives while the lock is held.
+        let group = unsafe { libc::tcgetpgrp(fd) };
+        (group > 0).then_some(group)
+    }
+
     fn of(pane: &Pane) -> Option<Terminal> {
         let master = pane.master.lock();
         let master = master.as_ref()?;

@@ -288,6 +288,20 @@ impl Pane {
         self.output.application_cursor()
     }
 
+    /// Whether what is typed now shows on the terminal: echoed by the terminal (`ECHO`), or by the
+    /// program itself, which then reads key by key (no `ICANON`: a line editor, a full-screen
+    /// program). Not at a password prompt, which reads lines without echo. In doubt (no terminal
+    /// any more), false.
+    pub(crate) fn shows_typing(&self) -> bool {
+        let master = self.master.lock();
+        let Some(fd) = master.as_ref().and_then(|m| m.as_raw_fd()) else { return false };
+        // SAFETY: an all-zero termios is valid, and tcgetattr only writes into it.
+        let mut termios: libc::termios = unsafe { std::mem::zeroed() };
+        // SAFETY: tcgetattr only reads the terminal's state; the fd lives while the lock is held.
+        let read = unsafe { libc::tcgetattr(fd, &raw mut termios) } == 0;
+        read && (termios.c_lflag & libc::ECHO != 0 || termios.c_lflag & libc::ICANON == 0)
+    }
+
     pub(crate) fn resize(&self, rows: u16, cols: u16) -> Result<()> {
         let master = self.master.lock();
         let master = master.as_ref().ok_or_else(|| {

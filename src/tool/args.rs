@@ -163,7 +163,31 @@ impl<'a> Args<'a> {
 
     /// The arguments not named in `known`, for the "unknown argument" error.
     pub(crate) fn unknown<'k>(&self, known: &[&'k str]) -> Vec<&'a str> {
-        self.map.keys().map(String::as_str).filter(|k| !known.contains(k)).collect()
+        self.map
+            .keys()
+            .map(String::as_str)
+            .filter(|k| !known.contains(k) && !super::order::is_order_of(k, self.map))
+            .collect()
+    }
+
+    /// An object argument's entries in the order the caller wrote them (see `order`); in the
+    /// map's order when that was not recorded (a call made inside fugue).
+    pub(crate) fn in_order(&self, key: &str) -> Result<Option<Vec<(&'a str, &'a Value)>>> {
+        let map = match self.get(key) {
+            None => return Ok(None),
+            Some(Value::Object(map)) => map,
+            Some(other) => return Err(wrong_type(&self.at(key), "an object", other)),
+        };
+        let written = self.map.get(&super::order::order_key(key));
+        let keys: Vec<&str> = map.keys().map(String::as_str).collect();
+        let ordered: Vec<&str> = match written.and_then(Value::as_array) {
+            Some(names) if super::order::lists_exactly(names, &keys) => {
+                names.iter().filter_map(Value::as_str).collect()
+            }
+            _ => keys,
+        };
+        let entries = ordered.into_iter().filter_map(|k| map.get_key_value(k));
+        Ok(Some(entries.map(|(k, v)| (k.as_str(), v)).collect()))
     }
 
     /// One element of an array argument, as arguments of its own.

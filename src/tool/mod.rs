@@ -10,6 +10,7 @@
 pub(crate) mod args;
 pub(crate) mod call;
 pub(crate) mod choice;
+pub(crate) mod order;
 pub(crate) mod task;
 
 use crate::error::Error;

@@ -3,13 +3,14 @@
 //!
 //! In: the pane, its shell integration (if any), what ends the wait (the prompt after a given
 //! exec, or any prompt printed after a given output offset), an optional pattern for the exec's
-//! output (`until`), and the deadline. The wait blocks in `select!` on the shell's records, the
-//! pane's end, its output (only with a pattern), the call's cancel channel, the deadline, the
-//! input watch's next look and the progress heartbeat. Out: an `Outcome`, and from it the JSON
-//! that holds `status` (ok, failed, input, running, exited, ready), `exit_code`, `cwd`, `output`
-//! and `offset`.
+//! output (`until`), optional `responses` (a question a key matches is answered and the wait goes
+//! on), and the deadline. The wait blocks in `select!` on the shell's records, the pane's end, its
+//! output (only with a pattern), the call's cancel channel, the deadline, the input watch's next
+//! look and the progress heartbeat. Out: an `Outcome`, and from it the JSON that holds `status`
+//! (ok, failed, input, running, exited, ready), `exit_code`, `cwd`, `output` and `offset`.
 
 use crate::error::{Error, Result};
+use crate::orchestrate::responses::{Responder, Responses};
 use crate::pane::activity::{InputWatch, quiet_period};
 use crate::pane::budget::{self, Budget};
 use crate::pane::exit::{Exit, SignalField, write_exit};
@@ -61,6 +62,8 @@ pub(crate) struct Wait<'a> {
     /// Ends the wait with `Ready` when the exec's own output matches it (`Until::Exec` only).
     pub(crate) pattern: Option<Regex>,
     pub(crate) deadline: Instant,
+    /// Answers the program's questions that its keys match; the wait goes on after each.
+    pub(crate) responder: Option<&'a mut Responder>,
 }
 
 /// The search of an exec's output for the wait's pattern: it begins once the mark where the
@@ -84,7 +87,7 @@ impl Search {
 
 impl Wait<'_> {
     /// Blocks until the wait ends; `Err` only when the call is cancelled.
-    pub(crate) fn run(&self, ctx: &Ctx<'_>) -> Result<Outcome> {
+    pub(crate) fn run(&mut self, ctx: &Ctx<'_>) -> Result<Outcome> {
         let records = self.shell.map_or_else(never, Shell::subscribe);
         let ending = self.pane.output().subscribe_status();
         let mut search = self.search();
@@ -109,7 +112,12 @@ impl Wait<'_> {
                 return Ok(Outcome::Ready(found));
             }
             if watch.check() {
-                return Ok(Outcome::Input(watch.program()));
+                if !self.respond() {
+                    return Ok(Outcome::Input(watch.program()));
+                }
+                // Answered: a new question is looked for once the answer has been read.
+                watch = InputWatch::new(self.pane, quiet_period());
+                watch.typed_at(Instant::now());
             }
             let check_at = watch.next_check().map_or_else(never, |at| after(until(at)));
             select! {
@@ -122,6 +130,17 @@ impl Wait<'_> {
                 recv(heartbeat) -> _ => self.report(ctx, started),
             }
         }
+    }
+
+    /// The program asks: answers it from the responses, if a key matches its question.
+    fn respond(&mut self) -> bool {
+        let Some(responder) = self.responder.as_deref_mut() else { return false };
+        if let (Until::Exec { id, typed }, Some(shell)) = (self.until, self.shell)
+            && let Some((_, begin)) = mark::locate(self.pane, &shell.begin_mark(id), typed)
+        {
+            responder.begins_at(begin);
+        }
+        responder.reply(self.pane)
     }
 
     fn search(&self) -> Search {
@@ -184,14 +203,16 @@ pub(crate) fn wait_ms(args: &Args<'_>) -> Result<Option<Duration>> {
 
 /// `fugue_send_input`'s wait: after a write at output offset `written.0` (when the shell had
 /// reported `written.1` prompts), or with nothing written, until the command or program ends,
-/// waits for the terminal, or `wait` passes. Answers with `status`, `exit_code`, `cwd`, `output`
-/// since the write and `offset`.
+/// waits for the terminal (and no `responses` key answers it), or `wait` passes. Answers with
+/// `status`, `exit_code`, `cwd`, `output` since the write, `offset`, and with responses,
+/// `answered`.
 pub(crate) fn after_input(
     ctx: &Ctx<'_>,
     pane: &Arc<Pane>,
     written: Option<(u64, Option<u64>)>,
     wait: Duration,
     budget: &Budget<'_>,
+    responses: Option<Responses>,
 ) -> Result<Value> {
     let shell = pane.shell();
     // The pane's own process is the shell (a kept pipeline pane's driver became one).
@@ -206,12 +227,23 @@ pub(crate) fn after_input(
     {
         // Nothing runs and nothing was typed: the last command's outcome is the answer.
         let outcome = Outcome::Ended { prompt, end: from };
-        return Ok(answer(pane, &outcome, from, budget, None, shell_pane));
+        let mut value = answer(pane, &outcome, from, budget, None, shell_pane);
+        if responses.is_some() {
+            value["answered"] = json!([]);
+        }
+        return Ok(value);
     }
     let until = Until::PromptAfter { from, seen: seen.unwrap_or(0) };
     let deadline = Instant::now() + wait;
-    let outcome = Wait { pane, shell, until, pattern: None, deadline }.run(ctx)?;
-    Ok(answer(pane, &outcome, from, budget, cwd(), shell_pane))
+    let mut responder = responses.map(|r| Responder::new(r, from));
+    let responder_ref = responder.as_mut();
+    let outcome =
+        Wait { pane, shell, until, pattern: None, deadline, responder: responder_ref }.run(ctx)?;
+    let mut value = answer(pane, &outcome, from, budget, cwd(), shell_pane);
+    if let Some(responder) = &responder {
+        responder.write(&mut value);
+    }
+    Ok(value)
 }
 
 /// The last prompt when the shell sits at it with nothing running: the outcome of the last command,

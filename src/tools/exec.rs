@@ -12,6 +12,7 @@
 
 use super::command_wait::{self as wait, Outcome, Until, Wait};
 use crate::error::{Error, ErrorKind, Result};
+use crate::orchestrate::responses::{self, Responder, Responses};
 use crate::pane::budget::Budget;
 use crate::pane::search::compile;
 use crate::pane::{Pane, mark};
@@ -41,14 +42,14 @@ pub(crate) const TOOL: Tool = Tool {
     title: "Run a command in a live shell",
     description: "Run shell text in a live shell; answer when it ends: status ok/failed \
                   (exit_code), input (`program` waits for the terminal; reply with \
-                  fugue_send_input + wait_ms), running (timeout_ms passed), exited (it ended the shell), or ready \
-                  (`until` matched its output; it keeps running: a server that is up). cwd, \
-                  output (its own; past max_bytes: its end, error lines and `keep` \
-                  matches, its start; omitted_lines, omitted_since: read them with \
-                  fugue_get_output since), pane_id. State persists. No \
-                  pane_id: fugue's own shells; while one is busy the command runs in another, so \
-                  start a job with until, run the next command, then fugue_wait on both. Timeout \
-                  or cancel ends only the wait: stop it with keys [\"C-c\"] or \
+                  fugue_send_input + wait_ms, or answer up front with responses), running \
+                  (timeout_ms passed), exited (it ended the shell), or ready (`until` matched its \
+                  output; it keeps running: a server that is up). cwd, output (its own; past \
+                  max_bytes: its end, error lines and `keep` matches, its start; omitted_lines, \
+                  omitted_since: read them with fugue_get_output since), pane_id. State persists. \
+                  No pane_id: fugue's own shells; while one is busy the command runs in another, \
+                  so start a job with until, run the next command, then fugue_wait on both. \
+                  Timeout or cancel ends only the wait: stop it with keys [\"C-c\"] or \
                   fugue_close_pane. Runs as an MCP task for clients that ask.",
     hints: RUNS,
     input: || {
@@ -58,6 +59,11 @@ pub(crate) const TOOL: Tool = Tool {
                 ("pane_id", string("A shell pane (default: fugue's own, a free one)")),
                 ("cwd", string("Run it in this directory (as cd DIR &&)")),
                 ("until", string("Regex: answer ready when the command's output matches")),
+                responses::schema(
+                    "{question regex: answer, or [answers] used in turn}: when the program asks \
+                     and its question matches a key (first in order), type the answer + Enter \
+                     and keep waiting. answered: [{question, key}]",
+                ),
                 (
                     "timeout_ms",
                     integer_or("Answer running after this long (1: at once)", DEFAULT_TIMEOUT_MS),
@@ -98,6 +104,7 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     }
     let pattern = args.str("until")?.map(compile).transpose()?;
     let keep = crate::orchestrate::keep(args)?;
+    let responses = Responses::parse(args)?;
     let timeout = Duration::from_millis(timeout);
     // A shell that is still starting (a new one of fugue's own, often) is waited for apart from
     // the command's own time: a short timeout_ms asks to leave a job running, not to fail it.
@@ -122,9 +129,13 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let (id, stub) = shell.prepare_exec(&command, sent_to)?;
     drop(claim);
     let typed = pane.type_hidden(shell, (&stub, id), &shown);
+    let mut responder = None;
     let outcome = typed.as_ref().map_err(Clone::clone).and_then(|&typed| {
         let until = Until::Exec { id, typed };
-        let wait = Wait { pane: &pane, shell: Some(shell), until, pattern, deadline };
+        responder = responses.map(|r| Responder::new(r, typed));
+        let responder = responder.as_mut();
+        let mut wait =
+            Wait { pane: &pane, shell: Some(shell), until, pattern, deadline, responder };
         Ok((typed, wait.run(ctx)?))
     });
     if let (Err(_), Ok(typed)) = (&outcome, &typed)
@@ -142,6 +153,9 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let mut value = wait::answer(&pane, &outcome, from, &budget, cwd, true);
     value["duration_ms"] = json!(started.elapsed().as_millis() as u64);
     value["pane_id"] = json!(pane.id);
+    if let Some(responder) = &responder {
+        responder.write(&mut value);
+    }
     Ok(value)
 }
 

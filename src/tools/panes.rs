@@ -8,6 +8,7 @@ use crate::config::config;
 use crate::error::{Error, Result};
 use crate::ids::unix_ms;
 use crate::mux::{PaneArgs, Session};
+use crate::orchestrate::responses::{self, Responses};
 use crate::pane::Pane;
 use crate::pane::budget::Budget;
 use crate::pane::exit::{PaneState, SignalField, write_exit, write_fields};
@@ -147,6 +148,7 @@ pub(crate) static TOOLS: &[Tool] = &[
                     ),
                     ("submit", boolean_or("Press Enter at the end", SUBMIT)),
                     ("wait_ms", integer("Then wait this long for the outcome")),
+                    responses::schema_ref("With wait_ms: as fugue_exec's"),
                     (
                         "max_bytes",
                         integer_or(
@@ -414,10 +416,14 @@ fn send_input(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let max_bytes = crate::tools::exec::max_bytes(args)?;
     let keep = crate::orchestrate::keep(args)?;
     let budget = Budget::whole(max_bytes, keep.as_ref());
+    let responses = Responses::parse(args)?;
+    if responses.is_some() && wait.is_none() {
+        return Err(Error::invalid("responses are used while waiting: give wait_ms too"));
+    }
     if input.is_empty() && keys.is_empty() && !submit {
         if let Some(wait) = wait {
-            return crate::tools::command_wait::after_input(ctx, &pane, None, wait, &budget)
-                .map(waited);
+            let after = crate::tools::command_wait::after_input;
+            return after(ctx, &pane, None, wait, &budget, responses).map(waited);
         }
         return Err(Error::invalid(
             "nothing to send: give input, keys, or submit: true (or wait_ms to only wait)",
@@ -458,6 +464,7 @@ fn send_input(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
             Some((offset, seen)),
             wait,
             &budget,
+            responses,
         )?;
         value["bytes"] = json!(written);
         return Ok(waited(value));

@@ -5,9 +5,10 @@
 //! together. The exit code or signal comes from the pane's waiter (`waitpid`), never from the
 //! terminal. The call blocks in one `Select` over every unfinished pane's output events, the cancel
 //! channel, a heartbeat and the deadline; at the deadline what still runs is killed (its whole
-//! session) and reported `timeout`. A command whose program waits for someone to type is stopped
-//! the same way, on its own, and reported `input` (unless `on_input: wait`): the call also wakes
-//! when the next look at /proc is due. The answer lists every command in order; only failed,
+//! session) and reported `timeout`. A command whose program waits for someone to type is answered
+//! from its `responses` when a key matches the question, and otherwise stopped the same way, on its
+//! own, and reported `input` (unless `on_input: wait`): the call also wakes when the next look at
+//! /proc is due. The answer lists every command in order; only failed,
 //! timed-out and asking ones carry an `output_tail` (unless `tails: all` asks for every one), so a
 //! green run stays small.
 
@@ -15,6 +16,7 @@ use crate::error::{Error, Result};
 use crate::ids::{new_id, short_id};
 use crate::mux::{self, Mux, ORCHESTRATION_SESSION, PaneArgs, Reserved};
 use crate::orchestrate::asking::{self, Asked};
+use crate::orchestrate::responses::{self, Responder, Responses};
 use crate::orchestrate::{Tails, check_cwd, check_unique, command, end_run_panes, run_schema};
 use crate::pane::Pane;
 use crate::pane::activity::{InputWatch, quiet_period};
@@ -49,10 +51,10 @@ pub(crate) const TOOL: Tool = Tool {
                   all. Per command: status ok/failed/timeout/input/error, exact exit_code (signal \
                   if killed), duration_ms, pane_id, and output_tail (last lines + errors) if not \
                   ok, or always with tails=all. A command waiting for keyboard input (a question, \
-                  a password) is stopped after a quiet second: status input, its question in \
-                  output_tail (on_input=wait lets it wait). layout: hidden (__orchestration__ \
-                  session) or tiled (new session, side by side). timeout_ms kills what still runs; \
-                  cleanup closes the panes.",
+                  a password) is answered from its responses, else stopped after a quiet second: \
+                  status input, its question in output_tail (on_input=wait lets it wait). layout: \
+                  hidden (__orchestration__ session) or tiled (new session, side by side). \
+                  timeout_ms kills what still runs; cleanup closes the panes.",
     hints: RUNS,
     input: || {
         let item = object(
@@ -61,6 +63,7 @@ pub(crate) const TOOL: Tool = Tool {
                 ("cwd", typed("string")),
                 ("name", string("Default task-N")),
                 ("env", env()),
+                responses::schema_ref("As fugue_exec's"),
             ],
             &["command"],
         );
@@ -96,6 +99,8 @@ pub(crate) const TOOL: Tool = Tool {
 struct Task {
     name: String,
     pane: PaneArgs,
+    /// Its `responses`, until the command starts with them.
+    responses: Option<Responses>,
 }
 
 /// Where the panes go: each in a window of its own in the orchestration session, or all in one
@@ -112,8 +117,10 @@ struct Job<'a> {
     events: Option<Receiver<()>>,
     /// When the deadline killed it.
     timed_out: Option<Instant>,
-    /// Watches for its program asking, with `on_input: stop`.
+    /// Watches for its program asking, with `on_input: stop` or `responses`.
     watch: Option<InputWatch>,
+    /// Answers its program's questions that a key matches.
+    responder: Option<Responder>,
     /// When it was found asking and stopped.
     asked: Option<Asked>,
 }
@@ -128,7 +135,8 @@ enum End {
 
 fn run_parallel(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let started = Instant::now();
-    let tasks = parse_tasks(args, ctx.cwd)?;
+    let mut tasks = parse_tasks(args, ctx.cwd)?;
+    let responses: Vec<Option<Responses>> = tasks.iter_mut().map(|t| t.responses.take()).collect();
     let tiled = Layout::parse(args, "layout")? == Layout::Tiled;
     let timeout = crate::orchestrate::run_timeout(args, TIMEOUT_MS)?;
     let cleanup = args.bool("cleanup")?.unwrap_or(CLEANUP);
@@ -136,9 +144,9 @@ fn run_parallel(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let stop_asking = asking::stops(args)?;
 
     let place = Place::prepare(&ctx.mux, tiled)?;
-    let mut jobs = start_all(&ctx.mux, &place, &tasks, stop_asking);
+    let mut jobs = start_all(&ctx.mux, &place, &tasks, responses, stop_asking);
     let end = loop {
-        match wait_all(ctx, &mut jobs, started + timeout, started) {
+        match wait_all(ctx, &mut jobs, started + timeout, started, stop_asking) {
             End::Asked(i) => stop(&ctx.mux, &mut jobs[i], cleanup),
             end => break end,
         }
@@ -197,10 +205,10 @@ fn parse_tasks(args: &Args<'_>, base: &Path) -> Result<Vec<Task>> {
 fn parse_task(base: &Path, index: usize, item: &Value) -> Result<Task> {
     let what = format!("commands[{index}]");
     let item = Args::object(&what, item)?;
-    let unknown = item.unknown(&["command", "cwd", "name", "env"]);
+    let unknown = item.unknown(&["command", "cwd", "name", "env", "responses"]);
     if let Some(key) = unknown.first() {
         return Err(Error::invalid(format!(
-            "{what}: unknown key '{key}'; a command takes command, cwd, name, env"
+            "{what}: unknown key '{key}'; a command takes command, cwd, name, env, responses"
         )));
     }
     let command = command(&item, &what)?;
@@ -214,9 +222,11 @@ fn parse_task(base: &Path, index: usize, item: &Value) -> Result<Task> {
     };
     let name = item.name("name")?.unwrap_or_else(|| format!("task-{}", index + 1));
     let env = item.env("env")?;
+    let responses = Responses::parse(&item)?;
     Ok(Task {
         name,
         pane: PaneArgs { name: None, command: Some(command), cwd, env, integration: false },
+        responses,
     })
 }
 
@@ -258,7 +268,13 @@ impl Place {
 
 /// Starts every command at once: the first on this thread, each other on a thread of its own, so
 /// they begin together rather than one after another, and a single command pays for no thread.
-fn start_all<'a>(mux: &Mux, place: &Place, tasks: &'a [Task], stop_asking: bool) -> Vec<Job<'a>> {
+fn start_all<'a>(
+    mux: &Mux,
+    place: &Place,
+    tasks: &'a [Task],
+    responses: Vec<Option<Responses>>,
+    stop_asking: bool,
+) -> Vec<Job<'a>> {
     let mut slots = place.reserve(mux, tasks).into_iter();
     let first = slots.next();
     let panes: Vec<Result<Arc<Pane>>> = std::thread::scope(|scope| {
@@ -275,14 +291,18 @@ fn start_all<'a>(mux: &Mux, place: &Place, tasks: &'a [Task], stop_asking: bool)
     tasks
         .iter()
         .zip(panes)
-        .map(|(task, pane)| {
+        .zip(responses)
+        .map(|((task, pane), responses)| {
             // Subscribed before anyone looks at the pane, so no exit can slip by unseen.
             let events = pane.as_ref().ok().map(|p| p.output().subscribe_status());
+            let responder = responses.map(|r| Responder::new(r, 0));
             let watch = match &pane {
-                Ok(pane) if stop_asking => Some(InputWatch::new(pane, quiet_period())),
+                Ok(pane) if stop_asking || responder.is_some() => {
+                    Some(InputWatch::new(pane, quiet_period()))
+                }
                 _ => None,
             };
-            Job { task, pane, events, timed_out: None, watch, asked: None }
+            Job { task, pane, events, timed_out: None, watch, responder, asked: None }
         })
         .collect()
 }
@@ -302,16 +322,43 @@ impl Job<'_> {
     fn running(&self) -> bool {
         self.pane.as_ref().is_ok_and(|p| p.is_running())
     }
+
+    /// When its watch should look next.
+    fn next_check(&self) -> Option<Instant> {
+        self.watch.as_ref()?.next_check()
+    }
+
+    /// Whether its program asks a question the responses do not answer. One they answer is
+    /// answered, and the watch starts again from the answer (which may still sit unread).
+    fn asks(&mut self) -> bool {
+        let Ok(pane) = &self.pane else { return false };
+        if !pane.is_running() || !self.watch.as_mut().is_some_and(InputWatch::check) {
+            return false;
+        }
+        if self.responder.as_mut().is_some_and(|r| r.reply(pane)) {
+            let mut watch = InputWatch::new(pane, quiet_period());
+            watch.typed_at(Instant::now());
+            self.watch = Some(watch);
+            return false;
+        }
+        true
+    }
 }
 
 /// Blocks until every command has ended, the deadline passes, the call is cancelled, or a command
 /// is found asking. Wakes only on events: a pane's exit (not its output), the cancel channel, the
 /// heartbeat, and the next look at /proc that a watch wants.
-fn wait_all(ctx: &Ctx<'_>, jobs: &mut [Job<'_>], deadline: Instant, started: Instant) -> End {
+fn wait_all(
+    ctx: &Ctx<'_>,
+    jobs: &mut [Job<'_>],
+    deadline: Instant,
+    started: Instant,
+    stop_asking: bool,
+) -> End {
     let heartbeat = ctx.progress.heartbeat();
     let mut reported = usize::MAX;
     loop {
-        if let Some(i) = asking_job(jobs) {
+        if let Some(i) = asking_job(jobs, stop_asking) {
             return End::Asked(i);
         }
         let pending: Vec<&Job<'_>> = jobs.iter().filter(|j| j.running()).collect();
@@ -323,7 +370,7 @@ fn wait_all(ctx: &Ctx<'_>, jobs: &mut [Job<'_>], deadline: Instant, started: Ins
         if pending.is_empty() {
             return End::AllDone;
         }
-        let check = asking::next_check(pending.iter().filter_map(|j| j.watch.as_ref()));
+        let check = pending.iter().filter_map(|j| j.next_check()).min();
         let mut select = Select::new();
         for job in &pending {
             if let Some(events) = &job.events {
@@ -350,12 +397,19 @@ fn wait_all(ctx: &Ctx<'_>, jobs: &mut [Job<'_>], deadline: Instant, started: Ins
     }
 }
 
-/// The first running command whose program asks, if any (each watch looks only when due).
-fn asking_job(jobs: &mut [Job<'_>]) -> Option<usize> {
-    jobs.iter_mut().position(|job| {
-        job.pane.as_ref().is_ok_and(|p| p.is_running())
-            && job.watch.as_mut().is_some_and(InputWatch::check)
-    })
+/// The first running command whose program asks a question its responses do not answer, if
+/// any (each watch looks only when due). With `on_input: wait` such a command waits, unwatched.
+fn asking_job(jobs: &mut [Job<'_>], stop_asking: bool) -> Option<usize> {
+    for (i, job) in jobs.iter_mut().enumerate() {
+        if !job.asks() {
+            continue;
+        }
+        if stop_asking {
+            return Some(i);
+        }
+        job.watch = None;
+    }
+    None
 }
 
 /// Stops a command found asking, as the deadline would; with cleanup it leaves the registry too.
@@ -418,6 +472,9 @@ fn job_result(job: &Job<'_>, tails: &Tails, shown: usize, stays: bool) -> Value 
         }
     };
     value["pane_id"] = json!(pane.id);
+    if let Some(responder) = &job.responder {
+        responder.write(&mut value);
+    }
     let (exit, exited_at, end) = pane.output().with(|s| (s.exit, s.exited_at, s.ring.end()));
     let status = job.status();
     value["status"] = json!(status);

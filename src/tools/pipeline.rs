@@ -16,8 +16,9 @@
 //! cancel channel, the deadline and a heartbeat. At the deadline it interrupts the terminal's
 //! foreground (SIGINT, as Ctrl-C): an interactive shell survives it and shows its prompt again;
 //! what does not stop within a grace is killed. A step whose program — or the shell itself, in
-//! `read` — waits for someone to type is interrupted the same way when the next look at /proc
-//! finds it asking (unless `on_input: wait`) and reported `input`.
+//! `read` — waits for someone to type is answered from the step's `responses` when a key matches
+//! the question, and otherwise interrupted the same way when the next look at /proc finds it asking
+//! (unless `on_input: wait`) and reported `input`.
 
 mod plan;
 
@@ -27,6 +28,7 @@ use crate::ids::{new_id, short_id};
 use crate::mux::{ORCHESTRATION_SESSION, PaneArgs, Place};
 use crate::orchestrate::asking::write_tail;
 use crate::orchestrate::asking::{self, Asked};
+use crate::orchestrate::responses::{self, Responder, Responses};
 use crate::orchestrate::{run_schema, tail};
 use crate::pane::Pane;
 use crate::pane::activity::{InputWatch, quiet_period};
@@ -56,14 +58,18 @@ pub(crate) const TOOL: Tool = Tool {
                   the shell)/input. stop_on_error stops at the first failure; failed_at names it, \
                   output_tail holds its last lines + errors; tails=all gives every step its \
                   output_tail. timeout_ms interrupts the running step; so does a step waiting for \
-                  keyboard input, after a quiet second (status input, its question in \
-                  output_tail; on_input=wait lets it wait). cwd: the shell's directory after the \
-                  last step. The pane stays, with an interactive shell for follow-ups, unless \
-                  cleanup.",
+                  keyboard input its responses do not answer, after a quiet second (status input, \
+                  its question in output_tail; on_input=wait lets it wait). cwd: the shell's \
+                  directory after the last step. The pane stays, with an interactive shell for \
+                  follow-ups, unless cleanup.",
     hints: RUNS,
     input: || {
         let step = object(
-            &[("command", typed("string")), ("name", string("Default step-N"))],
+            &[
+                ("command", typed("string")),
+                ("name", string("Default step-N")),
+                responses::schema_ref("As fugue_exec's"),
+            ],
             &["command"],
         );
         let [timeout, tail_lines, tails, keep] = run_schema(TIMEOUT_MS);
@@ -109,6 +115,8 @@ struct Record {
     end: u64,
     /// When its record arrived, and the prompt it reported.
     ended: Option<(Instant, Prompt)>,
+    /// Answers its program's questions that a key of its `responses` matches.
+    responder: Option<Responder>,
 }
 
 /// A pipeline in progress.
@@ -133,13 +141,19 @@ struct Run<'a> {
     interrupted_end: u64,
     /// When a step was found asking and interrupted.
     asked: Option<Asked>,
+    /// Each step's `responses`, until it is typed.
+    responses: Vec<Option<Responses>>,
+    /// The step (its exec id) left waiting at a question, with `on_input: wait`.
+    held: Option<u64>,
     /// The shell's directory after the last step that ended.
     cwd: Option<String>,
 }
 
 fn run_pipeline(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let started = Instant::now();
-    let plan = parse_plan(args, ctx.cwd)?;
+    let mut plan = parse_plan(args, ctx.cwd)?;
+    let responses: Vec<Option<Responses>> =
+        plan.steps.iter_mut().map(|s| s.responses.take()).collect();
     let user = &config().shell;
     let runs_steps = steps_shell(user);
     // The call's own directory, holding its steps as they were given, for the call's lifetime.
@@ -175,6 +189,8 @@ fn run_pipeline(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
         interrupted: None,
         interrupted_end: 0,
         asked: None,
+        responses,
+        held: None,
         cwd: None,
     };
     let outcome = run.drive(ctx, started + plan.timeout);
@@ -266,7 +282,8 @@ impl Run<'_> {
         let ending = self.pane.output().subscribe_status();
         let heartbeat = ctx.progress.heartbeat();
         let mut deadline = deadline;
-        let mut watch = self.plan.stop_asking.then(|| InputWatch::new(&self.pane, quiet_period()));
+        let watched = self.plan.stop_asking || self.responses.iter().any(Option::is_some);
+        let mut watch = watched.then(|| InputWatch::new(&self.pane, quiet_period()));
         loop {
             self.take_records(ctx.progress);
             if !self.pane.is_running() {
@@ -286,17 +303,29 @@ impl Run<'_> {
                     self.type_next(ctx.progress)?;
                 }
             }
-            // Only a running step is watched; what was just typed for it may still sit unread in
-            // the terminal while the shell's last print is long past.
-            let typed = self.records.last().filter(|r| r.ended.is_none()).map(|r| r.started);
+            // Only a running step is watched (not one held asking, with on_input wait); what was
+            // typed for it, its line or an answer from its responses, may still sit unread in the
+            // terminal while the shell's last print is long past.
+            let typed =
+                self.records.last().filter(|r| r.ended.is_none() && self.held != Some(r.exec));
+            let typed = typed.map(|r| {
+                let answered = r.responder.as_ref().and_then(Responder::answered_at);
+                r.started.max(answered.unwrap_or(r.started))
+            });
             if let (Some(typed), Some(check)) = (typed, watch.as_mut()) {
                 check.typed_at(typed);
                 if check.check() {
-                    // Stopped as at the deadline, with the same grace.
-                    self.asked = Some(Asked::now(&self.pane, check));
-                    watch = None;
-                    self.interrupt();
-                    deadline = Instant::now() + INTERRUPT_GRACE;
+                    if self.respond() {
+                        watch = Some(InputWatch::new(&self.pane, quiet_period()));
+                    } else if self.plan.stop_asking {
+                        // Stopped as at the deadline, with the same grace.
+                        self.asked = Some(Asked::now(&self.pane, check));
+                        watch = None;
+                        self.interrupt();
+                        deadline = Instant::now() + INTERRUPT_GRACE;
+                    } else {
+                        self.held = self.records.last().map(|r| r.exec);
+                    }
                 }
             }
             // Between steps nothing is watched; the next step's line is typed on the record.
@@ -329,6 +358,17 @@ impl Run<'_> {
                 recv(check) -> _ => {}
             }
         }
+    }
+
+    /// The running step's program asks: answers it from the step's responses, if a key matches.
+    fn respond(&mut self) -> bool {
+        let Some(record) = self.records.last_mut() else { return false };
+        let Some(responder) = record.responder.as_mut() else { return false };
+        let begin = mark::locate(&self.pane, &self.shell.begin_mark(record.exec), record.typed);
+        if let Some((_, begin)) = begin {
+            responder.begins_at(begin);
+        }
+        responder.reply(&self.pane)
     }
 
     /// Whether a step was typed and its record has not come: only then can a question be the
@@ -382,7 +422,8 @@ impl Run<'_> {
         let (exec, line) = self.shell.prepare_exec(&checked(self.runs_steps, step), None)?;
         let started = Instant::now();
         let typed = self.pane.type_hidden(&self.shell, (&line, exec), &shown(step))?;
-        self.records.push(Record { started, exec, typed, end: typed, ended: None });
+        let responder = self.responses[self.records.len()].take().map(|r| Responder::new(r, typed));
+        self.records.push(Record { started, exec, typed, end: typed, ended: None, responder });
         self.report(progress);
         Ok(())
     }
@@ -510,6 +551,9 @@ impl Run<'_> {
         let record = &self.records[i];
         let step = &self.plan.steps[i];
         let mut value = json!({"name": step.name, "command": step.command, "status": status});
+        if let Some(responder) = &record.responder {
+            responder.write(&mut value);
+        }
         if self.plan.tails.all {
             write_tail(&mut value, &self.tail(self.range(i)));
         }

@@ -2,6 +2,7 @@
 //! where the shell starts, and the options, each default read from the constant its schema declares.
 
 use crate::error::{Error, Result};
+use crate::orchestrate::responses::Responses;
 use crate::orchestrate::{Tails, asking, check_cwd, check_unique, command};
 use crate::tool::{self, args::Args};
 use serde_json::Value;
@@ -19,6 +20,8 @@ pub(super) const CLEANUP: bool = false;
 pub(super) struct Step {
     pub(super) name: String,
     pub(super) command: String,
+    /// Its `responses`, until the step is typed with them.
+    pub(super) responses: Option<Responses>,
 }
 
 pub(super) struct Plan {
@@ -96,15 +99,16 @@ impl Plan {
 fn parse_step(index: usize, item: &Value) -> Result<Step> {
     let what = format!("commands[{index}]");
     let item = Args::object(&what, item)?;
-    if let Some(key) = item.unknown(&["command", "name"]).first() {
+    if let Some(key) = item.unknown(&["command", "name", "responses"]).first() {
         return Err(Error::invalid(format!(
-            "{what}: unknown key '{key}'; a step takes command and name (cwd and env apply to \
-             the whole pipeline)"
+            "{what}: unknown key '{key}'; a step takes command, name and responses (cwd and env \
+             apply to the whole pipeline)"
         )));
     }
     let command = command(&item, &what)?;
     let name = item.name("name")?.unwrap_or_else(|| format!("step-{}", index + 1));
-    Ok(Step { name, command })
+    let responses = Responses::parse(&item)?;
+    Ok(Step { name, command, responses })
 }
 
 #[cfg(test)]
@@ -115,7 +119,7 @@ mod tests {
         Plan {
             steps: commands
                 .iter()
-                .map(|c| Step { name: String::new(), command: (*c).to_string() })
+                .map(|c| Step { name: String::new(), command: (*c).to_string(), responses: None })
                 .collect(),
             cwd: PathBuf::from("/"),
             env: Vec::new(),
