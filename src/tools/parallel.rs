@@ -51,8 +51,8 @@ pub(crate) const TOOL: Tool = Tool {
                   all. Per command: status ok/failed/timeout/input/error, exact exit_code (signal \
                   if killed), duration_ms, pane_id, and output_tail (last lines + errors) if not \
                   ok, or always with tails=all. A command waiting for keyboard input (a question, \
-                  a password) is answered from its responses, else stopped after a quiet second: \
-                  status input, its question in output_tail (on_input=wait lets it wait). layout: \
+                  a password) is answered from its responses, else stopped: status input, program, \
+                  its question in output_tail (on_input=wait lets it wait). layout: \
                   hidden (__orchestration__ session) or tiled (new session, side by side). \
                   timeout_ms kills what still runs; cleanup closes the panes.",
     hints: RUNS,

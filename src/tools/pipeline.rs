@@ -58,8 +58,8 @@ pub(crate) const TOOL: Tool = Tool {
                   the shell)/input. stop_on_error stops at the first failure; failed_at names it, \
                   output_tail holds its last lines + errors; tails=all gives every step its \
                   output_tail. timeout_ms interrupts the running step; so does a step waiting for \
-                  keyboard input its responses do not answer, after a quiet second (status input, \
-                  its question in output_tail; on_input=wait lets it wait). cwd: the shell's \
+                  keyboard input its responses do not answer (status input, program, its \
+                  question in output_tail; on_input=wait lets it wait). cwd: the shell's \
                   directory after the last step. The pane stays, with an interactive shell for \
                   follow-ups, unless cleanup.",
     hints: RUNS,
