@@ -613,3 +613,46 @@ fn ssh_running_a_remote_command_does_not_ask() {
     does_not_ask(&mut f, &sshd.ssh(true, "", "sleep 30"));
     does_not_ask(&mut f, &sshd.ssh(true, "-t", "sleep 30"));
 }
+
+/// fish's first `read` in a home without generated completions starts fish's man-page completion
+/// generator (python3, minutes of work on a loaded machine) in the background; `fish -c` has no job
+/// control, so it stays in the terminal's foreground group. Several such fish at once, on a machine
+/// with busy loops in sessions of their own (what `make check` on a fresh machine had), once
+/// answered `timeout` after 20 s: the generator worked, so the whole group counted as working.
+#[test]
+fn fish_read_asks_while_many_fish_start_at_once_under_load() {
+    if !installed("fish") {
+        return;
+    }
+    let runtime = Dir::new("fish-runtime-many");
+    std::fs::set_permissions(&runtime.path, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let _load = BusyLoops::in_sessions(2);
+    let readers: Vec<_> = (0..3)
+        .map(|i| {
+            let runtime = runtime.path_str().to_string();
+            std::thread::spawn(move || {
+                let home = Dir::new(&format!("fish-home-{i}"));
+                let mut f = fugue();
+                let (pane, _) = asking_pane(
+                    &mut f,
+                    json!({"command": "fish -c \"read -P 'ok? ' x; echo got \\$x\"",
+                           "env": {"XDG_RUNTIME_DIR": runtime, "HOME": home.path_str()}}),
+                );
+                // Closing the pane ends the generator with it.
+                f.call("fugue_close_pane", json!({"pane_id": pane}));
+            })
+        })
+        .collect();
+    for reader in readers {
+        reader.join().expect("every fish asks");
+    }
+}
+
+/// A question beside a helper that works but cannot print to the terminal asks; a helper that can
+/// print keeps the pane busy.
+#[test]
+fn a_question_beside_a_silent_helper_asks() {
+    let mut f = fugue();
+    asks(&mut f, "bash -c '(while :; do :; done) <&0 >/dev/null 2>&1 & read -p \"ok? \" x'");
+    does_not_ask(&mut f, "bash -c '(while :; do :; done) <&0 & read -p \"ok? \" x'");
+}

@@ -82,6 +82,59 @@ fn named_keys_reach_the_program() {
     assert_eq!(e["code"], "invalid_argument");
 }
 
+/// `keys` mixes key names and text in the order given: one call takes vim from insert mode through
+/// `:wq` to the saved file (issue 25 §2). vim's screen is waited on first, so nothing typed
+/// reaches it before it reads the terminal.
+#[test]
+fn keys_and_text_go_in_the_order_given() {
+    if find_shell("vim").is_none() {
+        eprintln!("skipped: vim not installed");
+        return;
+    }
+    let dir = Dir::new("keys-vim");
+    let file = dir.join("notes.txt");
+    let mut f = Fugue::start();
+    let pane = f.pane(&format!("vim -u NONE -N {}", file.display()));
+    let shown = f.call("fugue_send_input", json!({"pane_id": pane, "wait_ms": 20000}));
+    assert_eq!(shown["status"], "input", "{shown}");
+    f.call(
+        "fugue_send_input",
+        json!({"pane_id": pane, "input": "ihello from fugue",
+               "keys": ["Escape", {"text": ":wq"}, "Enter"]}),
+    );
+    let ended = f.wait_exit(&pane);
+    assert_eq!(ended["exit_code"], 0, "{ended}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "hello from fugue\n");
+}
+
+/// A `keys` item that is neither a key name nor `{"text": ...}` is refused, named, and nothing of
+/// the call is typed.
+#[test]
+fn a_bad_keys_item_is_refused_by_name_and_nothing_is_typed() {
+    let mut f = Fugue::start();
+    let pane = f.pane("cat");
+    let bad = [
+        (json!({"txt": "x"}), "keys[1] is {\"txt\":\"x\"}"),
+        (json!(5), "keys[1] is 5"),
+        (json!({"text": 7}), "keys[1] is {\"text\":7}"),
+        (json!("Hyper"), "\"Hyper\""),
+    ];
+    for (item, named) in bad {
+        let e = f.call_err(
+            "fugue_send_input",
+            json!({"pane_id": pane, "input": "typed", "keys": [{"text": "more"}, item, "Enter"]}),
+        );
+        assert_eq!(e["code"], "invalid_argument", "{e}");
+        assert!(e["message"].as_str().unwrap().contains(named), "{named}: {e}");
+    }
+    // cat echoes what reaches it; a marker typed now arrives alone.
+    let sent =
+        f.call("fugue_send_input", json!({"pane_id": pane, "input": "marker", "submit": true}));
+    f.expect_since(&pane, "^marker$", &json!(0));
+    assert!(!f.text(&pane).contains("typed"), "{}", f.text(&pane));
+    assert!(sent["bytes"].as_u64() == Some(7), "{sent}");
+}
+
 /// Finds the pid of a child named `name` under the pane's shell, waiting on /proc (the child is
 /// started by the shell asynchronously, after our input).
 fn wait_for_child(f: &mut Fugue, pane: &str, name: &str) -> u32 {

@@ -183,8 +183,8 @@ fn tools_list_is_fixed_ordered_and_truthful() {
     let size = first["result"].to_string().len();
     // Issues 11 and 13 let it grow to 20 KB for schema defaults and the activity arguments, and
     // issue 19 to 22 KB for fugue_wait and the jobs arguments, issue 25 to 24 KB for responses,
-    // the ordered keys and the output budget's `keep`, and issue 26's `sandbox` argument of the
-    // six tools that start work.
+    // the ordered keys, `program` and the output budget's `keep`, and issue 26's `sandbox`
+    // argument of the six tools that start work.
     assert!(size <= 24 * 1024, "tools/list is {size} bytes; the budget is 24 KB");
 }
 

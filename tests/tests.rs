@@ -53,6 +53,8 @@ mod shared;
 mod shared_cwd;
 // Shared servers on the wire: both eras, progress, cancellation, a dying server, version skew, ls.
 mod shared_wire;
+// Questions seen at once: the kernel's word, the program named, no false input under load.
+mod at_once;
 // Activity: programs that wait for someone to type, told apart from those that work or wait on
 // something else.
 mod activity;

@@ -306,6 +306,11 @@ fn asking(tool: &str, arguments: &Map<String, Value>, result: &Value) -> Option<
         Some(line) => line.to_string(),
         None => tail::question(asked["output"].as_str().unwrap_or_default()).trim().to_string(),
     };
+    // A question with no words of its own (a full-screen program) is named by the program.
+    let question = match asked["program"].as_str() {
+        Some(program) if question.is_empty() => format!("{program} waits for input"),
+        _ => question,
+    };
     Some((pane, question))
 }
 
@@ -576,6 +581,13 @@ mod tests {
         assert_eq!(asking("fugue_run_parallel", &Map::new(), &run), None, "stopped already");
         let failed = json!({"isError": true, "structuredContent": {"status": "input"}});
         assert_eq!(asking("fugue_exec", &Map::new(), &failed), None);
+        // A full-screen program's question has no words of its own: the program names it.
+        let screen = json!({"structuredContent": {"status": "input", "pane_id": "v",
+                            "output": "", "program": "vim"}});
+        assert_eq!(
+            asking("fugue_exec", &Map::new(), &screen),
+            Some(("v".into(), "vim waits for input".into()))
+        );
     }
 
     #[test]

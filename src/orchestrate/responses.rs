@@ -11,7 +11,8 @@
 //!
 //! The same asking is never answered twice: after an answer, a question counts only in what the
 //! program printed since, past the echo of the answer (the line the answer ended), and only once
-//! the waiter's quiet period has passed since the answer (what was typed may still sit unread).
+//! the waiter's input watch knows the answer was read: at once when the kernel says so, else after
+//! its quiet period since the answer (`InputWatch::typed_at`).
 
 use crate::error::{Error, Result};
 use crate::pane::budget::Budget;
@@ -21,7 +22,7 @@ use crate::tool::args::Args;
 use regex::Regex;
 use serde::Serialize;
 use serde_json::{Value, json};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 /// The most keys one `responses` takes.
 pub(crate) const MAX_KEYS: usize = 64;
@@ -187,9 +188,9 @@ impl Responder {
         self.from = self.from.max(from);
     }
 
-    /// Before this moment, a question is not looked for: the last answer may still sit unread.
-    pub(crate) fn settled_at(&self, quiet: Duration) -> Option<Instant> {
-        self.last.as_ref().map(|t| t.when + quiet)
+    /// When the last answer was typed: it may still sit unread, and the input watch knows it.
+    pub(crate) fn answered_at(&self) -> Option<Instant> {
+        self.last.as_ref().map(|t| t.when)
     }
 
     /// The program asks: types the answer and Enter if a key matches its question. True when it

@@ -3,12 +3,15 @@
 //! A program "waits for the terminal" when every thread of the terminal's foreground process group
 //! sleeps, at least one of them in a read of the pane's terminal (or a poll/select/epoll set that
 //! holds it plus only benign descriptors), and none waits on anything else that could wake it: a
-//! socket, a pipe read, another terminal, a child still working. The answer comes from one look at
-//! /proc per question (`waits_for_terminal`), in which a thread caught awake gets a few more looks
-//! milliseconds apart before it counts as working; nothing looks in the background. Waiters
-//! combine it with the pane's quiet time in `InputWatch`, which spaces its looks (at most ten a
-//! second) and wants two agreeing looks with no output between them. When in doubt the answer is
-//! "busy": a false "input" stops real work, a missed one only costs a wait.
+//! socket, a pipe read, another terminal, a child still working. A process of the group that works
+//! but cannot print to the terminal is left out. The answer comes from one look at /proc per
+//! question (`look`), in which a thread caught awake gets a few more looks milliseconds apart
+//! before it counts as working; nothing looks in the background. A wait that nothing but a key
+//! press can end (no timeout in the call, no thread on a timer, nothing typed still on its way) is
+//! a question at once; any other only once the pane has been quiet for the quiet period. Waiters
+//! apply that rule in `InputWatch`, which spaces its looks (at most twenty a second) and wants two
+//! agreeing looks with no output between them. When in doubt the answer is "busy": a false
+//! "input" stops real work, a missed one only costs a wait.
 
 use super::Pane;
 use crate::log;
@@ -20,8 +23,14 @@ use std::time::{Duration, Instant};
 
 mod syscalls;
 
-/// Two looks this far apart, with no output between them, must agree before a waiter says input.
+/// Two looks this far apart, with no output between them, must agree before a waiter says input
+/// after a quiet period.
 const CONFIRM_GAP: Duration = Duration::from_millis(150);
+/// How long a program blocked on the terminal with no timeout must have printed nothing before the
+/// first look that may answer at once: its question's last bytes are through fugue's reader.
+const FAST_QUIET: Duration = Duration::from_millis(100);
+/// The gap between the two agreeing looks that answer at once.
+const FAST_GAP: Duration = Duration::from_millis(50);
 /// After a look that said busy, the next one waits this long (so at most four looks a second,
 /// plus the confirming ones, while a call waits on a quiet busy pane).
 const RETRY_GAP: Duration = Duration::from_millis(250);
@@ -67,36 +76,77 @@ pub(crate) fn quiet_period() -> Duration {
     Duration::from_millis(crate::config::config().input_quiet_ms as u64)
 }
 
-/// Busy or Input for a live pane right now: Input only if it printed nothing for
-/// `quiet_period()` and its foreground waits for the terminal. Never Prompt: shell integration
-/// knows when a shell sits at its prompt and says so itself.
+/// Busy or Input for a live pane right now: Input if its foreground is blocked on the terminal
+/// with no timeout and printed nothing for `FAST_QUIET`, or waits for the terminal (where the
+/// kernel cannot say for how long) and printed nothing for `quiet_period()`. Never Prompt: shell
+/// integration knows when a shell sits at its prompt and says so itself.
 pub(crate) fn probe(pane: &Pane) -> Activity {
-    let quiet = pane.output().last_print().elapsed() >= quiet_period();
-    if quiet && pane.is_running() && waits_for_terminal(pane) {
-        Activity::Input
-    } else {
-        Activity::Busy
+    let quiet_for = pane.output().last_print().elapsed();
+    if quiet_for < FAST_QUIET || !pane.is_running() {
+        return Activity::Busy;
     }
+    match look(pane) {
+        Look::Asks(_) => Activity::Input,
+        Look::Quiet(_) if quiet_for >= quiet_period() => Activity::Input,
+        Look::Quiet(_) | Look::Busy => Activity::Busy,
+    }
+}
+
+/// What one look at /proc says about the pane's terminal foreground.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Look {
+    /// It works, waits on something else, or input is on its way to it: no question.
+    Busy,
+    /// It waits for the terminal, but on a timer or where the kernel cannot say how (a shell at
+    /// its own prompt, a password prompt /proc will not show): a question once it has been quiet
+    /// for the quiet period. The name of the program that waits.
+    Quiet(Option<String>),
+    /// Blocked on the terminal with no timeout, nothing typed still unread: only a key press ends
+    /// the wait. A question at once.
+    Asks(Option<String>),
+}
+
+/// Whether the pane's shell, run with fugue's integration, is its terminal's foreground itself
+/// (at its prompt, or in a builtin), not a job it started.
+fn shell_in_front(pane: &Pane) -> bool {
+    pane.shell().is_some()
+        && Terminal::group(pane).is_some_and(|group| u32::try_from(group) == Ok(pane.pid))
 }
 
 /// One look at /proc: does the pane's terminal foreground process group wait for the terminal and
-/// nothing else? False when in doubt.
-pub(crate) fn waits_for_terminal(pane: &Pane) -> bool {
-    let Some(terminal) = Terminal::of(pane) else { return false };
-    let verdict = group_wait(&terminal);
+/// nothing else, and for how long? Busy when in doubt.
+pub(crate) fn look(pane: &Pane) -> Look {
+    let Some(terminal) = Terminal::of(pane) else { return Look::Busy };
+    let (verdict, asker) = group_wait(&terminal);
     // The bench counts these lines to check that nothing looks while nothing waits.
     log::debug(&format!("activity probe of pane {}: {verdict:?}", pane.id));
+    let name = |pid: u32| {
+        fs::read_to_string(format!("/proc/{pid}/comm")).ok().map(|c| c.trim_end().to_string())
+    };
     match verdict {
-        Wait::Terminal => true,
+        // A shell with fugue's integration at its own prompt (or in its builtin `read`): its
+        // prompt record, not the kernel, says which.
+        Wait::Terminal { .. }
+            if pane.shell().is_some() && u32::try_from(terminal.group) == Ok(pane.pid) =>
+        {
+            Look::Quiet(asker.and_then(name))
+        }
+        Wait::Terminal { timed: false } if terminal.settled => Look::Asks(asker.and_then(name)),
+        Wait::Terminal { .. } => Look::Quiet(asker.and_then(name)),
         // /proc would not say what the threads wait in: a cooked terminal without echo is a
         // password prompt, anything else stays busy.
-        Wait::Denied => terminal.secret_prompt,
-        Wait::Busy | Wait::Neutral => false,
+        Wait::Denied if terminal.secret_prompt => {
+            Look::Quiet(u32::try_from(terminal.group).ok().and_then(name))
+        }
+        Wait::Denied | Wait::Busy | Wait::Neutral | Wait::Timer => Look::Busy,
     }
 }
 
-/// The quiet-then-probe rule for one waiting call: the waiter blocks on the pane's events with the
-/// deadline `next_check`, and calls `check` on every wake.
+/// The rule for one waiting call: the waiter blocks on the pane's events with the deadline
+/// `next_check`, and calls `check` on every wake. A program blocked on the terminal with no
+/// timeout asks once it has printed nothing for `FAST_QUIET` and two looks `FAST_GAP` apart
+/// agree; one the kernel cannot vouch for asks once it has been quiet for the quiet period and two
+/// looks `CONFIRM_GAP` apart agree. Output between two looks voids the first.
 pub(crate) struct InputWatch {
     pane: Arc<Pane>,
     quiet: Duration,
@@ -104,8 +154,23 @@ pub(crate) struct InputWatch {
     seen_end: u64,
     /// The earliest time of the next look at /proc.
     next_probe: Instant,
-    /// When a look said "input", with no output since.
-    first_yes: Option<Instant>,
+    /// The first of two agreeing looks, with no output since: whether it vouched for a question
+    /// at once.
+    first_yes: Option<Yes>,
+    /// When input was last typed: it may still sit unread while the program's last print is long
+    /// past, so the quiet period of a look that cannot vouch counts from then too.
+    typed: Option<Instant>,
+    /// The program the confirming looks found waiting.
+    program: Option<String>,
+}
+
+/// What a look that found the program waiting said.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Yes {
+    /// Blocked on the terminal with no timeout.
+    AtOnce,
+    /// Waiting for the terminal; a question only after the quiet period.
+    AfterQuiet,
 }
 
 impl InputWatch {
@@ -116,7 +181,19 @@ impl InputWatch {
             seen_end: pane.output().end(),
             next_probe: Instant::now(),
             first_yes: None,
+            typed: None,
+            program: None,
         }
+    }
+
+    /// Says that input was typed into the pane at `at`.
+    pub(crate) fn typed_at(&mut self, at: Instant) {
+        self.typed = Some(self.typed.map_or(at, |t| t.max(at)));
+    }
+
+    /// The name of the program found asking, once `check` said so.
+    pub(crate) fn program(&self) -> Option<String> {
+        self.program.clone()
     }
 
     /// When the waiter should wake next to call `check`; None when there is nothing to watch
@@ -125,38 +202,78 @@ impl InputWatch {
         self.pane.is_running().then(|| self.due())
     }
 
-    /// The earliest moment of the next look. The first of the two agreeing looks comes
-    /// `CONFIRM_GAP` before the quiet period ends and the second as it ends, so a question is
-    /// answered at the end of the quiet period, not a gap after it.
-    fn due(&self) -> Instant {
+    /// Where the quiet period of a look that cannot vouch counts from.
+    fn quiet_from(&self) -> Instant {
         let last_print = self.pane.output().last_print();
-        let quiet_for = match self.first_yes {
-            None => self.quiet.saturating_sub(CONFIRM_GAP),
-            Some(_) => self.quiet,
-        };
-        (last_print + quiet_for).max(self.next_probe)
+        self.typed.map_or(last_print, |t| t.max(last_print))
     }
 
-    /// True once the pane has printed nothing for `quiet` and two looks `CONFIRM_GAP` apart, with
-    /// no output between them, both say it waits for the terminal.
+    /// The earliest moment of the next look. The first of two agreeing looks after a quiet period
+    /// comes `CONFIRM_GAP` before it ends and the second as it ends, so such a question is answered
+    /// at the end of the quiet period, not a gap after it.
+    fn due(&self) -> Instant {
+        let fast = self.pane.output().last_print() + FAST_QUIET;
+        let slow = self.quiet_from() + self.quiet;
+        let at = match self.first_yes {
+            None => fast.min(self.quiet_from() + self.quiet.saturating_sub(CONFIRM_GAP)),
+            Some(Yes::AtOnce) => fast,
+            Some(Yes::AfterQuiet) => slow,
+        };
+        at.max(self.next_probe)
+    }
+
+    /// True once two looks with no output between them say the program asks: at once if the
+    /// kernel vouches for it, else after the quiet period.
     pub(crate) fn check(&mut self) -> bool {
         self.saw_output();
         if !self.pane.is_running() || Instant::now() < self.due() {
             return false;
         }
-        let yes = waits_for_terminal(&self.pane);
+        if Instant::now() < self.quiet_from() + self.quiet.saturating_sub(CONFIRM_GAP)
+            && shell_in_front(&self.pane)
+        {
+            // Only its prompt record or the quiet period tells a shell's prompt from its `read`:
+            // a look at /proc now could not answer, and would hold up the wait for the record.
+            self.first_yes = None;
+            self.next_probe = Instant::now() + RETRY_GAP;
+            return false;
+        }
+        let look = look(&self.pane);
         let now = Instant::now();
-        // Every look spaces the next one, whatever follows: at most one per `CONFIRM_GAP`.
-        self.next_probe = now + if yes { CONFIRM_GAP } else { RETRY_GAP };
-        if self.saw_output() || !yes {
+        let (yes, program) = match look {
+            Look::Asks(program) => (Some(Yes::AtOnce), program),
+            Look::Quiet(program) => (Some(Yes::AfterQuiet), program),
+            Look::Busy => (None, None),
+        };
+        // Every look spaces the next one, whatever follows.
+        self.next_probe = now
+            + match yes {
+                Some(Yes::AtOnce) => FAST_GAP,
+                Some(Yes::AfterQuiet) => CONFIRM_GAP,
+                None => RETRY_GAP,
+            };
+        if self.saw_output() || yes.is_none() {
             self.first_yes = None;
             return false;
         }
-        if self.first_yes.is_some() {
-            return true;
+        if yes == Some(Yes::AfterQuiet)
+            && now < self.quiet_from() + self.quiet.saturating_sub(CONFIRM_GAP)
+        {
+            // Not quiet long enough for a look that cannot vouch; its timer may end in a wait
+            // without one (vim's after 4 s), so look again as at a busy pane.
+            self.first_yes = None;
+            self.next_probe = now + RETRY_GAP;
+            return false;
         }
-        self.first_yes = Some(now);
-        false
+        self.program = program;
+        match (self.first_yes, yes) {
+            (Some(Yes::AtOnce), Some(Yes::AtOnce)) => true,
+            (Some(Yes::AfterQuiet), Some(_)) => now >= self.quiet_from() + self.quiet,
+            (_, yes) => {
+                self.first_yes = yes;
+                false
+            }
+        }
     }
 
     /// Whether the pane printed since the last look; output voids a first "yes".
@@ -179,9 +296,23 @@ struct Terminal {
     path: String,
     /// Canonical mode with echo off: what a password prompt sets.
     secret_prompt: bool,
+    /// A read of the terminal ends by itself: raw mode with `VMIN` 0 (`VTIME` is its timer).
+    timed_reads: bool,
+    /// No input fugue sent is still on its way to the program, and no output is still on its way
+    /// to fugue: a program found blocked on the terminal has nothing to wake it.
+    settled: bool,
 }
 
 impl Terminal {
+    /// The terminal's foreground process group.
+    fn group(pane: &Pane) -> Option<i32> {
+        let master = pane.master.lock();
+        let fd = master.as_ref()?.as_raw_fd()?;
+        // SAFETY: tcgetpgrp only reads the terminal's state; the fd lives while the lock is held.
+        let group = unsafe { libc::tcgetpgrp(fd) };
+        (group > 0).then_some(group)
+    }
+
     fn of(pane: &Pane) -> Option<Terminal> {
         let master = pane.master.lock();
         let master = master.as_ref()?;
@@ -195,45 +326,119 @@ impl Terminal {
         // SAFETY: an all-zero termios is valid, and tcgetattr only writes into it.
         let mut termios: libc::termios = unsafe { std::mem::zeroed() };
         // SAFETY: as above; the fd is valid while the lock is held.
-        let secret_prompt = unsafe { libc::tcgetattr(fd, &raw mut termios) } == 0
-            && termios.c_lflag & libc::ICANON != 0
-            && termios.c_lflag & libc::ECHO == 0;
-        Some(Terminal { group, path, secret_prompt })
+        let read = unsafe { libc::tcgetattr(fd, &raw mut termios) } == 0;
+        let lflag = termios.c_lflag;
+        let secret_prompt = read && lflag & libc::ICANON != 0 && lflag & libc::ECHO == 0;
+        let timed_reads = !read || (lflag & libc::ICANON == 0 && termios.c_cc[libc::VMIN] == 0);
+        let settled = pane.input.pending() == 0 && !readable(fd) && !input_unread(&path);
+        Some(Terminal { group, path, secret_prompt, timed_reads, settled })
     }
+}
+
+/// Whether `fd` has something to read now. For a terminal, polling also delivers what the kernel
+/// still holds in its buffers for it, and wakes a program waiting for it.
+fn readable(fd: i32) -> bool {
+    let mut poll = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    // SAFETY: one valid pollfd, no timeout; the fd is open for the call.
+    let ready = unsafe { libc::poll(&raw mut poll, 1, 0) };
+    ready != 0
+}
+
+/// Whether input written to the terminal waits unread by the program (true when in doubt): polling
+/// a descriptor of the slave side delivers any input still in the kernel's buffers first, so a
+/// program it wakes is seen awake.
+fn input_unread(path: &str) -> bool {
+    use std::os::unix::fs::OpenOptionsExt;
+    let slave = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOCTTY | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path);
+    slave.map_or(true, |slave| readable(std::os::fd::AsRawFd::as_raw_fd(&slave)))
 }
 
 /// What one thread (or the whole group) waits for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Wait {
-    /// Sleeps in a call that no input or outside event ends: a lock, a signal wait, a timer, a
-    /// child. Neither proves nor disproves a question.
+    /// Sleeps in a call that no input or outside event ends: a lock, a signal wait, a child.
+    /// Neither proves nor disproves a question.
     Neutral,
-    /// Waits for the pane's terminal and nothing else that matters.
-    Terminal,
+    /// Sleeps on a timer (a sleep, a lock or signal wait with a timeout, a timerfd): neither
+    /// proves nor disproves a question, but the program may wake by itself.
+    Timer,
+    /// Waits for the pane's terminal and nothing else that matters; `timed` when a timer may end
+    /// the wait (its own, or another thread's) without a key press.
+    Terminal { timed: bool },
     /// /proc refused to say (another user's or a setuid process).
     Denied,
     /// Runs, or waits for something other than the terminal.
     Busy,
 }
 
-/// The foreground group's verdict: the worst of its threads (busy over denied over terminal over
-/// neutral), so a single thread waiting on a socket makes a forwarder busy.
-fn group_wait(terminal: &Terminal) -> Wait {
-    let members = group_members(terminal.group);
-    if members.is_empty() {
-        return Wait::Busy;
-    }
-    let mut worst = Wait::Neutral;
-    for pid in members {
-        let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else { return Wait::Busy };
-        for tid in tasks.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok()) {
-            worst = worst.max(thread_wait(pid, tid, &terminal.path));
-            if worst == Wait::Busy {
-                return Wait::Busy;
+impl Wait {
+    /// Two threads' (or processes') verdicts as one: the worse (busy over denied over terminal
+    /// over neutral), so a single thread waiting on a socket makes a forwarder busy; and a timer
+    /// anywhere makes a wait for the terminal a timed one.
+    fn and(self, other: Wait) -> Wait {
+        match (self, other) {
+            (Wait::Timer, Wait::Terminal { .. }) | (Wait::Terminal { .. }, Wait::Timer) => {
+                Wait::Terminal { timed: true }
             }
+            _ => self.max(other),
         }
     }
+}
+
+/// The foreground group's verdict: its processes' verdicts together (`Wait::and`). With it, a
+/// process that waits for the terminal: the program that asks, if it does.
+fn group_wait(terminal: &Terminal) -> (Wait, Option<u32>) {
+    let members = group_members(terminal.group);
+    if members.is_empty() {
+        return (Wait::Busy, None);
+    }
+    let mut worst = Wait::Neutral;
+    let mut asker = None;
+    for pid in members {
+        let wait = process_wait(pid, terminal);
+        if matches!(wait, Wait::Terminal { .. }) {
+            asker = asker.or(Some(pid));
+        }
+        worst = worst.and(wait);
+        if worst == Wait::Busy {
+            return (Wait::Busy, None);
+        }
+    }
+    (worst, asker)
+}
+
+/// One process's verdict: its threads' together. A process that works but cannot print to the
+/// terminal (no descriptor but its standard input on it) is a helper the program left running, not
+/// part of what the pane shows, and counts as neutral: a shell without job control keeps its
+/// background jobs in the foreground group, so `fish -c read` on a first run has fish's man-page
+/// completion generator (python3, output to /dev/null) computing beside the question for minutes.
+fn process_wait(pid: u32, terminal: &Terminal) -> Wait {
+    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else { return Wait::Busy };
+    let mut worst = Wait::Neutral;
+    for tid in tasks.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok()) {
+        worst = worst.and(thread_wait(pid, tid, terminal));
+        if worst == Wait::Busy {
+            break;
+        }
+    }
+    if worst == Wait::Busy && !prints_to(pid, &terminal.path) {
+        log::debug(&format!("activity: process {pid} works but cannot print to the terminal"));
+        return Wait::Neutral;
+    }
     worst
+}
+
+/// Whether process `pid` holds the terminal on any descriptor but its standard input (true when
+/// /proc will not say).
+fn prints_to(pid: u32, tty: &str) -> bool {
+    let Ok(dir) = fs::read_dir(format!("/proc/{pid}/fd")) else { return true };
+    dir.filter_map(Result::ok).filter(|e| e.file_name() != "0").any(|e| {
+        fs::read_link(e.path())
+            .is_ok_and(|link| link.as_os_str() == tty || link.as_os_str() == "/dev/tty")
+    })
 }
 
 /// The processes whose process group is `group`.
@@ -260,13 +465,13 @@ fn stat_fields(path: &str) -> Option<(u8, i32)> {
 /// What thread `tid` of process `pid` waits for. A thread caught awake is looked at again,
 /// `AWAKE_GAP` apart, and counts as working only if every one of `AWAKE_LOOKS` looks finds it
 /// awake.
-fn thread_wait(pid: u32, tid: u32, tty: &str) -> Wait {
+fn thread_wait(pid: u32, tid: u32, terminal: &Terminal) -> Wait {
     let mut last = Awake::Running(0);
     for look in 0..AWAKE_LOOKS {
         if look > 0 {
             std::thread::sleep(AWAKE_GAP);
         }
-        match thread_look(pid, tid, tty) {
+        match thread_look(pid, tid, terminal) {
             Ok(wait) => return wait,
             Err(awake) => last = awake,
         }
@@ -294,7 +499,7 @@ impl std::fmt::Display for Awake {
 
 /// One look at a thread: what it waits for, or `Err` when it is awake, so that one look cannot
 /// tell.
-fn thread_look(pid: u32, tid: u32, tty: &str) -> Result<Wait, Awake> {
+fn thread_look(pid: u32, tid: u32, terminal: &Terminal) -> Result<Wait, Awake> {
     let task = format!("/proc/{pid}/task/{tid}");
     match stat_fields(&format!("{task}/stat")) {
         // A thread that ended since the listing, or a zombie, waits for nothing.
@@ -311,14 +516,24 @@ fn thread_look(pid: u32, tid: u32, tty: &str) -> Result<Wait, Awake> {
     };
     // `running`: it woke between the two reads.
     let call = syscalls::Call::parse(&line).ok_or_else(|| Awake::Moved(line.clone()))?;
-    let proc = Proc { pid, tty };
-    let wait = match syscalls::classify(call.nr) {
+    let proc = Proc { pid, tty: &terminal.path };
+    let kind = syscalls::classify(call.nr);
+    let wait = match kind {
         syscalls::Kind::Neutral => Wait::Neutral,
         // An epoll descriptor counts by its members, so both wait on the one descriptor `a0`.
         syscalls::Kind::Read | syscalls::Kind::Epoll => proc.set_wait(&[call.args[0]], 0),
         syscalls::Kind::Poll => proc.poll_wait(call.args[0], call.args[1]),
         syscalls::Kind::Select => proc.select_wait(&call.args),
         syscalls::Kind::Other => Wait::Busy,
+    };
+    // The set says what may end the wait; the call says whether a timer may end it too.
+    let wait = match wait {
+        Wait::Terminal { .. } if kind == syscalls::Kind::Read => {
+            Wait::Terminal { timed: terminal.timed_reads }
+        }
+        Wait::Terminal { timed } => Wait::Terminal { timed: timed || !call.endless() },
+        Wait::Neutral if !call.endless() => Wait::Timer,
+        wait => wait,
     };
     // The wait set was read from the thread's memory after its call line: a thread that left the
     // call meanwhile may have reused that memory, and what was decoded is not what it waited on.
@@ -342,7 +557,9 @@ enum FdKind {
     /// The pane's terminal, or `/dev/tty` (a foreground process's controlling terminal is the
     /// pane's).
     Terminal,
-    /// Wakes a program from inside itself: eventfd, signalfd, timerfd, a pipe whose both ends
+    /// Ends the wait after a while: a timerfd.
+    Timer,
+    /// Wakes a program from inside itself: eventfd, signalfd, a pipe whose both ends
     /// it holds (the self-pipe trick), or a named FIFO it opened for reading and writing, which
     /// never ends and needs no other writer (fish's universal-variable notifier, polled beside the
     /// terminal at its prompt and in its `read`). A pipe or FIFO only read is `Other`:
@@ -360,10 +577,11 @@ impl Proc<'_> {
     /// is (node's helper threads); an epoll set among them counts by its members (two levels down
     /// at most).
     fn set_wait(&self, fds: &[u64], depth: u32) -> Wait {
-        let mut terminal = false;
+        let mut wait = Wait::Neutral;
         for &fd in fds {
             match self.fd_kind(fd) {
-                Ok(FdKind::Terminal) => terminal = true,
+                Ok(FdKind::Terminal) => wait = wait.and(Wait::Terminal { timed: false }),
+                Ok(FdKind::Timer) => wait = wait.and(Wait::Timer),
                 Ok(FdKind::Internal) => {}
                 Ok(FdKind::Epoll) if depth < 2 => {
                     let members = match self.epoll_members(fd) {
@@ -371,16 +589,17 @@ impl Proc<'_> {
                         Err(wait) => return wait,
                     };
                     match self.set_wait(&members, depth + 1) {
-                        Wait::Terminal => terminal = true,
-                        Wait::Neutral => {}
-                        wait => return wait,
+                        inner @ (Wait::Terminal { .. } | Wait::Timer | Wait::Neutral) => {
+                            wait = wait.and(inner);
+                        }
+                        busy => return busy,
                     }
                 }
                 Ok(FdKind::Epoll | FdKind::Other) => return Wait::Busy,
                 Err(wait) => return wait,
             }
         }
-        if terminal { Wait::Terminal } else { Wait::Neutral }
+        wait
     }
 
     fn fd_kind(&self, fd: u64) -> Result<FdKind, Wait> {
@@ -389,9 +608,9 @@ impl Proc<'_> {
         let link = link.to_string_lossy();
         Ok(if link == self.tty || link == "/dev/tty" {
             FdKind::Terminal
-        } else if ["eventfd", "signalfd", "timerfd"]
-            .iter()
-            .any(|k| link == format!("anon_inode:[{k}]"))
+        } else if link == "anon_inode:[timerfd]" {
+            FdKind::Timer
+        } else if ["eventfd", "signalfd"].iter().any(|k| link == format!("anon_inode:[{k}]"))
             || (link.starts_with("pipe:") && self.holds_twice(&link))
             || (link.starts_with('/') && self.own_fifo(fd))
         {
@@ -494,10 +713,18 @@ mod tests {
 
     #[test]
     fn the_worst_wait_wins() {
-        let waits = [Wait::Neutral, Wait::Terminal, Wait::Denied, Wait::Busy];
-        assert_eq!(waits.iter().copied().max(), Some(Wait::Busy));
-        assert_eq!(Wait::Neutral.max(Wait::Terminal), Wait::Terminal);
-        assert_eq!(Wait::Terminal.max(Wait::Denied), Wait::Denied);
+        let endless = Wait::Terminal { timed: false };
+        let timed = Wait::Terminal { timed: true };
+        let waits = [Wait::Neutral, Wait::Timer, endless, timed, Wait::Denied, Wait::Busy];
+        assert_eq!(waits.iter().fold(Wait::Neutral, |a, b| a.and(*b)), Wait::Busy);
+        assert_eq!(Wait::Neutral.and(endless), endless);
+        assert_eq!(Wait::Neutral.and(Wait::Timer), Wait::Timer);
+        // A thread on a timer wakes the program by itself: the group's wait is timed, in either
+        // order.
+        assert_eq!(endless.and(timed), timed);
+        assert_eq!(endless.and(Wait::Timer), timed);
+        assert_eq!(Wait::Timer.and(endless), timed);
+        assert_eq!(timed.and(Wait::Denied), Wait::Denied);
     }
 
     #[test]

@@ -61,6 +61,11 @@ impl Input {
         })
     }
 
+    /// Bytes queued and not yet written into the terminal.
+    pub(crate) fn pending(&self) -> usize {
+        self.pending.load(Ordering::SeqCst)
+    }
+
     /// Queues `parts` in order and waits up to `wait` for the last to be written. Returns how many
     /// bytes are still pending then (0 when all went in).
     pub(crate) fn send(&self, parts: &[&[u8]], wait: Duration) -> Result<usize> {

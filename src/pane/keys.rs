@@ -1,10 +1,40 @@
-//! Named keys for `fugue_send_input`: what a person presses, as the bytes a terminal sends.
+//! Named keys for `fugue_send_input`: what a person presses, as the bytes a terminal sends; and
+//! the items of its `keys`, each a key name or `{"text": "…"}` typed as-is in its place.
 //!
 //! Cursor keys follow the pane's cursor-key mode (normal `ESC [ A`, application `ESC O A`), the way
 //! a real terminal does, so that full-screen programs such as `less` or `vim` see the keys they
 //! asked for.
 
 use crate::error::{Error, Result};
+use serde_json::Value;
+
+/// The bytes for item `index` of `keys`: a string names a key, an object `{"text": "…"}` (and
+/// nothing else) is typed as-is. Anything else is an error that names the item.
+pub(crate) fn item(index: usize, item: &Value, application_cursor: bool) -> Result<Vec<u8>> {
+    match item {
+        Value::String(name) => bytes(name, application_cursor),
+        Value::Object(fields) if fields.len() == 1 => match fields.get("text") {
+            Some(Value::String(text)) => Ok(text.as_bytes().to_vec()),
+            _ => Err(bad_item(index, item)),
+        },
+        _ => Err(bad_item(index, item)),
+    }
+}
+
+fn bad_item(index: usize, item: &Value) -> Error {
+    let mut shown = item.to_string();
+    if shown.len() > 60 {
+        let mut end = 60;
+        while !shown.is_char_boundary(end) {
+            end -= 1;
+        }
+        shown.truncate(end);
+        shown.push('…');
+    }
+    Error::invalid(format!(
+        "keys[{index}] is {shown}; each item is a key name or {{\"text\": \"...\"}}"
+    ))
+}
 
 /// The bytes for one named key. Names are case-insensitive except for `C-x` letters, which accept
 /// either case.
@@ -95,6 +125,20 @@ mod tests {
         assert_eq!(bytes("Up", true).unwrap(), b"\x1bOA");
         assert_eq!(bytes("F5", false).unwrap(), b"\x1b[15~");
         assert_eq!(bytes("PageDown", false).unwrap(), b"\x1b[6~");
+    }
+
+    #[test]
+    fn items_are_key_names_or_text() {
+        use serde_json::json;
+        assert_eq!(item(0, &json!("Escape"), false).unwrap(), b"\x1b");
+        assert_eq!(item(1, &json!({"text": ":wq"}), false).unwrap(), b":wq");
+        for bad in [json!({"txt": "x"}), json!({"text": 1}), json!({"text": "x", "y": 1}), json!(5)]
+        {
+            let err = item(2, &bad, false).unwrap_err();
+            assert_eq!(err.code(), "invalid_argument");
+            assert!(err.message().starts_with(&format!("keys[2] is {bad}")), "{}", err.message());
+        }
+        assert!(item(0, &json!("Hyper"), false).unwrap_err().message().contains("\"Hyper\""));
     }
 
     #[test]

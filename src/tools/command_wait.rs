@@ -48,8 +48,8 @@ pub(crate) enum Outcome {
     Ended { prompt: Prompt, end: u64 },
     /// The pane's process ended.
     Exited(Option<Exit>),
-    /// The program waits for the terminal.
-    Input,
+    /// The program waits for the terminal: its name, when known.
+    Input(Option<String>),
     /// The deadline passed.
     Running,
     /// The exec's output matched the wait's pattern; the command goes on.
@@ -100,8 +100,8 @@ impl Wait<'_> {
         let mut watch = InputWatch::new(self.pane, quiet_period());
         let started = Instant::now();
         // What was just typed may still sit unread in the terminal while the program's last
-        // print is long past: a question counts only once the quiet period has passed since.
-        let mut not_before = started + quiet_period();
+        // print is long past.
+        watch.typed_at(started);
         loop {
             if let Some(outcome) = self.ended() {
                 return Ok(outcome);
@@ -112,16 +112,15 @@ impl Wait<'_> {
             if let Some(found) = search.matched(self.pane) {
                 return Ok(Outcome::Ready(found));
             }
-            if Instant::now() >= not_before && watch.check() {
+            if watch.check() {
                 if !self.respond() {
-                    return Ok(Outcome::Input);
+                    return Ok(Outcome::Input(watch.program()));
                 }
                 // Answered: a new question is looked for once the answer has been read.
                 watch = InputWatch::new(self.pane, quiet_period());
-                not_before = Instant::now() + quiet_period();
+                watch.typed_at(Instant::now());
             }
-            let check_at =
-                watch.next_check().map_or_else(never, |at| after(until(at.max(not_before))));
+            let check_at = watch.next_check().map_or_else(never, |at| after(until(at)));
             select! {
                 recv(records) -> _ => {}
                 recv(ending) -> _ => {}
@@ -279,7 +278,13 @@ pub(crate) fn answer(
             write_exit(&mut value, *exit, SignalField::WhenSignalled);
             value
         }
-        Outcome::Input => json!({"status": "input"}),
+        Outcome::Input(program) => {
+            let mut value = json!({"status": "input"});
+            if let Some(program) = program {
+                value["program"] = json!(program);
+            }
+            value
+        }
         Outcome::Running => json!({"status": "running"}),
         Outcome::Ready(found) => {
             let mut value = json!({"status": "ready"});
@@ -292,7 +297,7 @@ pub(crate) fn answer(
     {
         value["cwd"] = json!(cwd);
     }
-    let screen = matches!(outcome, Outcome::Input).then(|| tail::alternate_rows(pane)).flatten();
+    let screen = matches!(outcome, Outcome::Input(_)).then(|| tail::alternate_rows(pane)).flatten();
     match screen {
         // A full-screen program asks (an editor, a pager, an installer): its screen is what the
         // agent must see to answer, not the main screen's lines under it.

@@ -42,16 +42,16 @@ pub(crate) const TOOL: Tool = Tool {
     name: "fugue_exec",
     title: "Run a command in a live shell",
     description: "Run shell text in a live shell; answer when it ends: status ok/failed \
-                  (exit_code), input (it waits for the terminal; reply with fugue_send_input + \
-                  wait_ms, or answer up front with responses), running (timeout_ms passed), \
-                  exited (it ended the shell), or ready (`until` matched its output; it keeps \
-                  running: a server that is up). cwd, output (its own; past max_bytes: its end, \
-                  error lines and `keep` matches, its start; omitted_lines, omitted_since: read \
-                  them with fugue_get_output since), pane_id. State persists. No pane_id: \
-                  fugue's own shells; while one is busy the command runs in another, so start a \
-                  job with until, run the next command, then fugue_wait on both. Timeout or \
-                  cancel ends only the wait: stop it with keys [\"C-c\"] or fugue_close_pane. \
-                  Runs as an MCP task for clients that ask.",
+                  (exit_code), input (`program` waits for the terminal; reply with \
+                  fugue_send_input + wait_ms, or answer up front with responses), running \
+                  (timeout_ms passed), exited (it ended the shell), or ready (`until` matched its \
+                  output; it keeps running: a server that is up). cwd, output (its own; past \
+                  max_bytes: its end, error lines and `keep` matches, its start; omitted_lines, \
+                  omitted_since: read them with fugue_get_output since), pane_id. State persists. \
+                  No pane_id: fugue's own shells; while one is busy the command runs in another, \
+                  so start a job with until, run the next command, then fugue_wait on both. \
+                  Timeout or cancel ends only the wait: stop it with keys [\"C-c\"] or \
+                  fugue_close_pane. Runs as an MCP task for clients that ask.",
     hints: RUNS,
     input: || {
         object(
@@ -83,6 +83,7 @@ pub(crate) const TOOL: Tool = Tool {
             ("cwd", typed("string")),
             ("pane_id", typed("string")),
             ("output", typed("string")),
+            ("program", typed("string")),
         ])
     },
     call: exec,
@@ -145,7 +146,7 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     {
         interrupt(&pane, shell, id, *typed);
     }
-    if !matches!(outcome, Ok((_, Outcome::Input | Outcome::Running | Outcome::Ready(_)))) {
+    if !matches!(outcome, Ok((_, Outcome::Input(_) | Outcome::Running | Outcome::Ready(_)))) {
         shell.forget_exec(id);
     }
     let (typed, outcome) = outcome?;

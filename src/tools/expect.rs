@@ -78,7 +78,7 @@ pub(crate) const TOOL: Tool = Tool {
                 (
                     "on_input",
                     OnInput::schema(
-                        "return: answer status input if the program waits for keyboard input first",
+                        "return: answer status input (and program) if a program waits for keyboard input first",
                     ),
                 ),
                 crate::orchestrate::keep_schema(),
@@ -92,6 +92,7 @@ pub(crate) const TOOL: Tool = Tool {
             ("pattern", typed("string")),
             ("duration_ms", typed("integer")),
             ("offset", typed("integer")),
+            ("program", typed("string")),
         ])
     },
     call: expect,
@@ -210,6 +211,9 @@ fn expect(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
         if !step.behind && input.as_mut().is_some_and(InputWatch::check) {
             let mut value = outcome(&pane, "input", pattern, step.end, &answer, started);
             value["line"] = json!(question(&pane));
+            if let Some(program) = input.as_ref().and_then(InputWatch::program) {
+                value["program"] = json!(program);
+            }
             return Ok(value);
         }
         let check_at = input.as_ref().and_then(InputWatch::next_check);

@@ -129,9 +129,10 @@ pub(crate) static TOOLS: &[Tool] = &[
     Tool {
         name: "fugue_send_input",
         title: "Send input",
-        description: "Type into a pane: `input` text as-is, then named `keys` (Enter, Tab, Escape, \
-                      Backspace, Up/Down/Left/Right, Home, End, PageUp, PageDown, F1-F12, C-a..C-z, \
-                      C-\\), then Enter if `submit`. Returns the output offset before the write: \
+        description: "Type into a pane in this order: `input` as-is, then `keys` items in turn (a \
+                      key name: Enter, Tab, Escape, Backspace, Up/Down/Left/Right, Home, End, \
+                      PageUp, PageDown, F1-F12, C-a..C-z, C-\\; or {\"text\": \"...\"} typed as-is), \
+                      then Enter if `submit`. Returns the output offset before the write: \
                       pass it as `since` to read or expect only what the input caused. `pending`: \
                       bytes the program has not read yet. wait_ms: then wait as fugue_exec does \
                       (alone: only wait).",
@@ -143,8 +144,10 @@ pub(crate) static TOOLS: &[Tool] = &[
                     ("input", string("Text to type")),
                     (
                         "keys",
-                        json!({"type": "array", "items": {"type": "string"},
-                                    "description": "Named keys pressed after input"}),
+                        json!({"type": "array", "items": {"oneOf": [{"type": "string"},
+                                   {"type": "object", "properties": {"text": {"type": "string"}},
+                                    "required": ["text"]}]},
+                               "description": "After input, in order: key names and {text}"}),
                     ),
                     ("submit", boolean_or("Press Enter at the end", SUBMIT)),
                     ("wait_ms", integer("Then wait this long for the outcome")),
@@ -161,7 +164,14 @@ pub(crate) static TOOLS: &[Tool] = &[
                 &["pane_id"],
             )
         },
-        output: || result(&[("bytes", typed("integer")), ("offset", typed("integer"))]),
+        output: || {
+            result(&[
+                ("bytes", typed("integer")),
+                ("offset", typed("integer")),
+                ("status", typed("string")),
+                ("program", typed("string")),
+            ])
+        },
         call: send_input,
     },
     Tool {
@@ -413,7 +423,7 @@ fn send_input(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
         value
     };
     let input = args.str("input")?.unwrap_or("");
-    let keys = args.strings("keys")?;
+    let keys = args.array("keys")?.map_or(&[][..], Vec::as_slice);
     let submit = args.bool("submit")?.unwrap_or(SUBMIT);
     let wait = crate::tools::command_wait::wait_ms(args)?;
     let max_bytes = crate::tools::exec::max_bytes(args)?;
@@ -439,20 +449,22 @@ fn send_input(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
         )));
     }
     let application_cursor = !keys.is_empty() && pane.application_cursor();
-    let mut key_bytes = Vec::new();
-    for key in &keys {
-        key_bytes.extend(crate::pane::keys::bytes(key, application_cursor)?);
-    }
-    if key_bytes.len() > MAX_KEY_BYTES {
+    let items = keys
+        .iter()
+        .enumerate()
+        .map(|(i, item)| crate::pane::keys::item(i, item, application_cursor))
+        .collect::<Result<Vec<_>>>()?;
+    let key_bytes: usize = items.iter().map(Vec::len).sum();
+    if key_bytes > MAX_KEY_BYTES {
         return Err(Error::invalid(format!(
-            "keys make {} bytes; the limit is {MAX_KEY_BYTES} per call",
-            key_bytes.len()
+            "keys make {key_bytes} bytes; the limit is {MAX_KEY_BYTES} per call"
         )));
     }
-    // Keys and Enter go in writes of their own, so a program that reads the typed text in one
-    // read sees Enter as a key press and not as part of a paste.
-    let parts: Vec<&[u8]> = [input.as_bytes(), &key_bytes, if submit { b"\r" } else { b"" }]
-        .into_iter()
+    // Each key item and Enter go in writes of their own, in order, so a program that reads the
+    // typed text in one read sees Enter as a key press and not as part of a paste.
+    let parts: Vec<&[u8]> = std::iter::once(input.as_bytes())
+        .chain(items.iter().map(Vec::as_slice))
+        .chain(submit.then_some(&b"\r"[..]))
         .filter(|part| !part.is_empty())
         .collect();
     let seen = pane.shell().map(|s| s.with(|st| st.prompts));

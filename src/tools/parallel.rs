@@ -51,8 +51,8 @@ pub(crate) const TOOL: Tool = Tool {
                   all. Per command: status ok/failed/timeout/input/error, exact exit_code (signal \
                   if killed), duration_ms, pane_id, and output_tail (last lines + errors) if not \
                   ok, or always with tails=all. A command waiting for keyboard input (a question, \
-                  a password) is answered from its responses, else stopped after a quiet second: \
-                  status input, its question in output_tail (on_input=wait lets it wait). layout: \
+                  a password) is answered from its responses, else stopped: status input, program, \
+                  its question in output_tail (on_input=wait lets it wait). layout: \
                   hidden (__orchestration__ session) or tiled (new session, side by side). \
                   timeout_ms kills what still runs; cleanup closes the panes.",
     hints: RUNS,
@@ -334,26 +334,22 @@ impl Job<'_> {
         self.pane.as_ref().is_ok_and(|p| p.is_running())
     }
 
-    /// When its watch should look next: not before the last answer may have been read.
+    /// When its watch should look next.
     fn next_check(&self) -> Option<Instant> {
-        let at = self.watch.as_ref()?.next_check()?;
-        let settled = self.responder.as_ref().and_then(|r| r.settled_at(quiet_period()));
-        Some(settled.map_or(at, |s| at.max(s)))
+        self.watch.as_ref()?.next_check()
     }
 
     /// Whether its program asks a question the responses do not answer. One they answer is
-    /// answered, and the watch starts again.
+    /// answered, and the watch starts again from the answer (which may still sit unread).
     fn asks(&mut self) -> bool {
         let Ok(pane) = &self.pane else { return false };
-        let settled = self.responder.as_ref().and_then(|r| r.settled_at(quiet_period()));
-        if !pane.is_running()
-            || settled.is_some_and(|at| Instant::now() < at)
-            || !self.watch.as_mut().is_some_and(InputWatch::check)
-        {
+        if !pane.is_running() || !self.watch.as_mut().is_some_and(InputWatch::check) {
             return false;
         }
         if self.responder.as_mut().is_some_and(|r| r.reply(pane)) {
-            self.watch = Some(InputWatch::new(pane, quiet_period()));
+            let mut watch = InputWatch::new(pane, quiet_period());
+            watch.typed_at(Instant::now());
+            self.watch = Some(watch);
             return false;
         }
         true
@@ -429,8 +425,8 @@ fn asking_job(jobs: &mut [Job<'_>], stop_asking: bool) -> Option<usize> {
 
 /// Stops a command found asking, as the deadline would; with cleanup it leaves the registry too.
 fn stop(mux: &Mux, job: &mut Job<'_>, cleanup: bool) {
-    if let Ok(pane) = &job.pane {
-        job.asked = Some(Asked::now(pane));
+    if let (Ok(pane), Some(watch)) = (&job.pane, &job.watch) {
+        job.asked = Some(Asked::now(pane, watch));
         end_run_panes(mux, std::slice::from_ref(pane), cleanup);
     }
 }

@@ -58,8 +58,8 @@ pub(crate) const TOOL: Tool = Tool {
                   the shell)/input. stop_on_error stops at the first failure; failed_at names it, \
                   output_tail holds its last lines + errors; tails=all gives every step its \
                   output_tail. timeout_ms interrupts the running step; so does a step waiting for \
-                  keyboard input its responses do not answer, after a quiet second (status input, \
-                  its question in output_tail; on_input=wait lets it wait). cwd: the shell's \
+                  keyboard input its responses do not answer (status input, program, its \
+                  question in output_tail; on_input=wait lets it wait). cwd: the shell's \
                   directory after the last step. The pane stays, with an interactive shell for \
                   follow-ups, unless cleanup.",
     hints: RUNS,
@@ -99,6 +99,7 @@ pub(crate) const TOOL: Tool = Tool {
             ("pane_id", typed("string")),
             ("steps", typed("array")),
             ("cwd", typed("string")),
+            ("program", typed("string")),
             ("total_duration_ms", typed("integer")),
         ])
     },
@@ -315,36 +316,35 @@ impl Run<'_> {
                     self.type_next(ctx.progress)?;
                 }
             }
-            // What was just typed may still sit unread in the terminal while the shell's last
-            // print is long past: a question counts only once the quiet period has passed since.
-            // So does an answer typed from the step's responses.
-            let due =
+            // Only a running step is watched (not one held asking, with on_input wait); what was
+            // typed for it, its line or an answer from its responses, may still sit unread in the
+            // terminal while the shell's last print is long past.
+            let typed =
                 self.records.last().filter(|r| r.ended.is_none() && self.held != Some(r.exec));
-            let due = due.map(|r| {
-                let settled = r.responder.as_ref().and_then(|a| a.settled_at(quiet_period()));
-                (r.started + quiet_period()).max(settled.unwrap_or(r.started))
+            let typed = typed.map(|r| {
+                let answered = r.responder.as_ref().and_then(Responder::answered_at);
+                r.started.max(answered.unwrap_or(r.started))
             });
-            if let (Some(due), Some(check)) = (due, watch.as_mut())
-                && Instant::now() >= due
-                && check.check()
-            {
-                if self.respond() {
-                    watch = Some(InputWatch::new(&self.pane, quiet_period()));
-                } else if self.plan.stop_asking {
-                    // Stopped as at the deadline, with the same grace.
-                    watch = None;
-                    self.asked = Some(Asked::now(&self.pane));
-                    self.interrupt();
-                    deadline = Instant::now() + INTERRUPT_GRACE;
-                } else {
-                    self.held = self.records.last().map(|r| r.exec);
+            if let (Some(typed), Some(check)) = (typed, watch.as_mut()) {
+                check.typed_at(typed);
+                if check.check() {
+                    if self.respond() {
+                        watch = Some(InputWatch::new(&self.pane, quiet_period()));
+                    } else if self.plan.stop_asking {
+                        // Stopped as at the deadline, with the same grace.
+                        self.asked = Some(Asked::now(&self.pane, check));
+                        watch = None;
+                        self.interrupt();
+                        deadline = Instant::now() + INTERRUPT_GRACE;
+                    } else {
+                        self.held = self.records.last().map(|r| r.exec);
+                    }
                 }
             }
             // Between steps nothing is watched; the next step's line is typed on the record.
-            let check = watch.as_ref().zip(due);
-            let check = check
-                .and_then(|(w, due)| w.next_check().map(|at| at.max(due)))
-                .map_or_else(never, |at| after(at.saturating_duration_since(Instant::now())));
+            let check = watch.as_ref().filter(|_| typed.is_some()).and_then(InputWatch::next_check);
+            let check =
+                check.map_or_else(never, |at| after(at.saturating_duration_since(Instant::now())));
             // While a prompt is being drawn, its mark is what the loop waits for.
             let drawing = !self.step_running() && self.typed_on.is_some();
             let printed = if drawing { self.pane.output().subscribe() } else { never() };

@@ -59,7 +59,7 @@ pub(crate) const TOOL: Tool = Tool {
     description: "Wait on 1-32 panes (jobs started with fugue_exec until/running, panes of \
                   commands) and answer when one (mode any) or all have an outcome: ok/failed \
                   (exit_code, cwd: a shell's command ended, even before this call), exited (the \
-                  pane's program ended), input (it asks; output shows the question), matched \
+                  pane's program ended), input (`program` asks; output shows the question), matched \
                   (until matched output printed after the call). Instead of polling or sleeping. \
                   results in pane_ids order, each with its last lines + errors; fired: first \
                   first; status timeout leaves the rest running. Runs as an MCP task for clients \
@@ -100,8 +100,8 @@ enum Outcome {
     Ended { status: i32, cwd: String, end: u64 },
     /// Its process ended.
     Exited,
-    /// Its program waits for the terminal.
-    Input,
+    /// Its program waits for the terminal: its name, when known.
+    Input(Option<String>),
     /// `until` matched.
     Matched(Found),
 }
@@ -148,7 +148,7 @@ impl Watched {
         if let Some(ended) = self.command_end() {
             return Some(ended);
         }
-        self.input.check().then_some(Outcome::Input)
+        self.input.check().then(|| Outcome::Input(self.input.program()))
     }
 
     /// The end of the shell's command: its prompt record says the command ended, and the output
@@ -191,7 +191,7 @@ impl Watched {
             Some(Outcome::Ended { status: 0, .. }) => "ok",
             Some(Outcome::Ended { .. }) => "failed",
             Some(Outcome::Exited) => "exited",
-            Some(Outcome::Input) => "input",
+            Some(Outcome::Input(_)) => "input",
             Some(Outcome::Matched(_)) => "matched",
         });
         match &self.outcome {
@@ -203,7 +203,8 @@ impl Watched {
                 write_exit(&mut value, self.pane.output().exit(), SignalField::WhenSignalled);
             }
             Some(Outcome::Matched(found)) => found.write(&mut value),
-            Some(Outcome::Input) | None => {}
+            Some(Outcome::Input(Some(program))) => value["program"] = json!(program),
+            Some(Outcome::Input(None)) | None => {}
         }
         if let Some(Outcome::Ended { end, .. }) = &self.outcome {
             // The command's own lines: from its begin mark to its end mark, not the next prompt.
@@ -212,7 +213,7 @@ impl Watched {
             return value;
         }
         let shown = tail::shown_since(&self.pane, job_start(&self.pane), budget);
-        if matches!(self.outcome, Some(Outcome::Input)) {
+        if matches!(self.outcome, Some(Outcome::Input(_))) {
             value["line"] = json!(tail::question(shown.text()));
         }
         shown.write(&mut value, "output");

@@ -28,6 +28,15 @@ mod table {
     /// `pause`, `nanosleep`, `wait4`, `rt_sigtimedwait`, `rt_sigsuspend`, `futex`,
     /// `clock_nanosleep`, `waitid`, `futex_waitv`.
     pub(super) const NEUTRAL: &[i64] = &[34, 35, 61, 128, 130, 202, 230, 247, 449];
+    /// Calls whose timeout is an `int` of milliseconds (negative: none): poll, epoll_wait,
+    /// epoll_pwait; with the argument that holds it.
+    pub(super) const TIMEOUT_MS: &[(i64, usize)] = &[(7, 2), (232, 3), (281, 3)];
+    /// Calls whose timeout is a pointer (null: none): ppoll, select, pselect6, epoll_pwait2,
+    /// rt_sigtimedwait, futex, futex_waitv.
+    pub(super) const TIMEOUT_PTR: &[(i64, usize)] =
+        &[(271, 2), (23, 4), (270, 4), (441, 3), (128, 2), (202, 3), (449, 3)];
+    /// Sleeps: nanosleep, clock_nanosleep.
+    pub(super) const SLEEP: &[i64] = &[35, 230];
 }
 
 #[cfg(target_arch = "aarch64")]
@@ -39,6 +48,14 @@ mod table {
     /// `waitid`, `futex`, `nanosleep`, `clock_nanosleep`, `rt_sigsuspend`, `rt_sigtimedwait`,
     /// `wait4`, `futex_waitv`.
     pub(super) const NEUTRAL: &[i64] = &[95, 98, 101, 115, 133, 137, 260, 449];
+    /// epoll_pwait's timeout, an `int` of milliseconds (negative: none).
+    pub(super) const TIMEOUT_MS: &[(i64, usize)] = &[(22, 3)];
+    /// ppoll, pselect6, epoll_pwait2, rt_sigtimedwait, futex, futex_waitv: a timeout pointer
+    /// (null: none).
+    pub(super) const TIMEOUT_PTR: &[(i64, usize)] =
+        &[(73, 2), (72, 4), (441, 3), (137, 2), (98, 3), (449, 3)];
+    /// Sleeps: nanosleep, clock_nanosleep.
+    pub(super) const SLEEP: &[i64] = &[101, 115];
 }
 
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
@@ -49,6 +66,9 @@ mod table {
     pub(super) const SELECT: &[i64] = &[];
     pub(super) const EPOLL: &[i64] = &[];
     pub(super) const NEUTRAL: &[i64] = &[];
+    pub(super) const TIMEOUT_MS: &[(i64, usize)] = &[];
+    pub(super) const TIMEOUT_PTR: &[(i64, usize)] = &[];
+    pub(super) const SLEEP: &[i64] = &[];
 }
 
 pub(super) fn classify(nr: i64) -> Kind {
@@ -69,7 +89,7 @@ pub(super) fn classify(nr: i64) -> Kind {
 }
 
 /// A thread blocked in a system call.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Call {
     pub(super) nr: i64,
     pub(super) args: [u64; 6],
@@ -89,6 +109,23 @@ impl Call {
         }
         Some(Call { nr, args })
     }
+
+    /// Whether the call waits with no timeout, so that only what it waits on (or a signal) ends it.
+    /// A read has none of its own (the terminal's `VTIME` is the caller's to check); a sleep is
+    /// nothing but one.
+    pub(super) fn endless(&self) -> bool {
+        if table::SLEEP.contains(&self.nr) {
+            return false;
+        }
+        if let Some(&(_, i)) = table::TIMEOUT_MS.iter().find(|(nr, _)| *nr == self.nr) {
+            // An int in a 64-bit register: its upper half is not the caller's.
+            return (self.args[i] as u32).cast_signed() < 0;
+        }
+        if let Some(&(_, i)) = table::TIMEOUT_PTR.iter().find(|(nr, _)| *nr == self.nr) {
+            return self.args[i] == 0;
+        }
+        true
+    }
 }
 
 #[cfg(test)]
@@ -102,6 +139,24 @@ mod tests {
         assert_eq!(Call::parse("-1 0x7ffd0000 0x7f00\n").map(|c| c.nr), Some(-1));
         assert_eq!(Call::parse("running\n"), None);
         assert_eq!(Call::parse("0 0x1\n"), None);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn timeouts_are_read_from_the_call() {
+        let call = |nr, args| Call { nr, args };
+        // poll(fds, 3, -1) as the kernel shows it, and with 10 ms.
+        assert!(call(7, [1, 3, 0xffff_ffff, 0, 0, 0]).endless());
+        assert!(!call(7, [1, 3, 10, 0, 0, 0]).endless());
+        // pselect6 with and without a timespec.
+        assert!(call(270, [1, 2, 0, 0, 0, 0]).endless());
+        assert!(!call(270, [1, 2, 0, 0, 0x7ffd_0000, 0]).endless());
+        assert!(call(0, [0, 1, 1, 0, 0, 0]).endless());
+        // A lock with and without a timeout, a sleep, a child.
+        assert!(call(202, [1, 0x80, 0, 0, 0, 0]).endless());
+        assert!(!call(202, [1, 0x80, 0, 0x7ffd_0000, 0, 0]).endless());
+        assert!(!call(230, [1, 0, 0x7ffd_0000, 0, 0, 0]).endless());
+        assert!(call(61, [0xffff_ffff, 0, 0, 0, 0, 0]).endless());
     }
 
     #[test]
