@@ -53,7 +53,7 @@ fn initialize_instructions_name_fugue_exec_until_and_fugue_wait() {
                "clientInfo": {"name": "t", "version": "0"}}),
     );
     let text = init["result"]["instructions"].as_str().unwrap().to_string();
-    for word in ["fugue_exec", "`until`", "fugue_wait"] {
+    for word in ["fugue_exec", "`until`", "fugue_wait", "`responses`", "{text}", "`keep`"] {
         assert!(text.contains(word), "the instructions do not name {word}: {text}");
     }
     f.notify("notifications/initialized", json!({}));

@@ -34,11 +34,11 @@ const MAX_CLIENT_FIELD: usize = 100;
 
 /// What `initialize` tells a model, read on every start: the tools to reach for first. Short.
 const INSTRUCTIONS: &str = "Run commands with fugue_exec: it answers when the command ends \
-(exit_code, output); cd and export persist. For a server or a long job pass `until` (a regex: \
-answer once its output matches), go on, then fugue_wait on its pane_id instead of sleeping or \
-polling. Status input: the program asks; reply with fugue_send_input. A program that will ask \
-(an installer, rm -i, a passphrase): give `responses` ({question regex: answer}) and the whole \
-dialogue takes one call.";
+(exit_code, output); cd and export persist. For a server or long job pass `until` (regex), go \
+on, then fugue_wait on its pane_id; never sleep or poll. Status input: a program asks; reply \
+with fugue_send_input (keys: names or {text}, in order), or give `responses` ({question regex: \
+answer}) up front. Output is cut to ~4 KB, keeping the last and error lines; `keep` (regex) \
+keeps more, omitted_since reads the rest.";
 
 /// The instructions, with the sandbox policy in one line when there is one.
 fn instructions() -> String {
