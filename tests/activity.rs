@@ -4,6 +4,7 @@
 //! (the program asks) or `timeout` (it does not). The quiet period is 300 ms here, so a `timeout`
 //! after 2.5 s means about eight looks at /proc all said "busy".
 
+use crate::util::have;
 use crate::util::{BusyLoops, Dir, Fugue};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
@@ -24,16 +25,6 @@ fn fugue() -> Fugue {
 
 /// Whether `program` is on the PATH; a skip is recorded when not. Tests that need several join
 /// the checks with `|`, not `||`, so every missing one is named.
-fn installed(program: &str) -> bool {
-    let found = Command::new("sh")
-        .args(["-c", &format!("command -v {program}")])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        crate::util::skip(program, "not installed");
-    }
-    found
-}
 
 /// Waits on the pane for a pattern that never appears, returning at input.
 fn watch(f: &mut Fugue, pane: &str, timeout_ms: u64) -> Value {
@@ -99,7 +90,7 @@ fn bash_read_silent_asks() {
 /// for reading and writing (fish 3), and an eventfd.
 #[test]
 fn fish_read_asks() {
-    if !installed("fish") {
+    if !have("fish") {
         return;
     }
     let mut f = fugue();
@@ -117,7 +108,7 @@ const LOOKS: usize = 60;
 /// (fish keeps it in `XDG_RUNTIME_DIR`), so the test's posts reach no other fish.
 #[test]
 fn fish_read_asks_under_load_while_universal_variables_change() {
-    if !installed("fish") {
+    if !have("fish") {
         return;
     }
     let runtime = Dir::new("fish-runtime");
@@ -178,7 +169,7 @@ impl Drop for NotifierPosts {
 
 #[test]
 fn python_input_asks() {
-    if !installed("python3") {
+    if !have("python3") {
         return;
     }
     let mut f = fugue();
@@ -188,7 +179,7 @@ fn python_input_asks() {
 
 #[test]
 fn python_getpass_asks() {
-    if !installed("python3") {
+    if !have("python3") {
         return;
     }
     let mut f = fugue();
@@ -197,7 +188,7 @@ fn python_getpass_asks() {
 
 #[test]
 fn a_yes_no_question_on_stdin_asks() {
-    if !installed("python3") {
+    if !have("python3") {
         return;
     }
     let mut f = fugue();
@@ -221,7 +212,7 @@ fn rm_interactive_asks() {
 
 #[test]
 fn the_python_repl_asks() {
-    if !installed("python3") {
+    if !have("python3") {
         return;
     }
     let mut f = fugue();
@@ -231,7 +222,7 @@ fn the_python_repl_asks() {
 
 #[test]
 fn less_asks() {
-    if !installed("less") {
+    if !have("less") {
         return;
     }
     let dir = Dir::new("less");
@@ -242,7 +233,7 @@ fn less_asks() {
 
 #[test]
 fn vim_asks() {
-    if !installed("vim") {
+    if !have("vim") {
         return;
     }
     let dir = Dir::new("vim");
@@ -253,7 +244,7 @@ fn vim_asks() {
 
 #[test]
 fn git_commit_opening_an_editor_asks() {
-    if !installed("git") | !installed("vim") {
+    if !have("git") | !have("vim") {
         return;
     }
     let dir = Dir::new("git-commit");
@@ -275,7 +266,7 @@ fn cat_without_arguments_asks() {
 
 #[test]
 fn the_node_repl_asks() {
-    if !installed("node") {
+    if !have("node") {
         return;
     }
     let mut f = fugue();
@@ -341,7 +332,7 @@ fn a_reader_of_a_fifo_does_not_ask() {
     // Held for reading and writing, a FIFO is the program's own wake-up, but not the terminal.
     does_not_ask(&mut f, &format!("cat <>{}", fifo.display()));
     // Beside the terminal, a FIFO only read is the world's: whoever writes it wakes the program.
-    if installed("python3") {
+    if have("python3") {
         does_not_ask(
             &mut f,
             &format!(
@@ -356,10 +347,10 @@ fn a_reader_of_a_fifo_does_not_ask() {
 #[test]
 fn a_listening_socket_does_not_ask() {
     let mut f = fugue();
-    if installed("nc") {
+    if have("nc") {
         does_not_ask(&mut f, "nc -l 127.0.0.1 0");
     }
-    if installed("python3") {
+    if have("python3") {
         does_not_ask(
             &mut f,
             "python3 -c 'import socket; s = socket.socket(); s.bind((\"127.0.0.1\", 0)); \
@@ -372,7 +363,7 @@ fn a_listening_socket_does_not_ask() {
 fn make_waiting_for_its_child_does_not_ask() {
     let mut f = fugue();
     does_not_ask(&mut f, "sh -c 'sleep 30; true'");
-    if installed("make") {
+    if have("make") {
         let dir = Dir::new("make");
         dir.write("Makefile", "all:\n\tsleep 30\n");
         does_not_ask(&mut f, &format!("make -C {}", dir.path_str()));
@@ -381,7 +372,7 @@ fn make_waiting_for_its_child_does_not_ask() {
 
 #[test]
 fn a_select_over_the_terminal_and_a_socket_does_not_ask() {
-    if !installed("python3") {
+    if !have("python3") {
         return;
     }
     let mut f = fugue();
@@ -396,7 +387,7 @@ fn a_select_over_the_terminal_and_a_socket_does_not_ask() {
 fn a_thread_reading_the_terminal_while_another_waits_on_a_socket_does_not_ask() {
     // The shape of `docker attach`: one thread copies the keyboard to the daemon, another waits
     // for the daemon's output. It reads the terminal, but it is not asking.
-    if !installed("python3") {
+    if !have("python3") {
         return;
     }
     let mut f = fugue();
@@ -410,7 +401,7 @@ fn a_thread_reading_the_terminal_while_another_waits_on_a_socket_does_not_ask() 
 #[test]
 fn node_without_its_repl_does_not_ask() {
     // The REPL's tell is the terminal in its event loop's set; a timer or a server has none.
-    if !installed("node") {
+    if !have("node") {
         return;
     }
     let mut f = fugue();
@@ -423,7 +414,7 @@ fn docker_attach_does_not_ask() {
     // `docker run -it` and `docker attach`: one thread copies the keyboard to the daemon, the Go
     // runtime's poller waits on the daemon's sockets. Without a daemon, a fake one on a unix socket
     // answers just enough of the API for the real CLI to attach.
-    if !installed("docker") | !installed("python3") {
+    if !have("docker") | !have("python3") {
         return;
     }
     let dir = Dir::new("docker");
@@ -525,7 +516,7 @@ struct Sshd {
 impl Sshd {
     /// None (after saying why) when sshd is absent or will not start.
     fn start() -> Option<Sshd> {
-        if !installed("ssh") | !installed("ssh-keygen") {
+        if !have("ssh") | !have("ssh-keygen") {
             return None;
         }
         let sshd = ["/usr/sbin/sshd", "/usr/bin/sshd"].into_iter().find(|p| Path::new(p).exists());
@@ -621,7 +612,7 @@ fn ssh_running_a_remote_command_does_not_ask() {
 /// answered `timeout` after 20 s: the generator worked, so the whole group counted as working.
 #[test]
 fn fish_read_asks_while_many_fish_start_at_once_under_load() {
-    if !installed("fish") {
+    if !have("fish") {
         return;
     }
     let runtime = Dir::new("fish-runtime-many");

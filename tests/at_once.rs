@@ -3,6 +3,7 @@
 //! period is a minute here, past every wait of these tests, so an `input` at all comes from the
 //! kernel's word, and a program that does not read the terminal must never get one.
 
+use crate::util::have;
 use crate::util::{BusyLoops, Dir, Fugue};
 use serde_json::{Value, json};
 use std::process::Command;
@@ -12,17 +13,6 @@ const QUIET_MS: &str = "60000";
 
 fn fugue() -> Fugue {
     Fugue::start_with(&[("FUGUE_INPUT_QUIET_MS", QUIET_MS)])
-}
-
-fn installed(program: &str) -> bool {
-    let found = Command::new("sh")
-        .args(["-c", &format!("command -v {program}")])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        eprintln!("skipped: {program} not installed");
-    }
-    found
 }
 
 /// Starts `command` in a pane and waits for its first question with `fugue_send_input`'s wait.
@@ -35,7 +25,7 @@ fn first_question(f: &mut Fugue, command: &str) -> (String, Value) {
 
 #[test]
 fn a_dialogue_of_many_questions_is_answered_at_once_each_time() {
-    if !installed("python3") {
+    if !have("python3") {
         return;
     }
     let mut f = fugue();
@@ -71,7 +61,7 @@ fn every_input_answer_names_the_program_that_asks() {
         ("vim", "vim -u NONE -N"),
     ];
     for (program, command) in cases {
-        if !installed(program) {
+        if !have(program) {
             continue;
         }
         let (pane, answer) = first_question(&mut f, command);
@@ -91,7 +81,7 @@ fn every_input_answer_names_the_program_that_asks() {
 
 #[test]
 fn fugue_exec_names_the_program_in_a_live_shell() {
-    if !installed("python3") {
+    if !have("python3") {
         return;
     }
     let mut f = fugue();
@@ -136,7 +126,7 @@ fn quiet_programs(dir: &Dir) -> Vec<String> {
         "sleep 30 | cat".to_string(),
         format!("cat {}", fifo.display()),
     ];
-    if installed("python3") {
+    if have("python3") {
         // A progress bar whose ticker thread sleeps between dots while the main thread reads the
         // keyboard: blocked reading the terminal with no timeout, but a timer wakes the program.
         programs.push(

@@ -83,11 +83,11 @@ fn a_setuid_binary_gains_nothing() {
         .args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", path_str(&id), "-u"])
         .output();
     let Ok(control) = control else {
-        eprintln!("skipped: setpriv not installed");
+        crate::util::skip("setpriv", "not installed");
         return;
     };
     if String::from_utf8_lossy(&control.stdout).trim() != "0" {
-        eprintln!("skipped: {} is on a nosuid file system", bins.path_str());
+        crate::util::skip(bins.path_str(), "is on a nosuid file system");
         return;
     }
     let dir = nobodys("esc-setuid-run");

@@ -87,8 +87,7 @@ fn named_keys_reach_the_program() {
 /// reaches it before it reads the terminal.
 #[test]
 fn keys_and_text_go_in_the_order_given() {
-    if find_shell("vim").is_none() {
-        eprintln!("skipped: vim not installed");
+    if !have("vim") {
         return;
     }
     let dir = Dir::new("keys-vim");

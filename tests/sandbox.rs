@@ -19,8 +19,7 @@ pub fn sandboxed(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Fugue {
 
 /// The same, started as `nobody` through setpriv; `None` (with a skip message) without setpriv.
 pub fn sandboxed_as_nobody(dir: &Path, args: &[&str]) -> Option<Fugue> {
-    if Command::new("setpriv").arg("--version").output().is_err() {
-        eprintln!("skipped: setpriv not installed");
+    if !crate::util::have("setpriv") {
         return None;
     }
     let mut cmd = Command::new("setpriv");

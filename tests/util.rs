@@ -693,6 +693,18 @@ pub fn installed(names: &[&'static str]) -> Vec<(&'static str, PathBuf)> {
         .collect()
 }
 
+/// Whether `program` is on `PATH` (as the shell finds it); records a skip when it is not.
+pub fn have(program: &str) -> bool {
+    let found = std::process::Command::new("sh")
+        .args(["-c", &format!("command -v {program}")])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        skip(program, "not installed");
+    }
+    found
+}
+
 /// Says that the running test skips what needs `program` (`why`: "not installed", "would not
 /// start"): on stderr, which cargo hides, and, when `make check` asks (`FUGUE_SKIP_LOG`), as a
 /// line of that file — the test, the program's name, why — which it sums up as its last words
