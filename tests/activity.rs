@@ -23,8 +23,8 @@ fn fugue() -> Fugue {
     Fugue::start_with(&[("FUGUE_INPUT_QUIET_MS", QUIET_MS)])
 }
 
-/// Whether `program` is on the PATH; a skip is recorded when not. Tests that need several join
-/// the checks with `|`, not `||`, so every missing one is named.
+// Tests that need several programs join `have` checks with `|`, not `||`, so every missing one
+// is named.
 
 /// Waits on the pane for a pattern that never appears, returning at input.
 fn watch(f: &mut Fugue, pane: &str, timeout_ms: u64) -> Value {
