@@ -22,6 +22,7 @@ mod mcp;
 mod mux;
 mod orchestrate;
 mod pane;
+mod procfs;
 mod rpc;
 mod runtime;
 mod sandbox;

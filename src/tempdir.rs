@@ -29,8 +29,7 @@ const PREFIXES: [&str; 2] = ["fugue-pipeline-", "fugue-shell-"];
 pub(crate) fn sweep_stale() -> usize {
     let Ok(base) = base() else { return 0 };
     let Ok(entries) = std::fs::read_dir(&base) else { return 0 };
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let uid = unsafe { libc::geteuid() };
+    let uid = crate::procfs::euid();
     let mut removed = 0;
     for entry in entries.flatten() {
         let name = entry.file_name();
@@ -72,13 +71,7 @@ impl Owner {
 /// The start time of a live process (not a zombie) in `/proc/PID/stat`, in clock ticks since
 /// boot; `None` when there is no such process. With the pid it names a process once and for all.
 fn live_start(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let mut fields = stat[stat.rfind(')')? + 1..].split_whitespace();
-    if matches!(fields.next()?, "Z" | "X") {
-        return None;
-    }
-    // The start time is the 19th field after the state.
-    fields.nth(18)?.parse().ok()
+    crate::procfs::stat(pid).filter(|s| !s.ended()).map(|s| s.start)
 }
 
 /// The owner in a name `fugue-pipeline-<pid>-<start>-<uuid>`; `None` for any other name.
@@ -106,8 +99,7 @@ static PRIVATE_BASE: OnceLock<PathBuf> = OnceLock::new();
 /// Makes (0700) and from now on uses `$TMPDIR/fugue-private-UID` for fugue's temporary
 /// directories; returns it.
 pub(crate) fn private_base() -> Result<PathBuf> {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let uid = unsafe { libc::geteuid() };
+    let uid = crate::procfs::euid();
     let dir = temp_base()?.join(format!("fugue-private-{uid}"));
     private_dir(&dir, Existing::Keep)?;
     let meta = std::fs::symlink_metadata(&dir)?;

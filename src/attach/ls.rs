@@ -61,7 +61,7 @@ pub(crate) fn run(args: &[&str]) -> ExitCode {
 pub(crate) fn servers(dir: &Path) -> Vec<Value> {
     let mut found: Vec<Value> = dir::sockets(dir)
         .into_iter()
-        .filter(|(pid, _)| dir::alive(*pid))
+        .filter(|(pid, _)| crate::procfs::alive(*pid))
         .filter_map(|(_, path)| query(&path))
         .collect();
     found.sort_by_key(|s| s["started_at"].as_u64().unwrap_or(0));

@@ -164,9 +164,11 @@ fn connect(options: &Options) -> Result<(Client, Value, Target), String> {
     let dir = dir::existing().map_err(|e| e.to_string())?;
     let pids: Vec<u32> = match options.server {
         Some(pid) => vec![pid],
-        None => {
-            dir::sockets(&dir).into_iter().map(|(pid, _)| pid).filter(|p| dir::alive(*p)).collect()
-        }
+        None => dir::sockets(&dir)
+            .into_iter()
+            .map(|(pid, _)| pid)
+            .filter(|p| crate::procfs::alive(*p))
+            .collect(),
     };
     let mut servers: Vec<(Client, Value)> = pids
         .into_iter()

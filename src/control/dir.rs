@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 pub(crate) fn path() -> PathBuf {
     match std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
         Some(dir) if dir.is_absolute() => dir.join("fugue"),
-        _ => PathBuf::from(format!("/tmp/fugue-{}", euid())),
+        _ => PathBuf::from(format!("/tmp/fugue-{}", crate::procfs::euid())),
     }
 }
 
@@ -24,7 +24,7 @@ pub(crate) fn path() -> PathBuf {
 pub(crate) fn create() -> Result<PathBuf> {
     let dir = path();
     private_dir(&dir, Existing::Keep)?;
-    check(&dir, euid())?;
+    check(&dir, crate::procfs::euid())?;
     Ok(dir)
 }
 
@@ -36,7 +36,7 @@ pub(crate) fn existing() -> Result<PathBuf> {
             ErrorKind::InvalidState,
             format!("no fugue server is running (there is no {})", dir.display()),
         )),
-        _ => check(&dir, euid()).map(|()| dir),
+        _ => check(&dir, crate::procfs::euid()).map(|()| dir),
     }
 }
 
@@ -87,24 +87,10 @@ pub(crate) fn sockets(dir: &Path) -> Vec<(u32, PathBuf)> {
 /// Removes the sockets of servers that died without removing their own (killed with SIGKILL, say).
 pub(crate) fn remove_stale(dir: &Path) {
     for (pid, path) in sockets(dir) {
-        if pid != std::process::id() && !alive(pid) {
+        if pid != std::process::id() && !crate::procfs::alive(pid) {
             let _ = fs::remove_file(path);
         }
     }
-}
-
-/// Whether a process with this pid exists. A live pid may be a recycled one, so a caller that
-/// must be sure also tries to connect.
-pub(crate) fn alive(pid: u32) -> bool {
-    let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
-    // SAFETY: signal 0 only checks that the process exists and may be signalled.
-    let r = unsafe { libc::kill(pid, 0) };
-    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
-}
-
-pub(crate) fn euid() -> u32 {
-    // SAFETY: geteuid cannot fail and touches no memory.
-    unsafe { libc::geteuid() }
 }
 
 #[cfg(test)]
@@ -123,7 +109,7 @@ mod tests {
     fn a_private_directory_of_ours_passes() {
         let dir = scratch("ok");
         fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).unwrap();
-        check(&dir, euid()).unwrap();
+        check(&dir, crate::procfs::euid()).unwrap();
         fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -131,19 +117,24 @@ mod tests {
     fn open_foreign_and_linked_directories_are_refused() {
         let dir = scratch("bad");
         fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).unwrap();
-        let open = check(&dir, euid()).unwrap_err().to_string();
+        let open = check(&dir, crate::procfs::euid()).unwrap_err().to_string();
         assert!(open.contains("has mode 755"), "{open}");
         fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).unwrap();
-        let foreign = check(&dir, euid() + 1).unwrap_err().to_string();
+        let foreign = check(&dir, crate::procfs::euid() + 1).unwrap_err().to_string();
         assert!(foreign.contains("is owned by uid"), "{foreign}");
         let link = dir.with_extension("link");
         let _ = fs::remove_file(&link);
         std::os::unix::fs::symlink(&dir, &link).unwrap();
-        let linked = check(&link, euid()).unwrap_err().to_string();
+        let linked = check(&link, crate::procfs::euid()).unwrap_err().to_string();
         assert!(linked.contains("symbolic link"), "{linked}");
         let file = dir.join("file");
         fs::write(&file, "").unwrap();
-        assert!(check(&file, euid()).unwrap_err().to_string().contains("not a directory"));
+        assert!(
+            check(&file, crate::procfs::euid())
+                .unwrap_err()
+                .to_string()
+                .contains("not a directory")
+        );
         fs::remove_file(&link).unwrap();
         fs::remove_dir_all(&dir).unwrap();
     }

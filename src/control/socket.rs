@@ -107,7 +107,7 @@ fn accept_loop(listener: &UnixListener, shared: &Arc<Shared>) {
 /// Gives a connection from our own uid a thread of its own, if there is room.
 fn admit(mut stream: UnixStream, shared: &Arc<Shared>) {
     let cred = peer_cred(&stream);
-    if cred.map(|c| c.uid) != Some(dir::euid()) {
+    if cred.map(|c| c.uid) != Some(crate::procfs::euid()) {
         crate::log::warn("control socket: refused a connection from another user");
         return;
     }

@@ -15,10 +15,12 @@
 
 use super::Pane;
 use crate::log;
+use parking_lot::Mutex;
+use std::collections::HashMap;
 use std::fs;
 use std::io::ErrorKind;
 use std::os::unix::fs::{FileExt, FileTypeExt};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
 mod syscalls;
@@ -40,6 +42,22 @@ const RETRY_GAP: Duration = Duration::from_millis(250);
 /// machine that moment stretches while it waits for a CPU; a program that works stays awake.
 const AWAKE_LOOKS: u32 = 6;
 const AWAKE_GAP: Duration = Duration::from_millis(5);
+/// How long one scan of every process's group serves the looks that follow it. Finding a group's
+/// members means reading every process's stat line (the kernel keeps no list of a group), and a
+/// status listing looks at each pane: 200 idle panes cost 200 scans, 0.8 s, before. Within a few
+/// milliseconds one scan serves them all; two agreeing looks are 50 ms or more apart, so each
+/// still sees the process table afresh.
+const SCAN_REUSE: Duration = Duration::from_millis(5);
+/// How long a status probe's verdict stands for a pane that printed nothing since: a status
+/// listing (`fugue_list_sessions`, `fugue attach`'s view) asked again and again of many idle panes
+/// looks at /proc for each at most this often. Waits (`InputWatch`) always look afresh.
+const PROBE_REUSE: Duration = Duration::from_millis(250);
+/// The last scan of every process's group, and when it was made.
+static SCAN: Mutex<Option<Scan>> = Mutex::new(None);
+type Scan = (Instant, Vec<(u32, i32)>);
+/// The status probes' verdicts that stand, by pane id; those older than `PROBE_REUSE` go at each
+/// probe, so it holds no more than the panes probed in that time.
+static PROBES: LazyLock<Mutex<HashMap<String, Probe>>> = LazyLock::new(Mutex::default);
 /// The most descriptors of one wait set that are decoded; a larger set is called busy.
 const MAX_SET: u64 = 4096;
 
@@ -85,11 +103,29 @@ pub(crate) fn probe(pane: &Pane) -> Activity {
     if quiet_for < FAST_QUIET || !pane.is_running() {
         return Activity::Busy;
     }
-    match look(pane) {
+    let end = pane.output().end();
+    let mut probes = PROBES.lock();
+    probes.retain(|_, probe| probe.at.elapsed() < PROBE_REUSE);
+    if let Some(probe) = probes.get(&pane.id).filter(|p| p.end == end) {
+        return probe.activity;
+    }
+    drop(probes);
+    let activity = match look(pane) {
         Look::Asks(_) => Activity::Input,
         Look::Quiet(_) if quiet_for >= quiet_period() => Activity::Input,
         Look::Quiet(_) | Look::Busy => Activity::Busy,
-    }
+    };
+    let probe = Probe { at: Instant::now(), end, activity };
+    PROBES.lock().insert(pane.id.clone(), probe);
+    activity
+}
+
+/// A status probe's verdict of a pane, while it stands (`PROBE_REUSE`).
+struct Probe {
+    at: Instant,
+    /// The pane's output end when it was made: a pane that printed since is looked at again.
+    end: u64,
+    activity: Activity,
 }
 
 /// What one look at /proc says about the pane's terminal foreground.
@@ -441,25 +477,23 @@ fn prints_to(pid: u32, tty: &str) -> bool {
     })
 }
 
-/// The processes whose process group is `group`.
+/// The processes whose process group is `group`, from a scan of every process's group at most
+/// `SCAN_REUSE` old.
 fn group_members(group: i32) -> Vec<u32> {
-    let Ok(dir) = fs::read_dir("/proc") else { return Vec::new() };
-    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| stat_fields(&format!("/proc/{pid}/stat")).is_some_and(|(_, g)| g == group))
-        .collect()
+    let mut scan = SCAN.lock();
+    if scan.as_ref().is_none_or(|(at, _)| at.elapsed() >= SCAN_REUSE) {
+        *scan = Some((Instant::now(), process_groups()));
+    }
+    let all = scan.as_ref().map_or(&[][..], |(_, all)| all.as_slice());
+    all.iter().filter(|(_, g)| *g == group).map(|(pid, _)| *pid).collect()
 }
 
-/// The state letter and process group from a stat file. The command name may hold spaces and
-/// parentheses, so the fields are counted after the last `)`.
-fn stat_fields(path: &str) -> Option<(u8, i32)> {
-    let mut buf = [0u8; 1024];
-    let n = fs::File::open(path).ok()?.read_at(&mut buf, 0).ok()?;
-    let stat = &buf[..n];
-    let rest = std::str::from_utf8(&stat[stat.iter().rposition(|b| *b == b')')? + 1..]).ok()?;
-    let mut fields = rest.split_whitespace();
-    let state = *fields.next()?.as_bytes().first()?;
-    let group = fields.nth(1)?.parse().ok()?;
-    Some((state, group))
+/// Every process on the machine with its process group: one stat read each.
+fn process_groups() -> Vec<(u32, i32)> {
+    let Ok(dir) = fs::read_dir("/proc") else { return Vec::new() };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| Some((pid, crate::procfs::stat(pid)?.group)))
+        .collect()
 }
 
 /// What thread `tid` of process `pid` waits for. A thread caught awake is looked at again,
@@ -501,11 +535,11 @@ impl std::fmt::Display for Awake {
 /// tell.
 fn thread_look(pid: u32, tid: u32, terminal: &Terminal) -> Result<Wait, Awake> {
     let task = format!("/proc/{pid}/task/{tid}");
-    match stat_fields(&format!("{task}/stat")) {
+    match crate::procfs::stat_at(&format!("{task}/stat")).map(|s| s.state) {
         // A thread that ended since the listing, or a zombie, waits for nothing.
-        None | Some((b'Z' | b'X', _)) => return Ok(Wait::Neutral),
-        Some((b'S', _)) => {}
-        Some((state @ (b'R' | b'D'), _)) => return Err(Awake::Running(state)),
+        None | Some(b'Z' | b'X') => return Ok(Wait::Neutral),
+        Some(b'S') => {}
+        Some(state @ (b'R' | b'D')) => return Err(Awake::Running(state)),
         // Stopped or traced: in doubt.
         Some(_) => return Ok(Wait::Busy),
     }
@@ -725,14 +759,6 @@ mod tests {
         assert_eq!(endless.and(Wait::Timer), timed);
         assert_eq!(Wait::Timer.and(endless), timed);
         assert_eq!(timed.and(Wait::Denied), Wait::Denied);
-    }
-
-    #[test]
-    fn stat_fields_survive_odd_command_names() {
-        let dir = std::env::temp_dir().join(format!("fugue-stat-{}", std::process::id()));
-        fs::write(&dir, "123 (a) b (c)) S 1 77 77 0 -1").unwrap();
-        assert_eq!(stat_fields(dir.to_str().unwrap()), Some((b'S', 77)));
-        fs::remove_file(&dir).unwrap();
     }
 
     #[test]

@@ -7,7 +7,6 @@
 
 use super::exit::Exit;
 use std::fs;
-use std::io::Read;
 
 /// A process id as the system calls take it. Ids fit (the kernel's limit is 2^22); one that did
 /// not becomes an id no process has, never a negative one, which would name a process group.
@@ -125,21 +124,9 @@ pub(crate) fn signal_members(leader: u32, members: &[u32], signal: i32) -> usize
     members.len()
 }
 
-/// The session id and start time in `/proc/PID/stat`. The command name may hold spaces,
-/// parentheses and bytes that are not UTF-8, so the fields are counted after the last `)`.
+/// The session id and start time of `pid`.
 fn stat_of(pid: u32) -> Option<(u32, u64)> {
-    // One read(2) into a buffer longer than any stat line (the fields needed come first anyway).
-    // A scan reads this file for every process on the machine, and read_to_string would spend
-    // six system calls on each (a statx, then a buffer grown from 32 bytes) instead of one.
-    let mut buf = [0u8; 2048];
-    let n = fs::File::open(format!("/proc/{pid}/stat")).ok()?.read(&mut buf).ok()?;
-    let stat = &buf[..n];
-    let rest = std::str::from_utf8(&stat[stat.iter().rposition(|b| *b == b')')? + 1..]).ok()?;
-    let mut fields = rest.split_whitespace();
-    // After the name: state, ppid, pgrp, session, ... and the start time 19 fields after state.
-    let session = fields.nth(3)?.parse().ok()?;
-    let start = fields.nth(15)?.parse().ok()?;
-    Some((session, start))
+    crate::procfs::stat(pid).map(|s| (s.session, s.start))
 }
 
 #[cfg(test)]

@@ -570,8 +570,7 @@ fn temp_dirs() -> Vec<PathBuf> {
 /// that holds one.
 fn hidden_now(policy: &Policy) -> Vec<PathBuf> {
     let mut hide: Vec<PathBuf> = policy.hidden.iter().filter(|p| p.exists()).cloned().collect();
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let uid = unsafe { libc::geteuid() };
+    let uid = crate::procfs::euid();
     for tmp in temp_dirs() {
         let Ok(entries) = std::fs::read_dir(&tmp) else { continue };
         for entry in entries.flatten() {

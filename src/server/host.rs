@@ -163,7 +163,7 @@ impl Host {
     /// Counts a connection from our own uid and gives it a thread.
     fn admit(self: &Arc<Host>, stream: UnixStream) {
         let Some(cred) = crate::control::socket::peer_cred(&stream) else { return };
-        if cred.uid != crate::control::dir::euid() {
+        if cred.uid != crate::procfs::euid() {
             crate::log::warn("shared socket: refused a connection from another user");
             return;
         }

@@ -166,7 +166,7 @@ impl Paths {
 pub(crate) fn shared_dir() -> Result<PathBuf> {
     let dir = dir::create()?.join("shared");
     private_dir(&dir, Existing::Keep)?;
-    dir::check(&dir, dir::euid())?;
+    dir::check(&dir, crate::procfs::euid())?;
     Ok(dir)
 }
 
