@@ -9,7 +9,7 @@ use std::path::Path;
 
 /// A fugue whose shell is `shell`, with a zsh start-up directory holding an empty `.zshrc` (an
 /// interactive zsh without one runs its new-user menu, which would eat what a test types).
-fn fugue_with(shell: &Path, home: &Dir) -> Fugue {
+pub fn fugue_with(shell: &Path, home: &Dir) -> Fugue {
     home.write(".zshrc", "");
     Fugue::start_with(&[
         ("FUGUE_SHELL", path_str(shell)),

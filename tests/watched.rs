@@ -4,19 +4,9 @@
 //! `fugue_exec` and for a pipeline's steps, and under load, where typing ahead of the prompt would
 //! show.
 
+use crate::shells::fugue_with;
 use crate::util::*;
 use serde_json::{Value, json};
-use std::path::Path;
-
-/// A fugue whose shell is `shell`, with an empty `.zshrc` (zsh's new-user menu would eat input).
-fn fugue_with(shell: &Path, home: &Dir) -> Fugue {
-    home.write(".zshrc", "");
-    Fugue::start_with(&[
-        ("FUGUE_SHELL", path_str(shell)),
-        ("ZDOTDIR", home.path_str()),
-        ("XDG_CONFIG_HOME", home.path_str()),
-    ])
-}
 
 fn view(f: &mut Fugue, pane: &str, format: &str) -> String {
     let out = f.call("fugue_get_output", json!({"pane_id": pane, "lines": 200, "format": format}));
