@@ -71,7 +71,8 @@ pub(crate) fn holder_main() -> std::process::ExitCode {
         eprintln!("fugue: sandbox unavailable: {why}");
         return std::process::ExitCode::from(UNAVAILABLE);
     }
-    println!("ready");
+    // The holder's stdout is a pipe to the fugue that started it, not the protocol.
+    println!("ready"); // stdout-ok
     let mut sink = Vec::new();
     let _ = std::io::stdin().read_to_end(&mut sink);
     std::process::ExitCode::SUCCESS
