@@ -244,6 +244,9 @@ pub(crate) fn live_shell(pane: &Pane) -> Result<&Shell> {
 fn wait_for_prompt(ctx: &Ctx<'_>, pane: &Pane, shell: &Shell, deadline: Instant) -> Result<()> {
     let records = shell.subscribe();
     let ending = pane.output().subscribe_status();
+    // Subscribed before any look at the output, so the prompt's mark cannot slip between the
+    // look and the wait. Before a command is typed the shell prints little: its start-up lines.
+    let printed = pane.output().subscribe();
     let mut drawn_by = None;
     let drawn_wait = || Instant::now() + PROMPT_DRAWN_WAIT;
     loop {
@@ -272,12 +275,11 @@ fn wait_for_prompt(ctx: &Ctx<'_>, pane: &Pane, shell: &Shell, deadline: Instant)
                 return Ok(());
             }
         }
-        let output = if prompts > 0 { pane.output().subscribe() } else { never() };
         let drawn_at = drawn_by.map_or_else(never, |at| at_instant(at.min(deadline)));
         select! {
             recv(records) -> _ => {}
             recv(ending) -> _ => {}
-            recv(output) -> _ => {}
+            recv(printed) -> _ => {}
             recv(drawn_at) -> _ => {}
             recv(ctx.cancel.receiver()) -> _ => return Err(Error::cancelled()),
             recv(after(deadline.saturating_duration_since(Instant::now()))) -> _ => {

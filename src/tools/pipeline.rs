@@ -348,6 +348,10 @@ impl Run<'_> {
             // While a prompt is being drawn, its mark is what the loop waits for.
             let drawing = !self.step_running() && self.typed_on.is_some();
             let printed = if drawing { self.pane.output().subscribe() } else { never() };
+            // The mark may have come between the look at it above and the subscription.
+            if drawing && self.pane.prompt_drawn(&self.shell) {
+                continue;
+            }
             let drawn_at = match self.typed_on {
                 Some(at) if drawing => at_instant(at),
                 _ => never(),
