@@ -274,7 +274,7 @@ fn call(name: &str, json: &str) -> ExitCode {
     let progress = Progress::none();
     let cwd = own_cwd();
     let ctx = tool::Ctx { runtime: &runtime, cwd: &cwd, cancel: &cancel, progress: &progress };
-    let result = tool.call(&ctx, &arguments);
+    let result = crate::mcp::shaped(tool.call(&ctx, &arguments));
     runtime.shutdown();
     print_result(&result)
 }

@@ -4,6 +4,8 @@
 //! A leaf of `mcp`: the dispatcher (`mod.rs`) and durable calls (`tasks`) both stand on it, so
 //! neither has to import the other for these.
 
+use crate::error::Error;
+use crate::tool::Answer;
 use crate::tool::call::{Cancel, Progress};
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
@@ -55,4 +57,51 @@ pub(super) fn decorate(mut result: Value, cacheable: bool) -> Value {
         result["cacheScope"] = json!("public");
     }
     result
+}
+
+/// A tool's answer or error as a `tools/call` result.
+pub(crate) fn shaped(outcome: crate::error::Result<Answer>) -> Value {
+    match outcome {
+        Ok(answer) => success(answer.value),
+        Err(err) => failure(&err),
+    }
+}
+
+/// The result of a tool that answered: its structured content and the compact text copy.
+pub(crate) fn success(value: Value) -> Value {
+    let text = serde_json::to_string(&value).unwrap_or_default();
+    // Built by moving the parts in: json! would copy both through Serialize, which for a large
+    // result (200 panes listed, a megabyte of output) costs more than the tool itself.
+    let mut block = Map::new();
+    block.insert("type".into(), Value::from("text"));
+    block.insert("text".into(), Value::String(text));
+    let mut result = Map::new();
+    result.insert("content".into(), Value::Array(vec![Value::Object(block)]));
+    result.insert("structuredContent".into(), value);
+    Value::Object(result)
+}
+
+/// The result of a tool that failed: the error's code and message, marked `isError`.
+pub(crate) fn failure(err: &Error) -> Value {
+    json!({
+        "content": [{"type": "text", "text": format!("{}: {}", err.code(), err.message())}],
+        "structuredContent": {"error": {"code": err.code(), "message": err.message()}},
+        "isError": true,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_result_carries_its_text_copy() {
+        let result = shaped(Ok(Answer { value: json!({"said": "hi"}), asks: None }));
+        assert_eq!(result["structuredContent"], json!({"said": "hi"}));
+        assert_eq!(result["content"][0]["text"], r#"{"said":"hi"}"#);
+        assert!(result.get("isError").is_none());
+        let failed = shaped(Err(Error::invalid("no")));
+        assert_eq!(failed["isError"], true);
+        assert_eq!(failed["structuredContent"]["error"]["code"], "invalid_argument");
+    }
 }

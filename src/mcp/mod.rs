@@ -10,8 +10,8 @@ mod envelope;
 pub(crate) mod registry;
 pub(crate) mod tasks;
 
-pub(crate) use envelope::server_info;
 use envelope::{CAPABILITIES_KEY, decorate};
+pub(crate) use envelope::{server_info, shaped};
 
 use crate::error::{Error, ErrorKind};
 use crate::jsonrpc::{
@@ -211,7 +211,7 @@ impl Mcp {
         if method != "tools/call" {
             return Err(RpcError::new(INTERNAL_ERROR, message));
         }
-        let result = tool::failure(&Error::new(ErrorKind::LimitReached, message));
+        let result = envelope::failure(&Error::new(ErrorKind::LimitReached, message));
         Ok(match era {
             Era::Modern => decorate(result, false),
             Era::Legacy => result,
@@ -244,7 +244,7 @@ impl Mcp {
         })?;
         let era = self.era(req.method, req.params)?;
         let legacy = self.legacy_capabilities.lock().clone();
-        if registry::durable(name)
+        if tool.tool.durable
             && let Some(mode) = tasks::mode(era, req.params, &legacy)
         {
             let origin = tasks::Origin {
@@ -260,7 +260,7 @@ impl Mcp {
             cancel: req.cancel,
             progress: req.progress,
         };
-        Ok(tool.call(&ctx, arguments))
+        Ok(shaped(tool.call(&ctx, arguments)))
     }
 }
 

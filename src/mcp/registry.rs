@@ -31,22 +31,6 @@ pub(crate) fn all() -> &'static [Registered<Runtime>] {
     })
 }
 
-/// The tools whose calls can last long enough to be worth a task (MCP Tasks); the others always
-/// answer at once.
-const DURABLE: [&str; 7] = [
-    "fugue_exec",
-    "fugue_wait",
-    "fugue_run_parallel",
-    "fugue_run_pipeline",
-    "fugue_expect",
-    "fugue_send_input",
-    "fugue_agent_pipeline_status",
-];
-
-pub(crate) fn durable(name: &str) -> bool {
-    DURABLE.contains(&name)
-}
-
 pub(crate) fn find(name: &str) -> Option<&'static Registered<Runtime>> {
     all().iter().find(|r| r.tool.name == name)
 }
@@ -57,7 +41,7 @@ pub(crate) fn list() -> &'static Value {
     LIST.get_or_init(|| {
         let describe = |r: &Registered<Runtime>| {
             let mut entry = r.tool.describe();
-            if durable(r.tool.name) {
+            if r.tool.durable {
                 // 2025-11-25 clients see which calls may run as tasks.
                 entry["execution"] = serde_json::json!({"taskSupport": "optional"});
             }

@@ -5,21 +5,19 @@
 //! parameter — and the `tasks/*` requests that follow. The call runs on a thread of its own (a
 //! `Work`), so it outlives the request. A 2026-07-28 call that ends within `GRACE` is answered
 //! inline; otherwise, and always for 2025-11-25, the answer is the task. When the program in the
-//! pane asks (fugue's input detection, the `input` status of the tool's own answer) and the client
+//! pane asks (fugue's input detection, which the tool's answer reports as `asks`) and the client
 //! can answer a form, the task waits in `input_required` with an `elicitation/create` form whose
 //! answer is typed into the terminal, then Enter, and the work goes on as `fugue_send_input` with
 //! `wait_ms` would. Out: task handles and states in each era's shape, and for 2025-11-25 clients
 //! `notifications/tasks/status` on each change of status and the question as an `elicitation/create`
 //! request while the client waits in `tasks/result`.
 
-use super::envelope::{CAPABILITIES_KEY, Era, Push, Request, decorate};
-use super::registry;
+use super::envelope::{CAPABILITIES_KEY, Era, Push, Request, decorate, shaped};
 use crate::jsonrpc::{INTERNAL_ERROR, INVALID_PARAMS, MISSING_CAPABILITY, RpcError};
-use crate::pane::tail;
-use crate::runtime::Runtime;
-use crate::tool::Registered;
+use crate::runtime::{Ctx, Runtime};
 use crate::tool::call::Progress;
 use crate::tool::task::{Answer, MAX_LIVE, Question, State, Status, Task, Tasks};
+use crate::tool::{Answer as ToolAnswer, Asking, Registered};
 use crossbeam_channel::{after, select};
 use serde_json::{Map, Value, json};
 use std::path::{Path, PathBuf};
@@ -38,10 +36,6 @@ const CANCEL_WAIT: Duration = Duration::from_secs(3);
 const RELATED_TASK: &str = "io.modelcontextprotocol/related-task";
 /// How long the work waits after an answer typed into the pane when the call gave no timeout.
 const ANSWER_WAIT_MS: u64 = 30_000;
-
-/// The tools whose `input` answer names a program still waiting, in a pane an answer can be typed
-/// into (the run tools stop a program that asks).
-const ASKING: [&str; 4] = ["fugue_exec", "fugue_send_input", "fugue_wait", "fugue_expect"];
 
 /// How the client wants a call run as a task.
 #[derive(Clone, Copy)]
@@ -161,43 +155,48 @@ struct Work {
     push: Option<Push>,
 }
 
+/// What a tool call of the work gave: its result, and what a program it names asks.
+struct Called {
+    result: Value,
+    asks: Option<Asking>,
+}
+
 impl Work {
     fn run(self) {
-        let mut result = match self.call(self.tool, &self.arguments) {
-            Ok(result) => result,
+        let mut called = match self.call(|ctx| self.tool.call(ctx, &self.arguments)) {
+            Ok(called) => called,
             Err(error) => return self.fail(error),
         };
         let mut asked = 0;
         loop {
             if self.task.cancel.is_cancelled() {
-                return self.cancelled(asking(self.tool.tool.name, &self.arguments, &result));
+                return self.cancelled(called.asks);
             }
-            let question = asking(self.tool.tool.name, &self.arguments, &result);
-            let Some((pane, question)) = question.filter(|_| self.mode.elicitation) else {
-                return self.complete(result);
+            let Some(asks) = called.asks.take().filter(|_| self.mode.elicitation) else {
+                return self.complete(called.result);
             };
             asked += 1;
-            match self.ask(format!("input-{asked}"), &pane, &question) {
+            match self.ask(format!("input-{asked}"), &asks) {
                 Some(Answer::Accept(text)) => {
+                    let pane = &asks.pane_id;
                     self.task.working(Some(format!("typed an answer into pane {pane}")));
                     self.announce();
-                    result = match self.type_answer(&pane, &text) {
-                        Ok(result) => result,
+                    called = match self.type_answer(pane, &text) {
+                        Ok(called) => called,
                         Err(error) => return self.fail(error),
                     };
                 }
-                Some(Answer::Decline) => return self.complete(result),
-                None => return self.cancelled(Some((pane, question))),
+                Some(Answer::Decline) => return self.complete(called.result),
+                None => return self.cancelled(Some(asks)),
             }
         }
     }
 
-    /// Runs a tool under the task's cancel, with its progress as the task's status message.
+    /// Runs a tool call under the task's cancel, with its progress as the task's status message.
     fn call(
         &self,
-        tool: &'static Registered<Runtime>,
-        arguments: &Map<String, Value>,
-    ) -> Result<Value, RpcError> {
+        call: impl FnOnce(&Ctx<'_>) -> crate::error::Result<ToolAnswer>,
+    ) -> Result<Called, RpcError> {
         let task = self.task.clone();
         let progress = Progress::new(Box::new(move |_, _, message| {
             task.working(Some(message.to_string()));
@@ -208,19 +207,17 @@ impl Work {
             cancel: &self.task.cancel,
             progress: &progress,
         };
-        let run = std::panic::AssertUnwindSafe(|| tool.call(&ctx, arguments));
-        std::panic::catch_unwind(run)
-            .map_err(|_| RpcError::new(INTERNAL_ERROR, "internal error: the handler panicked"))
+        let run = std::panic::AssertUnwindSafe(|| call(&ctx));
+        let outcome = std::panic::catch_unwind(run)
+            .map_err(|_| RpcError::new(INTERNAL_ERROR, "internal error: the handler panicked"))?;
+        let asks = outcome.as_ref().ok().and_then(|answer| answer.asks.clone());
+        Ok(Called { result: shaped(outcome), asks })
     }
 
     /// Puts the question to the client and waits for its answer; `None` when the task is
     /// cancelled meanwhile.
-    fn ask(&self, key: String, pane: &str, question: &str) -> Option<Answer> {
-        let message = if question.is_empty() {
-            format!("The program in pane {pane} waits for input")
-        } else {
-            question.to_string()
-        };
+    fn ask(&self, key: String, asks: &Asking) -> Option<Answer> {
+        let message = asks.message();
         let request = json!({"method": "elicitation/create", "params": form(&message)});
         self.task.ask(Question { key: key.clone(), request }, message);
         self.announce();
@@ -237,16 +234,14 @@ impl Work {
     }
 
     /// Types `text` and Enter into `pane` and waits as `fugue_send_input` with `wait_ms` does.
-    fn type_answer(&self, pane: &str, text: &str) -> Result<Value, RpcError> {
-        let send = registry::find("fugue_send_input")
-            .ok_or_else(|| RpcError::new(INTERNAL_ERROR, "fugue_send_input is not registered"))?;
+    fn type_answer(&self, pane: &str, text: &str) -> Result<Called, RpcError> {
         let wait = ["timeout_ms", "wait_ms"]
             .iter()
             .find_map(|k| self.arguments.get(*k).and_then(Value::as_u64))
             .filter(|ms| *ms > 0)
             .unwrap_or(ANSWER_WAIT_MS);
-        let arguments = json!({"pane_id": pane, "input": text, "submit": true, "wait_ms": wait});
-        self.call(send, arguments.as_object().expect("an object literal"))
+        let wait = Duration::from_millis(wait);
+        self.call(|ctx| crate::tools::panes::type_answer(ctx, pane, text, wait))
     }
 
     fn complete(&self, result: Value) {
@@ -266,9 +261,9 @@ impl Work {
 
     /// Ends a cancelled task; a program it left asking is interrupted, so the shell is not left
     /// busy.
-    fn cancelled(&self, asking: Option<(String, String)>) {
-        if let Some((pane, _)) = asking
-            && let Ok(pane) = self.runtime.mux.pane(&pane)
+    fn cancelled(&self, asks: Option<Asking>) {
+        if let Some(asks) = asks
+            && let Ok(pane) = self.runtime.mux.pane(&asks.pane_id)
         {
             let _ = pane.send(&[b"\x03"]);
         }
@@ -285,33 +280,6 @@ impl Work {
             );
         }
     }
-}
-
-/// The pane and question of a tool result that says a program waits for input.
-fn asking(tool: &str, arguments: &Map<String, Value>, result: &Value) -> Option<(String, String)> {
-    if !ASKING.contains(&tool) || result["isError"] == json!(true) {
-        return None;
-    }
-    let answer = &result["structuredContent"];
-    let asked = if answer["status"] == "input" {
-        answer
-    } else {
-        answer["results"].as_array()?.iter().find(|r| r["status"] == "input")?
-    };
-    let pane = asked["pane_id"]
-        .as_str()
-        .map(str::to_string)
-        .or_else(|| arguments.get("pane_id").and_then(Value::as_str).map(str::to_string))?;
-    let question = match asked["line"].as_str() {
-        Some(line) => line.to_string(),
-        None => tail::question(asked["output"].as_str().unwrap_or_default()).trim().to_string(),
-    };
-    // A question with no words of its own (a full-screen program) is named by the program.
-    let question = match asked["program"].as_str() {
-        Some(program) if question.is_empty() => format!("{program} waits for input"),
-        _ => question,
-    };
-    Some((pane, question))
 }
 
 /// The form that asks for one line of input.
@@ -557,37 +525,6 @@ mod tests {
         let t = UNIX_EPOCH + Duration::from_millis(1_795_703_400_123);
         assert_eq!(iso8601(t), "2026-11-26T14:30:00.123Z");
         assert_eq!(civil(11_016), (2000, 2, 29));
-    }
-
-    #[test]
-    fn a_question_is_found_in_each_asking_answer() {
-        let exec = json!({"structuredContent": {"status": "input", "pane_id": "p1",
-                          "output": "Building\nOverwrite? [y/N]"}});
-        assert_eq!(
-            asking("fugue_exec", &Map::new(), &exec),
-            Some(("p1".into(), "Overwrite? [y/N]".into()))
-        );
-        let wait = json!({"structuredContent": {"status": "done", "results": [
-            {"pane_id": "a", "status": "running"},
-            {"pane_id": "b", "status": "input", "line": "Name?"}]}});
-        assert_eq!(asking("fugue_wait", &Map::new(), &wait), Some(("b".into(), "Name?".into())));
-        let args = json!({"pane_id": "named"});
-        let expect = json!({"structuredContent": {"status": "input", "line": "Password:"}});
-        assert_eq!(
-            asking("fugue_expect", args.as_object().unwrap(), &expect),
-            Some(("named".into(), "Password:".into()))
-        );
-        let run = json!({"structuredContent": {"status": "input", "pane_id": "x"}});
-        assert_eq!(asking("fugue_run_parallel", &Map::new(), &run), None, "stopped already");
-        let failed = json!({"isError": true, "structuredContent": {"status": "input"}});
-        assert_eq!(asking("fugue_exec", &Map::new(), &failed), None);
-        // A full-screen program's question has no words of its own: the program names it.
-        let screen = json!({"structuredContent": {"status": "input", "pane_id": "v",
-                            "output": "", "program": "vim"}});
-        assert_eq!(
-            asking("fugue_exec", &Map::new(), &screen),
-            Some(("v".into(), "vim waits for input".into()))
-        );
     }
 
     #[test]

@@ -2,16 +2,17 @@
 //! stopped as at a timeout and reported `input`, instead of holding the call until its timeout.
 //!
 //! The rule itself (two agreeing looks at /proc, at once or after a quiet period) is
-//! `pane::activity::InputWatch`; this file holds the argument, its schema, and the answer for a
-//! stopped command.
+//! `pane::activity::InputWatch`; this file holds the argument, its schema, and the answer's
+//! fields for a stopped command (`Told`).
 
 use crate::error::Result;
 use crate::pane::Pane;
 use crate::pane::activity::InputWatch;
-use crate::pane::budget::{self, Budget, Fitted};
+use crate::pane::budget::{self, Budget, Fitted, Omitted};
 use crate::pane::tail::alternate_rows;
 use crate::tool::args::Args;
 use crate::tool::choice::{Choice, choice_enum};
+use serde::Serialize;
 use serde_json::Value;
 use std::time::Instant;
 
@@ -53,26 +54,58 @@ impl Asked {
         Asked { at: Instant::now(), end: pane.output().end(), screen, program: watch.program() }
     }
 
-    /// Writes the question as the `output_tail` of an answer: the full-screen program's screen,
-    /// marked `alternate_screen`, or else `tail` (the main screen's last lines up to `end`); and
-    /// the `program` that asks.
-    pub(crate) fn write_tail(&self, value: &mut Value, tail: Fitted) {
-        if let Some(program) = &self.program {
-            value["program"] = serde_json::json!(program);
-        }
-        match &self.screen {
-            Some(screen) => {
-                screen.write(value, "output_tail");
-                value["alternate_screen"] = serde_json::json!(true);
-            }
-            None => write_tail(value, &tail),
-        }
+    /// The question as the `output_tail` of an answer: the full-screen program's screen, marked
+    /// `alternate_screen`, or else `tail` (the main screen's last lines up to `end`); and the
+    /// `program` that asks.
+    pub(crate) fn told(&self, tail: Fitted) -> Told {
+        let told = match &self.screen {
+            Some(screen) => Told {
+                tail: Some(Tail::from(screen.clone())),
+                alternate_screen: true,
+                ..Told::default()
+            },
+            None => told(tail),
+        };
+        Told { program: self.program.clone(), ..told }
     }
 }
 
-/// Writes `tail` as the `output_tail` of an answer, unless there is none.
-pub(crate) fn write_tail(value: &mut Value, tail: &Fitted) {
-    if !tail.text.is_empty() {
-        tail.write(value, "output_tail");
+/// A command's last lines, as an answer's `output_tail` with what it left out.
+#[derive(Serialize)]
+pub(crate) struct Tail {
+    pub(crate) output_tail: String,
+    #[serde(flatten)]
+    pub(crate) omitted: Omitted,
+}
+
+impl From<Fitted> for Tail {
+    fn from(fitted: Fitted) -> Tail {
+        let omitted = fitted.omitted();
+        Tail { output_tail: fitted.text, omitted }
     }
+}
+
+/// What an answer says of a command's last lines: its `output_tail`, and for a program found
+/// asking, the `program` and whether the tail is its screen (`alternate_screen`).
+#[derive(Default, Serialize)]
+pub(crate) struct Told {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) program: Option<String>,
+    #[serde(flatten)]
+    pub(crate) tail: Option<Tail>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) alternate_screen: bool,
+}
+
+impl Told {
+    /// The tail's text, if there is one.
+    pub(crate) fn text(&self) -> Option<&str> {
+        self.tail.as_ref().map(|t| t.output_tail.as_str())
+    }
+}
+
+/// `tail` as the `output_tail` of an answer, unless there is none.
+pub(crate) fn told(tail: Fitted) -> Told {
+    let tail = (!tail.text.is_empty()).then(|| Tail::from(tail));
+    Told { tail, ..Told::default() }
 }

@@ -156,7 +156,7 @@ impl Rule {
 }
 
 /// One entry of `answered`: the question and the key that answered it.
-#[derive(Serialize)]
+#[derive(Clone, Debug, Serialize)]
 pub(crate) struct Answered {
     pub(crate) question: String,
     pub(crate) key: String,
@@ -206,9 +206,9 @@ impl Responder {
         true
     }
 
-    /// Puts `answered` into an answer.
-    pub(crate) fn write(&self, value: &mut Value) {
-        value["answered"] = json!(self.answered);
+    /// The questions answered so far, as an answer's `answered`.
+    pub(crate) fn answered(&self) -> Vec<Answered> {
+        self.answered.clone()
     }
 
     /// The question the program asks now: the last line it printed since the command began or,

@@ -11,7 +11,7 @@
 
 use super::{Pane, screen, text};
 use regex::Regex;
-use serde_json::{Value, json};
+use serde::Serialize;
 use std::borrow::Cow;
 use std::sync::OnceLock;
 
@@ -65,16 +65,38 @@ pub(crate) struct Fitted {
     pub(crate) omitted_since: Option<u64>,
 }
 
+/// What an answer's text left out, beside the text: `omitted_lines`, and `omitted_since` where
+/// `fugue_get_output` reads on; neither when nothing was left out.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub(crate) struct Omitted {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) omitted_lines: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) omitted_since: Option<u64>,
+}
+
+/// An answer's `output`, with what it left out.
+#[derive(Clone, Debug, Default, Serialize)]
+pub(crate) struct Output {
+    pub(crate) output: String,
+    #[serde(flatten)]
+    pub(crate) omitted: Omitted,
+}
+
+impl From<Fitted> for Output {
+    fn from(fitted: Fitted) -> Output {
+        let omitted = fitted.omitted();
+        Output { output: fitted.text, omitted }
+    }
+}
+
 impl Fitted {
-    /// Puts the text under `key`, and `omitted_lines` and `omitted_since` beside it when lines
-    /// were left out.
-    pub(crate) fn write(&self, value: &mut Value, key: &str) {
-        value[key] = json!(self.text);
-        if self.omitted_lines > 0 {
-            value["omitted_lines"] = json!(self.omitted_lines);
-            if let Some(since) = self.omitted_since {
-                value["omitted_since"] = json!(since);
-            }
+    /// What was left out, as an answer says it.
+    pub(crate) fn omitted(&self) -> Omitted {
+        let left_out = self.omitted_lines > 0;
+        Omitted {
+            omitted_lines: left_out.then_some(self.omitted_lines),
+            omitted_since: self.omitted_since.filter(|_| left_out),
         }
     }
 

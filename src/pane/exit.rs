@@ -2,7 +2,6 @@
 //! and `signal`, and in words for a reason or a prompt.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 /// How a pane's process ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -93,25 +92,6 @@ impl PaneState {
     }
 }
 
-/// Writes `exit_code` (null while running or when unknown) and `signal` (its name, such as
-/// `SIGKILL`) into a result.
-pub(crate) fn write_exit(value: &mut Value, exit: Option<Exit>, field: SignalField) {
-    write_fields(value, &ExitFields::new(exit, field));
-}
-
-/// Writes the fields of `fields`, a struct, into the result object `value`: the way an answer
-/// built with `json!` takes in a shared shape.
-pub(crate) fn write_fields(value: &mut Value, fields: &impl Serialize) {
-    if value.is_null() {
-        *value = Value::Object(Default::default());
-    }
-    if let (Some(object), Ok(Value::Object(fields))) =
-        (value.as_object_mut(), serde_json::to_value(fields))
-    {
-        object.extend(fields);
-    }
-}
-
 /// The name of a signal, for messages: `SIGKILL` for 9.
 pub(crate) fn signal_name(signal: i32) -> String {
     let name = match signal {
@@ -143,17 +123,12 @@ mod tests {
     fn exits_are_written_the_same_way_everywhere() {
         let killed = Some(Exit { code: None, signal: Some(libc::SIGKILL) });
         let exited = Some(Exit { code: Some(3), signal: None });
+        let fields = |exit, field| serde_json::to_value(ExitFields::new(exit, field)).unwrap();
         for field in [SignalField::Always, SignalField::WhenSignalled] {
-            let mut value = json!({});
-            write_exit(&mut value, killed, field);
-            assert_eq!(value, json!({"exit_code": null, "signal": "SIGKILL"}));
+            assert_eq!(fields(killed, field), json!({"exit_code": null, "signal": "SIGKILL"}));
         }
-        let mut value = json!({});
-        write_exit(&mut value, exited, SignalField::Always);
-        assert_eq!(value, json!({"exit_code": 3, "signal": null}));
-        let mut value = json!({});
-        write_exit(&mut value, exited, SignalField::WhenSignalled);
-        assert_eq!(value, json!({"exit_code": 3}));
+        assert_eq!(fields(exited, SignalField::Always), json!({"exit_code": 3, "signal": null}));
+        assert_eq!(fields(exited, SignalField::WhenSignalled), json!({"exit_code": 3}));
         assert_eq!(Exit { code: Some(3), signal: None }.describe(), "exited with code 3");
         assert_eq!(Exit { code: None, signal: Some(9) }.describe(), "was killed by SIGKILL");
     }

@@ -15,6 +15,7 @@ use super::text;
 use crate::config::config;
 use crate::error::{Error, ErrorKind, Result};
 use regex::{Regex, RegexBuilder};
+use serde::Serialize;
 use serde_json::{Value, json};
 
 /// How much of an unfinished line is searched again on every wake. An endless line (a progress bar
@@ -66,27 +67,20 @@ pub(crate) struct Step {
     pub(crate) behind: bool,
 }
 
+/// A match, and as an answer's fields: `match`, `line`, `groups`. The answer says
+/// `alternate_screen` itself, with what else it shows.
+#[derive(Serialize)]
 pub(crate) struct Found {
+    #[serde(rename = "match")]
     pub(crate) matched: String,
     pub(crate) line: String,
     pub(crate) groups: Vec<Value>,
     /// Raw offset just past the line where the match ends.
+    #[serde(skip)]
     pub(crate) offset: u64,
     /// The match is on the alternate screen a full-screen program shows now, not in the text view.
+    #[serde(skip)]
     pub(crate) screen: bool,
-}
-
-impl Found {
-    /// The match's fields of an answer: `match`, `line`, `groups`, and `alternate_screen` when the
-    /// line is on a full-screen program's screen.
-    pub(crate) fn write(&self, value: &mut Value) {
-        value["match"] = json!(self.matched);
-        value["line"] = json!(self.line);
-        value["groups"] = json!(self.groups);
-        if self.screen {
-            value["alternate_screen"] = json!(true);
-        }
-    }
 }
 
 impl Scan {

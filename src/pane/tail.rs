@@ -39,15 +39,6 @@ pub(crate) struct Shown {
 }
 
 impl Shown {
-    /// Puts the text under `key` (with what it left out), and `alternate_screen: true` beside it
-    /// when it is that screen.
-    pub(crate) fn write(&self, value: &mut serde_json::Value, key: &str) {
-        self.fitted.write(value, key);
-        if self.alternate {
-            value["alternate_screen"] = serde_json::json!(true);
-        }
-    }
-
     pub(crate) fn text(&self) -> &str {
         &self.fitted.text
     }

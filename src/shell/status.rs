@@ -8,10 +8,8 @@
 
 use crate::pane::Pane;
 use crate::pane::activity::{self, Activity};
-use crate::pane::exit::write_fields;
 use crate::shell::Prompt;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 /// What a pane does now: `Prompt` when its shell reported its prompt and nothing runs, else the
 /// activity probe's `Busy` or `Input`; `None` once the pane's process has ended.
@@ -73,11 +71,6 @@ pub(crate) fn live(pane: &Pane) -> Live {
         live.current_command = current_command(pane);
     }
     live
-}
-
-/// Adds `activity`, `last_exit_code`, `cwd` and `current_command` (see `Live`) to `value`.
-pub(crate) fn add_live(value: &mut Value, pane: &Pane) {
-    write_fields(value, &live(pane));
 }
 
 /// The command a shell pane runs now: a `fugue_exec`'s text, or the foreground job's command line.

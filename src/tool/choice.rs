@@ -1,6 +1,8 @@
 //! Choice arguments: an argument that takes one of a few words, declared once as an enum with
 //! `choice_enum!`. Its wire names give both the schema entry and the parse, so the two lists can
 //! never differ, as ripgrep's flags do. The names are the contract: each variant carries its own.
+//! The same enums name the words an answer reports (a command's `status`): serialized by those
+//! names, and listed by them in the tool's output schema (`Choice::words`).
 
 use super::args::Args;
 use super::schema;
@@ -8,13 +10,24 @@ use crate::error::{Error, Result};
 use serde_json::Value;
 
 /// An enum declared with `choice_enum!`. The default, where there is one, is the first value.
-pub(crate) trait Choice: Copy + 'static {
+pub(crate) trait Choice: Copy + PartialEq + 'static {
     /// Every value with its name on the wire, the default first.
     const VALUES: &'static [(&'static str, Self)];
 
     /// The names, in order.
     fn names() -> Vec<&'static str> {
         Self::VALUES.iter().map(|(name, _)| *name).collect()
+    }
+
+    /// The value's name on the wire.
+    fn name(self) -> &'static str {
+        Self::VALUES.iter().find(|(_, value)| *value == self).map_or("", |(name, _)| *name)
+    }
+
+    /// The schema of an answer's field that holds one of these words (`enum` alone: its values
+    /// say the type, and `tools/list` is paid for in every agent's context).
+    fn words() -> Value {
+        serde_json::json!({"enum": Self::names()})
     }
 
     /// The schema entry: a string of these names, the first as the default.
@@ -70,6 +83,13 @@ macro_rules! choice_enum {
         impl $crate::tool::choice::Choice for $name {
             const VALUES: &'static [(&'static str, $name)] = &[$(($wire, $name::$variant)),+];
         }
+
+        /// Serialized by its wire name, as an answer reports it.
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str($crate::tool::choice::Choice::name(*self))
+            }
+        }
     };
 }
 pub(crate) use choice_enum;
@@ -94,5 +114,11 @@ mod tests {
         assert!(Fruit::required(&args, "none").is_err());
         let err = Fruit::parse(&args, "bad").unwrap_err();
         assert_eq!(err.message(), "bad \"plum\" is not one of apple, pear");
+    }
+
+    #[test]
+    fn an_answer_says_a_choice_by_the_name_its_schema_lists() {
+        assert_eq!(serde_json::to_value(Fruit::Pear).unwrap(), json!("pear"));
+        assert_eq!(Fruit::words(), json!({"enum": ["apple", "pear"]}));
     }
 }

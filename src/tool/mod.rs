@@ -2,10 +2,11 @@
 //!
 //! A `Tool` is one value — name, description, schemas, hints and handler — defined next to its
 //! handler in the module that offers it. Handlers get a `Ctx` (the runtime they act on, and their
-//! call's cancellation and progress) and typed `Args`; `Registered::call` checks argument names
-//! against the schema, runs the handler and turns its `Result` into the MCP result shape
-//! (structured content plus its compact text copy). This module is a leaf: it knows nothing of
-//! panes, pipelines or the protocol, and is generic over the runtime `R` its handlers act on.
+//! call's cancellation and progress) and typed `Args`, and return an `Answer`: their typed answer,
+//! serialized once, and whether a program it names waits for input (`asks`), so that no caller
+//! reads the JSON back. `Registered::call` checks argument names against the schema and runs the
+//! handler. This module is a leaf: it knows nothing of panes, pipelines or the protocol (`mcp`
+//! shapes the answer into a result), and is generic over the runtime `R` its handlers act on.
 
 pub(crate) mod args;
 pub(crate) mod call;
@@ -16,6 +17,7 @@ pub(crate) mod task;
 use crate::error::Error;
 use args::Args;
 use call::{Cancel, Progress};
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 use std::ops::Deref;
 use std::path::{Path, PathBuf};
@@ -75,8 +77,55 @@ pub(crate) const ENDS: Hints = Hints { read_only: false, destructive: true, idem
 /// Runs arbitrary commands, which may do anything.
 pub(crate) const RUNS: Hints = Hints { read_only: false, destructive: true, idempotent: false };
 
-/// A tool's handler: checked arguments in, a result object or an error out.
-pub(crate) type Handler<R> = fn(&Ctx<'_, R>, &Args<'_>) -> crate::error::Result<Value>;
+/// A tool's handler: checked arguments in, an answer or an error out.
+pub(crate) type Handler<R> = fn(&Ctx<'_, R>, &Args<'_>) -> crate::error::Result<Answer>;
+
+/// What a handler answers: its typed answer as the object the client reads, and, when a program
+/// it names waits for someone to type, what it asks.
+#[derive(Debug)]
+pub(crate) struct Answer {
+    pub(crate) value: Value,
+    pub(crate) asks: Option<Asking>,
+}
+
+/// A program that waits for input, in a pane an answer can be typed into.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Asking {
+    pub(crate) pane_id: String,
+    /// The line it asks, or what its screen shows; empty when it shows nothing of its own.
+    pub(crate) question: String,
+    /// The program, when known.
+    pub(crate) program: Option<String>,
+}
+
+impl Asking {
+    /// What to put to the client: the question, or for one with no words of its own (a
+    /// full-screen program) the program's name.
+    pub(crate) fn message(&self) -> String {
+        match &self.program {
+            Some(program) if self.question.is_empty() => format!("{program} waits for input"),
+            _ if self.question.is_empty() => {
+                format!("The program in pane {} waits for input", self.pane_id)
+            }
+            _ => self.question.clone(),
+        }
+    }
+}
+
+impl Answer {
+    /// The answer `typed` as its object; nothing asks.
+    pub(crate) fn of(typed: &impl Serialize) -> crate::error::Result<Answer> {
+        let value = serde_json::to_value(typed)
+            .map_err(|e| Error::internal(format!("the answer cannot be serialized: {e}")))?;
+        Ok(Answer { value, asks: None })
+    }
+
+    /// The same answer, saying what a program asks.
+    pub(crate) fn asking(mut self, asks: Option<Asking>) -> Answer {
+        self.asks = asks;
+        self
+    }
+}
 
 /// One tool, whole: what `tools/list` shows of it and the handler `tools/call` runs.
 pub(crate) struct Tool<R: 'static> {
@@ -88,6 +137,12 @@ pub(crate) struct Tool<R: 'static> {
     pub(crate) input: fn() -> Value,
     /// The JSON Schema of a successful result (an object schema).
     pub(crate) output: fn() -> Value,
+    /// Its calls can last long enough to be worth a task (MCP Tasks); the others always answer
+    /// at once.
+    pub(crate) durable: bool,
+    /// Its answer can name a program that still waits for input in a pane an answer can be typed
+    /// into (the run tools stop a program that asks, so theirs cannot).
+    pub(crate) asks: bool,
     pub(crate) call: Handler<R>,
 }
 
@@ -126,47 +181,30 @@ impl<R> Registered<R> {
         Registered { tool, known }
     }
 
-    /// Runs the tool and shapes its MCP result. Argument names are checked against the schema
-    /// first, so a misspelt option is an error instead of being silently ignored.
-    pub(crate) fn call(&self, ctx: &Ctx<'_, R>, arguments: &Map<String, Value>) -> Value {
+    /// Runs the tool. Argument names are checked against the schema first, so a misspelt option
+    /// is an error instead of being silently ignored.
+    pub(crate) fn call(
+        &self,
+        ctx: &Ctx<'_, R>,
+        arguments: &Map<String, Value>,
+    ) -> crate::error::Result<Answer> {
         let args = Args::new(arguments);
         let known: Vec<&str> = self.known.iter().map(String::as_str).collect();
         let unknown = args.unknown(&known);
-        let outcome = if unknown.is_empty() {
-            (self.tool.call)(ctx, &args)
-        } else {
-            Err(Error::invalid(format!(
+        if !unknown.is_empty() {
+            return Err(Error::invalid(format!(
                 "unknown argument {} for {}; it takes: {}",
                 unknown.iter().map(|k| format!("'{k}'")).collect::<Vec<_>>().join(", "),
                 self.tool.name,
                 if known.is_empty() { "no arguments".to_string() } else { known.join(", ") }
-            )))
-        };
-        match outcome {
-            Ok(value) => success(value),
-            Err(err) => failure(&err),
+            )));
         }
+        let mut answer = (self.tool.call)(ctx, &args)?;
+        if !self.tool.asks {
+            answer.asks = None;
+        }
+        Ok(answer)
     }
-}
-
-pub(crate) fn success(value: Value) -> Value {
-    let text = serde_json::to_string(&value).unwrap_or_default();
-    // Built by moving the parts in: json! would copy both through Serialize, which for a large
-    // result (200 panes listed, a megabyte of output) costs more than the tool itself.
-    let mut block = json!({"type": "text"});
-    block["text"] = Value::String(text);
-    let mut result = json!({});
-    result["content"] = Value::Array(vec![block]);
-    result["structuredContent"] = value;
-    result
-}
-
-pub(crate) fn failure(err: &Error) -> Value {
-    json!({
-        "content": [{"type": "text", "text": format!("{}: {}", err.code(), err.message())}],
-        "structuredContent": {"error": {"code": err.code(), "message": err.message()}},
-        "isError": true,
-    })
 }
 
 /// Schema helpers, so each tool's schema reads as a short table.
@@ -241,8 +279,13 @@ pub(crate) mod schema {
 mod tests {
     use super::*;
 
-    fn echo(_: &Ctx<'_, ()>, args: &Args<'_>) -> crate::error::Result<Value> {
-        Ok(json!({"said": args.str("word")?}))
+    #[derive(Serialize)]
+    struct Said<'a> {
+        said: Option<&'a str>,
+    }
+
+    fn echo(_: &Ctx<'_, ()>, args: &Args<'_>) -> crate::error::Result<Answer> {
+        Answer::of(&Said { said: args.str("word")? })
     }
 
     const ECHO: Tool<()> = Tool {
@@ -252,21 +295,34 @@ mod tests {
         hints: READS,
         input: || schema::object(&[("word", schema::string("What to say"))], &[]),
         output: || schema::result(&[("said", schema::typed("string"))]),
+        durable: false,
+        asks: false,
         call: echo,
     };
 
-    fn call(arguments: Value) -> Value {
+    fn call(arguments: Value) -> crate::error::Result<Answer> {
         let (cancel, progress) = (Cancel::default(), Progress::none());
         let ctx = Ctx { runtime: &(), cwd: Path::new("/"), cancel: &cancel, progress: &progress };
         Registered::new(&ECHO).call(&ctx, arguments.as_object().unwrap())
     }
 
     #[test]
-    fn a_result_carries_its_text_copy() {
-        let result = call(json!({"word": "hi"}));
-        assert_eq!(result["structuredContent"], json!({"said": "hi"}));
-        assert_eq!(result["content"][0]["text"], r#"{"said":"hi"}"#);
-        assert!(result.get("isError").is_none());
+    fn an_answer_is_its_typed_value() {
+        let answer = call(json!({"word": "hi"})).unwrap();
+        assert_eq!(answer.value, json!({"said": "hi"}));
+        assert_eq!(answer.asks, None);
+    }
+
+    #[test]
+    fn a_question_without_words_is_named_by_its_program() {
+        let asks = |question: &str, program: Option<&str>| Asking {
+            pane_id: "p".into(),
+            question: question.into(),
+            program: program.map(str::to_string),
+        };
+        assert_eq!(asks("Name?", Some("vim")).message(), "Name?");
+        assert_eq!(asks("", Some("vim")).message(), "vim waits for input");
+        assert_eq!(asks("", None).message(), "The program in pane p waits for input");
     }
 
     #[test]
@@ -281,9 +337,7 @@ mod tests {
 
     #[test]
     fn unknown_arguments_are_named_with_the_known_ones() {
-        let result = call(json!({"wrod": "hi"}));
-        assert_eq!(result["isError"], true);
-        let message = result["structuredContent"]["error"]["message"].as_str().unwrap();
-        assert_eq!(message, "unknown argument 'wrod' for echo; it takes: word");
+        let err = call(json!({"wrod": "hi"})).unwrap_err();
+        assert_eq!(err.message(), "unknown argument 'wrod' for echo; it takes: word");
     }
 }

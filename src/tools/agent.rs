@@ -14,8 +14,9 @@ use crate::error::{Error, Result};
 use crate::runtime::{Ctx, Tool};
 use crate::tool::args::Args;
 use crate::tool::choice::{Choice, choice_enum};
-use crate::tool::{RUNS, SETS, schema::*};
+use crate::tool::{Answer, RUNS, SETS, schema::*};
 use crossbeam_channel::{after, select};
+use serde::Serialize;
 use serde_json::{Value, json};
 use std::path::Path;
 use std::sync::Arc;
@@ -67,6 +68,8 @@ pub(crate) static TOOLS: &[Tool] = &[
                 ("worktree", typed("string")),
             ])
         },
+        durable: false,
+        asks: false,
         call: create,
     },
     Tool {
@@ -92,6 +95,8 @@ pub(crate) static TOOLS: &[Tool] = &[
             )
         },
         output: || result(&[("pipelines", typed("array"))]),
+        durable: true,
+        asks: false,
         call: status,
     },
     Tool {
@@ -113,6 +118,8 @@ pub(crate) static TOOLS: &[Tool] = &[
             )
         },
         output: || result(&[("pipelines", typed("array"))]),
+        durable: false,
+        asks: false,
         call: control,
     },
 ];
@@ -146,7 +153,7 @@ fn limits_schema(defaults: Option<&Limits>) -> Value {
            "additionalProperties": false})
 }
 
-fn create(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
+fn create(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let repo = args.path("repo")?.ok_or_else(|| Error::invalid("argument 'repo' is required"))?;
     let repo = ctx.dir(Some(repo));
     let task =
@@ -171,17 +178,31 @@ fn create(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     };
     let handle = ctx.agents.create(request)?;
     let p = handle.snapshot();
-    Ok(json!({
-        "pipeline_id": p.id,
-        "name": p.name,
-        "status": p.status.name(),
-        "branch": p.job.branch,
-        "worktree": p.job.worktree,
-        "base_branch": p.job.base_branch,
-        "base_commit": p.job.base_commit,
-        "session": p.session(),
-        "state_file": handle.store.state_file(&p.id).display().to_string(),
-    }))
+    Answer::of(&Created {
+        pipeline_id: &p.id,
+        name: p.name.as_deref(),
+        status: p.status.name(),
+        branch: &p.job.branch,
+        worktree: &p.job.worktree,
+        base_branch: &p.job.base_branch,
+        base_commit: &p.job.base_commit,
+        session: p.session(),
+        state_file: handle.store.state_file(&p.id).display().to_string(),
+    })
+}
+
+/// What `fugue_agent_pipeline_create` answers: the new pipeline and where it works.
+#[derive(Serialize)]
+struct Created<'a> {
+    pipeline_id: &'a str,
+    name: Option<&'a str>,
+    status: &'static str,
+    branch: &'a str,
+    worktree: &'a str,
+    base_branch: &'a str,
+    base_commit: &'a str,
+    session: String,
+    state_file: String,
 }
 
 /// An optional agent command: absent, or a non-empty string.
@@ -257,7 +278,7 @@ choice_enum! {
     }
 }
 
-fn status(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
+fn status(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let manager = &ctx.agents;
     let repo = match args.path("repo")? {
         Some(path) => Some(load_repo(manager, &ctx.dir(Some(path)))?),
@@ -277,14 +298,13 @@ fn status(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
             None => manager.live().into_iter().filter(of_repo).collect(),
         }
     };
-    let mut value = json!({});
+    let mut changed = None;
     if wait_ms > 0 {
         let events = match &single {
             Some(handle) => handle.subscribe(),
             None => manager.subscribe(),
         };
-        let changed = wait(ctx, &live, &events, Duration::from_millis(wait_ms), until)?;
-        value["changed"] = json!(changed);
+        changed = Some(wait(ctx, &live, &events, Duration::from_millis(wait_ms), until)?);
     }
     manager.refresh_foreign();
     let targets = match &single {
@@ -294,23 +314,37 @@ fn status(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
         }
         None => manager.all().into_iter().filter(of_repo).collect(),
     };
-    let pipelines: Vec<Value> =
-        targets.iter().map(|h| render(h, events, single.is_some())).collect();
-    value["pipelines"] = json!(pipelines);
-    let problems = manager.problems();
-    if !problems.is_empty() {
-        value["problems"] = problems
-            .iter()
-            .map(|p| {
-                json!({
-                    "file": p.file.display().to_string(),
-                    "moved_to": p.moved_to.as_ref().map(|m| m.display().to_string()),
-                    "error": p.error,
-                })
-            })
-            .collect();
-    }
-    Ok(value)
+    let pipelines = targets.iter().map(|h| render(h, events, single.is_some())).collect();
+    let problems: Vec<Problem> = manager
+        .problems()
+        .iter()
+        .map(|p| Problem {
+            file: p.file.display().to_string(),
+            moved_to: p.moved_to.as_ref().map(|m| m.display().to_string()),
+            error: p.error.clone(),
+        })
+        .collect();
+    let problems = (!problems.is_empty()).then_some(problems);
+    Answer::of(&Pipelines { changed, pipelines, problems })
+}
+
+/// What the status and control tools answer.
+#[derive(Serialize)]
+struct Pipelines {
+    /// Whether the wait saw a change (with `wait_ms`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    changed: Option<bool>,
+    pipelines: Vec<PipelineView>,
+    /// State files that could not be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    problems: Option<Vec<Problem>>,
+}
+
+#[derive(Serialize)]
+struct Problem {
+    file: String,
+    moved_to: Option<String>,
+    error: String,
 }
 
 /// Loads a repository's pipelines (its `.state`, unless `FUGUE_STATE_DIR` holds them all) and
@@ -375,7 +409,7 @@ fn wait(
     }
 }
 
-fn control(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
+fn control(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let manager = &ctx.agents;
     let handle = manager.find(args.required_str("pipeline_id")?)?;
     let prompt = prompt_text(args, "prompt")?;
@@ -397,74 +431,133 @@ fn control(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
         None
     };
     manager.control(&handle, action, limits, ctx.cancel)?;
-    Ok(json!({"pipelines": [render(&handle, 5, true)]}))
+    let pipelines = vec![render(&handle, 5, true)];
+    Answer::of(&Pipelines { changed: None, pipelines, problems: None })
 }
 
 /// A pipeline as status shows it. `full` adds the stages, limits and job; a listing stays short.
-fn render(handle: &Handle, events: usize, full: bool) -> Value {
+fn render(handle: &Handle, events: usize, full: bool) -> PipelineView {
     let p = handle.snapshot();
-    let pane_id = p.running().and_then(|s| p.stage(s).run_id.clone());
-    let mut value = json!({
-        "pipeline_id": p.id,
-        "name": p.name,
-        "status": p.status.name(),
-        "stage": p.current.map(StageType::name),
-        "pane_id": pane_id,
-        "blocked_reason": p.blocked.as_ref().map(|b| b.reason.clone()),
-        "allowed_actions": p.allowed_actions(),
-        "branch": p.job.branch,
-        "cost_usd": p.cost_usd,
-        "updated_at": p.updated_at,
-    });
-    if !handle.is_driven_here() && !p.status.is_terminal() {
-        value["driven_by"] = json!(handle.driven_by());
-    }
-    if full {
-        add_details(&mut value, &p);
-    }
     let skip = p.events.len().saturating_sub(events);
-    value["events"] = p.events[skip..]
+    let events = p.events[skip..]
         .iter()
-        .map(|e| {
-            json!({
-                "at": e.timestamp,
-                "type": e.event_type,
-                "stage": e.stage.map(StageType::name),
-                "description": e.description,
-            })
+        .map(|e| EventView {
+            at: e.timestamp,
+            kind: e.event_type.clone(),
+            stage: e.stage.map(StageType::name),
+            description: e.description.clone(),
         })
         .collect();
-    value
+    let driven_by = !handle.is_driven_here() && !p.status.is_terminal();
+    PipelineView {
+        pipeline_id: p.id.clone(),
+        name: p.name.clone(),
+        status: p.status.name(),
+        stage: p.current.map(StageType::name),
+        pane_id: p.running().and_then(|s| p.stage(s).run_id.clone()),
+        blocked_reason: p.blocked.as_ref().map(|b| b.reason.clone()),
+        allowed_actions: p.allowed_actions(),
+        branch: p.job.branch.clone(),
+        cost_usd: p.cost_usd,
+        updated_at: p.updated_at,
+        driven_by: driven_by.then(|| handle.driven_by()),
+        details: full.then(|| Details::of(&p)),
+        events,
+    }
 }
 
-fn add_details(value: &mut Value, p: &AgentPipeline) {
-    value["stages"] = p
-        .stages
-        .iter()
-        .map(|s| {
-            json!({
-                "stage": s.stage_type.name(),
-                "status": s.status,
-                "attempt": s.attempt,
-                "failures": s.failures,
-                "verdict": s.verdict.map(record::AnalyzerVerdict::name),
-                "reason": s.reason,
-                "cost_usd": s.cost_usd,
-                "pane_id": s.run_id,
-                "agent": s.agent_name,
+/// A pipeline in the status and control tools' answers.
+#[derive(Serialize)]
+struct PipelineView {
+    pipeline_id: String,
+    name: Option<String>,
+    status: &'static str,
+    stage: Option<&'static str>,
+    pane_id: Option<String>,
+    blocked_reason: Option<String>,
+    allowed_actions: &'static [&'static str],
+    branch: String,
+    cost_usd: f64,
+    updated_at: u64,
+    /// Who drives a pipeline another process runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    driven_by: Option<&'static str>,
+    #[serde(flatten)]
+    details: Option<Details>,
+    events: Vec<EventView>,
+}
+
+#[derive(Serialize)]
+struct EventView {
+    at: u64,
+    #[serde(rename = "type")]
+    kind: String,
+    stage: Option<&'static str>,
+    description: String,
+}
+
+/// What a full view adds: the stages, the loops and limits, and the job.
+#[derive(Serialize)]
+struct Details {
+    stages: Vec<StageView>,
+    idea_id: Option<String>,
+    followups: u32,
+    qa_loops: u32,
+    duration_ms: u64,
+    limits: Limits,
+    repo: String,
+    base_branch: String,
+    base_commit: String,
+    worktree: String,
+    merged_commit: Option<String>,
+    created_at: u64,
+    completed_at: Option<u64>,
+}
+
+#[derive(Serialize)]
+struct StageView {
+    stage: &'static str,
+    status: record::StageStatus,
+    attempt: u32,
+    failures: u32,
+    verdict: Option<&'static str>,
+    reason: Option<String>,
+    cost_usd: f64,
+    pane_id: Option<String>,
+    agent: String,
+}
+
+impl Details {
+    fn of(p: &AgentPipeline) -> Details {
+        let stages = p
+            .stages
+            .iter()
+            .map(|s| StageView {
+                stage: s.stage_type.name(),
+                status: s.status,
+                attempt: s.attempt,
+                failures: s.failures,
+                verdict: s.verdict.map(record::AnalyzerVerdict::name),
+                reason: s.reason.clone(),
+                cost_usd: s.cost_usd,
+                pane_id: s.run_id.clone(),
+                agent: s.agent_name.clone(),
             })
-        })
-        .collect();
-    value["idea_id"] = json!(p.idea_id);
-    value["followups"] = json!(p.followups);
-    value["qa_loops"] = json!(p.qa_loops);
-    value["duration_ms"] = json!(p.elapsed_ms(now()));
-    value["limits"] = json!(p.limits);
-    value["repo"] = json!(p.job.repo);
-    value["base_branch"] = json!(p.job.base_branch);
-    value["base_commit"] = json!(p.job.base_commit);
-    value["worktree"] = json!(p.job.worktree);
-    value["merged_commit"] = json!(p.merged_commit);
-    value["created_at"] = json!(p.created_at);
-    value["completed_at"] = json!(p.completed_at);
+            .collect();
+        Details {
+            stages,
+            idea_id: p.idea_id.clone(),
+            followups: p.followups,
+            qa_loops: p.qa_loops,
+            duration_ms: p.elapsed_ms(now()),
+            limits: p.limits.clone(),
+            repo: p.job.repo.clone(),
+            base_branch: p.job.base_branch.clone(),
+            base_commit: p.job.base_commit.clone(),
+            worktree: p.job.worktree.clone(),
+            merged_commit: p.merged_commit.clone(),
+            created_at: p.created_at,
+            completed_at: p.completed_at,
+        }
+    }
 }

@@ -6,24 +6,29 @@
 //! output (`until`), optional `responses` (a question a key matches is answered and the wait goes
 //! on), and the deadline. The wait blocks in `select!` on the shell's records, the pane's end, its
 //! output (only with a pattern), the call's cancel channel, the deadline, the input watch's next
-//! look and the progress heartbeat. Out: an `Outcome`, and from it the JSON that holds `status`
-//! (ok, failed, input, running, exited, ready), `exit_code`, `cwd`, `output` and `offset`.
+//! look and the progress heartbeat. Out: an `Outcome`, and from it the `CommandAnswer` that holds
+//! `status` (ok, failed, input, running, exited, ready), `exit_code`, `cwd`, `output` and `offset`.
 
+use super::answer::Status;
 use crate::error::{Error, Result};
-use crate::orchestrate::responses::{Responder, Responses};
+use crate::orchestrate::responses::{Answered, Responder, Responses};
 use crate::pane::activity::{InputWatch, quiet_period};
-use crate::pane::budget::{self, Budget};
-use crate::pane::exit::{Exit, SignalField, write_exit};
+use crate::pane::budget::{self, Budget, Output};
+use crate::pane::exit::{Exit, ExitFields, SignalField};
 use crate::pane::search::{Found, Scan};
 use crate::pane::tail;
 use crate::pane::{Pane, mark};
 use crate::runtime::Ctx;
 use crate::shell::status::at_prompt;
 use crate::shell::{Prompt, Shell};
+use crate::tool::Asking;
 use crate::tool::args::Args;
+use crate::tool::choice::Choice;
+use crate::tool::schema::{nullable, result, typed};
 use crossbeam_channel::{after, never, select};
 use regex::Regex;
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -214,7 +219,7 @@ pub(crate) fn after_input(
     wait: Duration,
     budget: &Budget<'_>,
     responses: Option<Responses>,
-) -> Result<Value> {
+) -> Result<CommandAnswer> {
     let shell = pane.shell();
     // The pane's own process is the shell (a kept pipeline pane's steps' shell became one).
     let shell_pane = pane.command.is_none() || shell.is_some();
@@ -228,11 +233,9 @@ pub(crate) fn after_input(
     {
         // Nothing runs and nothing was typed: the last command's outcome is the answer.
         let outcome = Outcome::Ended { prompt, end: from };
-        let mut value = answer(pane, &outcome, from, budget, None, shell_pane);
-        if responses.is_some() {
-            value["answered"] = json!([]);
-        }
-        return Ok(value);
+        let mut answer = answer(pane, outcome, from, budget, None, shell_pane);
+        answer.answered = responses.map(|_| Vec::new());
+        return Ok(answer);
     }
     let until = Until::PromptAfter { from, seen: seen.unwrap_or(0) };
     let deadline = Instant::now() + wait;
@@ -240,81 +243,143 @@ pub(crate) fn after_input(
     let responder_ref = responder.as_mut();
     let outcome =
         Wait { pane, shell, until, pattern: None, deadline, responder: responder_ref }.run(ctx)?;
-    let mut value = answer(pane, &outcome, from, budget, cwd(), shell_pane);
-    if let Some(responder) = &responder {
-        responder.write(&mut value);
-    }
-    Ok(value)
+    let mut answer = answer(pane, outcome, from, budget, cwd(), shell_pane);
+    answer.answered = responder.map(|r| r.answered());
+    Ok(answer)
 }
 
 fn until(at: Instant) -> Duration {
     at.saturating_duration_since(Instant::now())
 }
 
-/// The answer's fields for `outcome`: `status`, `exit_code` where there is one, `cwd`, `output`
-/// (the text view of the output from `from`, fitted to `budget`, with `omitted_lines` and
-/// `omitted_since` when lines were left out) and `offset`.
-/// `shell_pane` says whether the pane's own process is the shell: its end is then `exited`.
+/// The answer of a command waited on in a shell: `fugue_exec`'s, and `fugue_send_input`'s with
+/// `wait_ms`. The fields after `offset` are the calls' own.
+#[derive(Serialize)]
+pub(crate) struct CommandAnswer {
+    pub(crate) status: Status,
+    #[serde(flatten)]
+    pub(crate) exit: Option<ExitFields>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) cwd: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) program: Option<String>,
+    /// What `until` matched (`ready`).
+    #[serde(flatten)]
+    pub(crate) found: Option<Found>,
+    #[serde(flatten)]
+    pub(crate) output: Output,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) alternate_screen: bool,
+    pub(crate) offset: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) answered: Option<Vec<Answered>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) sandbox_denied: Option<String>,
+    /// What `fugue_send_input` wrote.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) bytes: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) duration_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) pane_id: Option<String>,
+}
+
+impl CommandAnswer {
+    /// The program that waits for input, when the answer is `input`: its question is the last
+    /// line the output shows.
+    pub(crate) fn asks(&self) -> Option<Asking> {
+        (self.status == Status::Input).then(|| Asking {
+            pane_id: self.pane_id.clone().unwrap_or_default(),
+            question: tail::question(&self.output.output).trim().to_string(),
+            program: self.program.clone(),
+        })
+    }
+}
+
+/// The answer for `outcome`: `status`, `exit_code` where there is one, `cwd`, `output` (the text
+/// view of the output from `from`, fitted to `budget`, with `omitted_lines` and `omitted_since`
+/// when lines were left out) and `offset`. `shell_pane` says whether the pane's own process is the
+/// shell: its end is then `exited`.
 pub(crate) fn answer(
     pane: &Pane,
-    outcome: &Outcome,
+    outcome: Outcome,
     from: u64,
     budget: &Budget<'_>,
     cwd: Option<String>,
     shell_pane: bool,
-) -> Value {
-    let end = match outcome {
+) -> CommandAnswer {
+    let end = match &outcome {
         Outcome::Ended { end, .. } => *end,
         _ => pane.output().end(),
     };
-    let mut value = match outcome {
-        Outcome::Ended { prompt, .. } => json!({
-            "status": if prompt.status == 0 { "ok" } else { "failed" },
-            "exit_code": prompt.status,
-            "cwd": prompt.cwd,
-        }),
-        Outcome::Exited(exit) => {
-            let mut value = json!({"status": exited_status(*exit, shell_pane)});
-            write_exit(&mut value, *exit, SignalField::WhenSignalled);
-            value
-        }
-        Outcome::Input(program) => {
-            let mut value = json!({"status": "input"});
-            if let Some(program) = program {
-                value["program"] = json!(program);
-            }
-            value
-        }
-        Outcome::Running => json!({"status": "running"}),
-        Outcome::Ready(found) => {
-            let mut value = json!({"status": "ready"});
-            found.write(&mut value);
-            value
-        }
-    };
-    if !matches!(outcome, Outcome::Ended { .. })
-        && let Some(cwd) = cwd
-    {
-        value["cwd"] = json!(cwd);
-    }
     let screen = matches!(outcome, Outcome::Input(_)).then(|| tail::alternate_rows(pane)).flatten();
-    match screen {
+    let alternate_screen = screen.is_some();
+    let output = match screen {
         // A full-screen program asks (an editor, a pager, an installer): its screen is what the
         // agent must see to answer, not the main screen's lines under it.
-        Some(rows) => {
-            budget::screen(&rows, budget).write(&mut value, "output");
-            value["alternate_screen"] = json!(true);
+        Some(rows) => budget::screen(&rows, budget),
+        None => budget::output(pane, from, end, budget),
+    };
+    let mut answer = CommandAnswer {
+        status: Status::Running,
+        exit: None,
+        cwd,
+        program: None,
+        found: None,
+        output: output.into(),
+        alternate_screen,
+        offset: pane.output().end(),
+        answered: None,
+        sandbox_denied: None,
+        bytes: None,
+        duration_ms: None,
+        pane_id: None,
+    };
+    match outcome {
+        Outcome::Ended { prompt, .. } => {
+            answer.status = if prompt.status == 0 { Status::Ok } else { Status::Failed };
+            answer.exit = Some(ExitFields {
+                exit_code: Some(prompt.status),
+                signal: None,
+                field: SignalField::WhenSignalled,
+            });
+            answer.cwd = Some(prompt.cwd);
         }
-        None => budget::output(pane, from, end, budget).write(&mut value, "output"),
+        Outcome::Exited(exit) => {
+            answer.status = exited_status(exit, shell_pane);
+            answer.exit = Some(ExitFields::new(exit, SignalField::WhenSignalled));
+        }
+        Outcome::Input(program) => {
+            answer.status = Status::Input;
+            answer.program = program;
+        }
+        Outcome::Running => {}
+        Outcome::Ready(found) => {
+            answer.status = Status::Ready;
+            answer.alternate_screen = found.screen;
+            answer.found = Some(found);
+        }
     }
-    value["offset"] = json!(pane.output().end());
-    value
+    answer
 }
 
-fn exited_status(exit: Option<Exit>, shell_pane: bool) -> &'static str {
+fn exited_status(exit: Option<Exit>, shell_pane: bool) -> Status {
     match exit {
-        _ if shell_pane => "exited",
-        Some(exit) if exit.success() => "ok",
-        _ => "failed",
+        _ if shell_pane => Status::Exited,
+        Some(exit) if exit.success() => Status::Ok,
+        _ => Status::Failed,
     }
+}
+
+/// The output schema's main keys of a `CommandAnswer`, with `extra` of the tool's own.
+pub(crate) fn answer_schema(extra: &[(&str, Value)]) -> Value {
+    let mut keys = vec![
+        ("status", Status::words()),
+        ("exit_code", nullable("integer")),
+        ("cwd", typed("string")),
+        ("output", typed("string")),
+        ("program", typed("string")),
+    ];
+    keys.extend(extra.iter().cloned());
+    result(&keys)
 }

@@ -10,6 +10,7 @@
 //! runs it in a directory as `cd DIR &&` would; `until` answers `ready` as soon as the command's
 //! own output matches, and leaves it running.
 
+use super::answer::{Status, denied};
 use super::command_wait::{self as wait, Outcome, Until, Wait};
 use crate::error::{Error, ErrorKind, Result};
 use crate::orchestrate::responses::{self, Responder, Responses};
@@ -20,9 +21,8 @@ use crate::runtime::{Ctx, Tool};
 use crate::shell::status::at_prompt;
 use crate::shell::{Kind, PROMPT_DRAWN_WAIT, Shell, State};
 use crate::tool::args::Args;
-use crate::tool::{RUNS, schema::*};
+use crate::tool::{Answer, RUNS, schema::*};
 use crossbeam_channel::{after, at as at_instant, never, select};
-use serde_json::{Value, json};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -45,13 +45,13 @@ pub(crate) const TOOL: Tool = Tool {
                   (exit_code), input (`program` waits for the terminal; reply with \
                   fugue_send_input + wait_ms, or answer up front with responses), running \
                   (timeout_ms passed), exited (it ended the shell), or ready (`until` matched its \
-                  output; it keeps running: a server that is up). cwd, output (its own; past \
+                  output; it keeps running). cwd, output (its own; past \
                   max_bytes: its end, error lines and `keep` matches, its start; omitted_lines, \
                   omitted_since: read them with fugue_get_output since), pane_id. State persists. \
                   No pane_id: fugue's own shells; while one is busy the command runs in another, \
                   so start a job with until, run the next command, then fugue_wait on both. \
                   Timeout or cancel ends only the wait: stop it with keys [\"C-c\"] or \
-                  fugue_close_pane. Runs as an MCP task for clients that ask.",
+                  fugue_close_pane.",
     hints: RUNS,
     input: || {
         object(
@@ -76,20 +76,13 @@ pub(crate) const TOOL: Tool = Tool {
             &["command"],
         )
     },
-    output: || {
-        result(&[
-            ("status", typed("string")),
-            ("exit_code", typed("integer")),
-            ("cwd", typed("string")),
-            ("pane_id", typed("string")),
-            ("output", typed("string")),
-            ("program", typed("string")),
-        ])
-    },
+    output: || wait::answer_schema(&[("pane_id", typed("string"))]),
+    durable: true,
+    asks: true,
     call: exec,
 };
 
-fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
+fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let started = Instant::now();
     let command = crate::orchestrate::command(args, "fugue_exec")?;
     if command.len() > MAX_COMMAND_BYTES {
@@ -153,14 +146,13 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let from = mark::find(&pane, &shell.begin_mark(id), typed).map_or(typed, |(_, end)| end);
     let cwd = shell.with(State::cwd);
     let budget = Budget::whole(max_bytes, keep.as_ref());
-    let mut value = wait::answer(&pane, &outcome, from, &budget, cwd, true);
-    super::add_denied(&mut value, &pane, "output");
-    value["duration_ms"] = json!(started.elapsed().as_millis() as u64);
-    value["pane_id"] = json!(pane.id);
-    if let Some(responder) = &responder {
-        responder.write(&mut value);
-    }
-    Ok(value)
+    let mut answer = wait::answer(&pane, outcome, from, &budget, cwd, true);
+    answer.sandbox_denied =
+        denied(&pane, answer.status == Status::Failed, Some(&answer.output.output));
+    answer.duration_ms = Some(started.elapsed().as_millis() as u64);
+    answer.pane_id = Some(pane.id.clone());
+    answer.answered = responder.map(|r| r.answered());
+    Ok(Answer::of(&answer)?.asking(answer.asks()))
 }
 
 /// A task was cancelled: exec `id`, typed at output offset `typed`, is interrupted (C-c), and the

@@ -9,18 +9,19 @@
 use crate::error::{Error, ErrorKind, Result};
 use crate::pane::Pane;
 use crate::pane::activity::{InputWatch, quiet_period};
-use crate::pane::budget::{self, Budget};
+use crate::pane::budget::{self, Budget, Output};
+use crate::pane::exit::PaneState;
 use crate::pane::output::TAIL_SCAN_LIMIT;
 use crate::pane::search::{Found, Scan, compile};
 use crate::pane::tail;
 use crate::runtime::{Ctx, Tool};
 use crate::tool::args::Args;
 use crate::tool::choice::{Choice, choice_enum};
-use crate::tool::{RUNS, schema::*};
-use crate::tools::panes::add_exit;
+use crate::tool::{Answer, Asking, RUNS, schema::*};
+use crate::tools::answer::ExpectStatus;
 use crossbeam_channel::{RecvTimeoutError, TryRecvError, after, never, select};
 use regex::Regex;
-use serde_json::{Value, json};
+use serde::Serialize;
 use std::time::{Duration, Instant};
 
 // Defaults of absent arguments, declared in the schema and applied by the handler.
@@ -44,14 +45,13 @@ pub(crate) const TOOL: Tool = Tool {
     title: "Expect pattern",
     description: "Wait until a pane's output matches a regex (text view; while a full-screen \
                   program runs, also what its screen shows: alternate_screen true); \
-                  event-driven, returns the moment it appears. `^`/`$` match at line ends: anchor \
+                  returns the moment it appears. `^`/`$` match at line ends: anchor \
                   patterns (`^READY$`) to avoid matching the echoed command line. A pattern ending \
-                  in spaces (`^>>> `) matches a prompt under the cursor. Rust regex: no \
-                  look-around or backreferences. Without since: searches the last `lines` lines \
-                  too; with since (send_input's offset): only output after it. status: matched \
+                  in spaces (`^>>> `) matches a prompt under the cursor. Without since: searches the last `lines` lines \
+                  too; with since: only output after it. status: matched \
                   (match, line, groups, offset), timeout or input (on_input: return; `line` is \
-                  the question) with `output` (what the pane shows), exited. action: notify, \
-                  close_pane, return_output (adds `output`: the last `lines` lines).",
+                  the question) with `output` (what the pane shows), exited. action \
+                  return_output adds `output`: the last `lines` lines.",
     hints: RUNS,
     input: || {
         object(
@@ -88,13 +88,15 @@ pub(crate) const TOOL: Tool = Tool {
     },
     output: || {
         result(&[
-            ("status", typed("string")),
+            ("status", ExpectStatus::words()),
             ("pattern", typed("string")),
             ("duration_ms", typed("integer")),
             ("offset", typed("integer")),
             ("program", typed("string")),
         ])
     },
+    durable: true,
+    asks: true,
     call: expect,
 };
 
@@ -118,7 +120,7 @@ choice_enum! {
 }
 
 /// What the answer carries besides the match: the action, and which output it shows.
-struct Answer {
+struct Answering {
     action: Action,
     lines: usize,
     /// With `since`, the output returned begins there; otherwise 0.
@@ -126,23 +128,49 @@ struct Answer {
     keep: Option<Regex>,
 }
 
-impl Answer {
-    /// Adds `output` for `return_output`: the last `lines` lines of what came after `since`, with
-    /// the lines that matter before them, within the budget.
-    fn add_output(&self, value: &mut Value, pane: &Pane) {
+impl Answering {
+    /// `output` for `return_output`: the last `lines` lines of what came after `since`, with the
+    /// lines that matter before them, within the budget.
+    fn output(&self, pane: &Pane) -> Option<Output> {
         if self.action != Action::ReturnOutput {
-            return;
+            return None;
         }
         let budget = Budget::tail(budget::default_bytes(), self.lines, self.keep.as_ref());
-        budget::output(pane, self.since, pane.output().end(), &budget).write(value, "output");
+        Some(budget::output(pane, self.since, pane.output().end(), &budget).into())
     }
 
-    /// Adds `output` for a timeout or a question: what the pane shows, so the agent sees why
-    /// without another call.
-    fn add_shown(&self, value: &mut Value, pane: &Pane) {
+    /// `output` for a timeout or a question: what the pane shows, so the agent sees why without
+    /// another call; and whether that is a full-screen program's screen.
+    fn shown(&self, pane: &Pane) -> (Output, bool) {
         let budget = Budget::tail(MAX_QUESTION_BYTES, SHOWN_LINES, self.keep.as_ref());
-        tail::shown_since(pane, self.since, &budget).write(value, "output");
+        let shown = tail::shown_since(pane, self.since, &budget);
+        (shown.fitted.into(), shown.alternate)
     }
+}
+
+/// `fugue_expect`'s answer.
+#[derive(Serialize)]
+struct ExpectAnswer<'a> {
+    status: ExpectStatus,
+    pattern: &'a str,
+    duration_ms: u64,
+    offset: u64,
+    #[serde(flatten)]
+    found: Option<Found>,
+    /// The question, for `input`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    line: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    program: Option<String>,
+    #[serde(flatten)]
+    output: Option<Output>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    alternate_screen: bool,
+    /// The pane's state, for `exited`.
+    #[serde(flatten)]
+    state: Option<PaneState>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    closed: bool,
 }
 
 /// Paces the scans of a waiter over streaming output. A wake after a quiet spell scans at once.
@@ -164,7 +192,7 @@ impl Pace {
     }
 }
 
-fn expect(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
+fn expect(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let started = Instant::now();
     let pane = ctx.mux.pane(args.required_str("pane_id")?)?;
     let pattern = args.required_str("pattern")?;
@@ -189,7 +217,7 @@ fn expect(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
         None => Ok(s.ring.tail_start(lines, TAIL_SCAN_LIMIT)),
     })?;
     let mut scan = Scan::new(regex, from);
-    let answer = Answer { action, lines, since: since.unwrap_or(0), keep };
+    let answering = Answering { action, lines, since: since.unwrap_or(0), keep };
     let deadline = started + timeout;
     let heartbeat = ctx.progress.heartbeat();
     let mut pace = Pace::default();
@@ -197,7 +225,7 @@ fn expect(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     loop {
         let step = scan.step(&pane);
         if let Some(found) = step.found {
-            return Ok(finish_match(ctx, &pane, pattern, found, &answer, started));
+            return finish_match(ctx, &pane, pattern, found, &answering, started);
         }
         if step.closed {
             return Err(Error::new(
@@ -206,15 +234,22 @@ fn expect(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
             ));
         }
         if step.exited {
-            return Ok(outcome(&pane, "exited", pattern, step.end, &answer, started));
+            let exited =
+                outcome(&pane, ExpectStatus::Exited, pattern, step.end, &answering, started);
+            return Answer::of(&exited);
         }
         if !step.behind && input.as_mut().is_some_and(InputWatch::check) {
-            let mut value = outcome(&pane, "input", pattern, step.end, &answer, started);
-            value["line"] = json!(question(&pane));
-            if let Some(program) = input.as_ref().and_then(InputWatch::program) {
-                value["program"] = json!(program);
-            }
-            return Ok(value);
+            let mut asked =
+                outcome(&pane, ExpectStatus::Input, pattern, step.end, &answering, started);
+            let line = question(&pane);
+            asked.program = input.as_ref().and_then(InputWatch::program);
+            let asks = Asking {
+                pane_id: pane.id.clone(),
+                question: line.trim().to_string(),
+                program: asked.program.clone(),
+            };
+            asked.line = Some(line);
+            return Ok(Answer::of(&asked)?.asking(Some(asks)));
         }
         let check_at = input.as_ref().and_then(InputWatch::next_check);
         let cancel = ctx.cancel.receiver();
@@ -236,9 +271,10 @@ fn expect(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
             recv(after(deadline.saturating_duration_since(Instant::now()))) -> _ => {
                 // One last look: output may have arrived with the deadline.
                 if let Some(found) = scan.step(&pane).found {
-                    return Ok(finish_match(ctx, &pane, pattern, found, &answer, started));
+                    return finish_match(ctx, &pane, pattern, found, &answering, started);
                 }
-                return Ok(outcome(&pane, "timeout", pattern, pane.output().end(), &answer, started));
+                let end = pane.output().end();
+                return Answer::of(&outcome(&pane, ExpectStatus::Timeout, pattern, end, &answering, started));
             }
             recv(check_at.map_or_else(never, |at| after(at.saturating_duration_since(Instant::now())))) -> _ => {}
             recv(heartbeat) -> _ => {
@@ -254,48 +290,60 @@ fn finish_match(
     pane: &Pane,
     pattern: &str,
     found: Found,
-    answer: &Answer,
+    answering: &Answering,
     started: Instant,
-) -> Value {
-    let mut value = json!({
-        "status": "matched",
-        "pattern": pattern,
-        "duration_ms": started.elapsed().as_millis() as u64,
-        "offset": found.offset,
-    });
-    found.write(&mut value);
-    answer.add_output(&mut value, pane);
-    if answer.action == Action::ClosePane {
+) -> Result<Answer> {
+    let mut answer = ExpectAnswer::new(ExpectStatus::Matched, pattern, found.offset, started);
+    answer.alternate_screen = found.screen;
+    answer.found = Some(found);
+    answer.output = answering.output(pane);
+    if answering.action == Action::ClosePane {
         // Through the registry, so the pane leaves the session as with fugue_close_pane; if
         // someone closed it meanwhile, it is gone all the same.
         let _ = ctx.mux.close_pane(&pane.id);
-        value["closed"] = json!(true);
+        answer.closed = true;
     }
-    value
+    Answer::of(&answer)
 }
 
-fn outcome(
+impl<'a> ExpectAnswer<'a> {
+    fn new(status: ExpectStatus, pattern: &'a str, offset: u64, started: Instant) -> Self {
+        ExpectAnswer {
+            status,
+            pattern,
+            duration_ms: started.elapsed().as_millis() as u64,
+            offset,
+            found: None,
+            line: None,
+            program: None,
+            output: None,
+            alternate_screen: false,
+            state: None,
+            closed: false,
+        }
+    }
+}
+
+/// The answer of a wait that ended without a match: `exited`, `timeout` or `input`.
+fn outcome<'a>(
     pane: &Pane,
-    status: &str,
-    pattern: &str,
+    status: ExpectStatus,
+    pattern: &'a str,
     offset: u64,
-    answer: &Answer,
+    answering: &Answering,
     started: Instant,
-) -> Value {
-    let mut value = json!({
-        "status": status,
-        "pattern": pattern,
-        "duration_ms": started.elapsed().as_millis() as u64,
-        "offset": offset,
-    });
-    if status == "exited" {
-        add_exit(&mut value, pane);
+) -> ExpectAnswer<'a> {
+    let mut answer = ExpectAnswer::new(status, pattern, offset, started);
+    if status == ExpectStatus::Exited {
+        answer.state = Some(PaneState::new(pane.output().exit()));
     }
-    answer.add_output(&mut value, pane);
-    if value.get("output").is_none() && status != "exited" {
-        answer.add_shown(&mut value, pane);
+    answer.output = answering.output(pane);
+    if answer.output.is_none() && status != ExpectStatus::Exited {
+        let (output, alternate) = answering.shown(pane);
+        answer.output = Some(output);
+        answer.alternate_screen = alternate;
     }
-    value
+    answer
 }
 
 /// The last line that holds anything but blanks of what the pane shows: a waiting program's

@@ -4,10 +4,11 @@
 //! Each module defines its tools (`TOOL` or `TOOLS`: name, description, schemas with their
 //! defaults, handler) next to the handlers; `mcp::registry` lists them in `tools/list` order. In:
 //! a `Ctx` (the runtime, the caller's directory, the call's cancel and progress) and checked
-//! `Args`. Out: a result value or an `Error` with a stable code. What a handler needs of the
+//! `Args`. Out: a typed answer (`tool::Answer`) or an `Error` with a stable code. What a handler needs of the
 //! domain — panes, live shells, the registry of panes, agent pipelines, searches of output — it
 //! takes from `pane`, `shell`, `mux`, `agent` and `orchestrate`, none of which knows of these.
 //!
+//! - `answer`: the status words and the command result the answers share.
 //! - `panes`: sessions, windows and panes, input, output, status, resize, close.
 //! - `command_wait`: the wait behind `fugue_exec` and `fugue_send_input`'s `wait_ms`.
 //! - `exec`: `fugue_exec`, a command in a live shell.
@@ -16,6 +17,7 @@
 //! - `agent`: the agent-pipeline tools.
 
 pub(crate) mod agent;
+pub(crate) mod answer;
 pub(crate) mod command_wait;
 pub(crate) mod exec;
 pub(crate) mod expect;
@@ -33,24 +35,6 @@ use serde_json::{Value, json};
 pub(crate) fn sandbox_arg() -> Value {
     json!({"type": "string", "enum": ["read-only", "workspace-write"],
            "description": "Stricter than the server's sandbox"})
-}
-
-/// Adds `sandbox_denied` to a failed answer whose output (under `key`) shows the sandbox refused
-/// something: the line that says so.
-pub(crate) fn add_denied(value: &mut Value, pane: &crate::pane::Pane, key: &str) {
-    if value["status"] != "failed" {
-        return;
-    }
-    let output = match &value[key] {
-        Value::String(text) => text.clone(),
-        Value::Array(lines) => {
-            lines.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("\n")
-        }
-        _ => return,
-    };
-    if let Some(line) = sandbox::denied(pane.sandbox, &output) {
-        value["sandbox_denied"] = json!(line);
-    }
 }
 
 /// `pane` for a call that asked for `sandbox`: refused when the pane runs under another one.

@@ -11,12 +11,15 @@ use crate::mux::{PaneArgs, Session};
 use crate::orchestrate::responses::{self, Responses};
 use crate::pane::Pane;
 use crate::pane::budget::Budget;
-use crate::pane::exit::{PaneState, SignalField, write_exit, write_fields};
+use crate::pane::exit::{Exit, ExitFields, PaneState, SignalField};
 use crate::pane::output::{Format, ReadRequest};
 use crate::runtime::{Ctx, Tool};
+use crate::shell::status::Live;
 use crate::tool::args::Args;
 use crate::tool::choice::Choice;
-use crate::tool::{ENDS, READS, SETS, STARTS, schema::*};
+use crate::tool::{Answer, ENDS, READS, SETS, STARTS, schema::*};
+use crate::tools::command_wait::{CommandAnswer, after_input};
+use serde::Serialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -43,13 +46,14 @@ pub(crate) static TOOLS: &[Tool] = &[
         hints: READS,
         input: || object(&[], &[]),
         output: || result(&[("sessions", typed("array"))]),
+        durable: false,
+        asks: false,
         call: list_sessions,
     },
     Tool {
         name: "fugue_create_session",
         title: "Create session",
-        description: "Create a session with one window and one pane. Without command the pane runs \
-                      an interactive shell; with command it runs `$SHELL -c command` and the pane \
+        description: "Create a session with one window and one pane. With command it runs `$SHELL -c command` and the pane \
                       keeps its output and exit code after it ends.",
         hints: STARTS,
         input: || {
@@ -73,12 +77,14 @@ pub(crate) static TOOLS: &[Tool] = &[
                 ("pid", typed("integer")),
             ])
         },
+        durable: false,
+        asks: false,
         call: create_session,
     },
     Tool {
         name: "fugue_create_window",
         title: "Create window",
-        description: "Create a window with one pane in a session (id or name).",
+        description: "Create a window with one pane in a session.",
         hints: STARTS,
         input: || {
             object(
@@ -101,6 +107,8 @@ pub(crate) static TOOLS: &[Tool] = &[
                 ("pid", typed("integer")),
             ])
         },
+        durable: false,
+        asks: false,
         call: create_window,
     },
     Tool {
@@ -124,6 +132,8 @@ pub(crate) static TOOLS: &[Tool] = &[
             )
         },
         output: || result(&[("pane_id", typed("string")), ("pid", typed("integer"))]),
+        durable: false,
+        asks: false,
         call: create_pane,
     },
     Tool {
@@ -168,10 +178,12 @@ pub(crate) static TOOLS: &[Tool] = &[
             result(&[
                 ("bytes", typed("integer")),
                 ("offset", typed("integer")),
-                ("status", typed("string")),
+                ("status", crate::tools::answer::Status::words()),
                 ("program", typed("string")),
             ])
         },
+        durable: true,
+        asks: true,
         call: send_input,
     },
     Tool {
@@ -181,8 +193,7 @@ pub(crate) static TOOLS: &[Tool] = &[
                       colours dropped; the main screen only, not a full-screen program's), raw \
                       (bytes as printed), screen (visible grid + cursor). Without since: the last \
                       `lines` lines. With since (an offset from send_input or an earlier read): \
-                      the first `lines` lines after it; continue from the returned offset. \
-                      max_bytes caps it.",
+                      the first `lines` lines after it; continue from the returned offset.",
         hints: READS,
         input: || {
             object(
@@ -209,6 +220,8 @@ pub(crate) static TOOLS: &[Tool] = &[
                 ("signal", nullable("string")),
             ])
         },
+        durable: false,
+        asks: false,
         call: get_output,
     },
     Tool {
@@ -233,6 +246,8 @@ pub(crate) static TOOLS: &[Tool] = &[
                 ("activity", typed("string")),
             ])
         },
+        durable: false,
+        asks: false,
         call: get_status,
     },
     Tool {
@@ -258,6 +273,8 @@ pub(crate) static TOOLS: &[Tool] = &[
                 ("cols", typed("integer")),
             ])
         },
+        durable: false,
+        asks: false,
         call: resize_pane,
     },
     Tool {
@@ -290,6 +307,8 @@ pub(crate) static TOOLS: &[Tool] = &[
                 ("results", typed("array")),
             ])
         },
+        durable: false,
+        asks: false,
         call: close_pane,
     },
     Tool {
@@ -299,65 +318,115 @@ pub(crate) static TOOLS: &[Tool] = &[
         hints: ENDS,
         input: || object(&[("session_id", string("Session id or name"))], &["session_id"]),
         output: || result(&[("closed", typed("integer")), ("pane_ids", typed("array"))]),
+        durable: false,
+        asks: false,
         call: close_session,
     },
 ];
 
-fn list_sessions(ctx: &Ctx<'_>, _: &Args<'_>) -> Result<Value> {
+fn list_sessions(ctx: &Ctx<'_>, _: &Args<'_>) -> Result<Answer> {
     let sessions = ctx.mux.with_sessions(|sessions, pane| {
-        sessions.iter().map(|s| session_json(s, pane)).collect::<Vec<_>>()
+        sessions.iter().map(|s| SessionView::new(s, pane)).collect::<Vec<_>>()
     });
-    let mut value = json!({});
-    value["sessions"] = Value::Array(sessions);
-    Ok(value)
+    Answer::of(&Sessions { sessions })
 }
 
-pub(crate) fn session_json(session: &Session, pane: &dyn Fn(&str) -> Option<Arc<Pane>>) -> Value {
-    let windows: Vec<Value> = session
-        .windows
-        .iter()
-        .map(|w| {
-            let panes: Vec<Value> =
-                w.panes.iter().filter_map(|id| pane(id)).map(|p| pane_json(&p)).collect();
-            let mut window = json!({"id": w.id, "name": w.name, "rows": w.rows, "cols": w.cols});
-            window["panes"] = Value::Array(panes);
-            window
-        })
-        .collect();
-    let mut value = json!({"id": session.id, "name": session.name,
-                           "created_at": unix_ms(session.created_at)});
-    // Moved in, not passed to json!, which would copy the whole tree through Serialize.
-    value["windows"] = Value::Array(windows);
-    value
+#[derive(Serialize)]
+struct Sessions {
+    sessions: Vec<SessionView>,
 }
 
-fn pane_json(pane: &Pane) -> Value {
-    let (rows, cols) = pane.size();
-    let mut value = json!({
-        "id": pane.id,
-        "name": pane.name,
-        "command": pane.command,
-        "cwd": pane.cwd,
-        "pid": pane.pid,
-        "rows": rows,
-        "cols": cols,
-    });
-    add_sandbox(&mut value, pane);
-    add_exit(&mut value, pane);
-    crate::shell::status::add_live(&mut value, pane);
-    value
+/// A session as `fugue_list_sessions` and the control socket's tree show it.
+#[derive(Serialize)]
+pub(crate) struct SessionView {
+    id: String,
+    name: String,
+    created_at: u64,
+    windows: Vec<WindowView>,
 }
 
-/// Adds `sandbox` (mode, writable roots, network) for a sandboxed pane; nothing otherwise.
-fn add_sandbox(value: &mut Value, pane: &Pane) {
-    if let Some(view) = crate::sandbox::view(pane.sandbox, pane.roots.as_deref()) {
-        value["sandbox"] = view;
+#[derive(Serialize)]
+struct WindowView {
+    id: String,
+    name: String,
+    rows: u16,
+    cols: u16,
+    panes: Vec<PaneView>,
+}
+
+/// A pane as the listings show it.
+#[derive(Serialize)]
+struct PaneView {
+    id: String,
+    name: Option<String>,
+    command: Option<String>,
+    cwd: String,
+    pid: u32,
+    rows: u16,
+    cols: u16,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sandbox: Option<Value>,
+    #[serde(flatten)]
+    state: PaneState,
+    #[serde(flatten)]
+    live: Live,
+}
+
+impl SessionView {
+    pub(crate) fn new(session: &Session, pane: &dyn Fn(&str) -> Option<Arc<Pane>>) -> SessionView {
+        let windows = session
+            .windows
+            .iter()
+            .map(|w| WindowView {
+                id: w.id.clone(),
+                name: w.name.clone(),
+                rows: w.rows,
+                cols: w.cols,
+                panes: w
+                    .panes
+                    .iter()
+                    .filter_map(|id| pane(id))
+                    .map(|p| PaneView::new(&p))
+                    .collect(),
+            })
+            .collect();
+        SessionView {
+            id: session.id.clone(),
+            name: session.name.clone(),
+            created_at: unix_ms(session.created_at),
+            windows,
+        }
     }
 }
 
-/// Adds `status`, `exit_code` and `signal` to a result object.
-pub(crate) fn add_exit(value: &mut Value, pane: &Pane) {
-    write_fields(value, &PaneState::new(pane.output().exit()));
+impl PaneView {
+    fn new(pane: &Pane) -> PaneView {
+        let (rows, cols) = pane.size();
+        let mut live = crate::shell::status::live(pane);
+        PaneView {
+            id: pane.id.clone(),
+            name: pane.name.clone(),
+            command: pane.command.clone(),
+            // Where it works now, when known; else where it started.
+            cwd: live.cwd.take().unwrap_or_else(|| pane.cwd.to_string_lossy().into_owned()),
+            pid: pane.pid,
+            rows,
+            cols,
+            sandbox: sandbox(pane),
+            state: PaneState::new(pane.output().exit()),
+            live,
+        }
+    }
+}
+
+/// The session as the control socket's tree shows it.
+pub(crate) fn session_json(session: &Session, pane: &dyn Fn(&str) -> Option<Arc<Pane>>) -> Value {
+    serde_json::to_value(SessionView::new(session, pane)).unwrap_or_default()
+}
+
+/// `sandbox` (mode, writable roots, network) of a sandboxed pane; none otherwise.
+fn sandbox(pane: &Pane) -> Option<Value> {
+    crate::sandbox::view(pane.sandbox, pane.roots.as_deref())
 }
 
 /// The pane arguments shared by the create tools.
@@ -390,37 +459,63 @@ fn integration() -> Value {
 /// Interactive shells get fugue's shell integration unless asked not to.
 const INTEGRATION: bool = true;
 
-fn create_session(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
+/// What a create tool answers: the new pane, and the window and session made with it.
+#[derive(Serialize)]
+struct Created {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    session_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    window_id: Option<String>,
+    pane_id: String,
+    pid: u32,
+}
+
+fn create_session(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let name = args.name("name")?;
     let (session_id, window_id, pane) =
         ctx.mux.create_session(name, pane_args(ctx, args, None)?)?;
-    Ok(
-        json!({"session_id": session_id, "window_id": window_id, "pane_id": pane.id, "pid": pane.pid}),
-    )
+    let (pane_id, pid) = (pane.id.clone(), pane.pid);
+    Answer::of(&Created { session_id: Some(session_id), window_id: Some(window_id), pane_id, pid })
 }
 
-fn create_window(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
+fn create_window(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let session = args.required_str("session_id")?;
     let name = args.name("name")?;
     let pane = ctx.mux.create_window(session, name, pane_args(ctx, args, None)?)?;
-    Ok(json!({"window_id": pane.window_id, "pane_id": pane.id, "pid": pane.pid}))
+    let (window_id, pane_id, pid) = (Some(pane.window_id.clone()), pane.id.clone(), pane.pid);
+    Answer::of(&Created { session_id: None, window_id, pane_id, pid })
 }
 
-fn create_pane(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
+fn create_pane(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let session = args.required_str("session_id")?;
     let window = args.required_str("window_id")?;
     let pane = ctx.mux.create_pane(session, window, pane_args(ctx, args, Some("name"))?)?;
-    Ok(json!({"pane_id": pane.id, "pid": pane.pid}))
+    Answer::of(&Created {
+        session_id: None,
+        window_id: None,
+        pane_id: pane.id.clone(),
+        pid: pane.pid,
+    })
 }
 
-fn send_input(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
+/// What `fugue_send_input` without a wait answers.
+#[derive(Serialize)]
+struct Sent {
+    bytes: usize,
+    offset: u64,
+    /// Bytes the program has not read yet.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pending: Option<usize>,
+}
+
+fn send_input(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let started = std::time::Instant::now();
     let pane = ctx.mux.pane(args.required_str("pane_id")?)?;
     // A wait's answer names the pane and how long it took, as fugue_exec's does.
-    let waited = |mut value: Value| {
-        value["pane_id"] = json!(pane.id);
-        value["duration_ms"] = json!(started.elapsed().as_millis() as u64);
-        value
+    let waited = |mut answer: CommandAnswer| {
+        answer.pane_id = Some(pane.id.clone());
+        answer.duration_ms = Some(started.elapsed().as_millis() as u64);
+        Answer::of(&answer).map(|a| a.asking(answer.asks()))
     };
     let input = args.str("input")?.unwrap_or("");
     let keys = args.array("keys")?.map_or(&[][..], Vec::as_slice);
@@ -435,19 +530,13 @@ fn send_input(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     }
     if input.is_empty() && keys.is_empty() && !submit {
         if let Some(wait) = wait {
-            let after = crate::tools::command_wait::after_input;
-            return after(ctx, &pane, None, wait, &budget, responses).map(waited);
+            return waited(after_input(ctx, &pane, None, wait, &budget, responses)?);
         }
         return Err(Error::invalid(
             "nothing to send: give input, keys, or submit: true (or wait_ms to only wait)",
         ));
     }
-    if input.len() > MAX_INPUT_BYTES {
-        return Err(Error::invalid(format!(
-            "input is {} bytes; the limit is {MAX_INPUT_BYTES} per call",
-            input.len()
-        )));
-    }
+    check_input(input)?;
     let application_cursor = !keys.is_empty() && pane.application_cursor();
     let items = keys
         .iter()
@@ -471,26 +560,69 @@ fn send_input(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let (offset, pending) = pane.send(&parts)?;
     let written: usize = parts.iter().map(|p| p.len()).sum();
     if let Some(wait) = wait {
-        let mut value = crate::tools::command_wait::after_input(
-            ctx,
-            &pane,
-            Some((offset, seen)),
-            wait,
-            &budget,
-            responses,
-        )?;
-        value["bytes"] = json!(written);
-        return Ok(waited(value));
+        let mut answer = after_input(ctx, &pane, Some((offset, seen)), wait, &budget, responses)?;
+        answer.bytes = Some(written);
+        return waited(answer);
     }
-    let mut value = json!({"bytes": written, "offset": offset});
-    if pending > 0 {
-        // The program is not reading its input (yet); the rest goes in when it does.
-        value["pending"] = json!(pending);
-    }
-    Ok(value)
+    // A program that is not reading its input (yet) gets the rest when it does.
+    Answer::of(&Sent { bytes: written, offset, pending: (pending > 0).then_some(pending) })
 }
 
-fn get_output(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
+fn check_input(input: &str) -> Result<()> {
+    if input.len() > MAX_INPUT_BYTES {
+        return Err(Error::invalid(format!(
+            "input is {} bytes; the limit is {MAX_INPUT_BYTES} per call",
+            input.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Answers a program that asks: types `text` and Enter into pane `pane_id`, and waits as
+/// `fugue_send_input` with `wait_ms` does (a durable call's answer to its question).
+pub(crate) fn type_answer(
+    ctx: &Ctx<'_>,
+    pane_id: &str,
+    text: &str,
+    wait: std::time::Duration,
+) -> Result<Answer> {
+    let started = std::time::Instant::now();
+    let pane = ctx.mux.pane(pane_id)?;
+    check_input(text)?;
+    let seen = pane.shell().map(|s| s.with(|st| st.prompts));
+    let parts: [&[u8]; 2] = [text.as_bytes(), b"\r"];
+    let (offset, _) = pane.send(&parts)?;
+    let budget = Budget::whole(crate::pane::budget::default_bytes(), None);
+    let mut answer = after_input(ctx, &pane, Some((offset, seen)), wait, &budget, None)?;
+    answer.bytes = Some(text.len() + 1);
+    answer.pane_id = Some(pane.id.clone());
+    answer.duration_ms = Some(started.elapsed().as_millis() as u64);
+    Answer::of(&answer).map(|a| a.asking(answer.asks()))
+}
+
+/// What `fugue_get_output` answers.
+#[derive(Serialize)]
+struct Read {
+    output: String,
+    offset: u64,
+    truncated: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cursor: Option<Cursor>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    alternate_screen: bool,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    dropped: bool,
+    #[serde(flatten)]
+    state: PaneState,
+}
+
+#[derive(Serialize)]
+struct Cursor {
+    row: u16,
+    col: u16,
+}
+
+fn get_output(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let pane = ctx.mux.pane(args.required_str("pane_id")?)?;
     let format = Format::parse(args, "format")?;
     let max_output = config().max_output_bytes as u64;
@@ -502,47 +634,74 @@ fn get_output(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
             as usize,
     };
     let read = pane.output().read(&req)?;
-    let mut value =
-        json!({"output": read.output, "offset": read.offset, "truncated": read.truncated});
-    if let Some((row, col)) = read.cursor {
-        value["cursor"] = json!({"row": row, "col": col});
-    }
-    if read.alternate {
-        value["alternate_screen"] = json!(true);
-    }
-    if read.dropped {
-        value["dropped"] = json!(true);
-    }
-    add_exit(&mut value, &pane);
-    Ok(value)
+    Answer::of(&Read {
+        output: read.output,
+        offset: read.offset,
+        truncated: read.truncated,
+        cursor: read.cursor.map(|(row, col)| Cursor { row, col }),
+        alternate_screen: read.alternate,
+        dropped: read.dropped,
+        state: PaneState::new(pane.output().exit()),
+    })
 }
 
-fn get_status(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
+/// What `fugue_get_status` answers.
+#[derive(Serialize)]
+struct Status {
+    pane_id: String,
+    name: Option<String>,
+    session_id: String,
+    window_id: String,
+    pid: u32,
+    command: Option<String>,
+    cwd: String,
+    rows: u16,
+    cols: u16,
+    offset: u64,
+    started_at: u64,
+    runtime_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sandbox: Option<Value>,
+    #[serde(flatten)]
+    state: PaneState,
+    #[serde(flatten)]
+    live: Live,
+}
+
+fn get_status(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let pane = ctx.mux.pane(args.required_str("pane_id")?)?;
     let (rows, cols) = pane.size();
     let (offset, exited_at) = pane.output().with(|s| (s.ring.end(), s.exited_at));
     let runtime = exited_at.unwrap_or_else(std::time::Instant::now) - pane.started;
-    let mut value = json!({
-        "pane_id": pane.id,
-        "name": pane.name,
-        "session_id": pane.session_id,
-        "window_id": pane.window_id,
-        "pid": pane.pid,
-        "command": pane.command,
-        "cwd": pane.cwd,
-        "rows": rows,
-        "cols": cols,
-        "offset": offset,
-        "started_at": unix_ms(pane.created_at),
-        "runtime_ms": runtime.as_millis() as u64,
-    });
-    add_sandbox(&mut value, &pane);
-    add_exit(&mut value, &pane);
-    crate::shell::status::add_live(&mut value, &pane);
-    Ok(value)
+    let mut live = crate::shell::status::live(&pane);
+    Answer::of(&Status {
+        pane_id: pane.id.clone(),
+        name: pane.name.clone(),
+        session_id: pane.session_id.clone(),
+        window_id: pane.window_id.clone(),
+        pid: pane.pid,
+        command: pane.command.clone(),
+        // Where it works now, when known; else where it started.
+        cwd: live.cwd.take().unwrap_or_else(|| pane.cwd.to_string_lossy().into_owned()),
+        rows,
+        cols,
+        offset,
+        started_at: unix_ms(pane.created_at),
+        runtime_ms: runtime.as_millis() as u64,
+        sandbox: sandbox(&pane),
+        state: PaneState::new(pane.output().exit()),
+        live,
+    })
 }
 
-fn resize_pane(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
+#[derive(Serialize)]
+struct Resized {
+    pane_id: String,
+    rows: u64,
+    cols: u64,
+}
+
+fn resize_pane(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let pane = ctx.mux.pane(args.required_str("pane_id")?)?;
     let rows =
         args.u64("rows", 2, 1000)?.ok_or_else(|| Error::invalid("argument 'rows' is required"))?;
@@ -550,38 +709,57 @@ fn resize_pane(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
         args.u64("cols", 10, 1000)?.ok_or_else(|| Error::invalid("argument 'cols' is required"))?;
     crate::pane::check_size(rows as u16, cols as u16)?;
     pane.resize(rows as u16, cols as u16)?;
-    Ok(json!({"pane_id": pane.id, "rows": rows, "cols": cols}))
+    Answer::of(&Resized { pane_id: pane.id.clone(), rows, cols })
 }
 
-fn close_pane(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
-    let ended = |pane: &Pane, exit| {
-        let mut value = json!({"pane_id": pane.id});
-        write_exit(&mut value, exit, SignalField::Always);
-        value
+/// One pane `fugue_close_pane` closed, and how its process ended.
+#[derive(Serialize)]
+struct Ended {
+    pane_id: String,
+    #[serde(flatten)]
+    exit: ExitFields,
+}
+
+/// What `fugue_close_pane` answers: the one pane, or each of `pane_ids`.
+#[derive(Serialize)]
+struct Closed {
+    closed: bool,
+    #[serde(flatten)]
+    one: Option<Ended>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    results: Option<Vec<Ended>>,
+}
+
+fn close_pane(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
+    let ended = |(pane, exit): &(Arc<Pane>, Option<Exit>)| Ended {
+        pane_id: pane.id.clone(),
+        exit: ExitFields::new(*exit, SignalField::Always),
     };
     match (args.str("pane_id")?, args.has("pane_ids")) {
         (Some(key), false) => {
-            let (pane, exit) = ctx.mux.close_pane(key)?;
-            let mut value = ended(&pane, exit);
-            value["closed"] = json!(true);
-            Ok(value)
+            let one = Some(ended(&ctx.mux.close_pane(key)?));
+            Answer::of(&Closed { closed: true, one, results: None })
         }
         (None, true) => {
             let keys = args.strings("pane_ids")?;
             if keys.is_empty() {
                 return Err(Error::invalid("pane_ids is empty; name at least one pane"));
             }
-            let closed = ctx.mux.close_panes(&keys)?;
-            let results: Vec<Value> =
-                closed.iter().map(|(pane, exit)| ended(pane, *exit)).collect();
-            Ok(json!({"closed": true, "results": results}))
+            let results = ctx.mux.close_panes(&keys)?.iter().map(ended).collect();
+            Answer::of(&Closed { closed: true, one: None, results: Some(results) })
         }
         _ => Err(Error::invalid("give pane_id or pane_ids (one of them)")),
     }
 }
 
-fn close_session(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
+#[derive(Serialize)]
+struct SessionClosed<'a> {
+    closed: usize,
+    pane_ids: Vec<&'a str>,
+}
+
+fn close_session(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let closed = ctx.mux.close_session(args.required_str("session_id")?)?;
-    let ids: Vec<&str> = closed.iter().map(|(p, _)| p.id.as_str()).collect();
-    Ok(json!({"closed": ids.len(), "pane_ids": ids}))
+    let pane_ids: Vec<&str> = closed.iter().map(|(p, _)| p.id.as_str()).collect();
+    Answer::of(&SessionClosed { closed: pane_ids.len(), pane_ids })
 }

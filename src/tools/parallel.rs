@@ -15,17 +15,19 @@
 use crate::error::{Error, Result};
 use crate::ids::{new_id, short_id};
 use crate::mux::{self, Mux, ORCHESTRATION_SESSION, PaneArgs, Reserved};
-use crate::orchestrate::asking::{self, Asked};
+use crate::orchestrate::asking::{self, Asked, Told};
 use crate::orchestrate::responses::{self, Responder, Responses};
 use crate::orchestrate::{Tails, check_cwd, check_unique, command, end_run_panes, run_schema};
 use crate::pane::Pane;
 use crate::pane::activity::{InputWatch, quiet_period};
-use crate::pane::exit::{SignalField, write_exit};
+use crate::pane::exit::{ExitFields, SignalField};
 use crate::runtime::{Ctx, Tool};
 use crate::tool::args::Args;
 use crate::tool::choice::{Choice, choice_enum};
-use crate::tool::{self, RUNS, schema::*};
+use crate::tool::{self, Answer, RUNS, schema::*};
+use crate::tools::answer::{CommandEnd, CommandResult, RunStatus, command_result_schema, denied};
 use crossbeam_channel::{Receiver, Select};
+use serde::Serialize;
 use serde_json::{Value, json};
 use std::path::Path;
 use std::sync::Arc;
@@ -48,10 +50,9 @@ pub(crate) const TOOL: Tool = Tool {
     name: "fugue_run_parallel",
     title: "Run commands in parallel",
     description: "Run 1-10 commands at once, each in its own pane ($SHELL -c command); wait for \
-                  all. Per command: status ok/failed/timeout/input/error, exact exit_code (signal \
+                  all. Per command: status, exact exit_code (signal \
                   if killed), duration_ms, pane_id, and output_tail (last lines + errors) if not \
-                  ok, or always with tails=all. A command waiting for keyboard input (a question, \
-                  a password) is answered from its responses, else stopped: status input, program, \
+                  ok, or always with tails=all. A command waiting for keyboard input is answered from its responses, else stopped: status input, program, \
                   its question in output_tail (on_input=wait lets it wait). layout: \
                   hidden (__orchestration__ session) or tiled (new session, side by side). \
                   timeout_ms kills what still runs; cleanup closes the panes.",
@@ -88,11 +89,13 @@ pub(crate) const TOOL: Tool = Tool {
     },
     output: || {
         result(&[
-            ("status", typed("string")),
-            ("results", typed("array")),
+            ("status", RunStatus::words()),
+            ("results", command_result_schema()),
             ("total_duration_ms", typed("integer")),
         ])
     },
+    durable: true,
+    asks: false,
     call: run_parallel,
 };
 
@@ -134,7 +137,7 @@ enum End {
     Asked(usize),
 }
 
-fn run_parallel(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
+fn run_parallel(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let started = Instant::now();
     let mut tasks = parse_tasks(args, ctx.cwd)?;
     let responses: Vec<Option<Responses>> = tasks.iter_mut().map(|t| t.responses.take()).collect();
@@ -162,25 +165,33 @@ fn run_parallel(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     if let End::Deadline = end {
         kill_unfinished(&ctx.mux, &mut jobs, cleanup);
     }
-    let shown =
-        if tails.all { jobs.len() } else { jobs.iter().filter(|j| j.status() != "ok").count() };
-    let results: Vec<Value> =
+    let shown = if tails.all {
+        jobs.len()
+    } else {
+        jobs.iter().filter(|j| j.status() != CommandEnd::Ok).count()
+    };
+    let results: Vec<CommandResult> =
         jobs.iter().map(|job| job_result(job, &tails, shown, !cleanup)).collect();
     if cleanup {
         end_run_panes(&ctx.mux, &panes(&jobs), true);
         place.remove(&ctx.mux);
     }
     let status = match end {
-        End::AllDone if jobs.iter().any(|j| j.asked.is_some()) => "input",
-        End::AllDone => "completed",
-        _ if jobs.iter().any(|j| j.timed_out.is_none()) => "partial",
-        _ => "timeout",
+        End::AllDone if jobs.iter().any(|j| j.asked.is_some()) => RunStatus::Input,
+        End::AllDone => RunStatus::Completed,
+        _ if jobs.iter().any(|j| j.timed_out.is_none()) => RunStatus::Partial,
+        _ => RunStatus::Timeout,
     };
-    Ok(json!({
-        "status": status,
-        "results": results,
-        "total_duration_ms": started.elapsed().as_millis() as u64,
-    }))
+    let total_duration_ms = started.elapsed().as_millis() as u64;
+    Answer::of(&ParallelAnswer { status, results, total_duration_ms })
+}
+
+/// `fugue_run_parallel`'s answer.
+#[derive(Serialize)]
+struct ParallelAnswer {
+    status: RunStatus,
+    results: Vec<CommandResult>,
+    total_duration_ms: u64,
 }
 
 /// Checks every command before anything starts; a relative `cwd` is taken from `base`, the
@@ -320,13 +331,13 @@ fn start_all<'a>(
 
 impl Job<'_> {
     /// The status its result gives, once it has ended or been stopped.
-    fn status(&self) -> &'static str {
-        let Ok(pane) = &self.pane else { return "error" };
+    fn status(&self) -> CommandEnd {
+        let Ok(pane) = &self.pane else { return CommandEnd::Error };
         match (self.timed_out, pane.output().exit()) {
-            _ if self.asked.is_some() => "input",
-            (Some(_), _) => "timeout",
-            (None, Some(exit)) if exit.success() => "ok",
-            (None, _) => "failed",
+            _ if self.asked.is_some() => CommandEnd::Input,
+            (Some(_), _) => CommandEnd::Timeout,
+            (None, Some(exit)) if exit.success() => CommandEnd::Ok,
+            (None, _) => CommandEnd::Failed,
         }
     }
 
@@ -470,40 +481,45 @@ fn panes(jobs: &[Job<'_>]) -> Vec<Arc<Pane>> {
 
 /// One command's entry in the answer; optional fields appear only when they say something. It is
 /// one of `shown` results with an `output_tail`; `stays`: its pane stays to be read.
-fn job_result(job: &Job<'_>, tails: &Tails, shown: usize, stays: bool) -> Value {
-    let mut value = json!({"name": job.task.name, "command": job.task.pane.command});
+fn job_result(job: &Job<'_>, tails: &Tails, shown: usize, stays: bool) -> CommandResult {
+    let mut result = CommandResult {
+        name: job.task.name.clone(),
+        command: job.task.pane.command.clone().unwrap_or_default(),
+        status: job.status(),
+        pane_id: None,
+        exit: ExitFields::new(None, SignalField::WhenSignalled),
+        duration_ms: 0,
+        error: None,
+        answered: None,
+        told: Told::default(),
+        sandbox_denied: None,
+    };
     let pane = match &job.pane {
         Ok(pane) => pane,
         Err(e) => {
-            value["status"] = json!("error");
-            value["exit_code"] = Value::Null;
-            value["duration_ms"] = json!(0);
-            value["error"] = json!(e.message());
-            return value;
+            result.error = Some(e.message().to_string());
+            return result;
         }
     };
-    value["pane_id"] = json!(pane.id);
-    if let Some(responder) = &job.responder {
-        responder.write(&mut value);
-    }
+    result.pane_id = Some(pane.id.clone());
+    result.answered = job.responder.as_ref().map(Responder::answered);
     let (exit, exited_at, end) = pane.output().with(|s| (s.exit, s.exited_at, s.ring.end()));
-    let status = job.status();
-    value["status"] = json!(status);
     let stopped = job.timed_out.or(job.asked.as_ref().map(|a| a.at));
     let exit = if stopped.is_some() { None } else { exit };
-    write_exit(&mut value, exit, SignalField::WhenSignalled);
+    result.exit = ExitFields::new(exit, SignalField::WhenSignalled);
     let ended = stopped.or(exited_at).unwrap_or_else(Instant::now);
-    value["duration_ms"] = json!(ended.saturating_duration_since(pane.started).as_millis() as u64);
-    if status != "ok" || tails.all {
+    result.duration_ms = ended.saturating_duration_since(pane.started).as_millis() as u64;
+    if result.status != CommandEnd::Ok || tails.all {
         let end = job.asked.as_ref().map_or(end, |a| a.end);
         let tail = tails.of(pane, (0, end), shown, stays);
-        match &job.asked {
-            Some(asked) => asked.write_tail(&mut value, tail),
-            None => asking::write_tail(&mut value, &tail),
-        }
-        super::add_denied(&mut value, pane, "output_tail");
+        result.told = match &job.asked {
+            Some(asked) => asked.told(tail),
+            None => asking::told(tail),
+        };
+        result.sandbox_denied =
+            denied(pane, result.status == CommandEnd::Failed, result.told.text());
     }
-    value
+    result
 }
 
 #[cfg(test)]

@@ -26,24 +26,26 @@ use crate::config::config;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ids::{new_id, short_id};
 use crate::mux::{ORCHESTRATION_SESSION, PaneArgs, Place};
-use crate::orchestrate::asking::write_tail;
-use crate::orchestrate::asking::{self, Asked};
+use crate::orchestrate::asking::{self, Asked, Told};
 use crate::orchestrate::responses::{self, Responder, Responses};
 use crate::orchestrate::{run_schema, tail};
 use crate::pane::Pane;
 use crate::pane::activity::{InputWatch, quiet_period};
 use crate::pane::budget::Fitted;
-use crate::pane::exit::{Exit, SignalField, write_exit};
+use crate::pane::exit::{Exit, ExitFields, SignalField};
 use crate::pane::mark::{self, CATCH_UP};
 use crate::runtime::{Ctx, Tool};
 use crate::shell::{Kind, Launch, PROMPT_DRAWN_WAIT, Prompt, Shell, quote, shown};
 use crate::tempdir::PrivateDir;
 use crate::tool::args::Args;
 use crate::tool::call::Progress;
-use crate::tool::{RUNS, schema::*};
+use crate::tool::choice::Choice;
+use crate::tool::{Answer, RUNS, schema::*};
+use crate::tools::answer::{CommandEnd, CommandResult, RunStatus, command_result_schema};
 use crossbeam_channel::{after, at as at_instant, never, select};
 use plan::{CLEANUP, MAX_STEPS, Plan, STOP_ON_ERROR, TIMEOUT_MS, parse_plan};
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -54,8 +56,8 @@ pub(crate) const TOOL: Tool = Tool {
     name: "fugue_run_pipeline",
     title: "Run a command pipeline",
     description: "Run steps one after another in one pane and one shell (cd, export carry over). \
-                  Per step: exact exit_code, duration_ms, status ok/failed/timeout/exited (it ended \
-                  the shell)/input. stop_on_error stops at the first failure; failed_at names it, \
+                  Per step: exact exit_code, duration_ms, status (exited: it ended \
+                  the shell). failed_at names the first failure, \
                   output_tail holds its last lines + errors; tails=all gives every step its \
                   output_tail. timeout_ms interrupts the running step; so does a step waiting for \
                   keyboard input its responses do not answer (status input, program, its \
@@ -95,14 +97,16 @@ pub(crate) const TOOL: Tool = Tool {
     },
     output: || {
         result(&[
-            ("status", typed("string")),
+            ("status", RunStatus::words()),
             ("pane_id", typed("string")),
-            ("steps", typed("array")),
+            ("steps", command_result_schema()),
             ("cwd", typed("string")),
             ("program", typed("string")),
             ("total_duration_ms", typed("integer")),
         ])
     },
+    durable: true,
+    asks: false,
     call: run_pipeline,
 };
 
@@ -150,7 +154,7 @@ struct Run<'a> {
     cwd: Option<String>,
 }
 
-fn run_pipeline(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
+fn run_pipeline(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let started = Instant::now();
     let mut plan = parse_plan(args, ctx.cwd)?;
     let responses: Vec<Option<Responses>> =
@@ -204,9 +208,12 @@ fn run_pipeline(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     }
     outcome?;
     run.settle();
-    let answer = run.answer(started).map(|mut value| {
-        super::add_denied(&mut value, &run.pane, "output_tail");
-        value
+    let answer = run.answer(started).map(|mut answer| {
+        if answer.status == RunStatus::Failed {
+            let output = answer.told.text().unwrap_or_default();
+            answer.sandbox_denied = crate::sandbox::denied(run.pane.sandbox, output);
+        }
+        answer
     });
     // A shell that never ran a step leaves nothing worth inspecting.
     if plan.cleanup || answer.is_err() {
@@ -214,7 +221,26 @@ fn run_pipeline(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     } else if handover {
         run.hand_over(user, kept.map(|(_, launch)| launch).unwrap_or_default());
     }
-    answer
+    Answer::of(&answer?)
+}
+
+/// `fugue_run_pipeline`'s answer.
+#[derive(Serialize)]
+struct PipelineAnswer {
+    status: RunStatus,
+    pane_id: String,
+    steps: Vec<CommandResult>,
+    total_duration_ms: u64,
+    /// The shell's directory after the last step that ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cwd: Option<String>,
+    /// The first step that did not end `ok`, and its last lines.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    failed_at: Option<String>,
+    #[serde(flatten)]
+    told: Told,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sandbox_denied: Option<String>,
 }
 
 /// The shell that runs the steps: the user's shell when it speaks the POSIX language (so bash
@@ -504,95 +530,99 @@ impl Run<'_> {
     }
 
     /// The answer: one entry per step that ran, the first failure, and its output.
-    fn answer(&self, started: Instant) -> Result<Value> {
+    fn answer(&self, started: Instant) -> Result<PipelineAnswer> {
         if self.records.is_empty() && self.interrupted.is_none() {
             return Err(self.no_start());
         }
-        let statuses: Vec<&str> = (0..self.records.len()).map(|i| self.status(i)).collect();
-        let steps: Vec<Value> =
-            (0..self.records.len()).map(|i| self.step(i, statuses[i])).collect();
-        let failed = statuses.iter().position(|s| *s != "ok");
+        let statuses: Vec<CommandEnd> = (0..self.records.len()).map(|i| self.status(i)).collect();
+        let steps = (0..self.records.len()).map(|i| self.step(i, statuses[i])).collect();
+        let failed = statuses.iter().position(|s| *s != CommandEnd::Ok);
         let status = if self.asked.is_some() {
-            "input"
+            RunStatus::Input
         } else if self.interrupted.is_some() {
-            "timeout"
+            RunStatus::Timeout
         } else if failed.is_some() || self.records.len() < self.plan.steps.len() {
-            "failed"
+            RunStatus::Failed
         } else {
-            "completed"
+            RunStatus::Completed
         };
-        let mut value = json!({
-            "status": status,
-            "pane_id": self.pane.id,
-            "steps": steps,
-            "total_duration_ms": started.elapsed().as_millis() as u64,
-        });
-        if let Some(cwd) = &self.cwd {
-            value["cwd"] = json!(cwd);
-        }
+        let mut answer = PipelineAnswer {
+            status,
+            pane_id: self.pane.id.clone(),
+            steps,
+            total_duration_ms: started.elapsed().as_millis() as u64,
+            cwd: self.cwd.clone(),
+            failed_at: None,
+            told: Told::default(),
+            sandbox_denied: None,
+        };
         if let Some(i) = failed {
-            value["failed_at"] = json!(self.plan.steps[i].name);
+            answer.failed_at = Some(self.plan.steps[i].name.clone());
             let (from, mut to) = self.range(i);
-            let asked = self.asked.as_ref().filter(|_| statuses[i] == "input");
+            let asked = self.asked.as_ref().filter(|_| statuses[i] == CommandEnd::Input);
             if let Some(asked) = asked {
                 // The question, not what the interrupted program printed as it went.
                 to = asked.end.clamp(from, to);
             }
             let tail = self.tail((from, to));
-            match asked {
-                Some(asked) => asked.write_tail(&mut value, tail),
-                None => write_tail(&mut value, &tail),
-            }
+            answer.told = match asked {
+                Some(asked) => asked.told(tail),
+                None => asking::told(tail),
+            };
         }
-        Ok(value)
+        Ok(answer)
     }
 
-    fn status(&self, i: usize) -> &'static str {
+    fn status(&self, i: usize) -> CommandEnd {
         let ended = self.records[i].ended.as_ref().map(|(at, prompt)| (*at, prompt.status));
         // A step that had not ended when the deadline passed timed out, whatever it said after;
         // one that had not ended when it was found asking was stopped for its question.
         if let Some(at) = self.interrupted
             && ended.is_none_or(|(end, _)| end >= at)
         {
-            return if self.asked.is_some() { "input" } else { "timeout" };
+            return if self.asked.is_some() { CommandEnd::Input } else { CommandEnd::Timeout };
         }
         match ended {
-            Some((_, 0)) => "ok",
-            Some(_) => "failed",
-            None if self.shell_exit.is_some() => "exited",
-            None => "timeout",
+            Some((_, 0)) => CommandEnd::Ok,
+            Some(_) => CommandEnd::Failed,
+            None if self.shell_exit.is_some() => CommandEnd::Exited,
+            None => CommandEnd::Timeout,
         }
     }
 
-    fn step(&self, i: usize, status: &str) -> Value {
+    fn step(&self, i: usize, status: CommandEnd) -> CommandResult {
         let record = &self.records[i];
         let step = &self.plan.steps[i];
-        let mut value = json!({"name": step.name, "command": step.command, "status": status});
-        if let Some(responder) = &record.responder {
-            responder.write(&mut value);
-        }
-        if self.plan.tails.all {
-            write_tail(&mut value, &self.tail(self.range(i)));
-        }
-        let ended_at = match &record.ended {
+        let stopped = matches!(status, CommandEnd::Timeout | CommandEnd::Input);
+        let (exit, ended_at) = match &record.ended {
             Some((at, prompt)) => {
-                let (at, rc) = (*at, prompt.status);
-                let stopped = matches!(status, "timeout" | "input");
-                value["exit_code"] = if stopped { Value::Null } else { json!(rc) };
-                at
+                let code = (!stopped).then_some(prompt.status);
+                let exit =
+                    ExitFields { exit_code: code, signal: None, field: SignalField::WhenSignalled };
+                (exit, *at)
             }
             None => {
-                write_exit(
-                    &mut value,
-                    if status == "exited" { self.shell_exit } else { None },
-                    SignalField::WhenSignalled,
-                );
-                self.pane.output().with(|s| s.exited_at).unwrap_or_else(Instant::now)
+                let exit = if status == CommandEnd::Exited { self.shell_exit } else { None };
+                let at = self.pane.output().with(|s| s.exited_at).unwrap_or_else(Instant::now);
+                (ExitFields::new(exit, SignalField::WhenSignalled), at)
             }
         };
-        value["duration_ms"] =
-            json!(ended_at.saturating_duration_since(record.started).as_millis() as u64);
-        value
+        CommandResult {
+            name: step.name.clone(),
+            command: step.command.clone(),
+            status,
+            pane_id: None,
+            exit,
+            duration_ms: ended_at.saturating_duration_since(record.started).as_millis() as u64,
+            error: None,
+            answered: record.responder.as_ref().map(Responder::answered),
+            told: if self.plan.tails.all {
+                asking::told(self.tail(self.range(i)))
+            } else {
+                Told::default()
+            },
+            sandbox_denied: None,
+        }
     }
 
     /// The `output_tail` of the output between two offsets: one of as many as the answer shows
@@ -613,7 +643,7 @@ impl Run<'_> {
                 .map_or(record.end, |(start, _)| start),
             None => self.pane.output().end(),
         };
-        if matches!(self.status(i), "timeout" | "input") {
+        if matches!(self.status(i), CommandEnd::Timeout | CommandEnd::Input) {
             to = to.min(self.interrupted_end);
         }
         (from, to.max(from))

@@ -12,8 +12,8 @@
 use crate::error::{Error, Result};
 use crate::pane::Pane;
 use crate::pane::activity::{InputWatch, quiet_period};
-use crate::pane::budget::{self, Budget};
-use crate::pane::exit::{SignalField, write_exit};
+use crate::pane::budget::{self, Budget, Output};
+use crate::pane::exit::{ExitFields, SignalField};
 use crate::pane::mark::{self, CATCH_UP};
 use crate::pane::search::{Found, Scan, compile};
 use crate::pane::tail;
@@ -22,10 +22,12 @@ use crate::shell::Prompt;
 use crate::shell::status::at_prompt;
 use crate::tool::args::Args;
 use crate::tool::choice::{Choice, choice_enum};
-use crate::tool::{RUNS, schema::*};
+use crate::tool::{Answer, Asking, RUNS, schema::*};
+use crate::tools::answer::{Status, WaitStatus};
 use crossbeam_channel::{Receiver, Select};
 use regex::Regex;
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -60,10 +62,9 @@ pub(crate) const TOOL: Tool = Tool {
                   commands) and answer when one (mode any) or all have an outcome: ok/failed \
                   (exit_code, cwd: a shell's command ended, even before this call), exited (the \
                   pane's program ended), input (`program` asks; output shows the question), matched \
-                  (until matched output printed after the call). Instead of polling or sleeping. \
+                  (until matched output printed after the call). \
                   results in pane_ids order, each with its last lines + errors; fired: first \
-                  first; status timeout leaves the rest running. Runs as an MCP task for clients \
-                  that ask.",
+                  first; status timeout leaves the rest running.",
     hints: RUNS,
     input: || {
         object(
@@ -84,12 +85,14 @@ pub(crate) const TOOL: Tool = Tool {
     },
     output: || {
         result(&[
-            ("status", typed("string")),
+            ("status", WaitStatus::words()),
             ("fired", typed("array")),
-            ("results", typed("array")),
+            ("results", json!({"type": "array", "items": result(&[("status", Status::words())])})),
             ("duration_ms", typed("integer")),
         ])
     },
+    durable: true,
+    asks: true,
     call: wait,
 };
 
@@ -184,46 +187,100 @@ impl Watched {
     }
 
     /// The pane's entry in the answer: its outcome, and what it shows within `budget`.
-    fn result(&self, budget: &Budget<'_>) -> Value {
-        let mut value = json!({"pane_id": self.pane.id});
-        value["status"] = json!(match &self.outcome {
-            None => "running",
-            Some(Outcome::Ended { status: 0, .. }) => "ok",
-            Some(Outcome::Ended { .. }) => "failed",
-            Some(Outcome::Exited) => "exited",
-            Some(Outcome::Input(_)) => "input",
-            Some(Outcome::Matched(_)) => "matched",
-        });
+    fn result(&self, budget: &Budget<'_>) -> PaneResult<'_> {
+        let mut result = PaneResult {
+            pane_id: &self.pane.id,
+            status: Status::Running,
+            exit: None,
+            cwd: None,
+            program: None,
+            found: None,
+            line: None,
+            output: Output::default(),
+            alternate_screen: false,
+        };
         match &self.outcome {
-            Some(Outcome::Ended { status, cwd, .. }) => {
-                value["exit_code"] = json!(status);
-                value["cwd"] = json!(cwd);
+            None => {}
+            Some(Outcome::Ended { status, cwd, end }) => {
+                result.status = if *status == 0 { Status::Ok } else { Status::Failed };
+                result.exit = Some(ExitFields {
+                    exit_code: Some(*status),
+                    signal: None,
+                    field: SignalField::WhenSignalled,
+                });
+                result.cwd = Some(cwd);
+                let from = job_start(&self.pane);
+                result.output = budget::output(&self.pane, from, *end, budget).into();
+                return result;
             }
             Some(Outcome::Exited) => {
-                write_exit(&mut value, self.pane.output().exit(), SignalField::WhenSignalled);
+                result.status = Status::Exited;
+                let exit = self.pane.output().exit();
+                result.exit = Some(ExitFields::new(exit, SignalField::WhenSignalled));
             }
-            Some(Outcome::Matched(found)) => found.write(&mut value),
-            Some(Outcome::Input(Some(program))) => value["program"] = json!(program),
-            Some(Outcome::Input(None)) | None => {}
-        }
-        if let Some(Outcome::Ended { end, .. }) = &self.outcome {
-            // The command's own lines: from its begin mark to its end mark, not the next prompt.
-            budget::output(&self.pane, job_start(&self.pane), *end, budget)
-                .write(&mut value, "output");
-            return value;
+            Some(Outcome::Input(program)) => {
+                result.status = Status::Input;
+                result.program = program.as_deref();
+            }
+            Some(Outcome::Matched(found)) => {
+                result.status = Status::Matched;
+                result.found = Some(found);
+            }
         }
         let shown = tail::shown_since(&self.pane, job_start(&self.pane), budget);
-        if matches!(self.outcome, Some(Outcome::Input(_))) {
-            value["line"] = json!(tail::question(shown.text()));
+        if result.status == Status::Input {
+            result.line = Some(tail::question(shown.text()).to_string());
         }
-        shown.write(&mut value, "output");
-        value
+        let found_on_screen = matches!(&self.outcome, Some(Outcome::Matched(f)) if f.screen);
+        result.alternate_screen = shown.alternate || found_on_screen;
+        result.output = shown.fitted.into();
+        result
     }
 }
 
-/// Where the output of the pane's job begins: in a live shell, after the begin mark of its pending
-/// `fugue_exec`, else of its last one, so a result shows that job's lines and not the pane's
-/// earlier history; the start of the output otherwise.
+/// One pane's entry in `fugue_wait`'s answer: its outcome's fields and what it shows.
+#[derive(Serialize)]
+struct PaneResult<'a> {
+    pane_id: &'a str,
+    status: Status,
+    #[serde(flatten)]
+    exit: Option<ExitFields>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cwd: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    program: Option<&'a str>,
+    #[serde(flatten)]
+    found: Option<&'a Found>,
+    /// The question, for `input`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    line: Option<String>,
+    #[serde(flatten)]
+    output: Output,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    alternate_screen: bool,
+}
+
+/// `fugue_wait`'s answer.
+#[derive(Serialize)]
+struct WaitAnswer<'a> {
+    status: WaitStatus,
+    fired: Vec<String>,
+    results: Vec<PaneResult<'a>>,
+    duration_ms: u64,
+}
+
+impl WaitAnswer<'_> {
+    /// The first pane whose program asks, and its question.
+    fn asks(&self) -> Option<Asking> {
+        let asked = self.results.iter().find(|r| r.status == Status::Input)?;
+        Some(Asking {
+            pane_id: asked.pane_id.to_string(),
+            question: asked.line.as_deref().unwrap_or_default().trim().to_string(),
+            program: asked.program.map(str::to_string),
+        })
+    }
+}
+
 fn job_start(pane: &Pane) -> u64 {
     let Some(shell) = pane.shell() else { return 0 };
     let exec = shell.with(|s| s.pending.as_ref().map(|p| p.id).or(s.last().map(|p| p.exec)));
@@ -232,7 +289,7 @@ fn job_start(pane: &Pane) -> u64 {
     mark::locate(pane, &shell.begin_mark(exec), from).map_or(0, |(_, end)| end)
 }
 
-fn wait(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
+fn wait(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let started = Instant::now();
     let all = Mode::parse(args, "mode")? == Mode::All;
     let pattern = args.str("until")?.map(compile).transpose()?;
@@ -262,13 +319,13 @@ fn wait(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     // The answer's budget is shared among the panes.
     let bytes = (budget::default_bytes() / watched.len()).max(MIN_RESULT_BYTES);
     let budget = Budget::tail(bytes, lines, keep.as_ref());
-    let results: Vec<Value> = watched.iter().map(|w| w.result(&budget)).collect();
-    Ok(json!({
-        "status": if done { "done" } else { "timeout" },
-        "fired": fired,
-        "results": results,
-        "duration_ms": started.elapsed().as_millis() as u64,
-    }))
+    let answer = WaitAnswer {
+        status: if done { WaitStatus::Done } else { WaitStatus::Timeout },
+        fired,
+        results: watched.iter().map(|w| w.result(&budget)).collect(),
+        duration_ms: started.elapsed().as_millis() as u64,
+    };
+    Ok(Answer::of(&answer)?.asking(answer.asks()))
 }
 
 /// The panes named, each found before anything waits; one named twice is an error.

@@ -1,0 +1,115 @@
+//! The words and shapes the tools' answers share: one status vocabulary per meaning, and one
+//! result per command for the run tools.
+//!
+//! Where a command waited on stands when the wait ends (`Status`) is what `fugue_exec`,
+//! `fugue_send_input`'s wait and `fugue_wait`'s results report; how a run's command or step ended
+//! (`CommandEnd`), what the run tools' results report; a wait's outcome is what `fugue_wait`
+//! (`WaitStatus`) and `fugue_expect` (`ExpectStatus`) end with; a run's (`RunStatus`), what the
+//! run tools end with.
+//! Each is a `choice_enum!`: serialized by its wire names, and listed by the same names in the
+//! output schemas (`Choice::words`), so an answer and its schema cannot name different words.
+
+use crate::orchestrate::asking::Told;
+use crate::orchestrate::responses::Answered;
+use crate::pane::Pane;
+use crate::pane::exit::ExitFields;
+use crate::tool::choice::{Choice, choice_enum};
+use crate::tool::schema::result;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+choice_enum! {
+    /// Where a command waited on stands when the wait ends: it ended (`ok`, `failed`), the pane's
+    /// process ended (`exited`), its program waits for the terminal (`input`), or it goes on
+    /// (`running`; `ready`, `matched`: a pattern matched its output).
+    pub(crate) enum Status {
+        Ok = "ok",
+        Failed = "failed",
+        Input = "input",
+        Running = "running",
+        Exited = "exited",
+        Ready = "ready",
+        Matched = "matched",
+    }
+}
+
+choice_enum! {
+    /// How a command or step of a run ended: by itself (`ok`, `failed`; `exited`: it ended the
+    /// shell), stopped at the deadline (`timeout`) or because its program asked (`input`), or it
+    /// never started (`error`).
+    pub(crate) enum CommandEnd {
+        Ok = "ok",
+        Failed = "failed",
+        Timeout = "timeout",
+        Input = "input",
+        Exited = "exited",
+        Error = "error",
+    }
+}
+
+choice_enum! {
+    /// How a wait on panes ended: enough of them had an outcome (`done`), or the deadline passed.
+    pub(crate) enum WaitStatus {
+        Done = "done",
+        Timeout = "timeout",
+    }
+}
+
+choice_enum! {
+    /// How a wait for a pattern ended: it matched, the deadline passed, the program asks, or the
+    /// pane's process ended.
+    pub(crate) enum ExpectStatus {
+        Matched = "matched",
+        Timeout = "timeout",
+        Input = "input",
+        Exited = "exited",
+    }
+}
+
+choice_enum! {
+    /// How a run ended: every command or step ran (`completed`), a step failed, the deadline
+    /// stopped some (`partial`) or all of what still ran, or a program asks.
+    pub(crate) enum RunStatus {
+        Completed = "completed",
+        Failed = "failed",
+        Partial = "partial",
+        Timeout = "timeout",
+        Input = "input",
+    }
+}
+
+/// One command of `fugue_run_parallel` or one step of `fugue_run_pipeline`, as its answer lists it.
+#[derive(Serialize)]
+pub(crate) struct CommandResult {
+    pub(crate) name: String,
+    pub(crate) command: String,
+    pub(crate) status: CommandEnd,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) pane_id: Option<String>,
+    #[serde(flatten)]
+    pub(crate) exit: ExitFields,
+    pub(crate) duration_ms: u64,
+    /// Why it never started.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) answered: Option<Vec<Answered>>,
+    #[serde(flatten)]
+    pub(crate) told: Told,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) sandbox_denied: Option<String>,
+}
+
+/// The schema of a `CommandResult`, for the run tools' output schemas: its status words. Its other
+/// keys are named in the tools' descriptions; `tools/list` has no room to declare them all.
+pub(crate) fn command_result_schema() -> Value {
+    json!({"type": "array", "items": result(&[("status", CommandEnd::words())])})
+}
+
+/// For a failed command whose output shows the sandbox refused something: the line that says so.
+pub(crate) fn denied(pane: &Pane, failed: bool, output: Option<&str>) -> Option<String> {
+    if !failed {
+        return None;
+    }
+    crate::sandbox::denied(pane.sandbox, output?)
+}
