@@ -119,9 +119,9 @@ pub(super) fn start(
     loop {
         let state = task.snapshot();
         match state.status {
-            Status::Completed if state.result.is_some() => {
+            Status::Completed { result, .. } => {
                 tasks.remove(&task.id);
-                return Ok(state.result.unwrap_or_default());
+                return Ok(result);
             }
             Status::Working if Instant::now() < deadline => {}
             _ => {
@@ -319,14 +319,13 @@ fn modern_json(task: &Task, state: &State, detailed: bool) -> Value {
         value["statusMessage"] = json!(message);
     }
     if detailed {
-        if let Some(question) = &state.question {
-            value["inputRequests"] = json!({question.key.clone(): question.request});
-        }
-        if let Some(result) = &state.result {
-            value["result"] = result.clone();
-        }
-        if let Some(error) = &state.error {
-            value["error"] = error.clone();
+        match &state.status {
+            Status::InputRequired { question } => {
+                value["inputRequests"] = json!({question.key.clone(): question.request});
+            }
+            Status::Completed { result, .. } => value["result"] = result.clone(),
+            Status::Failed { error, .. } => value["error"] = error.clone(),
+            Status::Working | Status::Cancelled { .. } => {}
         }
     }
     value
@@ -442,27 +441,25 @@ pub(super) fn result(tasks: &Tasks, req: &Request<'_>) -> Result<Value, RpcError
     loop {
         let state = task.snapshot();
         match state.status {
-            Status::Completed => {
-                let mut result = state.result.unwrap_or_default();
+            Status::Completed { mut result, .. } => {
                 if !result["_meta"].is_object() {
                     result["_meta"] = json!({});
                 }
                 result["_meta"][RELATED_TASK] = json!({"taskId": task.id});
                 return Ok(result);
             }
-            Status::Failed => {
-                let error = state.error.unwrap_or_default();
+            Status::Failed { error, .. } => {
                 let code = error["code"].as_i64().unwrap_or(INTERNAL_ERROR);
                 return Err(RpcError::new(code, error["message"].as_str().unwrap_or("failed")));
             }
-            Status::Cancelled => {
+            Status::Cancelled { .. } => {
                 return Err(RpcError::new(
                     INVALID_PARAMS,
                     format!("task {} was cancelled", task.id),
                 ));
             }
-            Status::InputRequired => {
-                if let Some(question) = state.question.filter(|q| asked.as_ref() != Some(&q.key)) {
+            Status::InputRequired { question } => {
+                if asked.as_ref() != Some(&question.key) {
                     asked = Some(question.key.clone());
                     let mut params = question.request["params"].clone();
                     params["_meta"] = json!({RELATED_TASK: {"taskId": task.id}});

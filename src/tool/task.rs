@@ -27,29 +27,52 @@ const MAX_KEPT: usize = 512;
 /// How long an ended task is kept after it ended.
 pub(crate) const RETENTION: Duration = Duration::from_secs(3600);
 
-/// Where a task stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Where a task stands, with what that standing carries: the question it waits on, its result
+/// or error, and when it ended. A task that ended has no question, and one that runs has no end.
+#[derive(Clone, Debug)]
 pub(crate) enum Status {
     Working,
-    InputRequired,
-    Completed,
-    Failed,
-    Cancelled,
+    InputRequired {
+        question: Question,
+    },
+    /// The tool's result.
+    Completed {
+        result: Value,
+        at: Instant,
+    },
+    /// The JSON-RPC error.
+    Failed {
+        error: Value,
+        at: Instant,
+    },
+    Cancelled {
+        at: Instant,
+    },
 }
 
 impl Status {
-    pub(crate) fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(&self) -> &'static str {
         match self {
             Status::Working => "working",
-            Status::InputRequired => "input_required",
-            Status::Completed => "completed",
-            Status::Failed => "failed",
-            Status::Cancelled => "cancelled",
+            Status::InputRequired { .. } => "input_required",
+            Status::Completed { .. } => "completed",
+            Status::Failed { .. } => "failed",
+            Status::Cancelled { .. } => "cancelled",
         }
     }
 
-    pub(crate) fn is_terminal(self) -> bool {
-        matches!(self, Status::Completed | Status::Failed | Status::Cancelled)
+    pub(crate) fn is_terminal(&self) -> bool {
+        self.ended().is_some()
+    }
+
+    /// When it ended, for its retention; `None` while it runs.
+    pub(crate) fn ended(&self) -> Option<Instant> {
+        match self {
+            Status::Working | Status::InputRequired { .. } => None,
+            Status::Completed { at, .. } | Status::Failed { at, .. } | Status::Cancelled { at } => {
+                Some(*at)
+            }
+        }
     }
 }
 
@@ -74,16 +97,10 @@ pub(crate) enum Answer {
 #[derive(Clone, Debug)]
 pub(crate) struct State {
     pub(crate) status: Status,
+    /// What the work last said of itself: its progress, the question, why it failed. It stays
+    /// when the status changes without a word of its own (a result keeps the last progress).
     pub(crate) message: Option<String>,
     pub(crate) updated: SystemTime,
-    /// The question while `InputRequired`.
-    pub(crate) question: Option<Question>,
-    /// The tool's result once `Completed`.
-    pub(crate) result: Option<Value>,
-    /// The JSON-RPC error once `Failed`.
-    pub(crate) error: Option<Value>,
-    /// When it ended, for its retention.
-    ended: Option<Instant>,
 }
 
 pub(crate) struct Task {
@@ -109,15 +126,7 @@ impl Task {
             created: now,
             created_at: Instant::now(),
             cancel: Cancel::default(),
-            state: Mutex::new(State {
-                status: Status::Working,
-                message: None,
-                updated: now,
-                question: None,
-                result: None,
-                error: None,
-                ended: None,
-            }),
+            state: Mutex::new(State { status: Status::Working, message: None, updated: now }),
             watch: Watch::default(),
             answers: crossbeam_channel::unbounded(),
         }
@@ -134,7 +143,7 @@ impl Task {
 
     /// The retention from creation once the task has ended, in milliseconds; `None` while it runs.
     pub(crate) fn ttl_ms(&self, state: &State) -> Option<u64> {
-        let ended = state.ended?;
+        let ended = state.status.ended()?;
         Some((ended.duration_since(self.created_at) + RETENTION).as_millis() as u64)
     }
 
@@ -147,10 +156,6 @@ impl Task {
             }
             change(&mut state);
             state.updated = SystemTime::now();
-            if state.status.is_terminal() {
-                state.ended = Some(Instant::now());
-                state.question = None;
-            }
         }
         self.watch.notify();
         true
@@ -160,7 +165,6 @@ impl Task {
     pub(crate) fn working(&self, message: Option<String>) {
         self.change(|s| {
             s.status = Status::Working;
-            s.question = None;
             if message.is_some() {
                 s.message = message;
             }
@@ -170,30 +174,25 @@ impl Task {
     /// The work waits for an answer to `question`.
     pub(crate) fn ask(&self, question: Question, message: String) {
         self.change(|s| {
-            s.status = Status::InputRequired;
+            s.status = Status::InputRequired { question };
             s.message = Some(message);
-            s.question = Some(question);
         });
     }
 
     pub(crate) fn complete(&self, result: Value) {
-        self.change(|s| {
-            s.status = Status::Completed;
-            s.result = Some(result);
-        });
+        self.change(|s| s.status = Status::Completed { result, at: Instant::now() });
     }
 
     pub(crate) fn fail(&self, error: Value, message: String) {
         self.change(|s| {
-            s.status = Status::Failed;
-            s.error = Some(error);
+            s.status = Status::Failed { error, at: Instant::now() };
             s.message = Some(message);
         });
     }
 
     pub(crate) fn cancelled(&self) {
         self.change(|s| {
-            s.status = Status::Cancelled;
+            s.status = Status::Cancelled { at: Instant::now() };
             s.message = Some("cancelled by the client".into());
         });
     }
@@ -203,12 +202,10 @@ impl Task {
     pub(crate) fn answer(&self, key: &str, answer: Answer) -> bool {
         let outstanding = {
             let mut state = self.state.lock();
-            match &state.question {
-                Some(q) if q.key == key && state.status == Status::InputRequired => {
+            match &state.status {
+                Status::InputRequired { question } if question.key == key => {
                     // Answered once: a second answer to the same key finds nothing outstanding,
-                    // and the task works again from this moment (input_required always has its
-                    // question).
-                    state.question = None;
+                    // and the task works again from this moment.
                     state.status = Status::Working;
                     state.updated = SystemTime::now();
                     true
@@ -284,9 +281,10 @@ impl Tasks {
 /// Drops ended tasks past their retention, and the oldest ended ones past `MAX_KEPT`.
 fn sweep(tasks: &mut HashMap<String, Arc<Task>>) {
     let now = Instant::now();
-    tasks.retain(|_, t| t.snapshot().ended.is_none_or(|ended| now - ended < RETENTION));
+    let ended_at = |t: &Task| t.snapshot().status.ended();
+    tasks.retain(|_, t| ended_at(t).is_none_or(|ended| now - ended < RETENTION));
     let mut ended: Vec<(Instant, String)> =
-        tasks.iter().filter_map(|(id, t)| t.snapshot().ended.map(|at| (at, id.clone()))).collect();
+        tasks.iter().filter_map(|(id, t)| ended_at(t).map(|at| (at, id.clone()))).collect();
     if ended.len() > MAX_KEPT {
         ended.sort();
         for (_, id) in &ended[..ended.len() - MAX_KEPT] {
@@ -303,13 +301,17 @@ mod tests {
     #[test]
     fn a_task_ends_once_and_keeps_its_result() {
         let task = Task::new();
-        assert_eq!(task.snapshot().status, Status::Working);
+        assert_eq!(task.snapshot().status.as_str(), "working");
+        assert!(!task.snapshot().status.is_terminal());
         assert!(task.ttl_ms(&task.snapshot()).is_none(), "no retention while it runs");
         task.complete(json!({"ok": 1}));
         task.cancelled();
         let state = task.snapshot();
-        assert_eq!(state.status, Status::Completed, "a later cancel changes nothing");
-        assert_eq!(state.result, Some(json!({"ok": 1})));
+        assert_eq!(state.status.as_str(), "completed", "a later cancel changes nothing");
+        assert!(state.status.is_terminal());
+        assert!(
+            matches!(&state.status, Status::Completed { result, .. } if *result == json!({"ok": 1}))
+        );
         assert!(task.ttl_ms(&state).unwrap() >= RETENTION.as_millis() as u64);
     }
 
@@ -318,14 +320,31 @@ mod tests {
         let task = Task::new();
         let question = Question { key: "input-1".into(), request: json!({}) };
         task.ask(question, "Continue?".into());
+        assert_eq!(task.snapshot().status.as_str(), "input_required");
+        assert!(!task.snapshot().status.is_terminal());
         assert!(!task.answer("input-0", Answer::Decline), "a key never asked");
         assert!(task.answer("input-1", Answer::Accept("y".into())));
+        assert_eq!(task.snapshot().status.as_str(), "working", "answered, it works again");
         assert!(!task.answer("input-1", Answer::Accept("again".into())), "answered already");
         assert_eq!(
             task.answers().try_recv().unwrap(),
             ("input-1".into(), Answer::Accept("y".into()))
         );
         assert!(task.answers().try_recv().is_err());
+        task.fail(json!({"code": -1}), "no".into());
+        assert_eq!(task.snapshot().status.as_str(), "failed");
+        assert!(task.snapshot().status.is_terminal());
+        assert_eq!(task.snapshot().message.as_deref(), Some("no"));
+    }
+
+    #[test]
+    fn a_cancel_ends_a_question() {
+        let task = Task::new();
+        task.ask(Question { key: "input-1".into(), request: json!({}) }, "Name?".into());
+        task.cancelled();
+        assert_eq!(task.snapshot().status.as_str(), "cancelled");
+        assert!(task.snapshot().status.is_terminal());
+        assert!(!task.answer("input-1", Answer::Decline), "no question outlives its task");
     }
 
     #[test]
