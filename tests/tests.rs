@@ -45,6 +45,8 @@ mod soak;
 mod text_view;
 // What tools/list tells a model: declared defaults, the traps named.
 mod schemas;
+// Every tool's real answers against its outputSchema: types, status words, nested results.
+mod answers;
 // Megabytes of output: expect over large backlogs, long lines.
 mod bulk;
 // Shared servers: fronts that come and go, kill-server, exit-empty, start races, stale sockets.
