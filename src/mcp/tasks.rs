@@ -19,7 +19,9 @@ use crate::tool::call::Progress;
 use crate::tool::task::{Answer, MAX_LIVE, Question, State, Status, Task, Tasks};
 use crate::tool::{Answer as ToolAnswer, Asking, Registered};
 use crossbeam_channel::{after, select};
+use serde::Serialize;
 use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -125,9 +127,9 @@ pub(super) fn start(
             }
             Status::Working if Instant::now() < deadline => {}
             _ => {
-                let mut handle = modern_json(&task, &state, false);
-                handle["resultType"] = json!("task");
-                return Ok(handle);
+                let handle =
+                    ModernTask { result_type: Some("task"), ..modern(&task, &state, false) };
+                return Ok(to_json(&handle));
             }
         }
         select! {
@@ -305,46 +307,94 @@ fn answer_of(response: &Value) -> Answer {
     }
 }
 
+/// A task as 2026-07-28 shows it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ModernTask<'a> {
+    task_id: &'a str,
+    status: &'static str,
+    created_at: String,
+    last_updated_at: String,
+    ttl_ms: Option<u64>,
+    poll_interval_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status_message: Option<&'a str>,
+    /// What its status carries (`tasks/get`).
+    #[serde(flatten)]
+    carried: Option<Carried<'a>>,
+    /// `task` when a call is answered with the task instead of its result.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result_type: Option<&'static str>,
+}
+
+/// What a task's status carries, under its own key.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+enum Carried<'a> {
+    InputRequests(BTreeMap<&'a str, &'a Value>),
+    Result(&'a Value),
+    Error(&'a Value),
+}
+
+/// A task as 2025-11-25 shows it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct LegacyTask<'a> {
+    task_id: &'a str,
+    status: &'static str,
+    created_at: String,
+    last_updated_at: String,
+    ttl: Option<u64>,
+    poll_interval: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status_message: Option<&'a str>,
+}
+
 /// The task as 2026-07-28 shows it; `detailed` adds what its status carries (`tasks/get`).
+fn modern<'a>(task: &'a Task, state: &'a State, detailed: bool) -> ModernTask<'a> {
+    let carried = match &state.status {
+        _ if !detailed => None,
+        Status::InputRequired { question } => Some(Carried::InputRequests(BTreeMap::from([(
+            question.key.as_str(),
+            &question.request,
+        )]))),
+        Status::Completed { result, .. } => Some(Carried::Result(result)),
+        Status::Failed { error, .. } => Some(Carried::Error(error)),
+        Status::Working | Status::Cancelled { .. } => None,
+    };
+    ModernTask {
+        task_id: &task.id,
+        status: state.status.as_str(),
+        created_at: iso8601(task.created),
+        last_updated_at: iso8601(state.updated),
+        ttl_ms: task.ttl_ms(state),
+        poll_interval_ms: POLL_INTERVAL_MS,
+        status_message: state.message.as_deref(),
+        carried,
+        result_type: None,
+    }
+}
+
 fn modern_json(task: &Task, state: &State, detailed: bool) -> Value {
-    let mut value = json!({
-        "taskId": task.id,
-        "status": state.status.as_str(),
-        "createdAt": iso8601(task.created),
-        "lastUpdatedAt": iso8601(state.updated),
-        "ttlMs": task.ttl_ms(state),
-        "pollIntervalMs": POLL_INTERVAL_MS,
-    });
-    if let Some(message) = &state.message {
-        value["statusMessage"] = json!(message);
-    }
-    if detailed {
-        match &state.status {
-            Status::InputRequired { question } => {
-                value["inputRequests"] = json!({question.key.clone(): question.request});
-            }
-            Status::Completed { result, .. } => value["result"] = result.clone(),
-            Status::Failed { error, .. } => value["error"] = error.clone(),
-            Status::Working | Status::Cancelled { .. } => {}
-        }
-    }
-    value
+    to_json(&modern(task, state, detailed))
 }
 
 /// The task as 2025-11-25 shows it.
 fn legacy_json(task: &Task, state: &State) -> Value {
-    let mut value = json!({
-        "taskId": task.id,
-        "status": state.status.as_str(),
-        "createdAt": iso8601(task.created),
-        "lastUpdatedAt": iso8601(state.updated),
-        "ttl": task.ttl_ms(state),
-        "pollInterval": POLL_INTERVAL_MS,
-    });
-    if let Some(message) = &state.message {
-        value["statusMessage"] = json!(message);
-    }
-    value
+    to_json(&LegacyTask {
+        task_id: &task.id,
+        status: state.status.as_str(),
+        created_at: iso8601(task.created),
+        last_updated_at: iso8601(state.updated),
+        ttl: task.ttl_ms(state),
+        poll_interval: POLL_INTERVAL_MS,
+        status_message: state.message.as_deref(),
+    })
+}
+
+/// A rendering as JSON; a struct of strings, numbers and values always serializes.
+fn to_json(rendering: &impl Serialize) -> Value {
+    serde_json::to_value(rendering).unwrap_or_default()
 }
 
 /// The task `params.taskId` names.
@@ -522,6 +572,29 @@ mod tests {
         let t = UNIX_EPOCH + Duration::from_millis(1_795_703_400_123);
         assert_eq!(iso8601(t), "2026-11-26T14:30:00.123Z");
         assert_eq!(civil(11_016), (2000, 2, 29));
+    }
+
+    #[test]
+    fn a_task_shows_what_its_status_carries() {
+        let tasks = Tasks::default();
+        let task = tasks.create().unwrap();
+        let question = Question { key: "input-1".into(), request: json!({"method": "m"}) };
+        task.ask(question, "Name?".into());
+        let state = task.snapshot();
+        let modern = modern_json(&task, &state, true);
+        assert_eq!(modern["status"], "input_required");
+        assert_eq!(modern["statusMessage"], "Name?");
+        assert_eq!(modern["inputRequests"], json!({"input-1": {"method": "m"}}));
+        assert_eq!(modern["ttlMs"], Value::Null, "no retention while it runs");
+        assert!(modern.get("resultType").is_none());
+        assert!(modern_json(&task, &state, false).get("inputRequests").is_none());
+        let legacy = legacy_json(&task, &state);
+        assert_eq!(legacy["pollInterval"], POLL_INTERVAL_MS);
+        assert!(legacy.get("inputRequests").is_none() && legacy.get("ttlMs").is_none());
+        task.complete(json!({"x": 1}));
+        let done = modern_json(&task, &task.snapshot(), true);
+        assert_eq!(done["result"], json!({"x": 1}));
+        assert!(done["ttlMs"].as_u64().is_some());
     }
 
     #[test]
