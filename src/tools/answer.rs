@@ -113,3 +113,43 @@ pub(crate) fn denied(pane: &Pane, failed: bool, output: Option<&str>) -> Option<
     }
     crate::sandbox::denied(pane.sandbox, output?)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pane::exit::SignalField;
+
+    #[test]
+    fn every_word_is_serialized_as_its_schema_lists_it() {
+        let words = |schema: Value| schema["enum"].as_array().unwrap().clone();
+        for (name, status) in Status::VALUES {
+            assert_eq!(serde_json::to_value(status).unwrap(), json!(name));
+            assert!(words(Status::words()).contains(&json!(name)));
+        }
+        for (name, end) in CommandEnd::VALUES {
+            assert_eq!(serde_json::to_value(end).unwrap(), json!(name));
+        }
+        assert_eq!(words(RunStatus::words()).len(), RunStatus::VALUES.len());
+    }
+
+    #[test]
+    fn a_command_that_never_started_says_why_and_nothing_else() {
+        let result = CommandResult {
+            name: "task-1".into(),
+            command: "make".into(),
+            status: CommandEnd::Error,
+            pane_id: None,
+            exit: ExitFields::new(None, SignalField::WhenSignalled),
+            duration_ms: 0,
+            error: Some("no such directory".into()),
+            answered: None,
+            told: Told::default(),
+            sandbox_denied: None,
+        };
+        assert_eq!(
+            serde_json::to_value(&result).unwrap(),
+            json!({"name": "task-1", "command": "make", "status": "error", "exit_code": null,
+                   "duration_ms": 0, "error": "no such directory"})
+        );
+    }
+}
