@@ -2,40 +2,31 @@
 //!
 //! Each tool is one `Tool` value with its schemas and handler side by side. Handlers parse their
 //! arguments, call the registry or the pane, and shape a compact result; they never block longer
-//! than a close takes.
+//! than a close takes, but for `fugue_send_input` with `wait_ms`. What they show of panes (the
+//! listing, a pane's status, a read of its output) is in `view`; typing into a pane in `input`.
 
-use crate::config::config;
 use crate::error::{Error, Result};
-use crate::ids::unix_ms;
-use crate::mux::{PaneArgs, Session};
-use crate::orchestrate::responses::{self, Responses};
+use crate::mux::PaneArgs;
+use crate::orchestrate::responses;
 use crate::pane::Pane;
-use crate::pane::budget::Budget;
-use crate::pane::exit::{Exit, ExitFields, PaneState, SignalField};
-use crate::pane::output::{Format, ReadRequest};
+use crate::pane::exit::{Exit, ExitFields, SignalField};
+use crate::pane::output::Format;
 use crate::runtime::{Ctx, Tool};
-use crate::shell::status::Live;
 use crate::tool::args::Args;
 use crate::tool::choice::Choice;
 use crate::tool::{Answer, ENDS, READS, SETS, STARTS, schema::*};
-use crate::tools::command_wait::{CommandAnswer, after_input};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
-/// The most bytes the `keys` of one `fugue_send_input` may make.
-const MAX_KEY_BYTES: usize = 64 << 10;
+mod input;
+mod view;
 
-/// The largest `input` one `fugue_send_input` writes.
-const MAX_INPUT_BYTES: usize = 1 << 20;
-
-// Defaults of absent arguments, declared in the schemas and applied by the handlers.
-/// `fugue_send_input` `submit`.
-const SUBMIT: bool = false;
-/// `fugue_get_output` `lines`.
-const LINES: u64 = 100;
-/// `fugue_get_output` `max_bytes`, lowered to `FUGUE_MAX_OUTPUT_BYTES` when that is smaller.
-const MAX_BYTES: u64 = 64 << 10;
+// The defaults of absent arguments, declared in the schemas here, are the handlers' own.
+pub(crate) use input::type_answer;
+use input::{SUBMIT, send_input};
+pub(crate) use view::session_json;
+use view::{LINES, MAX_BYTES, get_output, get_status, list_sessions};
 
 pub(crate) static TOOLS: &[Tool] = &[
     Tool {
@@ -324,111 +315,6 @@ pub(crate) static TOOLS: &[Tool] = &[
     },
 ];
 
-fn list_sessions(ctx: &Ctx<'_>, _: &Args<'_>) -> Result<Answer> {
-    let sessions = ctx.mux.with_sessions(|sessions, pane| {
-        sessions.iter().map(|s| SessionView::new(s, pane)).collect::<Vec<_>>()
-    });
-    Answer::of(&Sessions { sessions })
-}
-
-#[derive(Serialize)]
-struct Sessions {
-    sessions: Vec<SessionView>,
-}
-
-/// A session as `fugue_list_sessions` and the control socket's tree show it.
-#[derive(Serialize)]
-pub(crate) struct SessionView {
-    id: String,
-    name: String,
-    created_at: u64,
-    windows: Vec<WindowView>,
-}
-
-#[derive(Serialize)]
-struct WindowView {
-    id: String,
-    name: String,
-    rows: u16,
-    cols: u16,
-    panes: Vec<PaneView>,
-}
-
-/// A pane as the listings show it.
-#[derive(Serialize)]
-struct PaneView {
-    id: String,
-    name: Option<String>,
-    command: Option<String>,
-    cwd: String,
-    pid: u32,
-    rows: u16,
-    cols: u16,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    sandbox: Option<Value>,
-    #[serde(flatten)]
-    state: PaneState,
-    #[serde(flatten)]
-    live: Live,
-}
-
-impl SessionView {
-    pub(crate) fn new(session: &Session, pane: &dyn Fn(&str) -> Option<Arc<Pane>>) -> SessionView {
-        let windows = session
-            .windows
-            .iter()
-            .map(|w| WindowView {
-                id: w.id.clone(),
-                name: w.name.clone(),
-                rows: w.rows,
-                cols: w.cols,
-                panes: w
-                    .panes
-                    .iter()
-                    .filter_map(|id| pane(id))
-                    .map(|p| PaneView::new(&p))
-                    .collect(),
-            })
-            .collect();
-        SessionView {
-            id: session.id.clone(),
-            name: session.name.clone(),
-            created_at: unix_ms(session.created_at),
-            windows,
-        }
-    }
-}
-
-impl PaneView {
-    fn new(pane: &Pane) -> PaneView {
-        let (rows, cols) = pane.size();
-        let mut live = crate::shell::status::live(pane);
-        PaneView {
-            id: pane.id.clone(),
-            name: pane.name.clone(),
-            command: pane.command.clone(),
-            // Where it works now, when known; else where it started.
-            cwd: live.cwd.take().unwrap_or_else(|| pane.cwd.to_string_lossy().into_owned()),
-            pid: pane.pid,
-            rows,
-            cols,
-            sandbox: sandbox(pane),
-            state: PaneState::new(pane.output().exit()),
-            live,
-        }
-    }
-}
-
-/// The session as the control socket's tree shows it.
-pub(crate) fn session_json(session: &Session, pane: &dyn Fn(&str) -> Option<Arc<Pane>>) -> Value {
-    serde_json::to_value(SessionView::new(session, pane)).unwrap_or_default()
-}
-
-/// `sandbox` (mode, writable roots, network) of a sandboxed pane; none otherwise.
-fn sandbox(pane: &Pane) -> Option<Value> {
-    crate::sandbox::view(pane.sandbox, pane.roots.as_deref())
-}
-
 /// The pane arguments shared by the create tools.
 fn pane_args(ctx: &Ctx<'_>, args: &Args<'_>, name_key: Option<&str>) -> Result<PaneArgs> {
     let command = args.str("command")?.map(str::to_string);
@@ -495,202 +381,6 @@ fn create_pane(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
         window_id: None,
         pane_id: pane.id.clone(),
         pid: pane.pid,
-    })
-}
-
-/// What `fugue_send_input` without a wait answers.
-#[derive(Serialize)]
-struct Sent {
-    bytes: usize,
-    offset: u64,
-    /// Bytes the program has not read yet.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pending: Option<usize>,
-}
-
-fn send_input(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
-    let started = std::time::Instant::now();
-    let pane = ctx.mux.pane(args.required_str("pane_id")?)?;
-    // A wait's answer names the pane and how long it took, as fugue_exec's does.
-    let waited = |mut answer: CommandAnswer| {
-        answer.pane_id = Some(pane.id.clone());
-        answer.duration_ms = Some(started.elapsed().as_millis() as u64);
-        Answer::of(&answer).map(|a| a.asking(answer.asks()))
-    };
-    let input = args.str("input")?.unwrap_or("");
-    let keys = args.array("keys")?.map_or(&[][..], Vec::as_slice);
-    let submit = args.bool("submit")?.unwrap_or(SUBMIT);
-    let wait = crate::tools::command_wait::wait_ms(args)?;
-    let max_bytes = crate::tools::exec::max_bytes(args)?;
-    let keep = crate::orchestrate::keep(args)?;
-    let budget = Budget::whole(max_bytes, keep.as_ref());
-    let responses = Responses::parse(args)?;
-    if responses.is_some() && wait.is_none() {
-        return Err(Error::invalid("responses are used while waiting: give wait_ms too"));
-    }
-    if input.is_empty() && keys.is_empty() && !submit {
-        if let Some(wait) = wait {
-            return waited(after_input(ctx, &pane, None, wait, &budget, responses)?);
-        }
-        return Err(Error::invalid(
-            "nothing to send: give input, keys, or submit: true (or wait_ms to only wait)",
-        ));
-    }
-    check_input(input)?;
-    let application_cursor = !keys.is_empty() && pane.application_cursor();
-    let items = keys
-        .iter()
-        .enumerate()
-        .map(|(i, item)| crate::pane::keys::item(i, item, application_cursor))
-        .collect::<Result<Vec<_>>>()?;
-    let key_bytes: usize = items.iter().map(Vec::len).sum();
-    if key_bytes > MAX_KEY_BYTES {
-        return Err(Error::invalid(format!(
-            "keys make {key_bytes} bytes; the limit is {MAX_KEY_BYTES} per call"
-        )));
-    }
-    // Each key item and Enter go in writes of their own, in order, so a program that reads the
-    // typed text in one read sees Enter as a key press and not as part of a paste.
-    let parts: Vec<&[u8]> = std::iter::once(input.as_bytes())
-        .chain(items.iter().map(Vec::as_slice))
-        .chain(submit.then_some(&b"\r"[..]))
-        .filter(|part| !part.is_empty())
-        .collect();
-    let seen = pane.shell().map(|s| s.with(|st| st.prompts));
-    let (offset, pending) = pane.send(&parts)?;
-    let written: usize = parts.iter().map(|p| p.len()).sum();
-    if let Some(wait) = wait {
-        let mut answer = after_input(ctx, &pane, Some((offset, seen)), wait, &budget, responses)?;
-        answer.bytes = Some(written);
-        return waited(answer);
-    }
-    // A program that is not reading its input (yet) gets the rest when it does.
-    Answer::of(&Sent { bytes: written, offset, pending: (pending > 0).then_some(pending) })
-}
-
-fn check_input(input: &str) -> Result<()> {
-    if input.len() > MAX_INPUT_BYTES {
-        return Err(Error::invalid(format!(
-            "input is {} bytes; the limit is {MAX_INPUT_BYTES} per call",
-            input.len()
-        )));
-    }
-    Ok(())
-}
-
-/// Answers a program that asks: types `text` and Enter into pane `pane_id`, and waits as
-/// `fugue_send_input` with `wait_ms` does (a durable call's answer to its question).
-pub(crate) fn type_answer(
-    ctx: &Ctx<'_>,
-    pane_id: &str,
-    text: &str,
-    wait: std::time::Duration,
-) -> Result<Answer> {
-    let started = std::time::Instant::now();
-    let pane = ctx.mux.pane(pane_id)?;
-    check_input(text)?;
-    let seen = pane.shell().map(|s| s.with(|st| st.prompts));
-    let parts: [&[u8]; 2] = [text.as_bytes(), b"\r"];
-    let (offset, _) = pane.send(&parts)?;
-    let budget = Budget::whole(crate::pane::budget::default_bytes(), None);
-    let mut answer = after_input(ctx, &pane, Some((offset, seen)), wait, &budget, None)?;
-    answer.bytes = Some(text.len() + 1);
-    answer.pane_id = Some(pane.id.clone());
-    answer.duration_ms = Some(started.elapsed().as_millis() as u64);
-    Answer::of(&answer).map(|a| a.asking(answer.asks()))
-}
-
-/// What `fugue_get_output` answers.
-#[derive(Serialize)]
-struct Read {
-    output: String,
-    offset: u64,
-    truncated: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    cursor: Option<Cursor>,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    alternate_screen: bool,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    dropped: bool,
-    #[serde(flatten)]
-    state: PaneState,
-}
-
-#[derive(Serialize)]
-struct Cursor {
-    row: u16,
-    col: u16,
-}
-
-fn get_output(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
-    let pane = ctx.mux.pane(args.required_str("pane_id")?)?;
-    let format = Format::parse(args, "format")?;
-    let max_output = config().max_output_bytes as u64;
-    let req = ReadRequest {
-        format,
-        lines: args.u64("lines", 1, 1_000_000)?.unwrap_or(LINES) as usize,
-        since: args.u64("since", 0, u64::MAX)?,
-        max_bytes: args.u64("max_bytes", 1, max_output)?.unwrap_or(MAX_BYTES.min(max_output))
-            as usize,
-    };
-    let read = pane.output().read(&req)?;
-    Answer::of(&Read {
-        output: read.output,
-        offset: read.offset,
-        truncated: read.truncated,
-        cursor: read.cursor.map(|(row, col)| Cursor { row, col }),
-        alternate_screen: read.alternate,
-        dropped: read.dropped,
-        state: PaneState::new(pane.output().exit()),
-    })
-}
-
-/// What `fugue_get_status` answers.
-#[derive(Serialize)]
-struct Status {
-    pane_id: String,
-    name: Option<String>,
-    session_id: String,
-    window_id: String,
-    pid: u32,
-    command: Option<String>,
-    cwd: String,
-    rows: u16,
-    cols: u16,
-    offset: u64,
-    started_at: u64,
-    runtime_ms: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    sandbox: Option<Value>,
-    #[serde(flatten)]
-    state: PaneState,
-    #[serde(flatten)]
-    live: Live,
-}
-
-fn get_status(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
-    let pane = ctx.mux.pane(args.required_str("pane_id")?)?;
-    let (rows, cols) = pane.size();
-    let (offset, exited_at) = pane.output().with(|s| (s.ring.end(), s.exited_at));
-    let runtime = exited_at.unwrap_or_else(std::time::Instant::now) - pane.started;
-    let mut live = crate::shell::status::live(&pane);
-    Answer::of(&Status {
-        pane_id: pane.id.clone(),
-        name: pane.name.clone(),
-        session_id: pane.session_id.clone(),
-        window_id: pane.window_id.clone(),
-        pid: pane.pid,
-        command: pane.command.clone(),
-        // Where it works now, when known; else where it started.
-        cwd: live.cwd.take().unwrap_or_else(|| pane.cwd.to_string_lossy().into_owned()),
-        rows,
-        cols,
-        offset,
-        started_at: unix_ms(pane.created_at),
-        runtime_ms: runtime.as_millis() as u64,
-        sandbox: sandbox(&pane),
-        state: PaneState::new(pane.output().exit()),
-        live,
     })
 }
 

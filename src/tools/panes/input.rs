@@ -1,0 +1,122 @@
+//! `fugue_send_input`: typing into a pane, and with `wait_ms` waiting as `fugue_exec` does; and
+//! the same typing for a durable call that answers a program's question.
+
+use crate::error::{Error, Result};
+use crate::orchestrate::responses::Responses;
+use crate::pane::budget::Budget;
+use crate::runtime::Ctx;
+use crate::tool::Answer;
+use crate::tool::args::Args;
+use crate::tools::command_wait::{CommandAnswer, after_input};
+use serde::Serialize;
+
+/// The most bytes the `keys` of one `fugue_send_input` may make.
+const MAX_KEY_BYTES: usize = 64 << 10;
+
+/// The largest `input` one `fugue_send_input` writes.
+const MAX_INPUT_BYTES: usize = 1 << 20;
+
+/// `submit` when absent.
+pub(super) const SUBMIT: bool = false;
+
+/// What `fugue_send_input` without a wait answers.
+#[derive(Serialize)]
+struct Sent {
+    bytes: usize,
+    offset: u64,
+    /// Bytes the program has not read yet.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pending: Option<usize>,
+}
+
+pub(super) fn send_input(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
+    let started = std::time::Instant::now();
+    let pane = ctx.mux.pane(args.required_str("pane_id")?)?;
+    // A wait's answer names the pane and how long it took, as fugue_exec's does.
+    let waited = |mut answer: CommandAnswer| {
+        answer.pane_id = Some(pane.id.clone());
+        answer.duration_ms = Some(started.elapsed().as_millis() as u64);
+        Answer::of(&answer).map(|a| a.asking(answer.asks()))
+    };
+    let input = args.str("input")?.unwrap_or("");
+    let keys = args.array("keys")?.map_or(&[][..], Vec::as_slice);
+    let submit = args.bool("submit")?.unwrap_or(SUBMIT);
+    let wait = crate::tools::command_wait::wait_ms(args)?;
+    let max_bytes = crate::tools::exec::max_bytes(args)?;
+    let keep = crate::orchestrate::keep(args)?;
+    let budget = Budget::whole(max_bytes, keep.as_ref());
+    let responses = Responses::parse(args)?;
+    if responses.is_some() && wait.is_none() {
+        return Err(Error::invalid("responses are used while waiting: give wait_ms too"));
+    }
+    if input.is_empty() && keys.is_empty() && !submit {
+        if let Some(wait) = wait {
+            return waited(after_input(ctx, &pane, None, wait, &budget, responses)?);
+        }
+        return Err(Error::invalid(
+            "nothing to send: give input, keys, or submit: true (or wait_ms to only wait)",
+        ));
+    }
+    check_input(input)?;
+    let application_cursor = !keys.is_empty() && pane.application_cursor();
+    let items = keys
+        .iter()
+        .enumerate()
+        .map(|(i, item)| crate::pane::keys::item(i, item, application_cursor))
+        .collect::<Result<Vec<_>>>()?;
+    let key_bytes: usize = items.iter().map(Vec::len).sum();
+    if key_bytes > MAX_KEY_BYTES {
+        return Err(Error::invalid(format!(
+            "keys make {key_bytes} bytes; the limit is {MAX_KEY_BYTES} per call"
+        )));
+    }
+    // Each key item and Enter go in writes of their own, in order, so a program that reads the
+    // typed text in one read sees Enter as a key press and not as part of a paste.
+    let parts: Vec<&[u8]> = std::iter::once(input.as_bytes())
+        .chain(items.iter().map(Vec::as_slice))
+        .chain(submit.then_some(&b"\r"[..]))
+        .filter(|part| !part.is_empty())
+        .collect();
+    let seen = pane.shell().map(|s| s.with(|st| st.prompts));
+    let (offset, pending) = pane.send(&parts)?;
+    let written: usize = parts.iter().map(|p| p.len()).sum();
+    if let Some(wait) = wait {
+        let mut answer = after_input(ctx, &pane, Some((offset, seen)), wait, &budget, responses)?;
+        answer.bytes = Some(written);
+        return waited(answer);
+    }
+    // A program that is not reading its input (yet) gets the rest when it does.
+    Answer::of(&Sent { bytes: written, offset, pending: (pending > 0).then_some(pending) })
+}
+
+fn check_input(input: &str) -> Result<()> {
+    if input.len() > MAX_INPUT_BYTES {
+        return Err(Error::invalid(format!(
+            "input is {} bytes; the limit is {MAX_INPUT_BYTES} per call",
+            input.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Answers a program that asks: types `text` and Enter into pane `pane_id`, and waits as
+/// `fugue_send_input` with `wait_ms` does (a durable call's answer to its question).
+pub(crate) fn type_answer(
+    ctx: &Ctx<'_>,
+    pane_id: &str,
+    text: &str,
+    wait: std::time::Duration,
+) -> Result<Answer> {
+    let started = std::time::Instant::now();
+    let pane = ctx.mux.pane(pane_id)?;
+    check_input(text)?;
+    let seen = pane.shell().map(|s| s.with(|st| st.prompts));
+    let parts: [&[u8]; 2] = [text.as_bytes(), b"\r"];
+    let (offset, _) = pane.send(&parts)?;
+    let budget = Budget::whole(crate::pane::budget::default_bytes(), None);
+    let mut answer = after_input(ctx, &pane, Some((offset, seen)), wait, &budget, None)?;
+    answer.bytes = Some(text.len() + 1);
+    answer.pane_id = Some(pane.id.clone());
+    answer.duration_ms = Some(started.elapsed().as_millis() as u64);
+    Answer::of(&answer).map(|a| a.asking(answer.asks()))
+}
