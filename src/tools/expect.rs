@@ -239,17 +239,9 @@ fn expect(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
             return Answer::of(&exited);
         }
         if !step.behind && input.as_mut().is_some_and(InputWatch::check) {
-            let mut asked =
-                outcome(&pane, ExpectStatus::Input, pattern, step.end, &answering, started);
-            let line = question(&pane);
-            asked.program = input.as_ref().and_then(InputWatch::program);
-            let asks = Asking {
-                pane_id: pane.id.clone(),
-                question: line.trim().to_string(),
-                program: asked.program.clone(),
-            };
-            asked.line = Some(line);
-            return Ok(Answer::of(&asked)?.asking(Some(asks)));
+            let program = input.as_ref().and_then(InputWatch::program);
+            let asked = outcome(&pane, ExpectStatus::Input, pattern, step.end, &answering, started);
+            return asking(&pane, asked, program);
         }
         let check_at = input.as_ref().and_then(InputWatch::next_check);
         let cancel = ctx.cancel.receiver();
@@ -344,6 +336,20 @@ fn outcome<'a>(
         answer.alternate_screen = alternate;
     }
     answer
+}
+
+/// The answer `input`: the program that asks, and its question, in the answer and as what it
+/// asks.
+fn asking(pane: &Pane, mut asked: ExpectAnswer<'_>, program: Option<String>) -> Result<Answer> {
+    let line = question(pane);
+    let asks = Asking {
+        pane_id: pane.id.clone(),
+        question: line.trim().to_string(),
+        program: program.clone(),
+    };
+    asked.line = Some(line);
+    asked.program = program;
+    Ok(Answer::of(&asked)?.asking(Some(asks)))
 }
 
 /// The last line that holds anything but blanks of what the pane shows: a waiting program's
