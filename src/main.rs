@@ -32,6 +32,7 @@ mod tempdir;
 mod tool;
 mod tools;
 mod usage;
+mod waiter;
 mod watch;
 
 use mcp::Mcp;

@@ -15,7 +15,7 @@ use crate::runtime::{Ctx, Tool};
 use crate::tool::args::Args;
 use crate::tool::choice::{Choice, choice_enum};
 use crate::tool::{RUNS, SETS, schema::*};
-use crossbeam_channel::{after, select};
+use crate::waiter::{Waiter, Woke};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::sync::Arc;
@@ -348,29 +348,28 @@ fn wait(
     until: Until,
 ) -> Result<bool> {
     let started = Instant::now();
-    let deadline = after(within);
-    let heartbeat = ctx.progress.heartbeat();
+    let mut waiter = Waiter::new()
+        .cancel(ctx.cancel.receiver())
+        .until(started + within)
+        .heartbeat(ctx.progress.heartbeat())
+        .on(events.clone());
     let first = keys(&targets());
     loop {
         let handles = targets();
-        let running: Vec<_> = handles
+        let running = handles
             .iter()
-            .filter(|h| h.is_driven_here() && h.snapshot().status == PipelineStatus::Running)
-            .collect();
-        if running.is_empty() {
+            .any(|h| h.is_driven_here() && h.snapshot().status == PipelineStatus::Running);
+        if !running || (until == Until::Change && keys(&handles) != first) {
             return Ok(true);
         }
-        if until == Until::Change && keys(&handles) != first {
-            return Ok(true);
-        }
-        select! {
-            recv(events) -> _ => {}
-            recv(ctx.cancel.receiver()) -> _ => return Err(Error::cancelled()),
-            recv(deadline) -> _ => return Ok(false),
-            recv(heartbeat) -> _ => {
+        match waiter.sleep(None) {
+            Woke::Look => {}
+            Woke::Heartbeat => {
                 let secs = started.elapsed().as_secs_f64();
                 ctx.progress.report(secs, Some(within.as_secs_f64()), "waiting for the pipeline");
             }
+            Woke::Deadline => return Ok(false),
+            Woke::Cancelled => return Err(Error::cancelled()),
         }
     }
 }

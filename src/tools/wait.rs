@@ -2,8 +2,8 @@
 //! outcome — its command ended, its program exited, it asks, or `until` matched.
 //!
 //! In: pane ids (1 to 32), the mode, an optional pattern searched in what each pane prints after
-//! the call starts, a timeout and how many lines each answer shows. The call blocks in one
-//! `Select` over every pane's status and shell-record channels (and output, with a pattern), the
+//! the call starts, a timeout and how many lines each answer shows. The call sleeps in the one
+//! `Waiter` on every pane's status and shell-record channels (and output, with a pattern), the
 //! call's cancel channel, the progress heartbeat and a deadline: the next input look, or the
 //! timeout. Nothing polls, and waiting costs nothing while nothing happens. Out: `status` (done or
 //! timeout), `fired` (ids in the order they fired), one result per pane in the order asked (the
@@ -23,7 +23,8 @@ use crate::shell::status::at_prompt;
 use crate::tool::args::Args;
 use crate::tool::choice::{Choice, choice_enum};
 use crate::tool::{RUNS, schema::*};
-use crossbeam_channel::{Receiver, Select};
+use crate::waiter::{Waiter, Woke};
+use crossbeam_channel::Receiver;
 use regex::Regex;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -245,18 +246,21 @@ fn wait(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let mut watched: Vec<Watched> =
         panes.into_iter().map(|pane| Watched::new(pane, pattern.as_ref())).collect();
     let mut fired = Vec::new();
-    let heartbeat = ctx.progress.heartbeat();
+    let waiter = Waiter::new()
+        .cancel(ctx.cancel.receiver())
+        .until(deadline)
+        .heartbeat(ctx.progress.heartbeat());
     let done = loop {
         fire(&mut watched, &mut fired);
         let enough = if all { fired.len() == watched.len() } else { !fired.is_empty() };
         if enough {
             break true;
         }
-        match sleep(ctx, &watched, &heartbeat, deadline) {
-            Wake::Event => {}
-            Wake::Heartbeat => report(ctx, &watched, started, deadline),
-            Wake::Deadline => break false,
-            Wake::Cancelled => return Err(Error::cancelled()),
+        match sleep(&waiter, &watched) {
+            Woke::Look => {}
+            Woke::Heartbeat => report(ctx, &watched, started, deadline),
+            Woke::Deadline => break false,
+            Woke::Cancelled => return Err(Error::cancelled()),
         }
     };
     // The answer's budget is shared among the panes.
@@ -301,45 +305,13 @@ fn fire(watched: &mut [Watched], fired: &mut Vec<String>) {
     }
 }
 
-enum Wake {
-    Event,
-    Heartbeat,
-    Deadline,
-    Cancelled,
-}
-
-/// Blocks until a pane's channel speaks, the next input look is due, the heartbeat ticks, the call
-/// is cancelled or the deadline passes; then empties every channel that spoke.
-fn sleep(
-    ctx: &Ctx<'_>,
-    watched: &[Watched],
-    heartbeat: &Receiver<Instant>,
-    deadline: Instant,
-) -> Wake {
+/// Sleeps until a pane still waited on announces a change or has a look due, the heartbeat ticks,
+/// the call is cancelled or the deadline passes.
+fn sleep(waiter: &Waiter, watched: &[Watched]) -> Woke {
     let waiting = || watched.iter().filter(|w| w.outcome.is_none());
     let wakes: Vec<&Receiver<()>> = waiting().flat_map(|w| &w.wakes).collect();
     let look = waiting().filter_map(Watched::next_look).min();
-    let mut select = Select::new();
-    for wake in &wakes {
-        select.recv(wake);
-    }
-    let cancel = select.recv(ctx.cancel.receiver());
-    let beat = select.recv(heartbeat);
-    let until = look.map_or(deadline, |at| at.min(deadline));
-    let ready = select.ready_deadline(until);
-    for wake in &wakes {
-        while wake.try_recv().is_ok() {}
-    }
-    match ready {
-        Ok(i) if i == cancel => Wake::Cancelled,
-        Ok(i) if i == beat => {
-            let _ = heartbeat.try_recv();
-            Wake::Heartbeat
-        }
-        Err(_) if Instant::now() >= deadline => Wake::Deadline,
-        // A channel spoke, or the next input look is due.
-        Ok(_) | Err(_) => Wake::Event,
-    }
+    waiter.sleep_on(&wakes, look)
 }
 
 /// Progress: the seconds waited, and what still runs.
