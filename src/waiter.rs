@@ -76,13 +76,10 @@ impl Waiter {
         self.wakes.push(wake);
     }
 
-    /// Moves the deadline, as a call that interrupts its work and gives it a grace does.
-    pub(crate) fn set_deadline(&mut self, deadline: Instant) {
-        self.deadline = Some(deadline);
-    }
-
-    pub(crate) fn deadline(&self) -> Option<Instant> {
-        self.deadline
+    /// Moves the deadline, as a call that interrupts its work and gives it a grace does; `None`
+    /// takes it away.
+    pub(crate) fn set_deadline(&mut self, deadline: Option<Instant>) {
+        self.deadline = deadline;
     }
 
     /// Sleeps on the waiter's own channels until one speaks, `look` is due, the heartbeat ticks,
@@ -182,8 +179,8 @@ mod tests {
         let mut waiter = Waiter::new().until(soon(30));
         assert_eq!(waiter.sleep(Some(Instant::now())), Woke::Look);
         assert_eq!(waiter.sleep(Some(soon(60_000))), Woke::Deadline);
-        assert!(Instant::now() >= waiter.deadline().unwrap());
-        waiter.set_deadline(soon(20));
+        assert!(Instant::now() >= waiter.deadline.unwrap());
+        waiter.set_deadline(Some(soon(20)));
         assert_eq!(waiter.sleep(None), Woke::Deadline);
     }
 

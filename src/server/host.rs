@@ -18,7 +18,8 @@ use crate::mcp::Mcp;
 use crate::mux::ORCHESTRATION_SESSION;
 use crate::rpc::{Session, Stop, Writer};
 use crate::runtime::Runtime;
-use crossbeam_channel::{Receiver, Sender, after, never, select};
+use crate::waiter::{Waiter, Woke};
+use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -28,7 +29,7 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 /// Connections served at once; one more is closed before the hello.
 pub(crate) const MAX_FRONTS: usize = 128;
@@ -267,20 +268,15 @@ impl Host {
     /// Ends the server once it has stayed empty for `EXIT_GRACE`: no session, no connection, no
     /// agent pipeline running. Any change restarts the wait.
     fn janitor(&self, wake: &Receiver<()>) {
-        let tree = self.runtime.mux.subscribe();
-        let pipelines = self.runtime.agents.subscribe();
+        let mut waiter = Waiter::new()
+            .on(wake.clone())
+            .on(self.runtime.mux.subscribe())
+            .on(self.runtime.agents.subscribe());
         loop {
-            let timer = if self.is_empty() { after(EXIT_GRACE) } else { never() };
-            select! {
-                recv(wake) -> _ => {},
-                recv(tree) -> _ => {},
-                recv(pipelines) -> _ => {},
-                recv(timer) -> _ => {
-                    if self.close_if_empty() {
-                        let _ = self.end.try_send(End::Empty);
-                        return;
-                    }
-                },
+            waiter.set_deadline(self.is_empty().then(|| Instant::now() + EXIT_GRACE));
+            if waiter.sleep(None) == Woke::Deadline && self.close_if_empty() {
+                let _ = self.end.try_send(End::Empty);
+                return;
             }
         }
     }
