@@ -7,7 +7,7 @@
 //! `shutdown` once when the server stops.
 
 use crate::agent::{self, manager::Manager};
-use crate::mux::Mux;
+use crate::mux::{Limits, Mux};
 use crate::tempdir::TempDirs;
 use std::sync::Arc;
 
@@ -35,8 +35,9 @@ impl Runtime {
     pub(crate) fn start(drive: bool) -> Runtime {
         // Before any call makes directories of its own: those of fugues that were killed go.
         crate::tempdir::sweep_stale();
+        let config = crate::config::config();
         let temp_dirs = Arc::<TempDirs>::default();
-        let mux = Arc::new(Mux::new(temp_dirs.clone()));
+        let mux = Arc::new(Mux::new(temp_dirs.clone(), Limits::of(config)));
         let agents = agent::start(mux.clone(), drive);
         Runtime { mux, agents, temp_dirs, shells: Default::default(), tasks: Default::default() }
     }
