@@ -8,6 +8,7 @@
 
 mod agent;
 mod attach;
+mod cancel;
 mod config;
 mod control;
 mod error;
@@ -34,13 +35,14 @@ mod tools;
 mod usage;
 mod watch;
 
+use cancel::Cancel;
 use mcp::Mcp;
 use rpc::{Session, Stop, Writer};
 use runtime::Runtime;
 use serde_json::{Map, Value};
 use std::process::ExitCode;
 use std::sync::Arc;
-use tool::call::{Cancel, Progress};
+use tool::call::Progress;
 use usage::{USAGE, print_out, usage_error};
 
 fn main() -> ExitCode {

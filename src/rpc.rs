@@ -9,11 +9,12 @@
 //! request goes out with an id of fugue's own, and the client's response, read like any line, is
 //! handed back to the flight that waits for it.
 
+use crate::cancel::Cancel;
 use crate::config::config;
 use crate::jsonrpc::{INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, RpcError};
 use crate::line::{self, Next};
 use crate::mcp::{Mcp, Request, Route};
-use crate::tool::call::{Cancel, Progress};
+use crate::tool::call::Progress;
 use crossbeam_channel::{Receiver, Sender};
 use parking_lot::{Condvar, Mutex};
 use serde_json::{Map, Value, json};
