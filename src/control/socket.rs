@@ -272,7 +272,7 @@ impl Conn<'_> {
             view: View::Text,
             lines: lines as usize,
             since: None,
-            max_bytes: crate::config::config().max_output_bytes,
+            max_bytes: self.shared.mcp.runtime.config.max_output_bytes,
         })?;
         let lines: Vec<&str> =
             if read.output.is_empty() { Vec::new() } else { read.output.split('\n').collect() };

@@ -318,7 +318,7 @@ fn status(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
 fn load_repo(manager: &Arc<Manager>, path: &Path) -> Result<String> {
     let repo = git::main_worktree(path)?;
     let repo = repo.canonicalize().unwrap_or(repo);
-    manager.load_root(&Manager::root_for(&repo), false)?;
+    manager.load_root(&manager.root_for(&repo), false)?;
     Ok(repo.display().to_string())
 }
 
