@@ -9,7 +9,9 @@ use crate::agent::git;
 use crate::agent::handle::Handle;
 use crate::agent::machine::Control;
 use crate::agent::manager::{Manager, NewPipeline};
-use crate::agent::record::{self, AgentPipeline, Agents, Limits, PipelineStatus, StageType, now};
+use crate::agent::record::{
+    self, Action, AgentPipeline, Agents, Limits, PipelineStatus, StageType, now,
+};
 use crate::error::{Error, Result};
 use crate::runtime::{Ctx, Tool};
 use crate::tool::args::Args;
@@ -245,15 +247,6 @@ choice_enum! {
     enum Until {
         Change = "change",
         Settled = "settled",
-    }
-}
-
-choice_enum! {
-    /// `fugue_agent_pipeline_control`'s `action`; `Followup` takes the `prompt`.
-    enum Action {
-        Retry = "retry",
-        Followup = "followup",
-        Cancel = "cancel",
     }
 }
 
