@@ -2,7 +2,8 @@
 //!
 //! A `Runtime` owns the registry of panes (`mux`), the agent-pipeline manager (`agents`), the
 //! private temporary directories of pipelines and live shells (`temp_dirs`), the pool of fugue's
-//! own shells (`shells`) and the durable calls (`tasks`). Tool handlers reach it through their
+//! own shells (`shells`), the durable calls (`tasks`) and the settings it started with (`config`,
+//! read once here: the mux and the manager get their share as they are made). Tool handlers reach it through their
 //! `Ctx`; protocol connections share it by `Arc` (it is `Send + Sync`), and whoever made it calls
 //! `shutdown` once when the server stops.
 
