@@ -499,20 +499,13 @@ choice_enum! {
     }
 }
 
-impl Format {
-    /// The pane's view this choice names.
-    fn view(self) -> View {
-        match self {
-            Format::Text => View::Text,
-            Format::Raw => View::Raw,
-            Format::Screen => View::Screen,
-        }
-    }
-}
-
 fn get_output(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let pane = ctx.mux.pane(args.required_str("pane_id")?)?;
-    let view = Format::parse(args, "format")?.view();
+    let view = match Format::parse(args, "format")? {
+        Format::Text => View::Text,
+        Format::Raw => View::Raw,
+        Format::Screen => View::Screen,
+    };
     let max_output = config().max_output_bytes as u64;
     let req = ReadRequest {
         view,
