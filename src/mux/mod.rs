@@ -10,9 +10,10 @@
 //! control socket) subscribe to `changes`, which wakes them when panes come and go or a window is
 //! resized; a pane's own output has its own watch.
 //!
-//! Here: the tree and its operations, and the tiling of a window's panes. Reservations are in
-//! `reserve.rs`; how a key finds a pane, session or window, free names and the not-found errors
-//! in `names.rs`.
+//! Here: the registry's operations. Its data under the one lock, the limits and the tiling of a
+//! window's panes are in `tree.rs`; reservations, and what a new pane is made from, in
+//! `reserve.rs`; how a key finds a pane, session or window, new names and the not-found errors in
+//! `names.rs`.
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::pane::Pane;
@@ -36,6 +37,7 @@ pub(crate) use tree::{Limits, Session};
 /// The session that `fugue_run_parallel` and `fugue_run_pipeline` put their panes in by default.
 pub(crate) const ORCHESTRATION_SESSION: &str = "__orchestration__";
 
+/// The registry: one lock over the tree, and a watch for those who follow it.
 pub(crate) struct Mux {
     inner: Mutex<Inner>,
     /// Woken after a pane is added or removed and after a window is resized.

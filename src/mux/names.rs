@@ -1,7 +1,7 @@
 //! How the registry finds what a key names and names what it makes: a pane by id, name, the one
-//! pane of a session or window, or an id prefix; sessions and windows by id or name; free numbers
-//! for unnamed sessions and windows, and new sessions and windows under them; and the errors that say a key names nothing or a name is
-//! taken.
+//! pane of a session or window, or an id prefix; sessions and windows by id or name; new sessions
+//! and windows, under a name of their own or the next free number; and the errors that say a key
+//! names nothing or a name is taken.
 
 use super::tree::{Inner, Limits, Session, Window};
 use crate::error::{Error, ErrorKind, Result};
