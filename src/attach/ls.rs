@@ -132,8 +132,14 @@ fn describe(server: &Value, out: &mut String) {
         uptime(server["started_at"].as_u64().unwrap_or(0)),
         clean(server["cwd"].as_str().unwrap_or("")),
     );
-    let sessions: Vec<TreeSession> =
-        serde_json::from_value(server["sessions"].clone()).unwrap_or_default();
+    let sessions: Vec<TreeSession> = match serde_json::from_value(server["sessions"].clone()) {
+        Ok(sessions) => sessions,
+        Err(e) => {
+            // A server of another version may answer in another shape: say so, not "no sessions".
+            let _ = writeln!(out, "  sessions unreadable: {e}");
+            return;
+        }
+    };
     if sessions.is_empty() {
         out.push_str("  no sessions\n");
     }
@@ -250,6 +256,14 @@ mod tests {
         assert_eq!(lines[3], "      pane 01234567 tests  exited 3  pid 7  make test");
         assert_eq!(lines[4], "      pane abcdef  running  pid 8  (shell)");
         assert_eq!(lines[5], "  session idle  (no windows)");
+    }
+
+    #[test]
+    fn a_tree_of_another_shape_is_said_to_be_unreadable() {
+        let server = json!({"pid": 42, "started_at": 0, "cwd": "/", "sessions": [{"name": 5}]});
+        let mut out = String::new();
+        describe(&server, &mut out);
+        assert!(out.lines().nth(1).unwrap().starts_with("  sessions unreadable: "), "{out}");
     }
 
     #[test]
