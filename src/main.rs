@@ -8,6 +8,7 @@
 
 mod agent;
 mod attach;
+mod cancel;
 mod config;
 mod control;
 mod error;
@@ -35,13 +36,14 @@ mod usage;
 mod waiter;
 mod watch;
 
+use cancel::Cancel;
 use mcp::Mcp;
 use rpc::{Session, Stop, Writer};
 use runtime::Runtime;
 use serde_json::{Map, Value};
 use std::process::ExitCode;
 use std::sync::Arc;
-use tool::call::{Cancel, Progress};
+use tool::call::Progress;
 use usage::{USAGE, print_out, usage_error};
 
 fn main() -> ExitCode {
@@ -218,7 +220,7 @@ fn serve() -> ExitCode {
         })
         .ok();
     let writer = Arc::new(Writer::new(Box::new(std::io::stdout()), stop_tx.clone()));
-    let server = Session::new(mcp, writer);
+    let server = Session::new(mcp, writer, rpc::Limits::of(&runtime.config));
     let reader = server.clone();
     let started = std::thread::Builder::new()
         .name("stdin".into())

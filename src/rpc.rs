@@ -9,11 +9,13 @@
 //! request goes out with an id of fugue's own, and the client's response, read like any line, is
 //! handed back to the flight that waits for it.
 
-use crate::config::config;
-use crate::jsonrpc::{INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, RpcError};
+use crate::cancel::Cancel;
+use crate::jsonrpc::{
+    self, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, RpcError,
+};
 use crate::line::{self, Next};
 use crate::mcp::{Mcp, Request, Route};
-use crate::tool::call::{Cancel, Progress};
+use crate::tool::call::Progress;
 use crossbeam_channel::{Receiver, Sender};
 use parking_lot::{Condvar, Mutex};
 use serde_json::{Map, Value, json};
@@ -76,6 +78,7 @@ struct Flights {
 /// (A "server" in fugue is a process serving MCP; `server/` is the shared kind.)
 pub(crate) struct Session {
     mcp: Arc<Mcp>,
+    limits: Limits,
     writer: Arc<Writer>,
     flights: Mutex<Flights>,
     /// Signalled when an answer has been written and its slot is free.
@@ -86,12 +89,29 @@ pub(crate) struct Session {
     next_ask: AtomicU64,
 }
 
+/// A connection's limits, given at start-up (from `Config`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Limits {
+    /// The longest line read (`FUGUE_MAX_LINE_BYTES`).
+    pub(crate) max_line_bytes: usize,
+    /// Tool calls running at once (`FUGUE_MAX_CALLS`).
+    pub(crate) max_calls: usize,
+}
+
+impl Limits {
+    /// The limits `config` sets.
+    pub(crate) fn of(config: &crate::config::Config) -> Limits {
+        Limits { max_line_bytes: config.max_line_bytes, max_calls: config.max_calls }
+    }
+}
+
 impl Session {
-    pub(crate) fn new(mcp: Arc<Mcp>, writer: Arc<Writer>) -> Arc<Session> {
+    pub(crate) fn new(mcp: Arc<Mcp>, writer: Arc<Writer>, limits: Limits) -> Arc<Session> {
         let push = writer.clone();
         mcp.set_push(Arc::new(move |message| push.send(&message)));
         Arc::new(Session {
             mcp,
+            limits,
             writer,
             flights: Mutex::new(Flights::default()),
             answered: Condvar::new(),
@@ -105,9 +125,11 @@ impl Session {
     pub(crate) fn read_loop(self: &Arc<Session>, input: impl BufRead, stop: Sender<Stop>) {
         let mut input = input;
         loop {
-            match line::next_line(&mut input, config().max_line_bytes) {
+            match line::next_line(&mut input, self.limits.max_line_bytes) {
                 Next::End => break,
-                Next::TooLong(n) => self.reply_error(&Value::Null, too_long(n)),
+                Next::TooLong(n) => {
+                    self.reply_error(&Value::Null, too_long(n, self.limits.max_line_bytes));
+                }
                 Next::Line(line) => self.dispatch_line(&line),
             }
         }
@@ -252,7 +274,7 @@ impl Session {
             // Slots held only by answers being written come free when the writes end: wait for
             // them rather than refuse a call the client rightly thinks has room. While stdout is
             // full, this is where the reader waits, and stops reading stdin: backpressure.
-            let max = config().max_calls;
+            let max = self.limits.max_calls;
             while flights.calls.len() < max && flights.calls.len() + flights.answering >= max {
                 self.answered.wait(&mut flights);
             }
@@ -267,7 +289,7 @@ impl Session {
             }
             if flights.calls.len() >= max {
                 drop(flights);
-                self.reply(&id, self.mcp.refuse_busy(&method, &params, &busy_message()));
+                self.reply(&id, self.mcp.refuse_busy(&method, &params, &busy_message(max)));
                 return;
             }
             flights.calls.insert(key(&id), flight.clone());
@@ -345,9 +367,7 @@ impl Session {
         let sent = {
             let closed = flight.closed.lock();
             if !*closed {
-                let request =
-                    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-                self.writer.send(&request);
+                self.writer.send(&jsonrpc::request(&id, method, params));
             }
             !*closed
         };
@@ -365,36 +385,27 @@ impl Session {
 
     fn reply(&self, id: &Value, outcome: Result<Value, RpcError>) {
         match outcome {
-            Ok(result) => {
-                // Moved in: json! would copy the whole result through Serialize.
-                let mut message = json!({"jsonrpc": "2.0", "id": id});
-                message["result"] = result;
-                self.writer.send(&message);
-            }
+            Ok(result) => self.writer.send(&jsonrpc::result(id, result)),
             Err(err) => self.reply_error(id, err),
         }
     }
 
     fn reply_error(&self, id: &Value, err: RpcError) {
-        self.writer.send(&json!({"jsonrpc": "2.0", "id": id, "error": err.to_json()}));
+        self.writer.send(&jsonrpc::error(id, &err));
     }
 }
 
-/// The answer to a line over `FUGUE_MAX_LINE_BYTES`, which was skipped: `n` bytes long.
-pub(crate) fn too_long(n: u64) -> RpcError {
+/// The answer to a line over `FUGUE_MAX_LINE_BYTES` (`max`), which was skipped: `n` bytes long.
+pub(crate) fn too_long(n: u64, max: usize) -> RpcError {
     RpcError::new(
         INVALID_REQUEST,
-        format!(
-            "message of {n} bytes or more is over the {} byte limit (FUGUE_MAX_LINE_BYTES)",
-            config().max_line_bytes
-        ),
+        format!("message of {n} bytes or more is over the {max} byte limit (FUGUE_MAX_LINE_BYTES)"),
     )
 }
 
-fn busy_message() -> String {
+fn busy_message(max_calls: usize) -> String {
     format!(
-        "server busy: {} calls are already running (FUGUE_MAX_CALLS); retry when one ends",
-        config().max_calls
+        "server busy: {max_calls} calls are already running (FUGUE_MAX_CALLS); retry when one ends"
     )
 }
 
@@ -406,7 +417,7 @@ fn progress_notification(token: &Value, progress: f64, total: Option<f64>, messa
     if !message.is_empty() {
         params["message"] = json!(message);
     }
-    json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
+    jsonrpc::notification("notifications/progress", params)
 }
 
 /// Ids are strings or numbers; the JSON text is the key, so `1` and `"1"` stay apart.

@@ -16,7 +16,10 @@ use std::path::{Path, PathBuf};
 /// tool handlers. README's Development section draws the same order.
 const LAYERS: &[&[&str]] = &[
     // Leaves: they import nothing of the crate, or only the leaves before them.
-    &["error", "log", "ids", "watch", "waiter", "layout", "jsonrpc", "usage", "line", "procfs"],
+    &[
+        "error", "log", "ids", "watch", "waiter", "layout", "jsonrpc", "usage", "line", "procfs",
+        "cancel",
+    ],
     &["files"],
     &["config", "inherit", "tempdir", "tool"],
     // The sandbox: the policy and the launcher that applies it to a pane's process.

@@ -78,6 +78,54 @@ pub(crate) struct PaneView {
     pub(crate) sandbox: Option<String>,
 }
 
+/// The registry's tree as the control socket's `tree` answer gives it and `fugue ls` reads it: each
+/// session with its windows and their panes. Fields `fugue ls` does not show are left unread.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub(crate) struct TreeSession {
+    pub(crate) name: String,
+    #[serde(default)]
+    pub(crate) windows: Vec<TreeWindow>,
+}
+
+/// One window of the tree.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub(crate) struct TreeWindow {
+    pub(crate) name: String,
+    pub(crate) rows: u16,
+    pub(crate) cols: u16,
+    #[serde(default)]
+    pub(crate) panes: Vec<TreePane>,
+}
+
+/// One pane of the tree: what it is and how it is doing, as a `PaneView` says it.
+#[derive(Clone, Debug, Deserialize)]
+pub(crate) struct TreePane {
+    pub(crate) id: String,
+    pub(crate) name: Option<String>,
+    pub(crate) command: Option<String>,
+    pub(crate) pid: Option<u32>,
+    #[serde(flatten)]
+    pub(crate) state: PaneState,
+    #[serde(flatten)]
+    pub(crate) live: Live,
+}
+
+/// A pane's state in a few words, as `fugue ls` and `fugue attach` show it: `exited 3`, `killed by
+/// SIGTERM` or `exited` once it ended; while it runs, its activity (`prompt`, `busy`, `input`, or
+/// `running` where fugue cannot tell), with the shell's last exit code at its prompt.
+pub(crate) fn state_words(state: &PaneState, live: &Live) -> String {
+    match (state.status.as_str(), state.exit.exit_code, &state.exit.signal) {
+        ("running", _, _) => match (live.activity.as_deref(), live.last_exit_code) {
+            (Some("prompt"), Some(code)) => format!("prompt (last exit {code})"),
+            (Some(activity), _) => activity.to_string(),
+            (None, _) => "running".to_string(),
+        },
+        (_, Some(code), _) => format!("exited {code}"),
+        (_, None, Some(signal)) => format!("killed by {signal}"),
+        _ => "exited".to_string(),
+    }
+}
+
 /// Where a pane's tile lies in the window.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Area {
@@ -263,5 +311,31 @@ fn pane_view(pane: &Pane, rect: Rect, view: Size) -> PaneView {
         application_cursor: styled.application_cursor,
         lines: if rows == 0 || cols == 0 { Vec::new() } else { styled.rows },
         sandbox: (pane.sandbox != crate::sandbox::Mode::Off).then(|| pane.sandbox.name().into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panes_state_reads_the_same_in_ls_and_attach() {
+        let pane = |extra: Value| -> TreePane {
+            let mut p = json!({"id": "a", "name": null, "command": null, "pid": 1,
+                               "status": "running", "exit_code": null, "signal": null});
+            p.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+            serde_json::from_value(p).unwrap()
+        };
+        let words = |p: &TreePane| state_words(&p.state, &p.live);
+        assert_eq!(words(&pane(json!({}))), "running");
+        let at_prompt = pane(json!({"activity": "prompt", "last_exit_code": 2, "cwd": "/tmp"}));
+        assert_eq!(words(&at_prompt), "prompt (last exit 2)");
+        assert_eq!(at_prompt.live.cwd.as_deref(), Some("/tmp"));
+        let busy =
+            pane(json!({"activity": "busy", "last_exit_code": 0, "current_command": "make"}));
+        assert_eq!(words(&busy), "busy");
+        assert_eq!(words(&pane(json!({"status": "exited", "exit_code": 3}))), "exited 3");
+        let killed = pane(json!({"status": "exited", "signal": "SIGTERM"}));
+        assert_eq!(words(&killed), "killed by SIGTERM");
     }
 }

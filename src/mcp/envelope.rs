@@ -4,7 +4,8 @@
 //! A leaf of `mcp`: the dispatcher (`mod.rs`) and durable calls (`tasks`) both stand on it, so
 //! neither has to import the other for these.
 
-use crate::tool::call::{Cancel, Progress};
+use crate::cancel::Cancel;
+use crate::tool::call::Progress;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 

@@ -8,6 +8,7 @@
 pub(crate) mod activity;
 pub(crate) mod alt;
 pub(crate) mod budget;
+mod cut;
 pub(crate) mod echo;
 pub(crate) mod exit;
 pub(crate) mod fd;

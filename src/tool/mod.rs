@@ -13,9 +13,10 @@ pub(crate) mod choice;
 pub(crate) mod order;
 pub(crate) mod task;
 
+use crate::cancel::Cancel;
 use crate::error::Error;
 use args::Args;
-use call::{Cancel, Progress};
+use call::Progress;
 use serde_json::{Map, Value, json};
 use std::ops::Deref;
 use std::path::{Path, PathBuf};

@@ -9,7 +9,9 @@ use crate::agent::git;
 use crate::agent::handle::Handle;
 use crate::agent::machine::Control;
 use crate::agent::manager::{Manager, NewPipeline};
-use crate::agent::record::{self, AgentPipeline, Agents, Limits, PipelineStatus, StageType, now};
+use crate::agent::record::{
+    self, Action, AgentPipeline, Agents, Limits, PipelineStatus, StageType, now,
+};
 use crate::error::{Error, Result};
 use crate::runtime::{Ctx, Tool};
 use crate::tool::args::Args;
@@ -248,15 +250,6 @@ choice_enum! {
     }
 }
 
-choice_enum! {
-    /// `fugue_agent_pipeline_control`'s `action`; `Followup` takes the `prompt`.
-    enum Action {
-        Retry = "retry",
-        Followup = "followup",
-        Cancel = "cancel",
-    }
-}
-
 fn status(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let manager = &ctx.agents;
     let repo = match args.path("repo")? {
@@ -318,7 +311,7 @@ fn status(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
 fn load_repo(manager: &Arc<Manager>, path: &Path) -> Result<String> {
     let repo = git::main_worktree(path)?;
     let repo = repo.canonicalize().unwrap_or(repo);
-    manager.load_root(&Manager::root_for(&repo), false)?;
+    manager.load_root(&manager.root_for(&repo), false)?;
     Ok(repo.display().to_string())
 }
 

@@ -12,10 +12,10 @@ use crate::orchestrate::responses::{self, Responses};
 use crate::pane::Pane;
 use crate::pane::budget::Budget;
 use crate::pane::exit::{PaneState, SignalField, write_exit, write_fields};
-use crate::pane::output::{Format, ReadRequest};
+use crate::pane::output::{ReadRequest, View};
 use crate::runtime::{Ctx, Tool};
 use crate::tool::args::Args;
-use crate::tool::choice::Choice;
+use crate::tool::choice::{Choice, choice_enum};
 use crate::tool::{ENDS, READS, SETS, STARTS, schema::*};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -490,12 +490,25 @@ fn send_input(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     Ok(value)
 }
 
+choice_enum! {
+    /// The output views `fugue_get_output` offers, as a call names them.
+    pub(crate) enum Format {
+        Text = "text",
+        Raw = "raw",
+        Screen = "screen",
+    }
+}
+
 fn get_output(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let pane = ctx.mux.pane(args.required_str("pane_id")?)?;
-    let format = Format::parse(args, "format")?;
+    let view = match Format::parse(args, "format")? {
+        Format::Text => View::Text,
+        Format::Raw => View::Raw,
+        Format::Screen => View::Screen,
+    };
     let max_output = config().max_output_bytes as u64;
     let req = ReadRequest {
-        format,
+        view,
         lines: args.u64("lines", 1, 1_000_000)?.unwrap_or(LINES) as usize,
         since: args.u64("since", 0, u64::MAX)?,
         max_bytes: args.u64("max_bytes", 1, max_output)?.unwrap_or(MAX_BYTES.min(max_output))

@@ -2,7 +2,7 @@
 //! the new state and the step.
 
 use super::*;
-use crate::agent::record::{Agents, Job, MAX_EVENTS};
+use crate::agent::record::{Action, Agents, Job, MAX_EVENTS};
 use AnalyzerVerdict as V;
 use StageType::*;
 
@@ -144,7 +144,7 @@ fn a_failed_verdict_blocks_and_retry_reruns_the_analyzer() {
     let t = verdict(&p, V::Failed, None);
     assert!(blocked_reason(&t).contains("failed: because"));
     assert_eq!(t.pipeline.stage(Analyzer).status, StageStatus::Blocked);
-    assert_eq!(t.pipeline.allowed_actions(), ["retry", "followup", "cancel"]);
+    assert_eq!(t.pipeline.allowed_actions(), [Action::Retry, Action::Followup, Action::Cancel]);
     let t = control(&t.pipeline, Control::Retry);
     assert_eq!(t.step, run(Analyzer, 2, "TASK"));
     assert!(t.pipeline.blocked.is_none());
