@@ -122,6 +122,10 @@ struct Slot {
     spec: Spec,
     /// The window was made for this pane, so it goes if the pane cannot start.
     own_window: bool,
+    /// An interactive shell gets a live shell above it (see `shell::stand_above`).
+    integration: bool,
+    /// A live shell made beforehand (see `Reserved::with_shell`).
+    shell: Option<Arc<crate::shell::Shell>>,
 }
 
 impl Reserved<'_> {
@@ -136,7 +140,7 @@ impl Reserved<'_> {
     /// interactive shell with it (a kept pipeline pane's shell, which replaces the steps' one).
     pub(crate) fn with_shell(&mut self, shell: Arc<crate::shell::Shell>) {
         if let Some(slot) = &mut self.slot {
-            slot.spec.live = Some(shell);
+            slot.shell = Some(shell);
         }
     }
 }
@@ -388,11 +392,12 @@ impl Mux {
 
     /// Spawns a reserved pane at its reserved size and puts it in its place.
     pub(crate) fn start(&self, mut reserved: Reserved<'_>) -> Result<Arc<Pane>> {
-        let Some(Slot { spec, own_window }) = reserved.slot.take() else {
+        let Some(Slot { mut spec, own_window, integration, shell }) = reserved.slot.take() else {
             return Err(Error::internal("a pane's slot was started twice"));
         };
         let (id, window, name) = (spec.id.clone(), spec.window_id.clone(), spec.name.clone());
-        let spawned = Pane::spawn(spec, &self.temp_dirs);
+        let spawned = crate::shell::stand_above(&mut spec, shell, integration, &self.temp_dirs)
+            .and_then(|()| Pane::spawn(spec));
         let mut inner = self.inner.lock();
         let pane = match spawned {
             Ok(pane) => {
@@ -523,12 +528,13 @@ impl Inner {
             name: args.name.clone(),
             command: args.command.clone(),
             shown: None,
+            program: cfg.shell.clone(),
+            args: args.command.iter().flat_map(|c| ["-c".to_string(), c.clone()]).collect(),
             cwd: args.cwd.clone(),
             env: args.env.clone(),
             rows: window.rows,
             cols: window.cols,
-            integration: args.integration,
-            live: None,
+            above: None,
             sandbox: args.sandbox,
             roots: args.roots.clone(),
             keep: Vec::new(),
@@ -537,7 +543,8 @@ impl Inner {
         if let Some(name) = &args.name {
             self.reserved_names.insert(name.clone());
         }
-        Ok(Slot { spec, own_window: matches!(place, Place::NewWindow { .. }) })
+        let own_window = matches!(place, Place::NewWindow { .. });
+        Ok(Slot { spec, own_window, integration: args.integration, shell: None })
     }
 
     /// Sets a reserved pane's size to its tile in its window as the window is now.

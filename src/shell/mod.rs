@@ -12,15 +12,18 @@
 //!
 //! `Shell` owns the directory and a reader thread that turns records into `State` and wakes
 //! subscribers; waiters (`fugue_exec`, `fugue_send_input` with `wait_ms`, `fugue_run_pipeline`'s
-//! steps) block on that channel.
+//! steps) block on that channel. The shell stands above its pane (`stand_above`, `Live`): the
+//! pane holds it only as an opaque `pane::Above`, which it releases when it closes.
 //! The directory goes when the pane is closed, and with every other private directory when fugue
 //! stops.
 
+pub(crate) mod live;
 pub(crate) mod pool;
 pub(crate) mod status;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::ids::new_id;
+use crate::pane::{Above, Spec};
 use crate::tempdir::{PrivateDir, TempDirs};
 use crate::watch::Watch;
 use crossbeam_channel::Receiver;
@@ -142,6 +145,8 @@ pub(crate) struct Pending {
     pub(crate) command: String,
     /// The directory it was sent to run in (its `cwd`), if any.
     dir: Option<String>,
+    /// The output offset where its line was typed, once it is.
+    pub(crate) typed: Option<u64>,
 }
 
 impl State {
@@ -167,6 +172,8 @@ impl State {
 /// A pane's shell integration. Dropping it (with the pane) stops it as `stop` does.
 pub(crate) struct Shell {
     pub(crate) kind: Kind,
+    /// The shell's program, as it was started.
+    program: String,
     /// What the reader thread shares: the nonce, the state and its watch.
     records: Arc<Records>,
     /// `None` once stopped.
@@ -207,6 +214,7 @@ impl Shell {
         });
         let shell = Arc::new(Shell {
             kind,
+            program: shell.to_string(),
             records: records.clone(),
             dir: Mutex::new(Some(dir)),
             fifo,
@@ -260,8 +268,17 @@ impl Shell {
             dir.as_ref().ok_or_else(|| Error::new(ErrorKind::PaneClosed, "the pane is closing"))?;
         dir.write(&format!("c{id}"), command)?;
         let mut state = self.records.state.lock();
-        state.pending = Some(Pending { id, command: command.to_string(), dir: sent_to });
+        state.pending =
+            Some(Pending { id, command: command.to_string(), dir: sent_to, typed: None });
         Ok((id, self.kind.stub(id)))
+    }
+
+    /// Exec `id`'s line was typed at output offset `at`.
+    fn typed(&self, id: u64, at: u64) {
+        let mut state = self.records.state.lock();
+        if let Some(pending) = state.pending.as_mut().filter(|p| p.id == id) {
+            pending.typed = Some(at);
+        }
     }
 
     /// Removes the command file of exec `id`, once the shell has read it or never will.
@@ -286,6 +303,46 @@ impl Drop for Shell {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+impl Above for Shell {
+    fn typed_line(&self, line: &str) -> bool {
+        is_stub(line)
+    }
+
+    fn release(&self) {
+        self.stop();
+    }
+}
+
+/// Puts a live shell above the pane `spec` is about to start: `made`, one the caller made
+/// beforehand for a command that ends by starting an interactive shell with it (a kept pipeline
+/// pane's); else, when `interactive` asks for it and the pane runs no command, one prepared now
+/// for the pane's own program, whose arguments and variables it adds to the spec. Nothing when the
+/// integration is off or the shell is not one fugue knows.
+pub(crate) fn stand_above(
+    spec: &mut Spec,
+    made: Option<Arc<Shell>>,
+    interactive: bool,
+    temp_dirs: &Arc<TempDirs>,
+) -> Result<()> {
+    let shell = match made {
+        Some(shell) => shell,
+        None if interactive && spec.command.is_none() && enabled() => {
+            let Some((shell, launch)) = Shell::prepare(&spec.program, &spec.env, temp_dirs)? else {
+                return Ok(());
+            };
+            spec.args.extend(launch.args);
+            // After the pane's own variables: the init script restores ENV or ZDOTDIR from them.
+            spec.env.extend(launch.env);
+            shell
+        }
+        None => return Ok(()),
+    };
+    // A sandboxed pane keeps the shell's private directory reachable.
+    spec.keep.extend(shell.dir());
+    spec.above = Some(shell);
+    Ok(())
 }
 
 impl Records {
