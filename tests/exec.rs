@@ -41,6 +41,11 @@ pub fn each_shell_fugue(case: impl Fn(&str, &mut Fugue)) {
     }
 }
 
+/// The status a shell reports for a command that SIGINT ended: 128 + 2, and 256 + 2 in ksh93.
+pub fn interrupted(shell: &str) -> i64 {
+    if shell == "ksh" { 258 } else { 130 }
+}
+
 pub fn exec(f: &mut Fugue, pane: &str, command: &str) -> Value {
     f.call("fugue_exec", json!({"pane_id": pane, "command": command, "timeout_ms": 20000}))
 }

@@ -4,6 +4,7 @@
 //! `tasks/result` and answers the question as an `elicitation/create` request. A task outlives its
 //! front on a shared server, and the store is bounded.
 
+use crate::exec::interrupted;
 use crate::shared::Server;
 use crate::util::*;
 use serde_json::{Value, json};
@@ -192,6 +193,10 @@ fn a_cancelled_task_stops_its_command_and_leaves_the_shell_free() {
         assert_eq!(ack["result"]["resultType"], "complete", "{name}: {ack}");
         let cancelled = poll_until(f, &id, |t| t["status"] == "cancelled");
         assert!(started.elapsed() < Duration::from_secs(3), "{name}: {cancelled}");
+        // Interrupted as by C-c: the shell is back at its prompt and says so.
+        let status = f.call("fugue_get_status", json!({"pane_id": shell}));
+        let back = (status["activity"].as_str(), status["last_exit_code"].as_i64());
+        assert_eq!(back, (Some("prompt"), Some(interrupted(name))), "{name}: {status}");
         let next = f.call("fugue_exec", json!({"command": "echo free", "pane_id": shell}));
         assert_eq!(next["output"], "free", "{name}: the shell is not busy: {next}");
     });
@@ -202,6 +207,25 @@ fn a_cancelled_task_stops_its_command_and_leaves_the_shell_free() {
     f.notify("notifications/cancelled", json!({"requestId": 1, "reason": "test"}));
     let done = poll_until(&mut f, &id, |t| t["status"] != "working");
     assert_eq!(done["status"], "completed", "{done}");
+}
+
+/// A task cancelled while its program asks interrupts the program, and the task ends once the
+/// shell is back at its prompt, in every shell: the next command runs at once.
+#[test]
+fn a_cancelled_question_gives_the_prompt_back_in_every_shell() {
+    crate::exec::each_shell(|name, f, shell| {
+        f.call("fugue_exec", json!({"command": "true", "pane_id": shell, "timeout_ms": 20000}));
+        let asking = json!({"command": "printf 'Sure? '; head -n 1", "pane_id": shell});
+        let id = task_id(&call(f, declaring(), "fugue_exec", asking));
+        poll_until(f, &id, |t| t["status"] == "input_required");
+        tasks_request(f, "tasks/cancel", json!({"taskId": id}));
+        let cancelled = poll_until(f, &id, |t| t["status"] == "cancelled");
+        let status = f.call("fugue_get_status", json!({"pane_id": shell}));
+        let back = (status["activity"].as_str(), status["last_exit_code"].as_i64());
+        assert_eq!(back, (Some("prompt"), Some(interrupted(name))), "{name}: {status} {cancelled}");
+        let next = f.call_result("fugue_exec", json!({"command": "echo free", "pane_id": shell}));
+        assert_eq!(next["structuredContent"]["output"], "free", "{name}: {next}");
+    });
 }
 
 #[test]

@@ -270,7 +270,7 @@ impl Work {
         if let Some((pane, _)) = asking
             && let Ok(pane) = self.runtime.mux.pane(&pane)
         {
-            crate::shell::live::interrupt(&pane, Instant::now());
+            crate::shell::live::interrupt(&pane);
         }
         self.task.cancelled();
         self.announce();

@@ -20,6 +20,11 @@ use std::time::{Duration, Instant};
 /// How far back from the end of the output a prompt's marks are looked for.
 const PROMPT_LOOK_BACK: u64 = 64 << 10;
 
+/// How long an interrupted command may take to give the prompt back: a cancelled call waits that
+/// long, so the shell is not left busy for the next one, and a pipeline's step that is not back by
+/// then is killed with its pane.
+pub(crate) const INTERRUPT_WAIT: Duration = Duration::from_secs(2);
+
 /// How long after an interrupt a command that has not given the prompt back gets another: one
 /// sent while the shell forks the command reaches neither (the child is not yet the terminal's
 /// foreground).
@@ -155,14 +160,14 @@ impl<'a> Live<'a> {
     }
 
     /// Interrupts what the shell runs, as Ctrl-C does (`Pane::interrupt`), and waits until the
-    /// shell is back at its prompt, or until `by`; says whether it is. A command fugue typed is
+    /// shell is back at its prompt, at most `INTERRUPT_WAIT`; says whether it is. A command fugue typed is
     /// interrupted only once its output began (its begin mark): sent while the typed line still
     /// sits in the line editor, the interrupt would discard the line, and no record would ever
     /// name the command. Until its record comes the interrupt goes again every
     /// `INTERRUPT_SETTLE`, since one sent while the shell forks reaches neither. A job that was
-    /// typed as keys is interrupted at once, and again while it holds the terminal. `by` in the
-    /// past: one interrupt, no wait.
-    pub(crate) fn interrupt(&self, by: Instant) -> bool {
+    /// typed as keys is interrupted at once, and again while it holds the terminal.
+    pub(crate) fn interrupt(&self) -> bool {
+        let by = Instant::now() + INTERRUPT_WAIT;
         let records = self.shell.subscribe();
         let printed = self.pane.output().subscribe();
         let mut next = Instant::now();
@@ -197,11 +202,11 @@ impl<'a> Live<'a> {
     }
 }
 
-/// Interrupts what runs in `pane`: through its live shell (see `Live::interrupt`), or, in a pane
-/// without one, its terminal's foreground at once.
-pub(crate) fn interrupt(pane: &Pane, by: Instant) -> bool {
+/// Interrupts what runs in `pane`: through its live shell, waiting for its prompt (see
+/// `Live::interrupt`), or, in a pane without one, its terminal's foreground, once.
+pub(crate) fn interrupt(pane: &Pane) -> bool {
     match Live::of(pane) {
-        Some(live) => live.interrupt(by),
+        Some(live) => live.interrupt(),
         None => {
             pane.interrupt();
             false

@@ -28,8 +28,6 @@ use std::time::{Duration, Instant};
 const DEFAULT_TIMEOUT_MS: u64 = 30_000;
 const MAX_TIMEOUT_MS: u64 = 86_400_000;
 pub(crate) const DEFAULT_MAX_BYTES: u64 = crate::pane::budget::DEFAULT_BYTES as u64;
-/// How long a cancelled task's command may take to give the prompt back after C-c.
-const INTERRUPT_WAIT: Duration = Duration::from_secs(2);
 /// How long a shell may take to show its first prompt, whatever the command's `timeout_ms`.
 const SHELL_START: Duration = Duration::from_secs(10);
 /// The longest command accepted, in bytes.
@@ -132,7 +130,7 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     if outcome.is_err() && ctx.cancel.stops_work() {
         // A task was cancelled: the call ends once the shell is back at its prompt, so the shell
         // is not left busy for the next call.
-        live.interrupt(Instant::now() + INTERRUPT_WAIT);
+        live.interrupt();
     }
     if !matches!(outcome, Ok(Outcome::Input(_) | Outcome::Running | Outcome::Ready(_))) {
         shell.forget_exec(id);

@@ -47,10 +47,7 @@ use crossbeam_channel::{after, at as at_instant, never, select};
 use plan::{CLEANUP, MAX_STEPS, Plan, STOP_ON_ERROR, TIMEOUT_MS, parse_plan};
 use serde_json::{Value, json};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-/// How long an interrupted step may take to stop before its pane is killed.
-const INTERRUPT_GRACE: Duration = Duration::from_secs(2);
+use std::time::Instant;
 
 pub(crate) const TOOL: Tool = Tool {
     name: "fugue_run_pipeline",
@@ -324,7 +321,7 @@ impl Run<'_> {
                         self.asked = Some(Asked::now(&self.pane, check));
                         watch = None;
                         self.interrupt();
-                        deadline = Instant::now() + INTERRUPT_GRACE;
+                        deadline = Instant::now();
                     } else {
                         self.held = self.records.last().map(|r| r.exec);
                     }
@@ -356,7 +353,7 @@ impl Run<'_> {
                         self.pane.close();
                     } else {
                         self.interrupt();
-                        deadline = Instant::now() + INTERRUPT_GRACE;
+                        deadline = Instant::now();
                     }
                 }
                 recv(heartbeat) -> _ => self.report(ctx.progress),
@@ -433,12 +430,13 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// The deadline, or a question: interrupt the running step, as Ctrl-C would, and wait up to
-    /// `INTERRUPT_GRACE` for the shell's prompt.
+    /// The deadline, or a question: interrupt the running step, as Ctrl-C would, and wait for
+    /// the shell's prompt (see `Live::interrupt`); a step not back by then is killed with the
+    /// pane when the loop next looks.
     fn interrupt(&mut self) {
         self.interrupted = Some(Instant::now());
         self.interrupted_end = self.pane.output().end();
-        self.live().interrupt(Instant::now() + INTERRUPT_GRACE);
+        self.live().interrupt();
     }
 
     /// The pane and the shell that runs the steps.
