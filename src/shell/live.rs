@@ -86,6 +86,15 @@ impl<'a> Live<'a> {
         typed.or_else(|| self.pane.foreground_job())
     }
 
+    /// Where the output of the command fugue typed began — the one still running, else the last —
+    /// after its begin mark, looked for from output offset `from` on.
+    pub(crate) fn job_start(&self, from: u64) -> Option<u64> {
+        let exec =
+            self.shell.with(|s| s.pending.as_ref().map(|p| p.id).or(s.last().map(|p| p.exec)));
+        let exec = exec.filter(|id| *id > 0)?;
+        mark::locate(self.pane, &self.shell.begin_mark(exec), from).map(|(_, end)| end)
+    }
+
     /// Types `command` for the shell to run, in `dir` when given as `cd DIR && command` would run
     /// it: not at all when the `cd` fails, and the shell stays in `dir`.
     pub(crate) fn run(&self, command: &str, dir: Option<&Path>) -> Result<Typed> {

@@ -8,7 +8,8 @@
 //! still starting is waited for. Without `pane_id` the command goes to the first free one of
 //! fugue's own shells for the caller's directory (`pool`), a new one while all are busy. `cwd`
 //! runs it in a directory as `cd DIR &&` would; `until` answers `ready` as soon as the command's
-//! own output matches, and leaves it running.
+//! own output matches, and leaves it running. What is typed, in the shell's own syntax, and how a
+//! cancelled task's command is interrupted are the live shell's (`shell::live::Live`).
 
 use super::command_wait::{self as wait, Outcome, Until, Wait};
 use crate::error::{Error, ErrorKind, Result};

@@ -38,7 +38,7 @@ use crate::pane::exit::{Exit, SignalField, write_exit};
 use crate::pane::mark::{self, CATCH_UP};
 use crate::runtime::{Ctx, Tool};
 use crate::shell::live::{Live, Typed};
-use crate::shell::{Kind, Launch, PROMPT_DRAWN_WAIT, Prompt, Shell};
+use crate::shell::{Launch, PROMPT_DRAWN_WAIT, Prompt, Shell};
 use crate::tempdir::PrivateDir;
 use crate::tool::args::Args;
 use crate::tool::call::Progress;
@@ -155,7 +155,7 @@ fn run_pipeline(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
         plan.steps.iter_mut().map(|s| s.responses.take()).collect();
     let sandbox = super::asked_sandbox(args)?;
     let user = &config().shell;
-    let runs_steps = steps_shell(user);
+    let runs_steps = crate::shell::posix(user);
     // The call's own directory, holding its steps as they were given, for the call's lifetime.
     let dir = PrivateDir::create(&ctx.temp_dirs)?;
     for (i, step) in plan.steps.iter().enumerate() {
@@ -214,15 +214,6 @@ fn run_pipeline(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     answer
 }
 
-/// The shell that runs the steps: the user's shell when it speaks the POSIX language (so bash
-/// users keep `set -o pipefail`, `[[`, `source`), else /bin/sh.
-fn steps_shell(shell: &str) -> &str {
-    match Kind::of(shell) {
-        Some(Kind::Fish) | None => "/bin/sh",
-        Some(_) => shell,
-    }
-}
-
 /// The pipeline's pane: a window of its own in the orchestration session, running the steps'
 /// shell, interactive and with fugue's integration.
 fn start_pane(
@@ -235,18 +226,9 @@ fn start_pane(
     sandbox: Option<crate::sandbox::Mode>,
 ) -> Result<Arc<Pane>> {
     let session = ctx.mux.ensure_session(ORCHESTRATION_SESSION)?;
-    // The pane runs the line with the user's shell. The integration's variables come after the
-    // pipeline's own (the init script restores ENV or ZDOTDIR from them); a shell fugue knows
-    // sets them in the line itself, past its own start-up files (a zsh running the line reads
-    // ZDOTDIR's .zshenv first), and a shell it does not know, whose syntax may differ, gets them
-    // in the environment.
+    // The pane runs the line with the user's shell.
     let mut env = plan.env.clone();
-    let command = if Kind::of(&config().shell).is_some() {
-        launch.exec_line(shell)
-    } else {
-        env.extend(launch.env.iter().cloned());
-        Launch { args: launch.args.clone(), env: Vec::new() }.exec_line(shell)
-    };
+    let command = launch.start_line(&config().shell, shell, &mut env);
     let args = PaneArgs {
         name: None,
         command: Some(command),

@@ -222,15 +222,12 @@ impl Watched {
     }
 }
 
-/// Where the output of the pane's job begins: in a live shell, after the begin mark of its pending
-/// `fugue_exec`, else of its last one, so a result shows that job's lines and not the pane's
-/// earlier history; the start of the output otherwise.
+/// Where the output of the pane's job begins: in a live shell, where its command's output began
+/// (`Live::job_start`), so a result shows that job's lines and not the pane's earlier history; the
+/// start of the output otherwise.
 fn job_start(pane: &Pane) -> u64 {
-    let Some(Live { shell, .. }) = Live::of(pane) else { return 0 };
-    let exec = shell.with(|s| s.pending.as_ref().map(|p| p.id).or(s.last().map(|p| p.exec)));
-    let Some(exec) = exec.filter(|id| *id > 0) else { return 0 };
     let from = pane.output().end().saturating_sub(JOB_LOOK_BACK);
-    mark::locate(pane, &shell.begin_mark(exec), from).map_or(0, |(_, end)| end)
+    Live::of(pane).and_then(|live| live.job_start(from)).unwrap_or(0)
 }
 
 fn wait(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
