@@ -303,7 +303,10 @@ impl Run<'_> {
                         self.asked = Some(Asked::now(&self.pane, check));
                         watch = None;
                         self.interrupt();
+                        // The step's record, if the interrupt brought the prompt back, is taken
+                        // at the top; a step not back is killed with the pane at once.
                         deadline = Instant::now();
+                        continue;
                     } else {
                         self.held = self.records.last().map(|r| r.exec);
                     }
