@@ -23,7 +23,7 @@ use crate::ids::short_id;
 use crate::mux::{Mux, PaneArgs};
 use crate::pane::Pane;
 use crate::pane::exit::Exit;
-use crate::pane::process::{pid_t, session_members};
+use crate::pane::process::session_members;
 use crate::watch::Watch;
 use crossbeam_channel::{Receiver, Sender, after, select};
 use parking_lot::Mutex;
@@ -488,10 +488,7 @@ pub(crate) fn end_strays(pipeline: &AgentPipeline) {
     pids.dedup();
     for pid in pids.into_iter().filter(|pid| carries(*pid, &mark)) {
         crate::log::info(&format!("pipeline {}: ending stray agent process {pid}", pipeline.id));
-        // SAFETY: kill only sends a signal to a process we identified above.
-        unsafe {
-            libc::kill(pid_t(pid), libc::SIGKILL);
-        }
+        crate::pane::process::signal(pid, libc::SIGKILL);
     }
 }
 

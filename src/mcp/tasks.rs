@@ -271,7 +271,7 @@ impl Work {
         if let Some((pane, _)) = asking
             && let Ok(pane) = self.runtime.mux.pane(&pane)
         {
-            let _ = pane.send(&[b"\x03"]);
+            crate::shell::live::interrupt(&pane);
         }
         self.task.cancelled();
         self.announce();

@@ -243,11 +243,12 @@ impl Mux {
 
     /// Spawns a reserved pane at its reserved size and puts it in its place.
     pub(crate) fn start(&self, mut reserved: Reserved<'_>) -> Result<Arc<Pane>> {
-        let Some(Slot { spec, own_window }) = reserved.slot.take() else {
+        let Some(Slot { mut spec, own_window, integration, shell }) = reserved.slot.take() else {
             return Err(Error::internal("a pane's slot was started twice"));
         };
         let (id, window, name) = (spec.id.clone(), spec.window_id.clone(), spec.name.clone());
-        let spawned = Pane::spawn(spec, &self.temp_dirs);
+        let spawned = crate::shell::stand_above(&mut spec, shell, integration, &self.temp_dirs)
+            .and_then(|()| Pane::spawn(spec));
         let mut inner = self.inner.lock();
         let pane = match spawned {
             Ok(pane) => {

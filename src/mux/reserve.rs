@@ -70,6 +70,10 @@ pub(super) struct Slot {
     pub(super) spec: Spec,
     /// The window was made for this pane, so it goes if the pane cannot start.
     pub(super) own_window: bool,
+    /// An interactive shell gets a live shell above it (see `shell::stand_above`).
+    pub(super) integration: bool,
+    /// A live shell made beforehand (see `Reserved::with_shell`).
+    pub(super) shell: Option<Arc<crate::shell::Shell>>,
 }
 
 impl<'m> Reserved<'m> {
@@ -90,7 +94,7 @@ impl<'m> Reserved<'m> {
     /// interactive shell with it (a kept pipeline pane's shell, which replaces the steps' one).
     pub(crate) fn with_shell(&mut self, shell: Arc<crate::shell::Shell>) {
         if let Some(slot) = &mut self.slot {
-            slot.spec.live = Some(shell);
+            slot.shell = Some(shell);
         }
     }
 }
@@ -155,12 +159,13 @@ impl Inner {
             name: args.name.clone(),
             command: args.command.clone(),
             shown: None,
+            program: self.limits.shell.clone(),
+            args: args.command.iter().flat_map(|c| ["-c".to_string(), c.clone()]).collect(),
             cwd: args.cwd.clone(),
             env: args.env.clone(),
             rows: window.rows,
             cols: window.cols,
-            integration: args.integration,
-            live: None,
+            above: None,
             sandbox: args.sandbox,
             roots: args.roots.clone(),
             keep: Vec::new(),
@@ -169,7 +174,8 @@ impl Inner {
         if let Some(name) = &args.name {
             self.reserved_names.insert(name.clone());
         }
-        Ok(Slot { spec, own_window: matches!(place, Place::NewWindow { .. }) })
+        let own_window = matches!(place, Place::NewWindow { .. });
+        Ok(Slot { spec, own_window, integration: args.integration, shell: None })
     }
 
     /// Sets a reserved pane's size to its tile in its window as the window is now.

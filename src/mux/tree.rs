@@ -28,8 +28,9 @@ pub(crate) struct Window {
     pub(crate) panes: Vec<String>,
 }
 
-/// The registry's limits and the size of a new window, given at start-up (from `Config`).
-#[derive(Clone, Copy, Debug)]
+/// The registry's limits, the size of a new window and the shell its panes run in, given at
+/// start-up (from `Config`).
+#[derive(Clone, Debug)]
 pub(crate) struct Limits {
     /// Panes alive at once, over all sessions (`FUGUE_MAX_PANES`).
     pub(crate) max_panes: usize,
@@ -38,13 +39,16 @@ pub(crate) struct Limits {
     /// Size of a new window (`FUGUE_ROWS`, `FUGUE_COLS`).
     pub(crate) rows: u16,
     pub(crate) cols: u16,
+    /// The shell that runs pane commands and interactive panes (`FUGUE_SHELL`).
+    pub(crate) shell: String,
 }
 
 impl Limits {
     /// The limits `config` sets.
     pub(crate) fn of(config: &crate::config::Config) -> Limits {
         let (max_panes, max_sessions) = (config.max_panes, config.max_sessions);
-        Limits { max_panes, max_sessions, rows: config.rows, cols: config.cols }
+        let (rows, cols, shell) = (config.rows, config.cols, config.shell.clone());
+        Limits { max_panes, max_sessions, rows, cols, shell }
     }
 }
 

@@ -131,7 +131,7 @@ pub(crate) enum Look {
 /// Whether the pane's shell, run with fugue's integration, is its terminal's foreground itself
 /// (at its prompt, or in a builtin), not a job it started.
 fn shell_in_front(pane: &Pane) -> bool {
-    pane.shell().is_some()
+    pane.above().is_some()
         && Terminal::group(pane).is_some_and(|group| u32::try_from(group) == Ok(pane.pid))
 }
 
@@ -149,7 +149,7 @@ pub(crate) fn look(pane: &Pane) -> Look {
         // A shell with fugue's integration at its own prompt (or in its builtin `read`): its
         // prompt record, not the kernel, says which.
         Wait::Terminal { .. }
-            if pane.shell().is_some() && u32::try_from(terminal.group) == Ok(pane.pid) =>
+            if pane.above().is_some() && u32::try_from(terminal.group) == Ok(pane.pid) =>
         {
             Look::Quiet(asker.and_then(name))
         }

@@ -18,7 +18,7 @@ use crate::pane::search::{Found, Scan};
 use crate::pane::tail;
 use crate::pane::{Pane, mark};
 use crate::runtime::Ctx;
-use crate::shell::status::at_prompt;
+use crate::shell::live::Live;
 use crate::shell::{Prompt, Shell};
 use crate::tool::args::Args;
 use crate::waiter::{Waiter, Woke};
@@ -230,7 +230,8 @@ pub(crate) fn after_input(
     budget: &Budget<'_>,
     responses: Option<Responses>,
 ) -> Result<Value> {
-    let shell = pane.shell();
+    let live = Live::of(pane);
+    let shell = live.map(|live| live.shell);
     // The pane's own process is the shell (a kept pipeline pane's steps' shell became one).
     let shell_pane = pane.command.is_none() || shell.is_some();
     let (from, seen) = match written {
@@ -239,7 +240,7 @@ pub(crate) fn after_input(
     };
     let cwd = || shell.and_then(|s| s.with(crate::shell::State::cwd));
     if written.is_none()
-        && let Some(prompt) = at_prompt(pane)
+        && let Some(prompt) = live.and_then(|live| live.idle())
     {
         // Nothing runs and nothing was typed: the last command's outcome is the answer.
         let outcome = Outcome::Ended { prompt, end: from };

@@ -467,7 +467,7 @@ fn send_input(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
         .chain(submit.then_some(&b"\r"[..]))
         .filter(|part| !part.is_empty())
         .collect();
-    let seen = pane.shell().map(|s| s.with(|st| st.prompts));
+    let seen = crate::shell::live::Live::of(&pane).map(|live| live.shell.with(|st| st.prompts));
     let (offset, pending) = pane.send(&parts)?;
     let written: usize = parts.iter().map(|p| p.len()).sum();
     if let Some(wait) = wait {

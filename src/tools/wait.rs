@@ -19,7 +19,7 @@ use crate::pane::search::{Found, Scan, compile};
 use crate::pane::tail;
 use crate::runtime::{Ctx, Tool};
 use crate::shell::Prompt;
-use crate::shell::status::at_prompt;
+use crate::shell::live::Live;
 use crate::tool::args::Args;
 use crate::tool::choice::{Choice, choice_enum};
 use crate::tool::{RUNS, schema::*};
@@ -127,7 +127,7 @@ struct Watched {
 impl Watched {
     fn new(pane: Arc<Pane>, pattern: Option<&Regex>) -> Watched {
         let mut wakes = vec![pane.output().subscribe_status()];
-        wakes.extend(pane.shell().map(|s| s.subscribe()));
+        wakes.extend(Live::of(&pane).map(|live| live.shell.subscribe()));
         let scan = pattern.map(|regex| {
             // Subscribe before the start point is read, so nothing printed between is missed.
             wakes.push(pane.output().subscribe());
@@ -158,11 +158,12 @@ impl Watched {
     /// its output — up to `CATCH_UP`, for a mark that never comes.
     fn command_end(&mut self) -> Option<Outcome> {
         let pane = self.pane.clone();
-        let shell = pane.shell()?;
+        let live = Live::of(&pane)?;
+        let shell = live.shell;
         let prompts = shell.with(|s| s.prompts);
         if self.ending.is_none() && self.prompts_seen != Some(prompts) {
             self.prompts_seen = Some(prompts);
-            if let Some(prompt) = at_prompt(&self.pane) {
+            if let Some(prompt) = live.idle() {
                 // Subscribed before the look at the output, so the mark cannot slip between.
                 self.wakes.push(self.pane.output().subscribe());
                 self.ending = Some((prompt, Instant::now() + CATCH_UP));
@@ -222,15 +223,12 @@ impl Watched {
     }
 }
 
-/// Where the output of the pane's job begins: in a live shell, after the begin mark of its pending
-/// `fugue_exec`, else of its last one, so a result shows that job's lines and not the pane's
-/// earlier history; the start of the output otherwise.
+/// Where the output of the pane's job begins: in a live shell, where its command's output began
+/// (`Live::job_start`), so a result shows that job's lines and not the pane's earlier history; the
+/// start of the output otherwise.
 fn job_start(pane: &Pane) -> u64 {
-    let Some(shell) = pane.shell() else { return 0 };
-    let exec = shell.with(|s| s.pending.as_ref().map(|p| p.id).or(s.last().map(|p| p.exec)));
-    let Some(exec) = exec.filter(|id| *id > 0) else { return 0 };
     let from = pane.output().end().saturating_sub(JOB_LOOK_BACK);
-    mark::locate(pane, &shell.begin_mark(exec), from).map_or(0, |(_, end)| end)
+    Live::of(pane).and_then(|live| live.job_start(from)).unwrap_or(0)
 }
 
 fn wait(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
