@@ -38,7 +38,7 @@ mod watch;
 
 use cancel::Cancel;
 use mcp::Mcp;
-use rpc::{Session, Stop, Writer};
+use rpc::{Connection, Stop, Writer};
 use runtime::Runtime;
 use serde_json::{Map, Value};
 use std::process::ExitCode;
@@ -220,8 +220,8 @@ fn serve() -> ExitCode {
         })
         .ok();
     let writer = Arc::new(Writer::new(Box::new(std::io::stdout()), stop_tx.clone()));
-    let server = Session::new(mcp, writer, rpc::Limits::of(&runtime.config));
-    let reader = server.clone();
+    let connection = Connection::new(mcp, writer, rpc::Limits::of(&runtime.config));
+    let reader = connection.clone();
     let started = std::thread::Builder::new()
         .name("stdin".into())
         .spawn(move || reader.read_loop(std::io::stdin().lock(), stop_tx));
@@ -231,7 +231,7 @@ fn serve() -> ExitCode {
     }
     let why = stop_rx.recv().unwrap_or(Stop::Eof);
     log::info(&format!("stopping: {why:?}"));
-    server.cancel_all();
+    connection.cancel_all();
     // Gone from `fugue ls` at once; attached clients see the end when the process exits.
     drop(control);
     runtime.shutdown();

@@ -76,7 +76,7 @@ struct Flights {
 
 /// One JSON-RPC connection's loop: its calls in flight, its writer, its requests to the client.
 /// (A "server" in fugue is a process serving MCP; `server/` is the shared kind.)
-pub(crate) struct Session {
+pub(crate) struct Connection {
     mcp: Arc<Mcp>,
     limits: Limits,
     writer: Arc<Writer>,
@@ -105,11 +105,11 @@ impl Limits {
     }
 }
 
-impl Session {
-    pub(crate) fn new(mcp: Arc<Mcp>, writer: Arc<Writer>, limits: Limits) -> Arc<Session> {
+impl Connection {
+    pub(crate) fn new(mcp: Arc<Mcp>, writer: Arc<Writer>, limits: Limits) -> Arc<Connection> {
         let push = writer.clone();
         mcp.set_push(Arc::new(move |message| push.send(&message)));
-        Arc::new(Session {
+        Arc::new(Connection {
             mcp,
             limits,
             writer,
@@ -122,7 +122,7 @@ impl Session {
     }
 
     /// Reads requests until end of file, then reports `Stop::Eof`.
-    pub(crate) fn read_loop(self: &Arc<Session>, input: impl BufRead, stop: Sender<Stop>) {
+    pub(crate) fn read_loop(self: &Arc<Connection>, input: impl BufRead, stop: Sender<Stop>) {
         let mut input = input;
         loop {
             match line::next_line(&mut input, self.limits.max_line_bytes) {
@@ -149,7 +149,7 @@ impl Session {
         }
     }
 
-    fn dispatch_line(self: &Arc<Session>, line: &[u8]) {
+    fn dispatch_line(self: &Arc<Connection>, line: &[u8]) {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         if line.iter().all(u8::is_ascii_whitespace) {
             return;
@@ -170,7 +170,7 @@ impl Session {
         }
     }
 
-    fn dispatch(self: &Arc<Session>, mut message: Map<String, Value>) {
+    fn dispatch(self: &Arc<Connection>, mut message: Map<String, Value>) {
         let id = message.remove("id");
         let method = match message.get("method") {
             Some(Value::String(m)) => m.clone(),
@@ -267,7 +267,7 @@ impl Session {
         self.reply(id, self.mcp.handle(&req));
     }
 
-    fn start_flight(self: &Arc<Session>, id: Value, method: String, params: Map<String, Value>) {
+    fn start_flight(self: &Arc<Connection>, id: Value, method: String, params: Map<String, Value>) {
         let flight = Arc::new(Flight { cancel: Cancel::default(), closed: Mutex::new(false) });
         {
             let mut flights = self.flights.lock();

@@ -321,7 +321,7 @@ impl Manager {
             store.discard_lock(&id, lock);
             return Err(e);
         }
-        let job = record::Job {
+        let job = record::Assignment {
             repo: repo.display().to_string(),
             base_branch,
             base_commit: base_commit.clone(),

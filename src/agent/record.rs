@@ -258,7 +258,7 @@ pub(crate) struct Blocked {
 
 /// What the pipeline works on, fixed when it is created.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Job {
+pub(crate) struct Assignment {
     /// The repository's main working tree.
     pub(crate) repo: String,
     pub(crate) base_branch: String,
@@ -286,7 +286,7 @@ pub(crate) struct AgentPipeline {
     pub(crate) created_at: u64,
     pub(crate) updated_at: u64,
     pub(crate) completed_at: Option<u64>,
-    pub(crate) job: Job,
+    pub(crate) job: Assignment,
     pub(crate) limits: Limits,
     /// The stage running, or the stage blocked at.
     pub(crate) current: Option<StageType>,
@@ -321,7 +321,7 @@ impl AgentPipeline {
         id: String,
         name: Option<String>,
         idea_id: Option<String>,
-        job: Job,
+        job: Assignment,
         agents: Agents,
         limits: Limits,
         at: u64,
@@ -433,7 +433,7 @@ pub(crate) fn short_commit(commit: &str) -> &str {
 /// A pipeline with placeholder paths and agents, for unit tests that only store or list it.
 #[cfg(test)]
 pub(crate) fn sample(id: &str, name: Option<String>) -> AgentPipeline {
-    let job = Job {
+    let job = Assignment {
         repo: "/r".into(),
         base_branch: "main".into(),
         base_commit: "abc".into(),

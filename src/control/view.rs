@@ -162,7 +162,7 @@ fn visible(rect: Area, view: Size) -> (u16, u16) {
 }
 
 /// The target window and its panes, collected under the registry lock.
-struct Layout {
+struct Frame {
     windows: Vec<WindowInfo>,
     /// Index in `windows` of the window shown.
     current: Option<usize>,
@@ -209,7 +209,7 @@ pub(crate) fn pane_ids(mux: &Mux, target: &Target) -> Vec<(String, Arc<Pane>)> {
     collect(mux, target).panes.into_iter().map(|(p, _)| (p.id.clone(), p)).collect()
 }
 
-fn collect(mux: &Mux, target: &Target) -> Layout {
+fn collect(mux: &Mux, target: &Target) -> Frame {
     mux.with_sessions(|sessions, lookup| {
         let (place, missing) = resolve(sessions, target);
         let mut windows = Vec::new();
@@ -238,7 +238,7 @@ fn collect(mux: &Mux, target: &Target) -> Layout {
                 });
             }
         }
-        Layout { windows, current, missing, panes }
+        Frame { windows, current, missing, panes }
     })
 }
 
@@ -277,7 +277,7 @@ fn newest(sessions: &[Session]) -> Option<(usize, usize)> {
     visible.or_else(any).map(|(i, s)| (i, pick(s)))
 }
 
-fn fingerprint_of(layout: &Layout) -> u64 {
+fn fingerprint_of(layout: &Frame) -> u64 {
     let mut hasher = DefaultHasher::new();
     layout.windows.hash(&mut hasher);
     (layout.current, layout.missing).hash(&mut hasher);

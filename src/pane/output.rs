@@ -22,7 +22,9 @@ use std::time::{Duration, Instant};
 /// How far back a tail read looks for line starts: a bound on the work of one read.
 pub(crate) const TAIL_SCAN_LIMIT: usize = 4 << 20;
 
-pub(crate) struct State {
+/// What the reader captured — the bytes, where a full-screen program had the alternate screen — and
+/// how the pane ended, under the output's lock.
+pub(crate) struct Captured {
     pub(crate) ring: Ring,
     /// Where a full-screen program had the alternate screen, for the text view.
     pub(crate) alt: AltScreen,
@@ -37,7 +39,7 @@ pub(crate) struct State {
 }
 
 pub(crate) struct Output {
-    state: Mutex<State>,
+    state: Mutex<Captured>,
     screen: Mutex<Screen>,
     /// Every change: output, exit, end of file, close.
     watch: Watch,
@@ -81,7 +83,7 @@ pub(crate) struct Read {
     pub(crate) dropped: bool,
 }
 
-impl State {
+impl Captured {
     /// Adds printed bytes to the ring and the alternate-screen record.
     fn push(&mut self, data: &[u8]) {
         let at = self.ring.end();
@@ -95,7 +97,7 @@ impl State {
 impl Output {
     pub(crate) fn new(scrollback: usize, rows: u16, cols: u16) -> Output {
         Output {
-            state: Mutex::new(State {
+            state: Mutex::new(Captured {
                 ring: Ring::new(scrollback),
                 alt: AltScreen::default(),
                 exit: None,
@@ -189,7 +191,7 @@ impl Output {
     }
 
     /// Runs `f` on the current state under the lock; keep `f` short.
-    pub(crate) fn with<T>(&self, f: impl FnOnce(&State) -> T) -> T {
+    pub(crate) fn with<T>(&self, f: impl FnOnce(&Captured) -> T) -> T {
         f(&self.state.lock())
     }
 

@@ -7,7 +7,7 @@
 //! so nothing is rewritten. The front only notes which requests await an answer, so that if the
 //! server dies it can answer each with an error instead of leaving the client waiting.
 
-use super::{FileLock, HELLO_TIMEOUT, Hello, Paths, Role, State};
+use super::{Census, FileLock, HELLO_TIMEOUT, Hello, Paths, Role};
 use crate::error::{Error, ErrorKind, Result};
 use crate::jsonrpc::{self, RpcError};
 use crate::line::{self, LineError, Next};
@@ -212,7 +212,7 @@ fn replace_or_refuse(paths: &Paths, server: &Hello) -> Result<()> {
     end_server(paths)
 }
 
-fn skew(paths: &Paths, server: &Hello, state: &State) -> Error {
+fn skew(paths: &Paths, server: &Hello, state: &Census) -> Error {
     Error::new(
         ErrorKind::InvalidState,
         format!(

@@ -10,7 +10,7 @@
 //! and count only when a FIFO record names them. The nonce reaches the shell in a 0600 file that
 //! the init script reads and deletes, never in the environment.
 //!
-//! `Shell` owns the directory and a reader thread that turns records into `State` and wakes
+//! `Shell` owns the directory and a reader thread that turns records into what it knows of the shell (`Records`) and wakes
 //! subscribers; waiters (`fugue_exec`, `fugue_send_input` with `wait_ms`, `fugue_run_pipeline`'s
 //! steps) block on that channel. The shell stands above its pane (`stand_above`, `Live`): the
 //! pane holds it only as an opaque `pane::Above`, which it releases when it closes.
@@ -58,7 +58,7 @@ pub(crate) struct Prompt {
 
 /// What fugue knows of the shell, from its records.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct State {
+pub(crate) struct Records {
     /// Prompt records received; 0 while the shell is starting.
     pub(crate) prompts: u64,
     /// The latest prompts, oldest first.
@@ -78,7 +78,7 @@ pub(crate) struct Pending {
     pub(crate) typed: Option<u64>,
 }
 
-impl State {
+impl Records {
     pub(crate) fn last(&self) -> Option<&Prompt> {
         self.recent.back()
     }
@@ -104,7 +104,7 @@ pub(crate) struct Shell {
     /// The shell's program, as it was started.
     program: String,
     /// What the reader thread shares: the nonce, the state and its watch.
-    records: Arc<Records>,
+    feed: Arc<Feed>,
     /// `None` once stopped.
     dir: Mutex<Option<PrivateDir>>,
     /// Our read and write end of the FIFO: the write end wakes the reader when the shell stops.
@@ -114,9 +114,9 @@ pub(crate) struct Shell {
 
 /// The records' side, owned with the reader thread: it holds no directory, so a shell that is
 /// dropped without `stop` still ends its thread and removes its directory.
-struct Records {
+struct Feed {
     nonce: String,
-    state: Mutex<State>,
+    state: Mutex<Records>,
     watch: Watch,
 }
 
@@ -136,15 +136,15 @@ impl Shell {
         let launch = write_init(kind, &dir, env)?;
         let fifo = dir.fifo("r")?;
         let reader = fifo.try_clone()?;
-        let records = Arc::new(Records {
+        let records = Arc::new(Feed {
             nonce,
-            state: Mutex::new(State::default()),
+            state: Mutex::new(Records::default()),
             watch: Watch::default(),
         });
         let shell = Arc::new(Shell {
             kind,
             program: shell.to_string(),
-            records: records.clone(),
+            feed: records.clone(),
             dir: Mutex::new(Some(dir)),
             fifo,
             next_exec: AtomicU64::new(1),
@@ -171,17 +171,17 @@ impl Shell {
             let mut fifo = &self.fifo;
             let _ = fifo.write_all(b"q\0");
         }
-        self.records.watch.notify();
+        self.feed.watch.notify();
     }
 
     /// A channel that receives a token after every record. Subscribe before looking at `state`.
     pub(crate) fn subscribe(&self) -> Receiver<()> {
-        self.records.watch.subscribe()
+        self.feed.watch.subscribe()
     }
 
     /// Reads `f` out of the state under its lock.
-    pub(crate) fn with<T>(&self, f: impl FnOnce(&State) -> T) -> T {
-        f(&self.records.state.lock())
+    pub(crate) fn with<T>(&self, f: impl FnOnce(&Records) -> T) -> T {
+        f(&self.feed.state.lock())
     }
 
     /// Writes `command` for the shell to read and returns its id and the line to type; `sent_to`
@@ -196,7 +196,7 @@ impl Shell {
         let dir =
             dir.as_ref().ok_or_else(|| Error::new(ErrorKind::PaneClosed, "the pane is closing"))?;
         dir.write(&format!("c{id}"), command)?;
-        let mut state = self.records.state.lock();
+        let mut state = self.feed.state.lock();
         state.pending =
             Some(Pending { id, command: command.to_string(), dir: sent_to, typed: None });
         Ok((id, self.kind.stub(id)))
@@ -204,7 +204,7 @@ impl Shell {
 
     /// Exec `id`'s line was typed at output offset `at`.
     fn typed(&self, id: u64, at: u64) {
-        let mut state = self.records.state.lock();
+        let mut state = self.feed.state.lock();
         if let Some(pending) = state.pending.as_mut().filter(|p| p.id == id) {
             pending.typed = Some(at);
         }
@@ -219,12 +219,12 @@ impl Shell {
 
     /// The mark the shell prints where exec `id`'s output begins.
     pub(crate) fn begin_mark(&self, id: u64) -> String {
-        format!("\x1b]133;C;fugue=x{id}.{}\x07", self.records.nonce)
+        format!("\x1b]133;C;fugue=x{id}.{}\x07", self.feed.nonce)
     }
 
     /// The mark the shell prints where a command's output ends, before prompt `prompt`.
     pub(crate) fn end_mark(&self, prompt: &Prompt) -> String {
-        format!("\x1b]133;D;{};fugue={}.{}\x07", prompt.status, prompt.number, self.records.nonce)
+        format!("\x1b]133;D;{};fugue={}.{}\x07", prompt.status, prompt.number, self.feed.nonce)
     }
 }
 
@@ -274,7 +274,7 @@ pub(crate) fn stand_above(
     Ok(())
 }
 
-impl Records {
+impl Feed {
     /// The reader thread: records into state until fugue's own `q`.
     fn read_records(&self, fifo: File) {
         let mut reader = BufReader::new(fifo);
@@ -388,7 +388,7 @@ mod tests {
 
     #[test]
     fn since_skips_what_was_seen() {
-        let mut state = State::default();
+        let mut state = Records::default();
         for n in 1..=3 {
             state.prompts += 1;
             state.recent.push_back(Prompt { number: n, exec: 0, status: 0, cwd: "/".into() });

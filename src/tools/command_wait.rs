@@ -238,7 +238,7 @@ pub(crate) fn after_input(
         Some((offset, seen)) => (offset, seen),
         None => (pane.output().end(), shell.map(|s| s.with(|st| st.prompts))),
     };
-    let cwd = || shell.and_then(|s| s.with(crate::shell::State::cwd));
+    let cwd = || shell.and_then(|s| s.with(crate::shell::Records::cwd));
     if written.is_none()
         && let Some(prompt) = live.and_then(|live| live.idle())
     {

@@ -19,7 +19,7 @@ use crate::pane::search::compile;
 use crate::pane::{Pane, mark};
 use crate::runtime::{Ctx, Tool};
 use crate::shell::live::{Live, Typed};
-use crate::shell::{PROMPT_DRAWN_WAIT, State};
+use crate::shell::{PROMPT_DRAWN_WAIT, Records};
 use crate::tool::args::Args;
 use crate::tool::{RUNS, schema::*};
 use crossbeam_channel::{after, at as at_instant, never, select};
@@ -138,7 +138,7 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     }
     let outcome = outcome?;
     let from = mark::find(&pane, &shell.begin_mark(id), typed).map_or(typed, |(_, end)| end);
-    let cwd = shell.with(State::cwd);
+    let cwd = shell.with(Records::cwd);
     let budget = Budget::whole(max_bytes, keep.as_ref());
     let mut value = wait::answer(&pane, &outcome, from, &budget, cwd, true);
     super::add_denied(&mut value, &pane, "output");
