@@ -306,8 +306,8 @@ fn label(pane: &PaneView) -> String {
 
 /// The pane's state words (`view::state_words`), with what its shell runs.
 fn state(pane: &PaneView) -> String {
-    let words = state_words(&pane.state, &pane.live);
-    match &pane.live.current_command {
+    let words = state_words(&pane.state, &pane.doing);
+    match &pane.doing.current_command {
         Some(command) if pane.state.status == "running" => format!("{words}: {command}"),
         _ => words,
     }

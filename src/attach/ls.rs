@@ -180,14 +180,14 @@ fn describe_window(session: &str, window: &TreeWindow, out: &mut String) {
 /// The pane's state words (`view::state_words`); for a running pane, with its directory and the
 /// command its shell runs, as far as they are known.
 fn live_state(pane: &TreePane) -> String {
-    let mut state = state_words(&pane.state, &pane.live);
+    let mut state = state_words(&pane.state, &pane.doing);
     if pane.state.status != "running" {
         return state;
     }
-    if let Some(cwd) = &pane.live.cwd {
+    if let Some(cwd) = &pane.doing.cwd {
         let _ = write!(state, "  in {}", clean(cwd));
     }
-    if let Some(command) = &pane.live.current_command {
+    if let Some(command) = &pane.doing.current_command {
         let _ = write!(state, "  running {}", clean(command));
     }
     state

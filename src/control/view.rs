@@ -10,8 +10,9 @@
 use crate::layout::{self, Rect};
 use crate::mux::{Mux, ORCHESTRATION_SESSION, Session};
 use crate::pane::Pane;
+use crate::pane::activity::Activity;
 use crate::pane::exit::PaneState;
-use crate::shell::status::Live;
+use crate::shell::status::Doing;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -68,7 +69,7 @@ pub(crate) struct PaneView {
     #[serde(flatten)]
     pub(crate) state: PaneState,
     #[serde(flatten)]
-    pub(crate) live: Live,
+    pub(crate) doing: Doing,
     pub(crate) rect: Area,
     pub(crate) cursor: Cursor,
     pub(crate) application_cursor: bool,
@@ -107,17 +108,17 @@ pub(crate) struct TreePane {
     #[serde(flatten)]
     pub(crate) state: PaneState,
     #[serde(flatten)]
-    pub(crate) live: Live,
+    pub(crate) doing: Doing,
 }
 
 /// A pane's state in a few words, as `fugue ls` and `fugue attach` show it: `exited 3`, `killed by
 /// SIGTERM` or `exited` once it ended; while it runs, its activity (`prompt`, `busy`, `input`, or
 /// `running` where fugue cannot tell), with the shell's last exit code at its prompt.
-pub(crate) fn state_words(state: &PaneState, live: &Live) -> String {
+pub(crate) fn state_words(state: &PaneState, doing: &Doing) -> String {
     match (state.status.as_str(), state.exit.exit_code, &state.exit.signal) {
-        ("running", _, _) => match (live.activity.as_deref(), live.last_exit_code) {
-            (Some("prompt"), Some(code)) => format!("prompt (last exit {code})"),
-            (Some(activity), _) => activity.to_string(),
+        ("running", _, _) => match (doing.activity, doing.last_exit_code) {
+            (Some(Activity::Prompt), Some(code)) => format!("prompt (last exit {code})"),
+            (Some(activity), _) => activity.as_str().to_string(),
             (None, _) => "running".to_string(),
         },
         (_, Some(code), _) => format!("exited {code}"),
@@ -305,7 +306,7 @@ fn pane_view(pane: &Pane, rect: Rect, view: Size) -> PaneView {
         name: pane.name.clone(),
         command: pane.command.clone(),
         state: PaneState::new(exit),
-        live: crate::shell::status::live(pane),
+        doing: crate::shell::status::doing(pane),
         rect,
         cursor: Cursor { row, col, visible },
         application_cursor: styled.application_cursor,
@@ -326,11 +327,11 @@ mod tests {
             p.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
             serde_json::from_value(p).unwrap()
         };
-        let words = |p: &TreePane| state_words(&p.state, &p.live);
+        let words = |p: &TreePane| state_words(&p.state, &p.doing);
         assert_eq!(words(&pane(json!({}))), "running");
         let at_prompt = pane(json!({"activity": "prompt", "last_exit_code": 2, "cwd": "/tmp"}));
         assert_eq!(words(&at_prompt), "prompt (last exit 2)");
-        assert_eq!(at_prompt.live.cwd.as_deref(), Some("/tmp"));
+        assert_eq!(at_prompt.doing.cwd.as_deref(), Some("/tmp"));
         let busy =
             pane(json!({"activity": "busy", "last_exit_code": 0, "current_command": "make"}));
         assert_eq!(words(&busy), "busy");

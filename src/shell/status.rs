@@ -9,7 +9,7 @@
 use crate::pane::Pane;
 use crate::pane::activity::{self, Activity};
 use crate::pane::exit::write_fields;
-use crate::shell::live::Live as LiveShell;
+use crate::shell::live::Live;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -19,7 +19,7 @@ pub(crate) fn activity(pane: &Pane) -> Option<Activity> {
     if !pane.is_running() {
         return None;
     }
-    if LiveShell::of(pane).and_then(|live| live.idle()).is_some() {
+    if Live::of(pane).and_then(|live| live.idle()).is_some() {
         return Some(Activity::Prompt);
     }
     Some(activity::probe(pane))
@@ -28,10 +28,9 @@ pub(crate) fn activity(pane: &Pane) -> Option<Activity> {
 /// What a running pane is doing, as its views give it: one struct for `fugue_get_status`,
 /// `fugue_list_sessions` and `fugue attach`. Every field is left out when unknown.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Live {
-    /// `prompt`, `busy` or `input`.
+pub(crate) struct Doing {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) activity: Option<String>,
+    pub(crate) activity: Option<Activity>,
     /// The status of the last command the shell reported at its prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) last_exit_code: Option<i32>,
@@ -45,10 +44,10 @@ pub(crate) struct Live {
 }
 
 /// What `pane` is doing now; empty once it has ended.
-pub(crate) fn live(pane: &Pane) -> Live {
-    let Some(activity) = activity(pane) else { return Live::default() };
-    let mut live = Live { activity: Some(activity.as_str().into()), ..Live::default() };
-    let shell = LiveShell::of(pane);
+pub(crate) fn doing(pane: &Pane) -> Doing {
+    let Some(activity) = activity(pane) else { return Doing::default() };
+    let mut live = Doing { activity: Some(activity), ..Doing::default() };
+    let shell = Live::of(pane);
     let last = shell.and_then(|l| l.shell.with(|st| Some((st.last()?.status, st.cwd()?))));
     live.last_exit_code = last.as_ref().map(|(status, _)| *status);
     // At its prompt a shell is where it last reported; while a command runs it is where the
@@ -64,7 +63,7 @@ pub(crate) fn live(pane: &Pane) -> Live {
     live
 }
 
-/// Adds `activity`, `last_exit_code`, `cwd` and `current_command` (see `Live`) to `value`.
+/// Adds `activity`, `last_exit_code`, `cwd` and `current_command` (see `Doing`) to `value`.
 pub(crate) fn add_live(value: &mut Value, pane: &Pane) {
-    write_fields(value, &live(pane));
+    write_fields(value, &doing(pane));
 }
