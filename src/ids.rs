@@ -1,5 +1,5 @@
 //! Ids and times as fugue writes them: a new id, its short form for people, a time in Unix
-//! milliseconds.
+//! milliseconds or in ISO 8601 (UTC, as MCP's tasks carry them).
 //!
 //! A leaf: panes, the mux, live shells, agent pipelines and the front-ends all name things with
 //! these, so they live below all of them rather than in any one.
@@ -17,6 +17,49 @@ pub(crate) fn short_id(id: &str) -> &str {
     id.char_indices().nth(8).map_or(id, |(end, _)| &id[..end])
 }
 
+/// `t` in milliseconds since the Unix epoch (0 before it).
 pub(crate) fn unix_ms(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+/// `t` as ISO 8601 in UTC, to the millisecond: `2026-11-26T14:30:00.123Z`.
+pub(crate) fn iso8601(t: SystemTime) -> String {
+    let since = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = since.as_secs();
+    let (year, month, day) = civil(secs / 86_400);
+    let rest = secs % 86_400;
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60,
+        since.subsec_millis()
+    )
+}
+
+/// The calendar date of a day counted from 1970-01-01 (Howard Hinnant's `civil_from_days`, for
+/// days on or after the epoch).
+fn civil(days: u64) -> (u64, u64, u64) {
+    let z = days + 719_468;
+    let (era, doe) = (z / 146_097, z % 146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + u64::from(month <= 2), month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn times_are_iso_8601_in_utc() {
+        assert_eq!(iso8601(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
+        let t = UNIX_EPOCH + Duration::from_millis(1_795_703_400_123);
+        assert_eq!(iso8601(t), "2026-11-26T14:30:00.123Z");
+        assert_eq!(civil(11_016), (2000, 2, 29));
+    }
 }

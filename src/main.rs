@@ -8,6 +8,7 @@
 
 mod agent;
 mod attach;
+mod cancel;
 mod config;
 mod control;
 mod error;
@@ -32,15 +33,17 @@ mod tempdir;
 mod tool;
 mod tools;
 mod usage;
+mod waiter;
 mod watch;
 
+use cancel::Cancel;
 use mcp::Mcp;
-use rpc::{Session, Stop, Writer};
+use rpc::{Connection, Stop, Writer};
 use runtime::Runtime;
 use serde_json::{Map, Value};
 use std::process::ExitCode;
 use std::sync::Arc;
-use tool::call::{Cancel, Progress};
+use tool::call::Progress;
 use usage::{USAGE, print_out, usage_error};
 
 fn main() -> ExitCode {
@@ -217,8 +220,8 @@ fn serve() -> ExitCode {
         })
         .ok();
     let writer = Arc::new(Writer::new(Box::new(std::io::stdout()), stop_tx.clone()));
-    let server = Session::new(mcp, writer);
-    let reader = server.clone();
+    let connection = Connection::new(mcp, writer, rpc::Limits::of(&runtime.config));
+    let reader = connection.clone();
     let started = std::thread::Builder::new()
         .name("stdin".into())
         .spawn(move || reader.read_loop(std::io::stdin().lock(), stop_tx));
@@ -228,7 +231,7 @@ fn serve() -> ExitCode {
     }
     let why = stop_rx.recv().unwrap_or(Stop::Eof);
     log::info(&format!("stopping: {why:?}"));
-    server.cancel_all();
+    connection.cancel_all();
     // Gone from `fugue ls` at once; attached clients see the end when the process exits.
     drop(control);
     runtime.shutdown();

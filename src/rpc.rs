@@ -9,11 +9,13 @@
 //! request goes out with an id of fugue's own, and the client's response, read like any line, is
 //! handed back to the flight that waits for it.
 
-use crate::config::config;
-use crate::jsonrpc::{INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, RpcError};
+use crate::cancel::Cancel;
+use crate::jsonrpc::{
+    self, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, RpcError,
+};
 use crate::line::{self, Next};
 use crate::mcp::{Mcp, Request, Route};
-use crate::tool::call::{Cancel, Progress};
+use crate::tool::call::Progress;
 use crossbeam_channel::{Receiver, Sender};
 use parking_lot::{Condvar, Mutex};
 use serde_json::{Map, Value, json};
@@ -74,8 +76,9 @@ struct Flights {
 
 /// One JSON-RPC connection's loop: its calls in flight, its writer, its requests to the client.
 /// (A "server" in fugue is a process serving MCP; `server/` is the shared kind.)
-pub(crate) struct Session {
+pub(crate) struct Connection {
     mcp: Arc<Mcp>,
+    limits: Limits,
     writer: Arc<Writer>,
     flights: Mutex<Flights>,
     /// Signalled when an answer has been written and its slot is free.
@@ -86,12 +89,29 @@ pub(crate) struct Session {
     next_ask: AtomicU64,
 }
 
-impl Session {
-    pub(crate) fn new(mcp: Arc<Mcp>, writer: Arc<Writer>) -> Arc<Session> {
+/// A connection's limits, given at start-up (from `Config`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Limits {
+    /// The longest line read (`FUGUE_MAX_LINE_BYTES`).
+    pub(crate) max_line_bytes: usize,
+    /// Tool calls running at once (`FUGUE_MAX_CALLS`).
+    pub(crate) max_calls: usize,
+}
+
+impl Limits {
+    /// The limits `config` sets.
+    pub(crate) fn of(config: &crate::config::Config) -> Limits {
+        Limits { max_line_bytes: config.max_line_bytes, max_calls: config.max_calls }
+    }
+}
+
+impl Connection {
+    pub(crate) fn new(mcp: Arc<Mcp>, writer: Arc<Writer>, limits: Limits) -> Arc<Connection> {
         let push = writer.clone();
         mcp.set_push(Arc::new(move |message| push.send(&message)));
-        Arc::new(Session {
+        Arc::new(Connection {
             mcp,
+            limits,
             writer,
             flights: Mutex::new(Flights::default()),
             answered: Condvar::new(),
@@ -102,12 +122,14 @@ impl Session {
     }
 
     /// Reads requests until end of file, then reports `Stop::Eof`.
-    pub(crate) fn read_loop(self: &Arc<Session>, input: impl BufRead, stop: Sender<Stop>) {
+    pub(crate) fn read_loop(self: &Arc<Connection>, input: impl BufRead, stop: Sender<Stop>) {
         let mut input = input;
         loop {
-            match line::next_line(&mut input, config().max_line_bytes) {
+            match line::next_line(&mut input, self.limits.max_line_bytes) {
                 Next::End => break,
-                Next::TooLong(n) => self.reply_error(&Value::Null, too_long(n)),
+                Next::TooLong(n) => {
+                    self.reply_error(&Value::Null, too_long(n, self.limits.max_line_bytes));
+                }
                 Next::Line(line) => self.dispatch_line(&line),
             }
         }
@@ -127,7 +149,7 @@ impl Session {
         }
     }
 
-    fn dispatch_line(self: &Arc<Session>, line: &[u8]) {
+    fn dispatch_line(self: &Arc<Connection>, line: &[u8]) {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         if line.iter().all(u8::is_ascii_whitespace) {
             return;
@@ -148,7 +170,7 @@ impl Session {
         }
     }
 
-    fn dispatch(self: &Arc<Session>, mut message: Map<String, Value>) {
+    fn dispatch(self: &Arc<Connection>, mut message: Map<String, Value>) {
         let id = message.remove("id");
         let method = match message.get("method") {
             Some(Value::String(m)) => m.clone(),
@@ -245,14 +267,14 @@ impl Session {
         self.reply(id, self.mcp.handle(&req));
     }
 
-    fn start_flight(self: &Arc<Session>, id: Value, method: String, params: Map<String, Value>) {
+    fn start_flight(self: &Arc<Connection>, id: Value, method: String, params: Map<String, Value>) {
         let flight = Arc::new(Flight { cancel: Cancel::default(), closed: Mutex::new(false) });
         {
             let mut flights = self.flights.lock();
             // Slots held only by answers being written come free when the writes end: wait for
             // them rather than refuse a call the client rightly thinks has room. While stdout is
             // full, this is where the reader waits, and stops reading stdin: backpressure.
-            let max = config().max_calls;
+            let max = self.limits.max_calls;
             while flights.calls.len() < max && flights.calls.len() + flights.answering >= max {
                 self.answered.wait(&mut flights);
             }
@@ -267,7 +289,7 @@ impl Session {
             }
             if flights.calls.len() >= max {
                 drop(flights);
-                self.reply(&id, self.mcp.refuse_busy(&method, &params, &busy_message()));
+                self.reply(&id, self.mcp.refuse_busy(&method, &params, &busy_message(max)));
                 return;
             }
             flights.calls.insert(key(&id), flight.clone());
@@ -345,9 +367,7 @@ impl Session {
         let sent = {
             let closed = flight.closed.lock();
             if !*closed {
-                let request =
-                    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-                self.writer.send(&request);
+                self.writer.send(&jsonrpc::request(&id, method, params));
             }
             !*closed
         };
@@ -365,36 +385,27 @@ impl Session {
 
     fn reply(&self, id: &Value, outcome: Result<Value, RpcError>) {
         match outcome {
-            Ok(result) => {
-                // Moved in: json! would copy the whole result through Serialize.
-                let mut message = json!({"jsonrpc": "2.0", "id": id});
-                message["result"] = result;
-                self.writer.send(&message);
-            }
+            Ok(result) => self.writer.send(&jsonrpc::result(id, result)),
             Err(err) => self.reply_error(id, err),
         }
     }
 
     fn reply_error(&self, id: &Value, err: RpcError) {
-        self.writer.send(&json!({"jsonrpc": "2.0", "id": id, "error": err.to_json()}));
+        self.writer.send(&jsonrpc::error(id, &err));
     }
 }
 
-/// The answer to a line over `FUGUE_MAX_LINE_BYTES`, which was skipped: `n` bytes long.
-pub(crate) fn too_long(n: u64) -> RpcError {
+/// The answer to a line over `FUGUE_MAX_LINE_BYTES` (`max`), which was skipped: `n` bytes long.
+pub(crate) fn too_long(n: u64, max: usize) -> RpcError {
     RpcError::new(
         INVALID_REQUEST,
-        format!(
-            "message of {n} bytes or more is over the {} byte limit (FUGUE_MAX_LINE_BYTES)",
-            config().max_line_bytes
-        ),
+        format!("message of {n} bytes or more is over the {max} byte limit (FUGUE_MAX_LINE_BYTES)"),
     )
 }
 
-fn busy_message() -> String {
+fn busy_message(max_calls: usize) -> String {
     format!(
-        "server busy: {} calls are already running (FUGUE_MAX_CALLS); retry when one ends",
-        config().max_calls
+        "server busy: {max_calls} calls are already running (FUGUE_MAX_CALLS); retry when one ends"
     )
 }
 
@@ -406,7 +417,7 @@ fn progress_notification(token: &Value, progress: f64, total: Option<f64>, messa
     if !message.is_empty() {
         params["message"] = json!(message);
     }
-    json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
+    jsonrpc::notification("notifications/progress", params)
 }
 
 /// Ids are strings or numbers; the JSON text is the key, so `1` and `"1"` stay apart.

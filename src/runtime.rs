@@ -2,12 +2,14 @@
 //!
 //! A `Runtime` owns the registry of panes (`mux`), the agent-pipeline manager (`agents`), the
 //! private temporary directories of pipelines and live shells (`temp_dirs`), the pool of fugue's
-//! own shells (`shells`) and the durable calls (`tasks`). Tool handlers reach it through their
+//! own shells (`shells`), the durable calls (`tasks`) and the settings it started with (`config`,
+//! read once here: the mux and the manager get their share as they are made). Tool handlers reach it through their
 //! `Ctx`; protocol connections share it by `Arc` (it is `Send + Sync`), and whoever made it calls
 //! `shutdown` once when the server stops.
 
 use crate::agent::{self, manager::Manager};
-use crate::mux::Mux;
+use crate::config::Config;
+use crate::mux::{Limits, Mux};
 use crate::tempdir::TempDirs;
 use std::sync::Arc;
 
@@ -27,6 +29,9 @@ pub(crate) struct Runtime {
     pub(crate) shells: crate::shell::pool::Pool,
     /// Durable calls (MCP Tasks): they outlive the request, and in a shared server the front.
     pub(crate) tasks: crate::tool::task::Tasks,
+    /// The settings and limits, read once as the runtime starts: what is built here gets its
+    /// share at construction, and handlers read the rest from here.
+    pub(crate) config: Config,
 }
 
 impl Runtime {
@@ -35,10 +40,12 @@ impl Runtime {
     pub(crate) fn start(drive: bool) -> Runtime {
         // Before any call makes directories of its own: those of fugues that were killed go.
         crate::tempdir::sweep_stale();
+        let config = crate::config::config().clone();
         let temp_dirs = Arc::<TempDirs>::default();
-        let mux = Arc::new(Mux::new(temp_dirs.clone()));
-        let agents = agent::start(mux.clone(), drive);
-        Runtime { mux, agents, temp_dirs, shells: Default::default(), tasks: Default::default() }
+        let mux = Arc::new(Mux::new(temp_dirs.clone(), Limits::of(&config)));
+        let agents = agent::start(mux.clone(), agent::manager::Settings::of(&config), drive);
+        let (shells, tasks) = (Default::default(), Default::default());
+        Runtime { mux, agents, temp_dirs, shells, tasks, config }
     }
 
     /// Stops everything, in order: durable calls first, so none starts work on what is ending; then

@@ -41,6 +41,21 @@ pub fn each_shell_fugue(case: impl Fn(&str, &mut Fugue)) {
     }
 }
 
+/// The status a shell reports for a command that SIGINT ended: 128 + 2, and 256 + 2 in ksh93.
+pub fn interrupted(shell: &str) -> i64 {
+    if shell == "ksh" { 258 } else { 130 }
+}
+
+/// A python3 command that puts the terminal in raw mode, where C-c is a byte and no signal, runs
+/// `statement` and puts the terminal back however it ends. Only a signal stops it.
+pub fn raw_mode(statement: &str) -> String {
+    format!(
+        "python3 -c \"import sys, termios, time, tty\nsaved = termios.tcgetattr(0)\ntry:\n    \
+         tty.setraw(0)\n    {statement}\nfinally:\n    termios.tcsetattr(0, termios.TCSANOW, \
+         saved)\""
+    )
+}
+
 pub fn exec(f: &mut Fugue, pane: &str, command: &str) -> Value {
     f.call("fugue_exec", json!({"pane_id": pane, "command": command, "timeout_ms": 20000}))
 }

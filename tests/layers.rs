@@ -11,20 +11,24 @@ use std::path::{Path, PathBuf};
 
 /// The order, lowest layer first. A file may import files of its own unit and of units in lower
 /// layers; an import up, or sideways to another unit of its own layer, fails. A unit is a module
-/// path, and a file belongs to the longest unit its module starts with: `shell` is the live-shell
-/// integration below panes, while `fugue_exec`, its tool (`tools/exec.rs`), stands with the other
-/// tool handlers. README's Development section draws the same order.
+/// path, and a file belongs to the longest unit its module starts with: `shell` is the live shell
+/// that stands above a pane (the pane is a terminal and a process, and knows no shell), while
+/// `fugue_exec`, its tool (`tools/exec.rs`), stands with the other tool handlers. README's
+/// Development section draws the same order.
 const LAYERS: &[&[&str]] = &[
     // Leaves: they import nothing of the crate, or only the leaves before them.
-    &["error", "log", "ids", "watch", "layout", "jsonrpc", "usage", "line", "procfs"],
+    &[
+        "error", "log", "ids", "watch", "waiter", "layout", "jsonrpc", "usage", "line", "procfs",
+        "cancel",
+    ],
     &["files"],
     &["config", "inherit", "tempdir", "tool"],
     // The sandbox: the policy and the launcher that applies it to a pane's process.
     &["sandbox"],
-    // The domain: live shells' integration, panes, the registry, agent pipelines and what the
+    // The domain: panes, the live shells above them, the registry, agent pipelines and what the
     // orchestration tools share; none of it knows of MCP or of the runtime.
-    &["shell"],
     &["pane"],
+    &["shell"],
     &["mux", "shell::status"],
     &["agent", "orchestrate", "shell::pool"],
     // What one server owns for its lifetime.

@@ -216,6 +216,37 @@ fn pipeline_timeout_interrupts_the_running_step_and_keeps_the_results() {
     assert!(gone_within(pid_in(&pidfile), Duration::from_secs(5)));
 }
 
+/// At its deadline, or found asking, a step is interrupted as by C-c, and the shell that ran it
+/// takes the prompt back, in every shell: the kept pane's shell reports the interrupted step's
+/// status, then takes the next command. fish runs the steps in /bin/sh and becomes the pane's shell
+/// after them.
+#[test]
+fn a_stopped_step_gives_the_prompt_back_in_every_shell() {
+    crate::exec::each_shell_fugue(|name, f| {
+        let stops = [
+            (json!({"commands": [{"command": "sleep 60"}], "timeout_ms": 500}), "timeout"),
+            (json!({"commands": [{"command": "printf 'Sure? '; head -n 1"}]}), "input"),
+        ];
+        for (args, stopped) in stops {
+            let out = run_pipeline(f, args);
+            let statuses = (out["status"].as_str(), out["steps"][0]["status"].as_str());
+            assert_eq!(statuses, (Some(stopped), Some(stopped)), "{name}: {out}");
+            let pane = out["pane_id"].as_str().unwrap().to_string();
+            if name != "fish" {
+                let status = f.call("fugue_get_status", json!({"pane_id": pane}));
+                let back = (status["activity"].as_str(), status["last_exit_code"].as_i64());
+                let code = crate::exec::interrupted(name);
+                assert_eq!(back, (Some("prompt"), Some(code)), "{name} {stopped}: {status}");
+            }
+            let next = f.call(
+                "fugue_exec",
+                json!({"command": "echo free", "pane_id": pane, "timeout_ms": 20000}),
+            );
+            assert_eq!(next["output"], "free", "{name} {stopped}: {next}");
+        }
+    });
+}
+
 #[test]
 fn pipeline_timeout_kills_a_step_that_ignores_the_interrupt() {
     let mut f = Fugue::start();

@@ -4,6 +4,7 @@
 //! `tasks/result` and answers the question as an `elicitation/create` request. A task outlives its
 //! front on a shared server, and the store is bounded.
 
+use crate::exec::{interrupted, raw_mode};
 use crate::shared::Server;
 use crate::util::*;
 use serde_json::{Value, json};
@@ -182,18 +183,29 @@ fn a_declined_question_or_a_client_without_forms_ends_the_task_with_the_question
 
 #[test]
 fn a_cancelled_task_stops_its_command_and_leaves_the_shell_free() {
+    // A program with the terminal in raw mode is stopped too: a typed C-c would be only a byte.
+    let raw = have("python3").then(|| raw_mode("time.sleep(60)"));
     crate::exec::each_shell(|name, f, shell| {
         f.call("fugue_exec", json!({"command": "true", "pane_id": shell, "timeout_ms": 20000}));
-        let handle =
-            call(f, declaring(), "fugue_exec", json!({"command": "sleep 60", "pane_id": shell}));
-        let id = task_id(&handle);
-        let started = Instant::now();
-        let ack = tasks_request(f, "tasks/cancel", json!({"taskId": id}));
-        assert_eq!(ack["result"]["resultType"], "complete", "{name}: {ack}");
-        let cancelled = poll_until(f, &id, |t| t["status"] == "cancelled");
-        assert!(started.elapsed() < Duration::from_secs(3), "{name}: {cancelled}");
-        let next = f.call("fugue_exec", json!({"command": "echo free", "pane_id": shell}));
-        assert_eq!(next["output"], "free", "{name}: the shell is not busy: {next}");
+        for command in std::iter::once("sleep 60").chain(raw.as_deref()) {
+            let running = json!({"command": command, "pane_id": shell});
+            let id = task_id(&call(f, declaring(), "fugue_exec", running));
+            let started = Instant::now();
+            let ack = tasks_request(f, "tasks/cancel", json!({"taskId": id}));
+            assert_eq!(ack["result"]["resultType"], "complete", "{name}: {ack}");
+            let cancelled = poll_until(f, &id, |t| t["status"] == "cancelled");
+            assert!(started.elapsed() < Duration::from_secs(3), "{name}: {cancelled}");
+            // Interrupted as by C-c: the shell is back at its prompt and says so.
+            let status = f.call("fugue_get_status", json!({"pane_id": shell}));
+            let back = (status["activity"].as_str(), status["last_exit_code"].as_i64());
+            assert_eq!(
+                back,
+                (Some("prompt"), Some(interrupted(name))),
+                "{name} {command}: {status}"
+            );
+            let next = f.call("fugue_exec", json!({"command": "echo free", "pane_id": shell}));
+            assert_eq!(next["output"], "free", "{name}: the shell is not busy: {next}");
+        }
     });
     // `notifications/cancelled` is not a way to cancel a task: nothing happens to it.
     let mut f = Fugue::start();
@@ -202,6 +214,36 @@ fn a_cancelled_task_stops_its_command_and_leaves_the_shell_free() {
     f.notify("notifications/cancelled", json!({"requestId": 1, "reason": "test"}));
     let done = poll_until(&mut f, &id, |t| t["status"] != "working");
     assert_eq!(done["status"], "completed", "{done}");
+}
+
+/// A task cancelled while its program asks interrupts the program, and the task ends once the
+/// shell is back at its prompt, in every shell: the next command runs at once. A program that asks
+/// with the terminal in raw mode is interrupted too.
+#[test]
+fn a_cancelled_question_gives_the_prompt_back_in_every_shell() {
+    let raw = have("python3")
+        .then(|| raw_mode("print('Key? ', end='', flush=True)\n    sys.stdin.read(2)"));
+    crate::exec::each_shell(|name, f, shell| {
+        f.call("fugue_exec", json!({"command": "true", "pane_id": shell, "timeout_ms": 20000}));
+        for command in std::iter::once("printf 'Sure? '; head -n 1").chain(raw.as_deref()) {
+            let asking = json!({"command": command, "pane_id": shell});
+            let id = task_id(&call(f, declaring(), "fugue_exec", asking));
+            poll_until(f, &id, |t| t["status"] == "input_required");
+            tasks_request(f, "tasks/cancel", json!({"taskId": id}));
+            let cancelled = poll_until(f, &id, |t| t["status"] == "cancelled");
+            let status = f.call("fugue_get_status", json!({"pane_id": shell}));
+            let back = (status["activity"].as_str(), status["last_exit_code"].as_i64());
+            let code = interrupted(name);
+            assert_eq!(
+                back,
+                (Some("prompt"), Some(code)),
+                "{name} {command}: {status} {cancelled}"
+            );
+            let next =
+                f.call_result("fugue_exec", json!({"command": "echo free", "pane_id": shell}));
+            assert_eq!(next["structuredContent"]["output"], "free", "{name}: {next}");
+        }
+    });
 }
 
 #[test]

@@ -15,12 +15,11 @@ use super::machine::{self, Control, Event, EventKind, Step};
 use super::record::{self, AgentPipeline, Limits, now};
 use super::runner::{self, Command, Env};
 use super::store::{Problem, Store, valid_id};
-use crate::config::config;
+use crate::cancel::Cancel;
 use crate::error::{Error, ErrorKind, Result};
 use crate::files::FileLock;
 use crate::ids::{new_id, short_id};
 use crate::mux::Mux;
-use crate::tool::call::Cancel;
 use crate::watch::Watch;
 use crossbeam_channel::{Receiver, Sender, after, select};
 use parking_lot::Mutex;
@@ -47,8 +46,25 @@ struct Inner {
     reserved: usize,
 }
 
+/// What the manager is given at start-up (from `Config`).
+#[derive(Clone, Debug)]
+pub(crate) struct Settings {
+    /// Where pipelines keep their state (`FUGUE_STATE_DIR`); `None`: `.state` in each repository.
+    pub(crate) state_dir: Option<PathBuf>,
+    /// Pipelines running or blocked at once (`FUGUE_MAX_PIPELINES`).
+    pub(crate) max_pipelines: usize,
+}
+
+impl Settings {
+    /// The settings `config` gives.
+    pub(crate) fn of(config: &crate::config::Config) -> Settings {
+        Settings { state_dir: config.state_dir.clone(), max_pipelines: config.max_pipelines }
+    }
+}
+
 pub(crate) struct Manager {
     pub(crate) mux: Arc<Mux>,
+    settings: Settings,
     /// False in `fugue call`: the process ends with the call, so it only reads.
     drive: bool,
     inner: Mutex<Inner>,
@@ -83,9 +99,10 @@ pub(crate) struct NewPipeline {
 }
 
 impl Manager {
-    pub(crate) fn new(mux: Arc<Mux>, drive: bool) -> Arc<Manager> {
+    pub(crate) fn new(mux: Arc<Mux>, settings: Settings, drive: bool) -> Arc<Manager> {
         Arc::new(Manager {
             mux,
+            settings,
             drive,
             inner: Mutex::new(Inner::default()),
             changed: Arc::default(),
@@ -101,8 +118,8 @@ impl Manager {
     }
 
     /// The state root for a repository: `FUGUE_STATE_DIR`, or `.state` in its main working tree.
-    pub(crate) fn root_for(repo_main: &Path) -> PathBuf {
-        config().state_dir.clone().unwrap_or_else(|| repo_main.join(".state"))
+    pub(crate) fn root_for(&self, repo_main: &Path) -> PathBuf {
+        self.settings.state_dir.clone().unwrap_or_else(|| repo_main.join(".state"))
     }
 
     /// Loads a state root once, resuming what it holds. Without `create`, a root that has no
@@ -242,7 +259,7 @@ impl Manager {
         let repo = git::main_worktree(&req.repo)?;
         let repo = repo.canonicalize().unwrap_or(repo);
         let store = self
-            .load_root(&Manager::root_for(&repo), true)?
+            .load_root(&self.root_for(&repo), true)?
             .ok_or_else(|| Error::internal("the state directory vanished"))?;
         self.reserve(req.name.as_deref())?;
         let created = self.create_reserved(&store, &repo, req);
@@ -270,13 +287,13 @@ impl Manager {
             ));
         }
         let active = inner.handles.iter().filter(|h| !h.is_terminal()).count() + inner.reserved;
-        if active >= config().max_pipelines {
+        if active >= self.settings.max_pipelines {
             return Err(Error::new(
                 ErrorKind::LimitReached,
                 format!(
                     "{active} pipelines are already running or blocked (FUGUE_MAX_PIPELINES is \
                      {}); cancel one or wait for one to finish",
-                    config().max_pipelines
+                    self.settings.max_pipelines
                 ),
             ));
         }
@@ -304,7 +321,7 @@ impl Manager {
             store.discard_lock(&id, lock);
             return Err(e);
         }
-        let job = record::Job {
+        let job = record::Assignment {
             repo: repo.display().to_string(),
             base_branch,
             base_commit: base_commit.clone(),
@@ -492,7 +509,8 @@ mod tests {
     fn finished_pipelines_leave_memory_and_are_read_from_disk() {
         let root = std::env::temp_dir().join(format!("fugue-manager-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
-        let manager = Manager::new(Arc::new(Mux::default()), true);
+        let manager =
+            Manager::new(Arc::new(Mux::default()), Settings::of(crate::config::config()), true);
         let store = manager.load_root(&root, true).unwrap().unwrap();
         let mut ids = Vec::new();
         for n in 0..5 {

@@ -16,16 +16,16 @@ pub(crate) mod runner;
 pub(crate) mod store;
 pub(crate) mod verdict;
 
-use crate::config::config;
 use crate::mux::Mux;
-use manager::Manager;
+use manager::{Manager, Settings};
 use std::sync::Arc;
 
 /// Starts the pipeline manager and resumes the pipelines in `FUGUE_STATE_DIR`. `drive` is false
 /// for `fugue call`, which only reads.
-pub(crate) fn start(mux: Arc<Mux>, drive: bool) -> Arc<Manager> {
-    let manager = Manager::new(mux, drive);
-    if let Some(root) = &config().state_dir
+pub(crate) fn start(mux: Arc<Mux>, settings: Settings, drive: bool) -> Arc<Manager> {
+    let state_dir = settings.state_dir.clone();
+    let manager = Manager::new(mux, settings, drive);
+    if let Some(root) = &state_dir
         && let Err(e) = manager.load_root(root, false)
     {
         crate::log::warn(&format!("cannot load pipelines from {}: {e}", root.display()));

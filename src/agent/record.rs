@@ -6,6 +6,7 @@
 //! than misread). The transitions that change them live in `machine`.
 
 use crate::ids::short_id;
+use crate::tool::choice::{Choice, choice_enum};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::time::SystemTime;
@@ -89,32 +90,70 @@ impl PipelineStatus {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum AnalyzerVerdict {
-    Complete,
-    Followup,
-    Failed,
+choice_enum! {
+    /// What an analyzer decided. Its words, here only, are the verdict file's, the saved
+    /// record's, `fugue verdict`'s and the answers'.
+    pub(crate) enum AnalyzerVerdict {
+        Complete = "complete",
+        Followup = "followup",
+        Failed = "failed",
+    }
 }
 
 impl AnalyzerVerdict {
     pub(crate) fn name(self) -> &'static str {
-        match self {
-            AnalyzerVerdict::Complete => "complete",
-            AnalyzerVerdict::Followup => "followup",
-            AnalyzerVerdict::Failed => "failed",
-        }
+        word(self)
     }
 
+    /// The verdict `word` names, in any case; `follow_up` and `follow-up` are `followup`.
     pub(crate) fn parse(word: &str) -> Option<AnalyzerVerdict> {
-        match word.to_ascii_lowercase().as_str() {
-            "complete" => Some(AnalyzerVerdict::Complete),
-            "followup" | "follow_up" | "follow-up" => Some(AnalyzerVerdict::Followup),
-            "failed" => Some(AnalyzerVerdict::Failed),
-            _ => None,
-        }
+        let word = word.to_ascii_lowercase().replace(['_', '-'], "");
+        pick(&word)
+    }
+
+    /// The words, as a sentence lists them: `complete, followup, failed`.
+    pub(crate) fn words() -> String {
+        AnalyzerVerdict::names().join(", ")
     }
 }
+
+choice_enum! {
+    /// What a person or agent may do to a blocked or running pipeline
+    /// (`fugue_agent_pipeline_control`'s `action`); `Followup` takes a prompt.
+    pub(crate) enum Action {
+        Retry = "retry",
+        Followup = "followup",
+        Cancel = "cancel",
+    }
+}
+
+/// The word of `value`, from its choice's one list.
+fn word<C: Choice + PartialEq>(value: C) -> &'static str {
+    C::VALUES.iter().find(|(_, v)| *v == value).map_or("", |(name, _)| name)
+}
+
+/// The value whose word is exactly `word`.
+fn pick<C: Choice>(word: &str) -> Option<C> {
+    C::VALUES.iter().find(|(name, _)| *name == word).map(|(_, value)| *value)
+}
+
+/// Read as its word, for the state file (`choice_enum!` serializes it by the same word).
+macro_rules! serde_by_word {
+    ($($name:ident),+) => {$(
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<$name, D::Error> {
+                let text = String::deserialize(d)?;
+                pick(&text).ok_or_else(|| {
+                    serde::de::Error::custom(format!(
+                        "{text:?} is not one of {}",
+                        $name::names().join(", ")
+                    ))
+                })
+            }
+        }
+    )+};
+}
+serde_by_word!(AnalyzerVerdict, Action);
 
 /// The bounds on a pipeline's loops, time and money. Each one, when reached, blocks the pipeline.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -213,7 +252,7 @@ pub(crate) struct Blocked {
 
 /// What the pipeline works on, fixed when it is created.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Job {
+pub(crate) struct Assignment {
     /// The repository's main working tree.
     pub(crate) repo: String,
     pub(crate) base_branch: String,
@@ -241,7 +280,7 @@ pub(crate) struct AgentPipeline {
     pub(crate) created_at: u64,
     pub(crate) updated_at: u64,
     pub(crate) completed_at: Option<u64>,
-    pub(crate) job: Job,
+    pub(crate) job: Assignment,
     pub(crate) limits: Limits,
     /// The stage running, or the stage blocked at.
     pub(crate) current: Option<StageType>,
@@ -276,7 +315,7 @@ impl AgentPipeline {
         id: String,
         name: Option<String>,
         idea_id: Option<String>,
-        job: Job,
+        job: Assignment,
         agents: Agents,
         limits: Limits,
         at: u64,
@@ -371,10 +410,10 @@ impl AgentPipeline {
     }
 
     /// What a person or agent may do now.
-    pub(crate) fn allowed_actions(&self) -> &'static [&'static str] {
+    pub(crate) fn allowed_actions(&self) -> &'static [Action] {
         match self.status {
-            PipelineStatus::Running => &["cancel"],
-            PipelineStatus::Blocked => &["retry", "followup", "cancel"],
+            PipelineStatus::Running => &[Action::Cancel],
+            PipelineStatus::Blocked => &[Action::Retry, Action::Followup, Action::Cancel],
             PipelineStatus::Complete | PipelineStatus::Cancelled => &[],
         }
     }
@@ -388,7 +427,7 @@ pub(crate) fn short_commit(commit: &str) -> &str {
 /// A pipeline with placeholder paths and agents, for unit tests that only store or list it.
 #[cfg(test)]
 pub(crate) fn sample(id: &str, name: Option<String>) -> AgentPipeline {
-    let job = Job {
+    let job = Assignment {
         repo: "/r".into(),
         base_branch: "main".into(),
         base_commit: "abc".into(),

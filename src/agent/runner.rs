@@ -14,7 +14,7 @@
 //! `Latest` board it publishes on — never the manager that started it.
 
 use super::git;
-use super::machine::{Control, Event, EventKind, Outcome, Step, Transition, next, quote};
+use super::machine::{Control, Event, EventKind, StageOutcome, Step, Transition, next, quote};
 use super::record::{AgentPipeline, Limits, PipelineStatus, StageType, now, short_commit};
 use super::store::{Store, write_atomic};
 use super::verdict;
@@ -23,7 +23,7 @@ use crate::ids::short_id;
 use crate::mux::{Mux, PaneArgs};
 use crate::pane::Pane;
 use crate::pane::exit::Exit;
-use crate::pane::process::{pid_t, session_members};
+use crate::pane::process::session_members;
 use crate::watch::Watch;
 use crossbeam_channel::{Receiver, Sender, after, select};
 use parking_lot::Mutex;
@@ -110,7 +110,7 @@ struct Runner {
 }
 
 /// Why the runner woke up.
-enum Wake {
+enum Turn {
     Next(Box<Transition>, Option<Sender<Result<()>>>),
     Stop,
 }
@@ -118,7 +118,7 @@ enum Wake {
 /// How waiting for a pane ended.
 enum Waited {
     Exit(Exit),
-    Wake(Wake),
+    Turn(Turn),
 }
 
 /// The files of one attempt.
@@ -146,8 +146,8 @@ pub(crate) fn drive(env: Env, pipeline: AgentPipeline, control: Receiver<Command
             }
         };
         match wake {
-            Wake::Next(transition, reply) => step = runner.commit(*transition, reply),
-            Wake::Stop => return,
+            Turn::Next(transition, reply) => step = runner.commit(*transition, reply),
+            Turn::Stop => return,
         }
     }
 }
@@ -193,7 +193,7 @@ impl Runner {
     }
 
     /// One attempt of `stage`: run it, judge it, and return the transition that follows.
-    fn run(&mut self, stage: StageType, attempt: u32, prompt: &str) -> Wake {
+    fn run(&mut self, stage: StageType, attempt: u32, prompt: &str) -> Turn {
         let command = self.pipeline.stage(stage).command.clone();
         let (outcome, cost) = match command {
             None => {
@@ -202,7 +202,7 @@ impl Runner {
             }
             Some(command) => match self.spawn(stage, attempt, prompt, &command) {
                 Err(e) => {
-                    (Outcome::Failed(format!("cannot start the agent: {}", e.message())), None)
+                    (StageOutcome::Failed(format!("cannot start the agent: {}", e.message())), None)
                 }
                 Ok((pane, files)) => {
                     self.pipeline.stage_mut(stage).run_id = Some(pane.id.clone());
@@ -213,13 +213,13 @@ impl Runner {
                         Waited::Exit(exit) => {
                             self.judge(stage, attempt, &command, &pane, exit, &files)
                         }
-                        Waited::Wake(wake) => return wake,
+                        Waited::Turn(wake) => return wake,
                     }
                 }
             },
         };
         let event = EventKind::Finished { stage, outcome, cost_usd: cost };
-        Wake::Next(Box::new(next(&self.pipeline, Event { at: now(), kind: event })), None)
+        Turn::Next(Box::new(next(&self.pipeline, Event { at: now(), kind: event })), None)
     }
 
     /// Starts the agent's pane, with its prompt and environment.
@@ -310,22 +310,22 @@ impl Runner {
                     {
                         // Only cancel is accepted while running.
                         let _ = self.env.mux.close_pane(&pane.id);
-                        return Waited::Wake(transition);
+                        return Waited::Turn(transition);
                     }
                 }
-                recv(self.env.stopping) -> _ => return Waited::Wake(Wake::Stop),
+                recv(self.env.stopping) -> _ => return Waited::Turn(Turn::Stop),
                 recv(deadline) -> _ => {
                     // Ended but kept, so its output shows what the agent was doing.
                     pane.close();
                     let event = Event { at: now(), kind: EventKind::TimeUp };
-                    return Waited::Wake(Wake::Next(Box::new(next(&self.pipeline, event)), None));
+                    return Waited::Turn(Turn::Next(Box::new(next(&self.pipeline, event)), None));
                 }
             }
         }
     }
 
     /// Blocked: waits for a control action that applies.
-    fn park(&mut self) -> Wake {
+    fn park(&mut self) -> Turn {
         loop {
             select! {
                 recv(self.control) -> command => match command {
@@ -334,22 +334,22 @@ impl Runner {
                             return wake;
                         }
                     }
-                    Err(_) => return Wake::Stop,
+                    Err(_) => return Turn::Stop,
                 },
-                recv(self.env.stopping) -> _ => return Wake::Stop,
+                recv(self.env.stopping) -> _ => return Turn::Stop,
             }
         }
     }
 
     /// A control action: refused at once with the reason, or the transition it causes.
-    fn consider(&mut self, command: Command) -> Option<Wake> {
+    fn consider(&mut self, command: Command) -> Option<Turn> {
         let event = EventKind::Control { action: command.action, limits: command.limits };
         let transition = next(&self.pipeline, Event { at: now(), kind: event });
         if let Step::Refuse(why) = &transition.step {
             let _ = command.reply.send(Err(Error::new(ErrorKind::InvalidState, why.clone())));
             return None;
         }
-        Some(Wake::Next(Box::new(transition), Some(command.reply)))
+        Some(Turn::Next(Box::new(transition), Some(command.reply)))
     }
 
     /// Turns the end of an agent's run into an outcome, with the cost it reported.
@@ -361,7 +361,7 @@ impl Runner {
         pane: &Pane,
         exit: Exit,
         files: &Files,
-    ) -> (Outcome, Option<f64>) {
+    ) -> (StageOutcome, Option<f64>) {
         let output = tail(pane, OUTPUT_LINES);
         let output_file = files.dir.join("output.txt");
         if write_atomic(&output_file, output.as_bytes()).is_ok() {
@@ -370,18 +370,18 @@ impl Runner {
         let failed = |who: &str| format!("the {who} {}{}", exit.describe(), last_words(&output));
         if stage == StageType::Analyzer {
             if !exit.success() {
-                return (Outcome::Failed(failed("analyzer")), None);
+                return (StageOutcome::Failed(failed("analyzer")), None);
             }
             return match verdict::read(&files.verdict) {
                 Ok(v) => (
-                    Outcome::Verdict {
+                    StageOutcome::Verdict {
                         verdict: v.verdict,
                         reason: v.reason,
                         followup_prompt: v.followup_prompt,
                     },
                     v.cost_usd,
                 ),
-                Err(why) => (Outcome::Failed(why), None),
+                Err(why) => (StageOutcome::Failed(why), None),
             };
         }
         let (cost, problem) = verdict::read_cost(&files.verdict);
@@ -391,16 +391,16 @@ impl Runner {
         let outcome = match stage {
             StageType::Implementer if exit.success() => self.check_work(attempt),
             StageType::Implementer => {
-                Outcome::Failed(format!("the implementer {}", exit.describe()))
+                StageOutcome::Failed(format!("the implementer {}", exit.describe()))
             }
-            StageType::Qa if exit.success() => Outcome::Success("tests passed".into()),
+            StageType::Qa if exit.success() => StageOutcome::Success("tests passed".into()),
             StageType::Qa => {
-                Outcome::QaFailed(feedback(command, exit, &tail(pane, FEEDBACK_LINES)))
+                StageOutcome::QaFailed(feedback(command, exit, &tail(pane, FEEDBACK_LINES)))
             }
             _ if exit.success() => {
-                Outcome::Success(format!("the merger command succeeded (pane {})", pane.id))
+                StageOutcome::Success(format!("the merger command succeeded (pane {})", pane.id))
             }
-            _ => Outcome::Conflict(format!(
+            _ => StageOutcome::Conflict(format!(
                 "the merger command {} (pane {})",
                 exit.describe(),
                 pane.id
@@ -410,7 +410,7 @@ impl Runner {
     }
 
     /// After the implementer exits 0: commit what it left, and insist the branch has work on it.
-    fn check_work(&mut self, attempt: u32) -> Outcome {
+    fn check_work(&mut self, attempt: u32) -> StageOutcome {
         let worktree = PathBuf::from(&self.pipeline.job.worktree);
         let message = format!("fugue pipeline {}: implementer attempt {attempt}", self.id8());
         match git::commit_all(&worktree, &message) {
@@ -420,21 +420,21 @@ impl Runner {
                 "committed the changes the implementer left uncommitted".into(),
             ),
             Ok(false) => {}
-            Err(e) => return Outcome::Failed(e.message().to_string()),
+            Err(e) => return StageOutcome::Failed(e.message().to_string()),
         }
         match git::commits_ahead(&worktree, &self.pipeline.job.base_commit) {
-            Ok(0) => Outcome::Failed(
+            Ok(0) => StageOutcome::Failed(
                 "the implementer exited 0 but the branch has no commits ahead of the base: \
                  nothing changed"
                     .into(),
             ),
-            Ok(n) => Outcome::Success(format!("exit 0; {n} commit(s) ahead of the base")),
-            Err(e) => Outcome::Failed(e.message().to_string()),
+            Ok(n) => StageOutcome::Success(format!("exit 0; {n} commit(s) ahead of the base")),
+            Err(e) => StageOutcome::Failed(e.message().to_string()),
         }
     }
 
     /// The built-in merger.
-    fn git_merge(&mut self) -> Outcome {
+    fn git_merge(&mut self) -> StageOutcome {
         let job = &self.pipeline.job;
         let message =
             format!("Merge {} (fugue pipeline {})\n\n{}", job.branch, self.id8(), quote(&job.task));
@@ -448,10 +448,10 @@ impl Runner {
             Ok(git::Merge::Landed { commit, how }) => {
                 let summary = format!("{how}: {} is at {}", job.base_branch, short_commit(&commit));
                 self.pipeline.merged_commit = Some(commit);
-                Outcome::Success(summary)
+                StageOutcome::Success(summary)
             }
-            Ok(git::Merge::Blocked(reason)) => Outcome::Conflict(reason),
-            Err(e) => Outcome::Failed(format!("the merge failed: {}", e.message())),
+            Ok(git::Merge::Blocked(reason)) => StageOutcome::Conflict(reason),
+            Err(e) => StageOutcome::Failed(format!("the merge failed: {}", e.message())),
         }
     }
 
@@ -488,10 +488,7 @@ pub(crate) fn end_strays(pipeline: &AgentPipeline) {
     pids.dedup();
     for pid in pids.into_iter().filter(|pid| carries(*pid, &mark)) {
         crate::log::info(&format!("pipeline {}: ending stray agent process {pid}", pipeline.id));
-        // SAFETY: kill only sends a signal to a process we identified above.
-        unsafe {
-            libc::kill(pid_t(pid), libc::SIGKILL);
-        }
+        crate::pane::process::signal(pid, libc::SIGKILL);
     }
 }
 

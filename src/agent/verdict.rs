@@ -9,6 +9,7 @@
 
 use super::record::AnalyzerVerdict;
 use super::store::write_atomic;
+use crate::tool::choice::Choice;
 use serde_json::{Value, json};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -71,7 +72,7 @@ pub(crate) fn parse(value: &Value) -> Result<Verdict, String> {
     }
     let word = value["verdict"].as_str().ok_or_else(|| bad("no \"verdict\" string"))?;
     let verdict = AnalyzerVerdict::parse(word).ok_or_else(|| {
-        bad(&format!("verdict {word:?} is not one of complete, followup, failed"))
+        bad(&format!("verdict {word:?} is not one of {}", AnalyzerVerdict::words()))
     })?;
     let text = |key: &str| match &value[key] {
         Value::Null => Ok(None),
@@ -122,11 +123,13 @@ pub(crate) fn cli(args: &[String]) -> ExitCode {
 }
 
 fn build(args: &[String]) -> Result<(PathBuf, Value), String> {
-    let (word, rest) = args.split_first().ok_or("which verdict: complete, followup or failed?")?;
-    let verdict = match word.as_str() {
-        "complete" | "followup" | "failed" => word.as_str(),
-        other => return Err(format!("{other:?} is not one of complete, followup, failed")),
-    };
+    let (word, rest) = args
+        .split_first()
+        .ok_or_else(|| format!("which verdict: {}?", AnalyzerVerdict::words()))?;
+    let verdict = AnalyzerVerdict::names()
+        .into_iter()
+        .find(|name| name == word)
+        .ok_or_else(|| format!("{word:?} is not one of {}", AnalyzerVerdict::words()))?;
     let mut reason = None;
     let mut prompt = None;
     let mut cost = None;
@@ -164,7 +167,7 @@ fn build(args: &[String]) -> Result<(PathBuf, Value), String> {
     }
     match prompt.filter(|p| !p.trim().is_empty()) {
         Some(prompt) => value["followup_prompt"] = json!(prompt),
-        None if verdict == "followup" => {
+        None if verdict == AnalyzerVerdict::Followup.name() => {
             return Err("followup needs --prompt or --prompt-file".into());
         }
         None => {}
@@ -246,5 +249,24 @@ mod tests {
         let err = read(Path::new("/nonexistent/fugue/verdict.json")).unwrap_err();
         assert!(err.starts_with("no verdict"));
         assert_eq!(read_cost(Path::new("/nonexistent/fugue/verdict.json")), (None, None));
+    }
+
+    #[test]
+    fn verdicts_and_actions_are_their_words_everywhere() {
+        use crate::agent::record::Action;
+        for verdict in
+            [AnalyzerVerdict::Complete, AnalyzerVerdict::Followup, AnalyzerVerdict::Failed]
+        {
+            let word = verdict.name();
+            assert_eq!(serde_json::to_value(verdict).unwrap(), json!(word));
+            assert_eq!(serde_json::from_value::<AnalyzerVerdict>(json!(word)).unwrap(), verdict);
+            assert_eq!(AnalyzerVerdict::parse(&word.to_uppercase()), Some(verdict));
+            assert!(USAGE.contains(word), "fugue verdict's usage names {word}");
+        }
+        assert_eq!(AnalyzerVerdict::parse("follow-up"), Some(AnalyzerVerdict::Followup));
+        assert!(serde_json::from_value::<AnalyzerVerdict>(json!("maybe")).is_err());
+        let actions = serde_json::to_value([Action::Retry, Action::Followup, Action::Cancel]);
+        assert_eq!(actions.unwrap(), json!(["retry", "followup", "cancel"]));
+        assert_eq!(serde_json::from_value::<Action>(json!("cancel")).unwrap(), Action::Cancel);
     }
 }

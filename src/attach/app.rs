@@ -64,7 +64,7 @@ impl Scroll {
 
 /// Why attach ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Outcome {
+pub(crate) enum Leave {
     Detached,
     ServerGone,
     Signal(libc::c_int),
@@ -109,7 +109,7 @@ pub(crate) struct App {
     sized: Option<String>,
     /// Keys to type into the focused pane, sent once per batch of keys.
     typed: Vec<u8>,
-    pub(crate) outcome: Option<Outcome>,
+    pub(crate) leave: Option<Leave>,
     /// Something changed that the screen does not show yet.
     pub(crate) dirty: bool,
 }
@@ -157,7 +157,7 @@ impl App {
             last_fetch: None,
             sized: None,
             typed: Vec::new(),
-            outcome: None,
+            leave: None,
             dirty: true,
         }
     }
@@ -208,7 +208,7 @@ impl App {
 
     pub(crate) fn signal(&mut self, signal: libc::c_int) {
         if signal != libc::SIGWINCH {
-            self.outcome = Some(Outcome::Signal(signal));
+            self.leave = Some(Leave::Signal(signal));
             return;
         }
         if let Some(size) = super::term::size() {
@@ -257,7 +257,7 @@ impl App {
     fn command(&mut self, key: &Key, prefixed: bool) {
         match key {
             Key::Char('d') | Key::Char('q') | Key::Ctrl(b'c') => {
-                self.outcome = Some(Outcome::Detached);
+                self.leave = Some(Leave::Detached);
             }
             Key::Char('n') => self.step_window(1),
             Key::Char('p') => self.step_window(-1),
@@ -460,7 +460,7 @@ impl App {
             Ok(id) => {
                 self.pending.insert(id, pending);
             }
-            Err(_) => self.outcome = Some(Outcome::ServerGone),
+            Err(_) => self.leave = Some(Leave::ServerGone),
         }
     }
 

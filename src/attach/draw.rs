@@ -9,7 +9,7 @@
 
 use super::app::{App, Scroll};
 use super::width::{fit, printable, sgr_only, str_width};
-use crate::control::view::{Area, PaneView, WindowView};
+use crate::control::view::{Area, PaneView, WindowView, state_words};
 use std::fmt::Write;
 
 const RESET: &str = "\x1b[0m";
@@ -304,23 +304,12 @@ fn label(pane: &PaneView) -> String {
     }
 }
 
+/// The pane's state words (`view::state_words`), with what its shell runs.
 fn state(pane: &PaneView) -> String {
-    match (pane.state.status.as_str(), pane.state.exit.exit_code, &pane.state.exit.signal) {
-        ("running", _, _) => live_state(pane),
-        (_, Some(code), _) => format!("exited {code}"),
-        (_, None, Some(signal)) => format!("killed by {signal}"),
-        _ => "exited".to_string(),
-    }
-}
-
-/// A running pane's activity, with the shell's last exit code at its prompt or the command it runs.
-fn live_state(pane: &PaneView) -> String {
-    let live = &pane.live;
-    match (live.activity.as_deref(), live.last_exit_code, &live.current_command) {
-        (Some("prompt"), Some(code), _) => format!("prompt (last exit {code})"),
-        (Some(activity), _, Some(command)) => format!("{activity}: {command}"),
-        (Some(activity), _, None) => activity.to_string(),
-        (None, _, _) => "running".to_string(),
+    let words = state_words(&pane.state, &pane.doing);
+    match &pane.doing.current_command {
+        Some(command) if pane.state.status == "running" => format!("{words}: {command}"),
+        _ => words,
     }
 }
 

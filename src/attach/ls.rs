@@ -6,6 +6,7 @@
 //! the listing. `--json` prints the same as one JSON array.
 
 use crate::control::dir;
+use crate::control::view::{TreePane, TreeSession, TreeWindow, state_words};
 use crate::control::wire::Client;
 use crate::ids::short_id;
 use crate::usage::{print_out, usage_error};
@@ -131,65 +132,62 @@ fn describe(server: &Value, out: &mut String) {
         uptime(server["started_at"].as_u64().unwrap_or(0)),
         clean(server["cwd"].as_str().unwrap_or("")),
     );
-    let sessions = server["sessions"].as_array().map(Vec::as_slice).unwrap_or_default();
+    let sessions: Vec<TreeSession> = match serde_json::from_value(server["sessions"].clone()) {
+        Ok(sessions) => sessions,
+        Err(e) => {
+            // A server of another version may answer in another shape: say so, not "no sessions".
+            let _ = writeln!(out, "  sessions unreadable: {e}");
+            return;
+        }
+    };
     if sessions.is_empty() {
         out.push_str("  no sessions\n");
     }
-    for session in sessions {
-        let name = clean(session["name"].as_str().unwrap_or(""));
-        let windows = session["windows"].as_array().map(Vec::as_slice).unwrap_or_default();
-        let _ = writeln!(
-            out,
-            "  session {name}{}",
-            if windows.is_empty() { "  (no windows)" } else { "" }
-        );
-        for window in windows {
+    for session in &sessions {
+        let name = clean(&session.name);
+        let empty = if session.windows.is_empty() { "  (no windows)" } else { "" };
+        let _ = writeln!(out, "  session {name}{empty}");
+        for window in &session.windows {
             describe_window(&name, window, out);
         }
     }
 }
 
-fn describe_window(session: &str, window: &Value, out: &mut String) {
-    let panes = window["panes"].as_array().map(Vec::as_slice).unwrap_or_default();
+fn describe_window(session: &str, window: &TreeWindow, out: &mut String) {
+    let panes = &window.panes;
     let _ = writeln!(
         out,
         "    window {session}:{}  {}x{}  {} pane{}",
-        clean(window["name"].as_str().unwrap_or("")),
-        window["cols"],
-        window["rows"],
+        clean(&window.name),
+        window.cols,
+        window.rows,
         panes.len(),
         if panes.len() == 1 { "" } else { "s" },
     );
     for pane in panes {
-        let id = pane["id"].as_str().unwrap_or("");
-        let state = match (pane["status"].as_str(), &pane["exit_code"], pane["signal"].as_str()) {
-            (Some("running"), _, _) => live_state(pane),
-            (_, Value::Number(code), _) => format!("exited {code}"),
-            (_, _, Some(signal)) => format!("killed by {signal}"),
-            _ => "exited".to_string(),
-        };
-        let name = pane["name"].as_str().map(|n| format!(" {}", clean(n))).unwrap_or_default();
-        let command = clean(pane["command"].as_str().unwrap_or("(shell)"));
+        let name = pane.name.as_deref().map(|n| format!(" {}", clean(n))).unwrap_or_default();
+        let command = clean(pane.command.as_deref().unwrap_or("(shell)"));
+        let pid = pane.pid.map_or("?".to_string(), |pid| pid.to_string());
         let _ = writeln!(
             out,
-            "      pane {}{name}  {state}  pid {}  {command}",
-            short_id(id),
-            pane["pid"]
+            "      pane {}{name}  {}  pid {pid}  {command}",
+            short_id(&pane.id),
+            live_state(pane)
         );
     }
 }
 
-/// A running pane's activity (prompt, busy, input), its shell's last exit code, its directory and
-/// the command its shell runs, as far as they are known.
-fn live_state(pane: &Value) -> String {
-    let mut state = pane["activity"].as_str().unwrap_or("running").to_string();
-    if let Some(code) = pane["last_exit_code"].as_i64() {
-        let _ = write!(state, " (last exit {code})");
+/// The pane's state words (`view::state_words`); for a running pane, with its directory and the
+/// command its shell runs, as far as they are known.
+fn live_state(pane: &TreePane) -> String {
+    let mut state = state_words(&pane.state, &pane.doing);
+    if pane.state.status != "running" {
+        return state;
     }
-    if let Some(cwd) = pane["cwd"].as_str() {
+    if let Some(cwd) = &pane.doing.cwd {
         let _ = write!(state, "  in {}", clean(cwd));
     }
-    if let Some(command) = pane["current_command"].as_str() {
+    if let Some(command) = &pane.doing.current_command {
         let _ = write!(state, "  running {}", clean(command));
     }
     state
@@ -258,6 +256,14 @@ mod tests {
         assert_eq!(lines[3], "      pane 01234567 tests  exited 3  pid 7  make test");
         assert_eq!(lines[4], "      pane abcdef  running  pid 8  (shell)");
         assert_eq!(lines[5], "  session idle  (no windows)");
+    }
+
+    #[test]
+    fn a_tree_of_another_shape_is_said_to_be_unreadable() {
+        let server = json!({"pid": 42, "started_at": 0, "cwd": "/", "sessions": [{"name": 5}]});
+        let mut out = String::new();
+        describe(&server, &mut out);
+        assert!(out.lines().nth(1).unwrap().starts_with("  sessions unreadable: "), "{out}");
     }
 
     #[test]

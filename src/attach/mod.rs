@@ -18,7 +18,7 @@ use crate::control::dir;
 use crate::control::view::Target;
 use crate::control::wire::{Client, Incoming};
 use crate::usage::{print_out, usage_error};
-use app::{App, Outcome};
+use app::{App, Leave};
 use crossbeam_channel::{Receiver, select};
 use serde_json::{Value, json};
 use std::io::Read;
@@ -90,9 +90,9 @@ pub(crate) fn run(args: &[&str]) -> ExitCode {
     };
     let keys = read_keys();
     let mut app = App::new(sender, &info, options.input, target);
-    let outcome = run_loop(&mut app, &keys, &incoming, &signals);
+    let leave = run_loop(&mut app, &keys, &incoming, &signals);
     drop(terminal);
-    goodbye(&app, outcome)
+    goodbye(&app, leave)
 }
 
 fn run_loop(
@@ -100,29 +100,29 @@ fn run_loop(
     keys: &Receiver<Vec<u8>>,
     incoming: &Receiver<Incoming>,
     signals: &Receiver<libc::c_int>,
-) -> Outcome {
+) -> Leave {
     let mut painter = draw::Painter::default();
     loop {
         app.tick();
-        if let Some(outcome) = app.outcome {
-            return outcome;
+        if let Some(leave) = app.leave {
+            return leave;
         }
         if app.dirty {
             app.dirty = false;
             let (rows, cursor) = draw::frame(app);
             if term::write_out(&painter.paint(rows, cursor, app.size)).is_err() {
-                return Outcome::Signal(libc::SIGHUP); // the terminal is gone
+                return Leave::Signal(libc::SIGHUP); // the terminal is gone
             }
         }
         let timer = app.deadline().map_or_else(crossbeam_channel::never, crossbeam_channel::at);
         select! {
             recv(keys) -> bytes => match bytes {
                 Ok(bytes) => app.keys(&bytes),
-                Err(_) => return Outcome::Detached, // end of input: nobody is typing any more
+                Err(_) => return Leave::Detached, // end of input: nobody is typing any more
             },
             recv(incoming) -> message => match message {
                 Ok(message) => app.incoming(message),
-                Err(_) => return Outcome::ServerGone,
+                Err(_) => return Leave::ServerGone,
             },
             recv(signals) -> signal => {
                 if let Ok(signal) = signal {
@@ -218,13 +218,11 @@ fn resolve(spec: &str, tree: &Value) -> Option<Target> {
     Some(Target { session: id(&session), window: id(&window) })
 }
 
-fn goodbye(app: &App, outcome: Outcome) -> ExitCode {
-    let (message, code) = match outcome {
-        Outcome::Detached => (format!("[detached from fugue {}, {}]", app.pid, app.place()), 0),
-        Outcome::ServerGone => {
-            (format!("[fugue {} has exited; nothing left to watch]", app.pid), 1)
-        }
-        Outcome::Signal(signal) => (
+fn goodbye(app: &App, leave: Leave) -> ExitCode {
+    let (message, code) = match leave {
+        Leave::Detached => (format!("[detached from fugue {}, {}]", app.pid, app.place()), 0),
+        Leave::ServerGone => (format!("[fugue {} has exited; nothing left to watch]", app.pid), 1),
+        Leave::Signal(signal) => (
             format!("[fugue attach ended by {}]", crate::pane::exit::signal_name(signal)),
             128 + signal,
         ),

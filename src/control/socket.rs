@@ -18,7 +18,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::ids::unix_ms;
 use crate::line::{self, LineError};
 use crate::mcp::Mcp;
-use crate::pane::output::{Format, ReadRequest};
+use crate::pane::output::{ReadRequest, View};
 use crate::tool::args::Args;
 use crossbeam_channel::Sender;
 use serde_json::{Map, Value, json};
@@ -269,10 +269,10 @@ impl Conn<'_> {
         let pane = self.shared.mcp.runtime.mux.pane(args.required_str("pane")?)?;
         let lines = args.u64("lines", 1, MAX_SCROLLBACK_LINES)?.unwrap_or(1000);
         let read = pane.output().read(&ReadRequest {
-            format: Format::Text,
+            view: View::Text,
             lines: lines as usize,
             since: None,
-            max_bytes: crate::config::config().max_output_bytes,
+            max_bytes: self.shared.mcp.runtime.config.max_output_bytes,
         })?;
         let lines: Vec<&str> =
             if read.output.is_empty() { Vec::new() } else { read.output.split('\n').collect() };

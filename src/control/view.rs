@@ -10,8 +10,9 @@
 use crate::layout::{self, Rect};
 use crate::mux::{Mux, ORCHESTRATION_SESSION, Session};
 use crate::pane::Pane;
+use crate::pane::activity::Activity;
 use crate::pane::exit::PaneState;
-use crate::shell::status::Live;
+use crate::shell::status::Doing;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -68,7 +69,7 @@ pub(crate) struct PaneView {
     #[serde(flatten)]
     pub(crate) state: PaneState,
     #[serde(flatten)]
-    pub(crate) live: Live,
+    pub(crate) doing: Doing,
     pub(crate) rect: Area,
     pub(crate) cursor: Cursor,
     pub(crate) application_cursor: bool,
@@ -76,6 +77,54 @@ pub(crate) struct PaneView {
     /// The sandbox mode of a sandboxed pane; absent otherwise (and from older servers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) sandbox: Option<String>,
+}
+
+/// The registry's tree as the control socket's `tree` answer gives it and `fugue ls` reads it: each
+/// session with its windows and their panes. Fields `fugue ls` does not show are left unread.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub(crate) struct TreeSession {
+    pub(crate) name: String,
+    #[serde(default)]
+    pub(crate) windows: Vec<TreeWindow>,
+}
+
+/// One window of the tree.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub(crate) struct TreeWindow {
+    pub(crate) name: String,
+    pub(crate) rows: u16,
+    pub(crate) cols: u16,
+    #[serde(default)]
+    pub(crate) panes: Vec<TreePane>,
+}
+
+/// One pane of the tree: what it is and how it is doing, as a `PaneView` says it.
+#[derive(Clone, Debug, Deserialize)]
+pub(crate) struct TreePane {
+    pub(crate) id: String,
+    pub(crate) name: Option<String>,
+    pub(crate) command: Option<String>,
+    pub(crate) pid: Option<u32>,
+    #[serde(flatten)]
+    pub(crate) state: PaneState,
+    #[serde(flatten)]
+    pub(crate) doing: Doing,
+}
+
+/// A pane's state in a few words, as `fugue ls` and `fugue attach` show it: `exited 3`, `killed by
+/// SIGTERM` or `exited` once it ended; while it runs, its activity (`prompt`, `busy`, `input`, or
+/// `running` where fugue cannot tell), with the shell's last exit code at its prompt.
+pub(crate) fn state_words(state: &PaneState, doing: &Doing) -> String {
+    match (state.status.as_str(), state.exit.exit_code, &state.exit.signal) {
+        ("running", _, _) => match (doing.activity, doing.last_exit_code) {
+            (Some(Activity::Prompt), Some(code)) => format!("prompt (last exit {code})"),
+            (Some(activity), _) => activity.as_str().to_string(),
+            (None, _) => "running".to_string(),
+        },
+        (_, Some(code), _) => format!("exited {code}"),
+        (_, None, Some(signal)) => format!("killed by {signal}"),
+        _ => "exited".to_string(),
+    }
 }
 
 /// Where a pane's tile lies in the window.
@@ -114,7 +163,7 @@ fn visible(rect: Area, view: Size) -> (u16, u16) {
 }
 
 /// The target window and its panes, collected under the registry lock.
-struct Layout {
+struct Frame {
     windows: Vec<WindowInfo>,
     /// Index in `windows` of the window shown.
     current: Option<usize>,
@@ -161,7 +210,7 @@ pub(crate) fn pane_ids(mux: &Mux, target: &Target) -> Vec<(String, Arc<Pane>)> {
     collect(mux, target).panes.into_iter().map(|(p, _)| (p.id.clone(), p)).collect()
 }
 
-fn collect(mux: &Mux, target: &Target) -> Layout {
+fn collect(mux: &Mux, target: &Target) -> Frame {
     mux.with_sessions(|sessions, lookup| {
         let (place, missing) = resolve(sessions, target);
         let mut windows = Vec::new();
@@ -190,7 +239,7 @@ fn collect(mux: &Mux, target: &Target) -> Layout {
                 });
             }
         }
-        Layout { windows, current, missing, panes }
+        Frame { windows, current, missing, panes }
     })
 }
 
@@ -229,7 +278,7 @@ fn newest(sessions: &[Session]) -> Option<(usize, usize)> {
     visible.or_else(any).map(|(i, s)| (i, pick(s)))
 }
 
-fn fingerprint_of(layout: &Layout) -> u64 {
+fn fingerprint_of(layout: &Frame) -> u64 {
     let mut hasher = DefaultHasher::new();
     layout.windows.hash(&mut hasher);
     (layout.current, layout.missing).hash(&mut hasher);
@@ -257,11 +306,37 @@ fn pane_view(pane: &Pane, rect: Rect, view: Size) -> PaneView {
         name: pane.name.clone(),
         command: pane.command.clone(),
         state: PaneState::new(exit),
-        live: crate::shell::status::live(pane),
+        doing: crate::shell::status::doing(pane),
         rect,
         cursor: Cursor { row, col, visible },
         application_cursor: styled.application_cursor,
         lines: if rows == 0 || cols == 0 { Vec::new() } else { styled.rows },
         sandbox: (pane.sandbox != crate::sandbox::Mode::Off).then(|| pane.sandbox.name().into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panes_state_reads_the_same_in_ls_and_attach() {
+        let pane = |extra: Value| -> TreePane {
+            let mut p = json!({"id": "a", "name": null, "command": null, "pid": 1,
+                               "status": "running", "exit_code": null, "signal": null});
+            p.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+            serde_json::from_value(p).unwrap()
+        };
+        let words = |p: &TreePane| state_words(&p.state, &p.doing);
+        assert_eq!(words(&pane(json!({}))), "running");
+        let at_prompt = pane(json!({"activity": "prompt", "last_exit_code": 2, "cwd": "/tmp"}));
+        assert_eq!(words(&at_prompt), "prompt (last exit 2)");
+        assert_eq!(at_prompt.doing.cwd.as_deref(), Some("/tmp"));
+        let busy =
+            pane(json!({"activity": "busy", "last_exit_code": 0, "current_command": "make"}));
+        assert_eq!(words(&busy), "busy");
+        assert_eq!(words(&pane(json!({"status": "exited", "exit_code": 3}))), "exited 3");
+        let killed = pane(json!({"status": "exited", "signal": "SIGTERM"}));
+        assert_eq!(words(&killed), "killed by SIGTERM");
     }
 }

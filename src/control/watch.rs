@@ -51,7 +51,7 @@ pub(crate) fn start(mux: Arc<Mux>, out: Arc<Out>) -> std::io::Result<Sender<Arm>
     Ok(tx)
 }
 
-enum Wake {
+enum Event {
     Arm(Arm),
     Change,
     Stop,
@@ -72,9 +72,9 @@ fn run(mux: &Mux, out: &Out, arms: &Receiver<Arm>) {
             }
         }
         match wait(arms, &tree, &mut panes, armed.is_some()) {
-            Wake::Arm(arm) => armed = Some(arm),
-            Wake::Change => {}
-            Wake::Stop => return,
+            Event::Arm(arm) => armed = Some(arm),
+            Event::Change => {}
+            Event::Stop => return,
         }
     }
 }
@@ -96,7 +96,7 @@ fn wait(
     tree: &Receiver<()>,
     panes: &mut Vec<(String, Receiver<()>)>,
     armed: bool,
-) -> Wake {
+) -> Event {
     let mut select = Select::new();
     select.recv(arms);
     if armed {
@@ -108,12 +108,12 @@ fn wait(
     let op = select.select();
     match op.index() {
         0 => match op.recv(arms) {
-            Ok(arm) => Wake::Arm(arm),
-            Err(_) => Wake::Stop,
+            Ok(arm) => Event::Arm(arm),
+            Err(_) => Event::Stop,
         },
         1 => {
             let _ = op.recv(tree);
-            Wake::Change
+            Event::Change
         }
         i => {
             // A pane dropped by everyone disconnects its channel: forget it, or it would wake us
@@ -121,7 +121,7 @@ fn wait(
             if op.recv(&panes[i - 2].1).is_err() {
                 panes.remove(i - 2);
             }
-            Wake::Change
+            Event::Change
         }
     }
 }

@@ -4,9 +4,10 @@
 //! A leaf of `mcp`: the dispatcher (`mod.rs`) and durable calls (`tasks`) both stand on it, so
 //! neither has to import the other for these.
 
+use crate::cancel::Cancel;
 use crate::error::Error;
 use crate::tool::Answer;
-use crate::tool::call::{Cancel, Progress};
+use crate::tool::call::Progress;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 

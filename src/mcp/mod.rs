@@ -15,7 +15,7 @@ pub(crate) use envelope::{server_info, shaped};
 
 use crate::error::{Error, ErrorKind};
 use crate::jsonrpc::{
-    INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, RpcError, UNSUPPORTED_VERSION,
+    self, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, RpcError, UNSUPPORTED_VERSION,
 };
 use crate::runtime::Runtime;
 use crate::tool;
@@ -308,11 +308,10 @@ fn list_tools(params: &Map<String, Value>) -> Result<Value, RpcError> {
 /// `subscriptions/listen`: nothing here ever changes, so the acknowledgement honours no
 /// notification types, and the request stays open until the client cancels it.
 fn listen(req: &Request<'_>) -> Value {
-    (req.notify)(json!({
-        "jsonrpc": "2.0",
-        "method": "notifications/subscriptions/acknowledged",
-        "params": {"_meta": {SUBSCRIPTION_KEY: req.id}, "notifications": {}},
-    }));
+    (req.notify)(jsonrpc::notification(
+        "notifications/subscriptions/acknowledged",
+        json!({"_meta": {SUBSCRIPTION_KEY: req.id}, "notifications": {}}),
+    ));
     let _ = req.cancel.receiver().recv();
     json!({"_meta": {SUBSCRIPTION_KEY: req.id}})
 }

@@ -13,6 +13,7 @@
 //! request while the client waits in `tasks/result`.
 
 use super::envelope::{CAPABILITIES_KEY, Era, Push, Request, decorate, shaped};
+use crate::ids::iso8601;
 use crate::jsonrpc::{INTERNAL_ERROR, INVALID_PARAMS, MISSING_CAPABILITY, RpcError};
 use crate::runtime::{Ctx, Runtime};
 use crate::tool::call::Progress;
@@ -24,7 +25,7 @@ use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 /// The extension's identifier (2026-07-28).
 pub(super) const EXTENSION: &str = "io.modelcontextprotocol/tasks";
@@ -267,7 +268,7 @@ impl Work {
         if let Some(asks) = asks
             && let Ok(pane) = self.runtime.mux.pane(&asks.pane_id)
         {
-            let _ = pane.send(&[b"\x03"]);
+            crate::shell::live::interrupt(&pane);
         }
         self.task.cancelled();
         self.announce();
@@ -534,45 +535,9 @@ pub(super) fn result(tasks: &Tasks, req: &Request<'_>) -> Result<Value, RpcError
     }
 }
 
-/// `t` as ISO 8601 in UTC, to the millisecond: `2026-11-26T14:30:00.123Z`.
-fn iso8601(t: SystemTime) -> String {
-    let since = t.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = since.as_secs();
-    let (year, month, day) = civil(secs / 86_400);
-    let rest = secs % 86_400;
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rest / 3600,
-        rest % 3600 / 60,
-        rest % 60,
-        since.subsec_millis()
-    )
-}
-
-/// The calendar date of a day counted from 1970-01-01 (Howard Hinnant's `civil_from_days`, for
-/// days on or after the epoch).
-fn civil(days: u64) -> (u64, u64, u64) {
-    let z = days + 719_468;
-    let (era, doe) = (z / 146_097, z % 146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + u64::from(month <= 2), month, day)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn times_are_iso_8601_in_utc() {
-        assert_eq!(iso8601(UNIX_EPOCH), "1970-01-01T00:00:00.000Z");
-        let t = UNIX_EPOCH + Duration::from_millis(1_795_703_400_123);
-        assert_eq!(iso8601(t), "2026-11-26T14:30:00.123Z");
-        assert_eq!(civil(11_016), (2000, 2, 29));
-    }
 
     #[test]
     fn a_task_shows_what_its_status_carries() {

@@ -1,6 +1,7 @@
 //! Unit tests of the registry: reservations and the tiles they hold.
 
 use super::*;
+use crate::layout;
 
 fn sizes(slots: &[Result<Reserved<'_>>]) -> Vec<(u16, u16)> {
     let size = |r: &Reserved<'_>| r.slot.as_ref().map(|s| (s.spec.rows, s.spec.cols)).unwrap();
@@ -12,7 +13,7 @@ fn panes_reserved_together_get_their_final_tiles() {
     let mux = Mux::default();
     let session = mux.ensure_session("s").unwrap();
     let window = mux.add_window(&session, None).unwrap();
-    let (rows, cols) = (config().rows, config().cols);
+    let Limits { rows, cols, .. } = mux.inner.lock().limits;
     let place = Place::Window { session: &session, window: &window };
     let shell = PaneArgs::shell("/".into());
     let three = mux.reserve(&place, &[shell.clone(), shell.clone(), shell.clone()]);

@@ -9,7 +9,7 @@
 //! output begins, and puts in its place the command's text and a line end. Only the modes the line
 //! editor switched on the way (bracketed paste, keypad) and the shell's OSC 133 marks are kept
 //! from what was held. Everything else the shell printed in between is its echo and redraws of the
-//! typed line: the line is typed once the prompt is drawn (`Pane::prompt_drawn`).
+//! typed line: the line is typed once the prompt is drawn (`shell::live::Live::prompt_drawn`).
 //!
 //! A line typed before the prompt was drawn (a pipeline's first step goes at once, so that the
 //! terminal holds it ahead of anything typed for the step to read) is echoed by the terminal

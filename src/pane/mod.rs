@@ -1,13 +1,16 @@
 //! A pane: one PTY, the process running in it, and what it printed.
 //!
-//! `Pane::spawn` opens a PTY, starts the command in its own session, and starts two threads: the
-//! reader drains the PTY into the pane's `Output` at full speed (nothing else happens on that path),
-//! and the waiter reaps the child and records its exact exit code or signal. Callers write input,
-//! resize, read views and close; closing ends every process of the pane's session and waits for it.
+//! `Pane::spawn` starts a plain spec's program in its own session (`spawn.rs`), with a reader that
+//! drains the PTY into the pane's `Output` at full speed and a waiter that records its exact exit
+//! code or signal. Callers write input, resize, read views, interrupt and close; closing ends
+//! every process of the pane's session and waits for it. A pane is a terminal and a process: it
+//! knows no shell. A live shell stands above it (`crate::shell::live`) and is held here only as an
+//! opaque `Above`, so that whoever has the pane finds it, and released when the pane closes.
 
 pub(crate) mod activity;
 pub(crate) mod alt;
 pub(crate) mod budget;
+mod cut;
 pub(crate) mod echo;
 pub(crate) mod exit;
 pub(crate) mod fd;
@@ -19,44 +22,26 @@ pub(crate) mod process;
 pub(crate) mod ring;
 pub(crate) mod screen;
 pub(crate) mod search;
+pub(crate) mod spawn;
 pub(crate) mod tail;
 pub(crate) mod text;
 
+pub(crate) use spawn::{Above, Spec, check_cwd};
+
 use crate::error::{Error, ErrorKind, Result};
-use crate::ids::short_id;
 use crate::sandbox::{self, Mode};
-use crate::tempdir::TempDirs;
-use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use exit::Exit;
 use input::Input;
 use output::Output;
 use parking_lot::Mutex;
-use portable_pty::{CommandBuilder, MasterPty, PtySize};
-use std::io::Read;
+use portable_pty::{MasterPty, PtySize};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
-/// How long the waiter lets the reader drain after the child exits before it announces the exit:
-/// first `QUICK_DRAIN`, in which end of file normally arrives; then, when processes of the pane are
-/// left that may hold the terminal open, `DRAIN_GRACE`; when none are, `LONG_DRAIN`, a bound for a
-/// reader starved of CPU.
-const QUICK_DRAIN: Duration = Duration::from_millis(20);
-const DRAIN_GRACE: Duration = Duration::from_millis(200);
-const LONG_DRAIN: Duration = Duration::from_secs(5);
-
 /// The grace each signal gets when a pane is closed: hang-up, then terminate, then kill.
 const CLOSE_GRACE: Duration = Duration::from_millis(300);
-
-/// How far back from the end of the output a prompt's marks are looked for.
-const PROMPT_LOOK_BACK: u64 = 64 << 10;
-
-/// The most one read from the PTY takes: the reader's buffer, on the heap.
-const READ_CHUNK: usize = 64 << 10;
-
-/// Stack size of the reader and waiter threads: they hold one buffer on the heap and little else.
-const THREAD_STACK: usize = 128 << 10;
 
 /// The largest screen a pane may have, in cells. The emulator keeps about 32 bytes per cell, twice
 /// once the program switches to the alternate screen: 1000x1000 cost 62 MB per pane.
@@ -72,33 +57,6 @@ pub(crate) fn check_size(rows: u16, cols: u16) -> Result<()> {
         )));
     }
     Ok(())
-}
-
-/// Everything needed to start a pane.
-pub(crate) struct Spec {
-    pub(crate) id: String,
-    pub(crate) session_id: String,
-    pub(crate) window_id: String,
-    pub(crate) name: Option<String>,
-    pub(crate) command: Option<String>,
-    /// What the pane's `command` shows, when not the command itself (a pipeline's steps rather
-    /// than the line that starts its shell).
-    pub(crate) shown: Option<String>,
-    /// Where it starts: absolute, or relative to fugue's own directory.
-    pub(crate) cwd: PathBuf,
-    pub(crate) env: Vec<(String, String)>,
-    pub(crate) rows: u16,
-    pub(crate) cols: u16,
-    /// Start an interactive shell with fugue's shell integration (see `crate::shell`).
-    pub(crate) integration: bool,
-    /// An integration made beforehand, for a command that starts the shell itself.
-    pub(crate) live: Option<Arc<crate::shell::Shell>>,
-    /// A sandbox stricter than the server's, asked for by the call.
-    pub(crate) sandbox: Option<Mode>,
-    /// The only writable roots, in place of the server's.
-    pub(crate) roots: Option<Vec<PathBuf>>,
-    /// The pane's own private directories, reachable from inside its sandbox.
-    pub(crate) keep: Vec<PathBuf>,
 }
 
 pub(crate) struct Pane {
@@ -117,8 +75,8 @@ pub(crate) struct Pane {
     pub(crate) started: Instant,
     output: Arc<Output>,
     input: Arc<Input>,
-    /// The shell integration of an interactive shell pane.
-    shell: Option<Arc<crate::shell::Shell>>,
+    /// What stands above the pane and drives it: a live shell, if any.
+    above: Option<Arc<dyn Above>>,
     /// `None` once the pane is closed: dropping the master hangs up the terminal.
     master: Mutex<Option<Box<dyn MasterPty + Send>>>,
     size: Mutex<(u16, u16)>,
@@ -128,67 +86,31 @@ pub(crate) struct Pane {
 }
 
 impl Pane {
-    /// Starts the pane; a live shell registers its private directory in `temp_dirs`.
-    pub(crate) fn spawn(mut spec: Spec, temp_dirs: &Arc<TempDirs>) -> Result<Arc<Pane>> {
-        let cfg = crate::config::config();
-        let cwd = resolve_cwd(&spec.cwd)?;
-        let size = PtySize { rows: spec.rows, cols: spec.cols, pixel_width: 0, pixel_height: 0 };
-        let pair = crate::inherit::open_pty(size)?;
-        let live = match (spec.live.take(), &spec.command) {
-            (Some(shell), _) => Some((shell, None)),
-            (None, None) if spec.integration && crate::shell::enabled() => {
-                crate::shell::Shell::prepare(&cfg.shell, &spec.env, temp_dirs)?
-                    .map(|(shell, launch)| (shell, Some(launch)))
+    /// Starts the pane (see `spawn::start`). On failure, what stands above it is released.
+    pub(crate) fn spawn(spec: Spec) -> Result<Arc<Pane>> {
+        let started = spawn::start(&spec).inspect_err(|_| {
+            if let Some(above) = &spec.above {
+                above.release();
             }
-            _ => None,
-        };
-        let launch = live.as_ref().and_then(|(_, launch)| launch.as_ref());
-        let mut cmd = command_builder(&cfg.shell, &spec, &cwd, launch);
-        let stop_shell = || {
-            if let Some((shell, _)) = &live {
-                shell.stop();
-            }
-        };
-        let sandbox = confine(&mut cmd, &spec, live.as_ref().map(|(shell, _)| &**shell))
-            .inspect_err(|_| stop_shell())?;
-        let child = pair.slave.spawn_command(cmd).map_err(|e| {
-            stop_shell();
-            sandbox::forget(&sandbox::tag(&spec.id));
-            Error::new(ErrorKind::SpawnFailed, format!("cannot start {}: {e}", cfg.shell))
         })?;
-        let shell = live.map(|(shell, _)| shell);
-        // Our copy of the slave must go, or the reader never sees end of file.
-        drop(pair.slave);
-        let pid = child.process_id().ok_or_else(|| Error::internal("the child has no pid"))?;
-        let master_fd =
-            pair.master.as_raw_fd().ok_or_else(|| spawn_err("the terminal has no descriptor"))?;
-        let (reader, writer) = fd::terminal_ends(master_fd).map_err(spawn_err)?;
-        let input = Arc::new(Input::start(&spec.id, writer, |run| {
-            spawn_thread(format!("pane-input-{}", short_id(&spec.id)), run)
-        })?);
-        let output = Arc::new(Output::new(cfg.scrollback_bytes, spec.rows, spec.cols));
-        let reaped = Arc::new(AtomicU64::new(0));
-        let (eof_tx, eof_rx) = crossbeam_channel::bounded::<()>(0);
-        start_reader(&spec.id, reader, output.clone(), input.clone(), eof_tx)?;
-        start_waiter(&spec.id, pid, child, output.clone(), eof_rx, reaped.clone())?;
         Ok(Arc::new(Pane {
             id: spec.id,
             session_id: spec.session_id,
             window_id: spec.window_id,
             name: spec.name,
             command: spec.shown.or(spec.command),
-            cwd,
-            pid,
-            sandbox,
+            cwd: started.cwd,
+            pid: started.pid,
+            sandbox: started.sandbox,
             roots: spec.roots,
             created_at: SystemTime::now(),
             started: Instant::now(),
-            output,
-            input,
-            shell,
-            master: Mutex::new(Some(pair.master)),
+            output: started.output,
+            input: started.input,
+            above: spec.above,
+            master: Mutex::new(Some(started.master)),
             size: Mutex::new((spec.rows, spec.cols)),
-            reaped,
+            reaped: started.reaped,
         }))
     }
 
@@ -196,9 +118,9 @@ impl Pane {
         &self.output
     }
 
-    /// The shell integration, for a pane that runs an interactive shell with it.
-    pub(crate) fn shell(&self) -> Option<&crate::shell::Shell> {
-        self.shell.as_deref()
+    /// What stands above the pane: its live shell (see `crate::shell::Live::of`).
+    pub(crate) fn above(&self) -> Option<&dyn Above> {
+        self.above.as_deref()
     }
 
     /// The command line of the job in the terminal's foreground when it is not the pane's own
@@ -263,45 +185,6 @@ impl Pane {
         Ok((offset, pending))
     }
 
-    /// Types `line`, which makes the live shell `shell` run exec `exec` from its private file, so that a
-    /// person watching sees `display` (the command) where the shell echoes `line` (see `echo.rs`).
-    /// Returns the output offset at the moment of the write, as `send` does. What is held is shown
-    /// as it was if the shell prompts again without running the line, and when the pane ends.
-    pub(crate) fn type_hidden(
-        &self,
-        shell: &crate::shell::Shell,
-        (line, exec): (&str, u64),
-        display: &str,
-    ) -> Result<u64> {
-        self.output.hold_echo(echo::Echo::new(exec, line, &shell.begin_mark(exec), display));
-        let typed = self.send(&[line.as_bytes()]);
-        if typed.is_err() {
-            self.output.release_echo(exec);
-        }
-        Ok(typed?.0)
-    }
-
-    /// Waits until `prompt_drawn`, or until `by`.
-    pub(crate) fn wait_prompt_drawn(&self, shell: &crate::shell::Shell, by: Instant) {
-        let printed = self.output.subscribe();
-        while !self.prompt_drawn(shell) && printed.recv_deadline(by).is_ok() {}
-    }
-
-    /// Whether the last prompt of the live shell `shell` in this pane is drawn whole: its end-of-prompt mark (OSC 133 B) came
-    /// after the end mark of the last command, so what the terminal prints from now on is the
-    /// shell's echo of what is typed. `false` while the shell has not reported a prompt, or its
-    /// marks are not in the output yet.
-    pub(crate) fn prompt_drawn(&self, shell: &crate::shell::Shell) -> bool {
-        let Some(prompt) = shell.with(|s| s.last().cloned()) else { return false };
-        let end_mark = shell.end_mark(&prompt);
-        self.output.with(|s| {
-            let end = s.ring.end();
-            let (bytes, _) = s.ring.copy(end.saturating_sub(PROMPT_LOOK_BACK), end);
-            let Some(at) = find(&bytes, end_mark.as_bytes()) else { return false };
-            find(&bytes[at..], crate::shell::PROMPT_DRAWN.as_bytes()).is_some()
-        })
-    }
-
     /// Whether the program asked for application cursor keys (it changes what arrow keys send).
     pub(crate) fn application_cursor(&self) -> bool {
         self.output.application_cursor()
@@ -334,10 +217,12 @@ impl Pane {
         Ok(())
     }
 
-    /// Sends `signal` once to the terminal's foreground process group, as Ctrl-C does, even while
-    /// a program has the terminal in raw mode. A shell with job control runs each command in a
-    /// group of its own and is itself the foreground only while it runs a builtin (`read`).
-    pub(crate) fn signal_foreground(&self, signal: i32) {
+    /// Interrupts what has the terminal, as Ctrl-C does: SIGINT to the terminal's foreground
+    /// process group, even while a program has the terminal in raw mode (where a typed C-c would
+    /// be only a byte). A shell with job control runs each command in a group of its own and is
+    /// itself the foreground only while it runs a builtin (`read`) or reads its command line. For
+    /// a command in a live shell, `crate::shell::Live::interrupt` knows when this may be sent.
+    pub(crate) fn interrupt(&self) {
         let group = {
             let master = self.master.lock();
             let Some(fd) = master.as_ref().and_then(|m| m.as_raw_fd()) else { return };
@@ -345,11 +230,11 @@ impl Pane {
             // held.
             unsafe { libc::tcgetpgrp(fd) }
         };
-        if group > 0 && self.reaped.load(Ordering::SeqCst) == 0 {
-            // SAFETY: killpg only sends a signal; a stale group id fails with ESRCH.
-            unsafe {
-                libc::killpg(group, signal);
-            }
+        if let Ok(group) = u32::try_from(group)
+            && group > 0
+            && self.reaped.load(Ordering::SeqCst) == 0
+        {
+            process::signal_group(group, libc::SIGINT);
         }
     }
 
@@ -371,8 +256,8 @@ impl Pane {
     /// Lets the terminal go once every process is ended: the input thread stops and dropping the
     /// master hangs up what may still hold the terminal.
     fn release(&self) {
-        if let Some(shell) = &self.shell {
-            shell.stop();
+        if let Some(above) = &self.above {
+            above.release();
         }
         self.input.close();
         self.master.lock().take();
@@ -443,8 +328,7 @@ fn end_escapees(panes: &[&Pane]) {
             return;
         }
         for pid in marked {
-            // SAFETY: kill only sends a signal; a stale id fails with ESRCH.
-            unsafe { libc::kill(process::pid_t(pid), libc::SIGKILL) };
+            process::signal(pid, libc::SIGKILL);
         }
     }
 }
@@ -469,216 +353,5 @@ fn signal_all(panes: &[&Pane], signals: &[i32]) -> usize {
 fn wait_all(panes: &[&Pane], deadline: Instant) {
     for pane in panes {
         pane.wait_exit(deadline);
-    }
-}
-
-fn spawn_err(e: impl std::fmt::Display) -> Error {
-    Error::new(ErrorKind::SpawnFailed, format!("cannot set up the pty: {e}"))
-}
-
-/// The pane's working directory as an absolute path, so that what the pane reports is where it
-/// runs, whatever directory the reader is in. The caller made a relative `cwd` relative to its
-/// own directory (`tool::Ctx::dir`); `.` only stands for a directory that could not be read.
-fn resolve_cwd(cwd: &std::path::Path) -> Result<PathBuf> {
-    let dir = std::path::absolute(cwd)
-        .map_err(|e| Error::new(ErrorKind::BadCwd, format!("cwd {}: {e}", cwd.display())))?;
-    check_cwd(&dir).map(|()| dir)
-}
-
-/// Checks that a process can start in `cwd`: it exists and is a directory.
-pub(crate) fn check_cwd(cwd: &std::path::Path) -> Result<()> {
-    match std::fs::metadata(cwd) {
-        Ok(meta) if meta.is_dir() => Ok(()),
-        Ok(_) => {
-            Err(Error::new(ErrorKind::BadCwd, format!("cwd {} is not a directory", cwd.display())))
-        }
-        Err(e) => Err(Error::new(ErrorKind::BadCwd, format!("cwd {}: {e}", cwd.display()))),
-    }
-}
-
-fn command_builder(
-    shell: &str,
-    spec: &Spec,
-    cwd: &std::path::Path,
-    launch: Option<&crate::shell::Launch>,
-) -> CommandBuilder {
-    let mut cmd = CommandBuilder::new(shell);
-    if let Some(command) = &spec.command {
-        cmd.arg("-c");
-        cmd.arg(command);
-    }
-    for arg in launch.map(|l| l.args.as_slice()).unwrap_or_default() {
-        cmd.arg(arg);
-    }
-    cmd.cwd(cwd);
-    for (key, value) in [
-        ("TERM", "xterm-256color"),
-        ("PAGER", "cat"),
-        ("GIT_PAGER", "cat"),
-        ("GIT_TERMINAL_PROMPT", "0"),
-        ("FUGUE_PANE_ID", spec.id.as_str()),
-        ("FUGUE_SESSION_ID", spec.session_id.as_str()),
-        ("FUGUE_WINDOW_ID", spec.window_id.as_str()),
-    ] {
-        cmd.env(key, value);
-    }
-    // An inherited size would lie about the pane's size.
-    cmd.env_remove("COLUMNS");
-    cmd.env_remove("LINES");
-    for (key, value) in &spec.env {
-        cmd.env(key, value);
-    }
-    // After the pane's own variables: the init script restores ENV or ZDOTDIR from them.
-    for (key, value) in launch.map(|l| l.env.as_slice()).unwrap_or_default() {
-        cmd.env(key, value);
-    }
-    cmd
-}
-
-/// Runs the pane's process through the sandbox launcher unless its policy is `off`, and withholds
-/// secret-looking variables that neither `--pass-env` nor the call named. Returns the policy.
-fn confine(
-    cmd: &mut CommandBuilder,
-    spec: &Spec,
-    shell: Option<&crate::shell::Shell>,
-) -> Result<Mode> {
-    let mode = sandbox::effective(spec.sandbox)?;
-    if mode == Mode::Off {
-        return Ok(mode);
-    }
-    sandbox::check_available()?;
-    let mut keep = spec.keep.clone();
-    keep.extend(shell.and_then(crate::shell::Shell::dir));
-    keep.extend(spec.roots.iter().flatten().cloned());
-    let plan = sandbox::plan(mode, &keep, sandbox::tag(&spec.id), spec.roots.as_deref())?;
-    let argv = sandbox::launch::wrap(&plan, cmd.get_argv());
-    *cmd.get_argv_mut() = argv;
-    let pass = &sandbox::server().pass_env;
-    let withheld: Vec<String> = cmd
-        .iter_full_env_as_str()
-        .map(|(key, _)| key)
-        .filter(|key| sandbox::is_secret(key) && !pass.iter().any(|p| p == key))
-        .filter(|key| !spec.env.iter().any(|(k, _)| k == key))
-        .map(str::to_string)
-        .collect();
-    for key in withheld {
-        cmd.env_remove(key);
-    }
-    Ok(mode)
-}
-
-/// The reader: drain the PTY into the output, answer cursor-position queries, and drop `eof` at the
-/// end so the waiter knows all output is in.
-fn start_reader(
-    id: &str,
-    mut reader: std::fs::File,
-    output: Arc<Output>,
-    input: Arc<Input>,
-    eof: Sender<()>,
-) -> Result<()> {
-    let run = move || {
-        let mut buf = vec![0u8; READ_CHUNK];
-        loop {
-            match reader.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => {
-                    output.append(&buf[..n]);
-                    answer_queries(&buf[..n], &output, &input);
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                // The terminal is non-blocking (for the input writer's sake): wait for output,
-                // or for the hang-up after which the next read fails.
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    if fd::wait([(&reader, libc::POLLIN)]).is_err() {
-                        break;
-                    }
-                }
-                Err(_) => break, // EIO: every process holding the terminal is gone
-            }
-        }
-        output.set_eof();
-        drop(eof);
-    };
-    spawn_thread(format!("pane-reader-{}", short_id(id)), run)
-}
-
-/// Programs such as Codex wait for the answer to "where is the cursor?" (`ESC [ 6 n`) before they
-/// draw; a real terminal answers it, so we do too. Only the rare chunk that holds the query pays.
-fn answer_queries(chunk: &[u8], output: &Output, input: &Input) {
-    const QUERY: &[u8] = b"\x1b[6n";
-    if contains(chunk, QUERY) {
-        let (row, col) = output.grid().cursor;
-        // One write: a program reading the reply with one read must get all of it.
-        let reply = format!("\x1b[{};{}R", row + 1, col + 1);
-        input.reply(reply.as_bytes());
-    }
-}
-
-/// Whether `needle` occurs in `haystack`. This runs over every byte a pane prints, so it uses libc's
-/// vectorised `memmem` rather than a byte loop (which, unoptimised, slowed the reader sixfold).
-fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    // SAFETY: both pointers are valid for their lengths, and memmem only reads them.
-    let found = unsafe {
-        libc::memmem(haystack.as_ptr().cast(), haystack.len(), needle.as_ptr().cast(), needle.len())
-    };
-    !found.is_null()
-}
-
-/// The waiter: reap the child, let the reader drain what it printed, then announce the exit.
-fn start_waiter(
-    id: &str,
-    pid: u32,
-    child: Box<dyn portable_pty::Child + Send + Sync>,
-    output: Arc<Output>,
-    eof: Receiver<()>,
-    reaped: Arc<AtomicU64>,
-) -> Result<()> {
-    let run = move || {
-        let exit = process::wait(pid);
-        reaped.store(process::boot_ticks().max(1), Ordering::SeqCst);
-        drain(&eof, pid, reaped.load(Ordering::SeqCst));
-        output.set_exit(exit);
-        drop(child);
-    };
-    spawn_thread(format!("pane-waiter-{}", short_id(id)), run)
-}
-
-/// Waits until the reader has drained the terminal after the child ended. End of file says so at
-/// once in the usual case. Without it, either the reader is behind (a loaded machine) or another
-/// process still holds the terminal: if the child's session has no process left, only the reader
-/// can be late, so it gets a long bound; otherwise a short one, since a background job may keep
-/// the terminal open for hours.
-fn drain(eof: &Receiver<()>, pid: u32, reaped: u64) {
-    // The reader never sends: it drops its end at end of file, which disconnects the channel.
-    if !matches!(eof.recv_timeout(QUICK_DRAIN), Err(RecvTimeoutError::Timeout)) {
-        return;
-    }
-    let alone = process::session_members_started_by(pid, reaped).is_empty();
-    let _ = eof.recv_timeout(if alone { LONG_DRAIN } else { DRAIN_GRACE });
-}
-
-fn spawn_thread(name: String, run: impl FnOnce() + Send + 'static) -> Result<()> {
-    std::thread::Builder::new()
-        .name(name)
-        .stack_size(THREAD_STACK)
-        .spawn(run)
-        .map(|_| ())
-        .map_err(|e| Error::new(ErrorKind::SpawnFailed, format!("cannot start a thread: {e}")))
-}
-
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn contains_finds_a_needle_anywhere() {
-        assert!(contains(b"\x1b[6n", b"\x1b[6n"));
-        assert!(contains(b"abc\x1b[6nxyz", b"\x1b[6n"));
-        assert!(!contains(b"abc\x1b[6", b"\x1b[6n"));
-        assert!(!contains(b"", b"\x1b[6n"));
     }
 }

@@ -6,13 +6,13 @@
 //! deadline. Nothing here polls.
 
 use super::alt::AltScreen;
+use super::cut::{fit_forward, last_lines, tail_bytes};
 use super::echo::{Echo, Fed};
 use super::exit::Exit;
 use super::ring::Ring;
 use super::screen::{Grid, Screen, Styled};
 use super::text;
 use crate::error::{Error, Result};
-use crate::tool::choice::choice_enum;
 use crate::watch::Watch;
 use crossbeam_channel::Receiver;
 use parking_lot::{Mutex, MutexGuard};
@@ -22,7 +22,9 @@ use std::time::{Duration, Instant};
 /// How far back a tail read looks for line starts: a bound on the work of one read.
 pub(crate) const TAIL_SCAN_LIMIT: usize = 4 << 20;
 
-pub(crate) struct State {
+/// What the reader captured — the bytes, where a full-screen program had the alternate screen — and
+/// how the pane ended, under the output's lock.
+pub(crate) struct Captured {
     pub(crate) ring: Ring,
     /// Where a full-screen program had the alternate screen, for the text view.
     pub(crate) alt: AltScreen,
@@ -37,7 +39,7 @@ pub(crate) struct State {
 }
 
 pub(crate) struct Output {
-    state: Mutex<State>,
+    state: Mutex<Captured>,
     screen: Mutex<Screen>,
     /// Every change: output, exit, end of file, close.
     watch: Watch,
@@ -50,17 +52,19 @@ pub(crate) struct Output {
     last_print: AtomicU64,
 }
 
-choice_enum! {
-    /// The output views of `fugue_get_output`.
-    pub(crate) enum Format {
-        Text = "text",
-        Raw = "raw",
-        Screen = "screen",
-    }
+/// The views of a pane's output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum View {
+    /// The text as a terminal would show it, line by line, escape sequences applied.
+    Text,
+    /// The bytes as the program wrote them (invalid UTF-8 replaced).
+    Raw,
+    /// The screen as it is now.
+    Screen,
 }
 
 pub(crate) struct ReadRequest {
-    pub(crate) format: Format,
+    pub(crate) view: View,
     pub(crate) lines: usize,
     pub(crate) since: Option<u64>,
     pub(crate) max_bytes: usize,
@@ -79,7 +83,7 @@ pub(crate) struct Read {
     pub(crate) dropped: bool,
 }
 
-impl State {
+impl Captured {
     /// Adds printed bytes to the ring and the alternate-screen record.
     fn push(&mut self, data: &[u8]) {
         let at = self.ring.end();
@@ -93,7 +97,7 @@ impl State {
 impl Output {
     pub(crate) fn new(scrollback: usize, rows: u16, cols: u16) -> Output {
         Output {
-            state: Mutex::new(State {
+            state: Mutex::new(Captured {
                 ring: Ring::new(scrollback),
                 alt: AltScreen::default(),
                 exit: None,
@@ -187,7 +191,7 @@ impl Output {
     }
 
     /// Runs `f` on the current state under the lock; keep `f` short.
-    pub(crate) fn with<T>(&self, f: impl FnOnce(&State) -> T) -> T {
+    pub(crate) fn with<T>(&self, f: impl FnOnce(&Captured) -> T) -> T {
         f(&self.state.lock())
     }
 
@@ -251,9 +255,9 @@ impl Output {
     }
 
     pub(crate) fn read(&self, req: &ReadRequest) -> Result<Read> {
-        match req.format {
-            Format::Screen => Ok(self.read_screen(req.lines, req.max_bytes)),
-            Format::Text | Format::Raw => match req.since {
+        match req.view {
+            View::Screen => Ok(self.read_screen(req.lines, req.max_bytes)),
+            View::Text | View::Raw => match req.since {
                 Some(since) => self.read_since(req, since),
                 None => Ok(self.read_tail(req)),
             },
@@ -276,8 +280,8 @@ impl Output {
         };
         let keep = text::complete_len(&bytes);
         let offset = from + keep as u64;
-        let (output, cut) = match req.format {
-            Format::Raw => tail_bytes(&String::from_utf8_lossy(&bytes[..keep]), req.max_bytes),
+        let (output, cut) = match req.view {
+            View::Raw => tail_bytes(&String::from_utf8_lossy(&bytes[..keep]), req.max_bytes),
             _ => tail_bytes(
                 last_lines(&text::render_joined(&bytes[..keep], alt), req.lines),
                 req.max_bytes,
@@ -308,7 +312,11 @@ impl Output {
             let (bytes, from) = state.ring.copy(since, u64::MAX);
             (bytes, from, state.alt.at(from))
         };
-        let (output, keep) = fit_forward(&bytes, req, alt);
+        let view = |chunk: &[u8]| match req.view {
+            View::Raw => String::from_utf8_lossy(chunk).into_owned(),
+            _ => text::render_joined(chunk, alt),
+        };
+        let (output, keep) = fit_forward(&bytes, (req.lines, req.max_bytes), view);
         Ok(Read {
             output,
             offset: from + keep as u64,
@@ -341,100 +349,6 @@ impl Output {
     }
 }
 
-/// The view of the longest prefix of `bytes` that fits `lines` and `max_bytes`; returns it with the
-/// number of bytes it covers. A view can be longer than its bytes (a replacement character for each
-/// invalid byte, tabs, cursor moves), so a prefix whose view does not fit is shrunk in proportion
-/// until it does. A read always covers at least one character, so paging always moves forward.
-/// `alt` says the bytes begin on the alternate screen.
-fn fit_forward(bytes: &[u8], req: &ReadRequest, alt: bool) -> (String, usize) {
-    let view = |chunk: &[u8]| match req.format {
-        Format::Raw => String::from_utf8_lossy(chunk).into_owned(),
-        _ => text::render_joined(chunk, alt),
-    };
-    let mut budget = req.max_bytes;
-    loop {
-        let cut = cut_point(bytes, req.lines, budget);
-        let keep = text::complete_len(&bytes[..cut]);
-        if keep == 0 && !bytes.is_empty() {
-            let first = first_char_len(bytes);
-            return (cap(view(&bytes[..first]), req.max_bytes), first);
-        }
-        let output = view(&bytes[..keep]);
-        if output.len() <= req.max_bytes {
-            return (output, keep);
-        }
-        let scaled = (keep as u128 * req.max_bytes as u128 / output.len() as u128) as usize;
-        budget = scaled.min(keep - 1);
-    }
-}
-
-/// The length of the character `bytes` begins with (1 for a byte that begins none).
-fn first_char_len(bytes: &[u8]) -> usize {
-    let need = match bytes[0] {
-        0xC0..=0xDF => 2,
-        0xE0..=0xEF => 3,
-        0xF0..=0xF7 => 4,
-        _ => 1,
-    };
-    need.min(bytes.len())
-}
-
-/// Cuts `text` to at most `max` bytes at a character boundary.
-fn cap(mut text: String, max: usize) -> String {
-    let mut end = max.min(text.len());
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    text.truncate(end);
-    text
-}
-
-/// Where to stop a forward read: after `lines` newlines or `max_bytes` bytes, whichever comes
-/// first, preferring a line end when the byte cap cuts a line.
-fn cut_point(bytes: &[u8], lines: usize, max_bytes: usize) -> usize {
-    let mut cut = bytes.len().min(max_bytes);
-    if let Some(pos) =
-        bytes[..cut].iter().enumerate().filter(|(_, b)| **b == b'\n').nth(lines.saturating_sub(1))
-    {
-        cut = pos.0 + 1;
-    } else if cut < bytes.len()
-        && let Some(pos) = bytes[..cut].iter().rposition(|b| *b == b'\n')
-    {
-        cut = pos + 1;
-    }
-    cut
-}
-
-/// The last `n` lines of `text` (lines joined by `\n`).
-fn last_lines(text: &str, n: usize) -> &str {
-    if n == 0 {
-        return "";
-    }
-    let mut start = text.len();
-    for _ in 0..n {
-        match text[..start].rfind('\n') {
-            Some(nl) => start = nl,
-            None => return text,
-        }
-    }
-    &text[start + 1..]
-}
-
-/// Keeps at most `max` bytes from the end of `text`, starting at a line start when one is in reach.
-fn tail_bytes(text: &str, max: usize) -> (String, bool) {
-    if text.len() <= max {
-        return (text.to_string(), false);
-    }
-    let mut start = text.len() - max;
-    while !text.is_char_boundary(start) {
-        start += 1;
-    }
-    if let Some(nl) = text[start..].find('\n') {
-        start += nl + 1;
-    }
-    (text[start..].to_string(), true)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -445,18 +359,18 @@ mod tests {
         out
     }
 
-    fn req(format: Format, lines: usize, since: Option<u64>, max_bytes: usize) -> ReadRequest {
-        ReadRequest { format, lines, since, max_bytes }
+    fn req(view: View, lines: usize, since: Option<u64>, max_bytes: usize) -> ReadRequest {
+        ReadRequest { view, lines, since, max_bytes }
     }
 
     #[test]
     fn tail_keeps_the_last_lines() {
         let out = output_with(b"a\r\nb\r\nc\r\nd\r\n");
-        let read = out.read(&req(Format::Text, 2, None, 1000)).unwrap();
+        let read = out.read(&req(View::Text, 2, None, 1000)).unwrap();
         assert_eq!(read.output, "c\nd");
         assert!(read.truncated);
         assert_eq!(read.offset, 12);
-        let all = out.read(&req(Format::Text, 10, None, 1000)).unwrap();
+        let all = out.read(&req(View::Text, 10, None, 1000)).unwrap();
         assert_eq!(all.output, "a\nb\nc\nd");
         assert!(!all.truncated);
     }
@@ -464,11 +378,11 @@ mod tests {
     #[test]
     fn since_pages_forward_without_losing_a_byte() {
         let out = output_with(b"l1\nl2\nl3\nl4\nl5\n");
-        let first = out.read(&req(Format::Text, 2, Some(0), 1000)).unwrap();
+        let first = out.read(&req(View::Text, 2, Some(0), 1000)).unwrap();
         assert_eq!((first.output.as_str(), first.truncated), ("l1\nl2", true));
-        let second = out.read(&req(Format::Text, 2, Some(first.offset), 1000)).unwrap();
+        let second = out.read(&req(View::Text, 2, Some(first.offset), 1000)).unwrap();
         assert_eq!(second.output, "l3\nl4");
-        let third = out.read(&req(Format::Text, 2, Some(second.offset), 1000)).unwrap();
+        let third = out.read(&req(View::Text, 2, Some(second.offset), 1000)).unwrap();
         assert_eq!((third.output.as_str(), third.truncated), ("l5", false));
         assert_eq!(third.offset, 15);
     }
@@ -478,10 +392,10 @@ mod tests {
         let out = Output::new(1 << 20, 24, 80);
         let check = "ok ✓\n".as_bytes();
         out.append(&check[..4]);
-        let first = out.read(&req(Format::Raw, 100, Some(0), 1000)).unwrap();
+        let first = out.read(&req(View::Raw, 100, Some(0), 1000)).unwrap();
         assert_eq!((first.output.as_str(), first.offset), ("ok ", 3));
         out.append(&check[4..]);
-        let second = out.read(&req(Format::Raw, 100, Some(first.offset), 1000)).unwrap();
+        let second = out.read(&req(View::Raw, 100, Some(first.offset), 1000)).unwrap();
         assert_eq!(second.output, "✓\n");
     }
 
@@ -490,13 +404,13 @@ mod tests {
         // Invalid bytes become three-byte replacement characters; tabs and moves become blanks.
         let hostile = [&b"\xff\xfe"[..], b"\t\t\t\t", b"\x1b[999Cx\n", "✓".as_bytes()].concat();
         let out = output_with(&hostile.repeat(200));
-        for format in [Format::Raw, Format::Text] {
+        for view in [View::Raw, View::Text] {
             for max in [1, 2, 5, 100, 4096] {
                 let mut offset = 0;
                 while offset < out.end() {
-                    let read = out.read(&req(format, 1000, Some(offset), max)).unwrap();
-                    assert!(read.output.len() <= max, "{format:?} {max}: {}", read.output.len());
-                    assert!(read.offset > offset, "{format:?} {max}: stuck at {offset}");
+                    let read = out.read(&req(view, 1000, Some(offset), max)).unwrap();
+                    assert!(read.output.len() <= max, "{view:?} {max}: {}", read.output.len());
+                    assert!(read.offset > offset, "{view:?} {max}: stuck at {offset}");
                     offset = read.offset;
                 }
             }
@@ -542,19 +456,18 @@ mod tests {
                 }
                 out.append(&chunk);
             }
-            for format in [Format::Text, Format::Raw, Format::Screen] {
+            for view in [View::Text, View::Raw, View::Screen] {
                 for max in [5, 200, 5000] {
-                    let tail =
-                        out.read(&req(format, 1 + (next() % 50) as usize, None, max)).unwrap();
-                    assert!(tail.output.len() <= max, "round {round} {format:?} tail {max}");
-                    if format == Format::Screen {
+                    let tail = out.read(&req(view, 1 + (next() % 50) as usize, None, max)).unwrap();
+                    assert!(tail.output.len() <= max, "round {round} {view:?} tail {max}");
+                    if view == View::Screen {
                         continue;
                     }
                     let mut offset = 0;
                     while offset < out.end() {
                         let lines = 1 + (next() % 20) as usize;
-                        let page = out.read(&req(format, lines, Some(offset), max)).unwrap();
-                        assert!(page.output.len() <= max, "round {round} {format:?} {max}");
+                        let page = out.read(&req(view, lines, Some(offset), max)).unwrap();
+                        assert!(page.output.len() <= max, "round {round} {view:?} {max}");
                         if page.offset == offset {
                             // Only a partial character at the very end may hold a read back.
                             assert!(out.end() - offset < 4, "round {round}: stuck at {offset}");
@@ -570,23 +483,14 @@ mod tests {
     #[test]
     fn since_in_the_future_is_an_error() {
         let out = output_with(b"abc");
-        let err = out.read(&req(Format::Text, 10, Some(99), 1000)).err().unwrap();
+        let err = out.read(&req(View::Text, 10, Some(99), 1000)).err().unwrap();
         assert_eq!(err.code(), "invalid_argument");
-    }
-
-    #[test]
-    fn last_lines_counts_from_the_end() {
-        assert_eq!(last_lines("a\nb\nc", 2), "b\nc");
-        assert_eq!(last_lines("a\nb\nc", 3), "a\nb\nc");
-        assert_eq!(last_lines("a\nb\nc", 9), "a\nb\nc");
-        assert_eq!(last_lines("a\n\n", 1), "");
-        assert_eq!(last_lines("a\nb", 0), "");
     }
 
     #[test]
     fn max_bytes_cuts_the_tail_at_a_line_start() {
         let out = output_with(b"first line\nsecond line\nthird\n");
-        let read = out.read(&req(Format::Text, 100, None, 12)).unwrap();
+        let read = out.read(&req(View::Text, 100, None, 12)).unwrap();
         assert_eq!(read.output, "third");
         assert!(read.truncated);
     }
@@ -594,7 +498,7 @@ mod tests {
     #[test]
     fn screen_view_shows_the_grid() {
         let out = output_with(b"one\r\ntwo\x1b[1;1HX");
-        let read = out.read(&req(Format::Screen, 100, None, 1000)).unwrap();
+        let read = out.read(&req(View::Screen, 100, None, 1000)).unwrap();
         assert_eq!(read.output, "Xne\ntwo");
         assert_eq!(read.cursor, Some((0, 1)));
     }

@@ -1,4 +1,5 @@
-//! Signals for the processes of a pane, and the wait for its child.
+//! Signals for the processes of a pane (the one way fugue signals them: `signal`, `signal_group`),
+//! and the wait for its child.
 //!
 //! A pane's child is a session leader (portable-pty calls `setsid`), so everything it starts stays
 //! in that session unless it leaves on purpose. Ending a pane therefore signals every process whose
@@ -113,15 +114,25 @@ pub(crate) fn marked(tags: &[String]) -> Vec<u32> {
 }
 
 /// Sends `signal` to the group `leader` and to each of `members`; returns how many members.
-pub(crate) fn signal_members(leader: u32, members: &[u32], signal: i32) -> usize {
-    // SAFETY: killpg and kill only send signals; a stale id fails with ESRCH.
-    unsafe {
-        libc::killpg(pid_t(leader), signal);
-        for pid in members {
-            libc::kill(pid_t(*pid), signal);
-        }
+pub(crate) fn signal_members(leader: u32, members: &[u32], sig: i32) -> usize {
+    signal_group(leader, sig);
+    for pid in members {
+        signal(*pid, sig);
     }
     members.len()
+}
+
+/// Sends `signal` to the process `pid`: the one place fugue signals a process of a pane (or of an
+/// agent's run); the caller has made sure the id is still the process it means.
+pub(crate) fn signal(pid: u32, sig: i32) {
+    // SAFETY: kill only sends a signal; a stale id fails with ESRCH.
+    unsafe { libc::kill(pid_t(pid), sig) };
+}
+
+/// Sends `signal` to every process of the group `group`.
+pub(crate) fn signal_group(group: u32, sig: i32) {
+    // SAFETY: killpg only sends a signal; a stale id fails with ESRCH.
+    unsafe { libc::killpg(pid_t(group), sig) };
 }
 
 /// The session id and start time of `pid`.

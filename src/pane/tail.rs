@@ -64,9 +64,9 @@ pub(crate) fn shown_since(pane: &Pane, from: u64, budget: &Budget<'_>) -> Shown 
     }
     let end = pane.output().end();
     let mut lines = budget::lines(pane, from, end, budget);
-    if pane.shell().is_some() {
-        // The line fugue_exec types is echoed by the terminal; it says nothing to the agent.
-        lines.retain(|l| !crate::shell::is_stub(l));
+    if let Some(above) = pane.above() {
+        // The line a live shell types is echoed by the terminal; it says nothing to the agent.
+        lines.retain(|l| !above.typed_line(l));
     }
     Shown { fitted: budget::fit(&lines, budget), alternate: false }
 }

@@ -104,8 +104,9 @@ fn skip_continuation(bytes: &[u8]) -> &[u8] {
     &bytes[skip..]
 }
 
+/// Where the lexer of escape sequences stands.
 #[derive(Default, PartialEq)]
-enum State {
+enum Lex {
     #[default]
     Ground,
     Escape,
@@ -127,7 +128,7 @@ const MAX_COLUMNS: usize = 1 << 20;
 
 #[derive(Default)]
 struct LineTerm {
-    state: State,
+    state: Lex,
     params: String,
     line: Vec<char>,
     col: usize,
@@ -161,17 +162,17 @@ impl LineTerm {
 
     fn feed(&mut self, ch: char) {
         match self.state {
-            State::Ground => self.ground(ch),
-            State::Escape => self.escape(ch),
-            State::EscapeIntermediate => self.state = State::Ground,
-            State::Csi => self.csi(ch),
-            State::Str => match ch {
-                '\x07' => self.state = State::Ground,
-                '\x1b' => self.state = State::StrEscape,
+            Lex::Ground => self.ground(ch),
+            Lex::Escape => self.escape(ch),
+            Lex::EscapeIntermediate => self.state = Lex::Ground,
+            Lex::Csi => self.csi(ch),
+            Lex::Str => match ch {
+                '\x07' => self.state = Lex::Ground,
+                '\x1b' => self.state = Lex::StrEscape,
                 _ => {}
             },
-            State::StrEscape => {
-                self.state = if ch == '\\' { State::Ground } else { State::Str };
+            Lex::StrEscape => {
+                self.state = if ch == '\\' { Lex::Ground } else { Lex::Str };
             }
         }
     }
@@ -180,7 +181,7 @@ impl LineTerm {
         if self.alt {
             // Only an escape can end the alternate screen; the rest is the program's screen.
             if ch == '\x1b' {
-                self.state = State::Escape;
+                self.state = Lex::Escape;
             }
             return;
         }
@@ -192,7 +193,7 @@ impl LineTerm {
             '\r' => self.col = 0,
             '\x08' => self.col = self.col.saturating_sub(1),
             '\t' => self.col = (self.col / 8 + 1) * 8,
-            '\x1b' => self.state = State::Escape,
+            '\x1b' => self.state = Lex::Escape,
             c if (c as u32) < 0x20 || c == '\x7f' => {}
             c => self.put(c),
         }
@@ -202,17 +203,17 @@ impl LineTerm {
         self.state = match ch {
             '[' => {
                 self.params.clear();
-                State::Csi
+                Lex::Csi
             }
-            ']' | 'P' | 'X' | '^' | '_' => State::Str,
-            ' '..='/' => State::EscapeIntermediate,
-            _ => State::Ground,
+            ']' | 'P' | 'X' | '^' | '_' => Lex::Str,
+            ' '..='/' => Lex::EscapeIntermediate,
+            _ => Lex::Ground,
         };
     }
 
     fn csi(&mut self, ch: char) {
         if ('\x40'..='\x7e').contains(&ch) {
-            self.state = State::Ground;
+            self.state = Lex::Ground;
             self.csi_final(ch);
         } else if self.params.len() < 64 {
             self.params.push(ch);
@@ -274,7 +275,7 @@ impl LineTerm {
     /// is, and a whole plain line goes straight to the output. Returns how many bytes of `text` it
     /// took (none unless that case holds). It stops short of `MAX_COLUMNS`, where `put` takes over.
     fn append_plain(&mut self, text: &str) -> usize {
-        if self.state != State::Ground || self.col != self.line.len() || self.alt {
+        if self.state != Lex::Ground || self.col != self.line.len() || self.alt {
             return 0;
         }
         let bytes = text.as_bytes();

@@ -7,9 +7,9 @@
 //! so nothing is rewritten. The front only notes which requests await an answer, so that if the
 //! server dies it can answer each with an error instead of leaving the client waiting.
 
-use super::{FileLock, HELLO_TIMEOUT, Hello, Paths, Role, State};
-use crate::config::config;
+use super::{Census, FileLock, HELLO_TIMEOUT, Hello, Paths, Role};
 use crate::error::{Error, ErrorKind, Result};
+use crate::jsonrpc::{self, RpcError};
 use crate::line::{self, LineError, Next};
 use parking_lot::Mutex;
 use serde::Deserialize;
@@ -55,12 +55,28 @@ enum Found {
 /// `fugue serve --shared NAME`: connects (starting the server if needed) and pipes until the
 /// client or the server is gone.
 pub(crate) fn serve(name: &str) -> ExitCode {
+    let limits = Limits::of(crate::config::config());
     match Paths::new(name).and_then(|paths| open(&paths)) {
-        Ok(link) => pipe(link),
+        Ok(link) => pipe(link, limits),
         Err(e) => {
             crate::log::error(e.message());
-            answer_errors(e.message())
+            answer_errors(e.message(), limits.max_line)
         }
+    }
+}
+
+/// The front's limits on lines, given when it starts (from `Config`).
+#[derive(Clone, Copy)]
+struct Limits {
+    /// The longest line taken from the client (`FUGUE_MAX_LINE_BYTES`, as the server takes it).
+    max_line: usize,
+    /// The longest line taken from the server (`max_answer`).
+    max_answer: usize,
+}
+
+impl Limits {
+    fn of(config: &crate::config::Config) -> Limits {
+        Limits { max_line: config.max_line_bytes, max_answer: max_answer(config.max_output_bytes) }
     }
 }
 
@@ -196,7 +212,7 @@ fn replace_or_refuse(paths: &Paths, server: &Hello) -> Result<()> {
     end_server(paths)
 }
 
-fn skew(paths: &Paths, server: &Hello, state: &State) -> Error {
+fn skew(paths: &Paths, server: &Hello, state: &Census) -> Error {
     Error::new(
         ErrorKind::InvalidState,
         format!(
@@ -328,19 +344,19 @@ fn peek(line: &[u8]) -> Option<Peek> {
 }
 
 /// Copies stdin to the server and the server to stdout until one of them ends.
-fn pipe(link: Link) -> ExitCode {
+fn pipe(link: Link, limits: Limits) -> ExitCode {
     let pending: Arc<Mutex<HashSet<String>>> = Arc::default();
     let to_server = link.stream;
     let from_server = link.input;
     let answers = pending.clone();
     let started = std::thread::Builder::new()
         .name("front-out".into())
-        .spawn(move || relay_answers(from_server, &answers));
+        .spawn(move || relay_answers(from_server, &answers, limits.max_answer));
     if let Err(e) = started {
         crate::log::error(&format!("cannot start the front's reader: {e}"));
         return ExitCode::FAILURE;
     }
-    relay_requests(&to_server, &pending);
+    relay_requests(&to_server, &pending, limits.max_line);
     // The client is done: as in-process, its calls end with it (the server sees the connection
     // close and cancels them). Exiting now also keeps the reader from taking this for the
     // server's end.
@@ -349,12 +365,12 @@ fn pipe(link: Link) -> ExitCode {
 
 /// The client's lines, each capped at `FUGUE_MAX_LINE_BYTES` as the server caps them: an over-long
 /// one is skipped without being stored and answered here, as the server would answer it.
-fn relay_requests(mut server: &UnixStream, pending: &Mutex<HashSet<String>>) {
+fn relay_requests(mut server: &UnixStream, pending: &Mutex<HashSet<String>>, max_line: usize) {
     let mut stdin = std::io::stdin().lock();
     loop {
-        match line::next_line(&mut stdin, config().max_line_bytes) {
+        match line::next_line(&mut stdin, max_line) {
             Next::End => return,
-            Next::TooLong(n) => refuse_too_long(n),
+            Next::TooLong(n) => refuse_too_long(n, max_line),
             Next::Line(mut line) => {
                 note_request(&line, pending);
                 line.push(b'\n');
@@ -367,8 +383,8 @@ fn relay_requests(mut server: &UnixStream, pending: &Mutex<HashSet<String>>) {
 }
 
 /// Answers a client line over `FUGUE_MAX_LINE_BYTES` (its id is unknown: it was not stored).
-fn refuse_too_long(n: u64) {
-    let answer = json!({"jsonrpc": "2.0", "id": null, "error": crate::rpc::too_long(n).to_json()});
+fn refuse_too_long(n: u64, max_line: usize) {
+    let answer = jsonrpc::error(&Value::Null, &crate::rpc::too_long(n, max_line));
     let mut stdout = std::io::stdout().lock();
     let _ = writeln!(stdout, "{answer}").and_then(|()| stdout.flush());
 }
@@ -376,8 +392,8 @@ fn refuse_too_long(n: u64) {
 /// The longest line taken from the server: an answer carries at most `FUGUE_MAX_OUTPUT_BYTES` of
 /// a pane's output, which JSON may escape to six times its size (`\u001b`), so eight times that,
 /// and never less than 64 MiB. Anything longer is not fugue's answer, and ends the connection.
-fn max_answer() -> usize {
-    config().max_output_bytes.saturating_mul(8).max(MIN_ANSWER)
+fn max_answer(max_output_bytes: usize) -> usize {
+    max_output_bytes.saturating_mul(8).max(MIN_ANSWER)
 }
 
 /// Remembers a request's id until it is answered; forgets a cancelled one (nothing will answer).
@@ -396,8 +412,7 @@ fn note_request(line: &[u8], pending: &Mutex<HashSet<String>>) {
     }
 }
 
-fn relay_answers(mut server: BufReader<UnixStream>, pending: &Mutex<HashSet<String>>) {
-    let max = max_answer();
+fn relay_answers(mut server: BufReader<UnixStream>, pending: &Mutex<HashSet<String>>, max: usize) {
     let why = loop {
         let mut line = match line::read_line(&mut server, max) {
             Ok(Some(line)) => line,
@@ -423,8 +438,7 @@ fn relay_answers(mut server: BufReader<UnixStream>, pending: &Mutex<HashSet<Stri
     let mut stdout = std::io::stdout().lock();
     for id in pending.lock().drain() {
         let id: Value = serde_json::from_str(&id).unwrap_or(Value::Null);
-        let error = json!({"code": SERVER_GONE, "message": why});
-        let answer = json!({"jsonrpc": "2.0", "id": id, "error": error});
+        let answer = jsonrpc::error(&id, &RpcError::new(SERVER_GONE, why.as_str()));
         let _ = writeln!(stdout, "{answer}");
     }
     let _ = stdout.flush();
@@ -439,18 +453,15 @@ fn too_long_answer(max: usize) -> String {
 }
 
 /// No server to talk to: every request is answered with why, until the client gives up.
-fn answer_errors(message: &str) -> ExitCode {
+fn answer_errors(message: &str, max_line: usize) -> ExitCode {
     let mut stdin = std::io::stdin().lock();
     loop {
-        let answer = match line::next_line(&mut stdin, config().max_line_bytes) {
+        let answer = match line::next_line(&mut stdin, max_line) {
             Next::End => break,
-            Next::TooLong(n) => {
-                json!({"jsonrpc": "2.0", "id": null, "error": crate::rpc::too_long(n).to_json()})
-            }
+            Next::TooLong(n) => jsonrpc::error(&Value::Null, &crate::rpc::too_long(n, max_line)),
             Next::Line(line) => match peek(&line) {
                 Some(Peek { id: Some(id), method: Some(_), .. }) => {
-                    let error = json!({"code": SERVER_GONE, "message": message});
-                    json!({"jsonrpc": "2.0", "id": id, "error": error})
+                    jsonrpc::error(&id, &RpcError::new(SERVER_GONE, message))
                 }
                 _ => continue,
             },
@@ -473,17 +484,19 @@ pub(crate) fn call(
     let paths = Paths::new(name).map_err(|e| e.message().to_string())?;
     let Link { stream, mut input, .. } = open(&paths).map_err(|e| e.message().to_string())?;
     let messages = [
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": crate::mcp::LEGACY[0], "capabilities": {},
-            "clientInfo": {"name": "fugue call", "version": env!("CARGO_PKG_VERSION")}}}),
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-               "params": {"name": tool, "arguments": arguments}}),
+        jsonrpc::request(
+            &json!(1),
+            "initialize",
+            json!({"protocolVersion": crate::mcp::LEGACY[0], "capabilities": {},
+                   "clientInfo": {"name": "fugue call", "version": env!("CARGO_PKG_VERSION")}}),
+        ),
+        jsonrpc::notification("notifications/initialized", Value::Null),
+        jsonrpc::request(&json!(2), "tools/call", json!({"name": tool, "arguments": arguments})),
     ];
     for message in messages {
         writeln!(&stream, "{message}").map_err(|e| format!("lost the server: {e}"))?;
     }
-    let max = max_answer();
+    let max = max_answer(crate::config::config().max_output_bytes);
     loop {
         let line = match line::read_line(&mut input, max) {
             Ok(Some(line)) => line,

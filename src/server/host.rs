@@ -2,7 +2,7 @@
 //!
 //! One thread accepts on `NAME.sock`. Every connection from our own uid is counted at once (so the
 //! server never ends while one is being set up) and gets a thread that exchanges hellos and then,
-//! for a front, runs the ordinary JSON-RPC loop (`rpc::Session`) over the socket with an `Mcp` of
+//! for a front, runs the ordinary JSON-RPC loop (`rpc::Connection`) over the socket with an `Mcp` of
 //! its own on the shared `Mux`, working in the directory the front's hello names: both MCP eras,
 //! progress and cancellation work as over stdio, paths are the front's, and ids never cross
 //! between fronts. A front that goes away — however it goes — is an end of input:
@@ -11,14 +11,15 @@
 //! `kill` hello ends it at once. Ending is one ordered path: stop taking fronts, remove the socket,
 //! cancel every call, stop the pipelines, end every pane.
 
-use super::{FileLock, Hello, Paths, Role, State};
+use super::{Census, FileLock, Hello, Paths, Role};
 use crate::ids::unix_ms;
 use crate::line;
 use crate::mcp::Mcp;
 use crate::mux::ORCHESTRATION_SESSION;
-use crate::rpc::{Session, Stop, Writer};
+use crate::rpc::{Connection, Limits, Stop, Writer};
 use crate::runtime::Runtime;
-use crossbeam_channel::{Receiver, Sender, after, never, select};
+use crate::waiter::{Waiter, Woke};
+use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -28,7 +29,7 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 /// Connections served at once; one more is closed before the hello.
 pub(crate) const MAX_FRONTS: usize = 128;
@@ -54,7 +55,7 @@ struct Front {
     pid: u32,
     since: SystemTime,
     /// Set once the hello says this is an MCP front.
-    session: Option<(Arc<Mcp>, Arc<Session>)>,
+    connection: Option<(Arc<Mcp>, Arc<Connection>)>,
     stream: Option<UnixStream>,
 }
 
@@ -84,7 +85,7 @@ impl Host {
         .live
         .values()
         .filter_map(|f| {
-            let (mcp, _) = f.session.as_ref()?;
+            let (mcp, _) = f.connection.as_ref()?;
             let client = mcp.client().map(|c| json!({"name": c.name, "version": c.version}));
             Some(json!({"pid": f.pid, "since": unix_ms(f.since), "client": client, "cwd": mcp.cwd}))
         })
@@ -183,7 +184,7 @@ impl Host {
             let front = Front {
                 pid: u32::try_from(cred.pid).unwrap_or(0),
                 since: SystemTime::now(),
-                session: None,
+                connection: None,
                 stream: stream.try_clone().ok(),
             };
             fronts.live.insert(id, front);
@@ -218,7 +219,7 @@ impl Host {
         let _ = stream.set_read_timeout(None);
         let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
         let role = theirs.role.unwrap_or(Role::Probe);
-        let ours = Hello::new(None, Some(self.state()));
+        let ours = Hello::new(None, Some(self.census()));
         if (&stream).write_all(&ours.line()).is_err() {
             return;
         }
@@ -228,34 +229,34 @@ impl Host {
                 let _ = self.end.try_send(End::Kill);
             }
             Role::Front if theirs.proto != super::proto() => {}
-            Role::Front => self.session(&stream, input, id, front_cwd(theirs.cwd)),
+            Role::Front => self.run_front(&stream, input, id, front_cwd(theirs.cwd)),
         }
     }
 
     /// One front's MCP session: its calls work in its directory `cwd`, as in-process.
-    fn session(&self, stream: &UnixStream, input: BufReader<UnixStream>, id: u64, cwd: PathBuf) {
+    fn run_front(&self, stream: &UnixStream, input: BufReader<UnixStream>, id: u64, cwd: PathBuf) {
         let Ok(out) = stream.try_clone() else { return };
         let mcp = Arc::new(Mcp::new(self.runtime.clone(), cwd));
         // Nobody listens for the writer's stop: a failed write shuts the socket down instead,
         // which ends the read loop below.
         let (stop, _) = crossbeam_channel::bounded::<Stop>(1);
         let writer = Arc::new(Writer::new(Box::new(SocketOut(out)), stop.clone()));
-        let server = Session::new(mcp.clone(), writer);
+        let connection = Connection::new(mcp.clone(), writer, Limits::of(&self.runtime.config));
         if let Some(front) = self.fronts.lock().live.get_mut(&id) {
-            front.session = Some((mcp, server.clone()));
+            front.connection = Some((mcp, connection.clone()));
         }
-        server.read_loop(input, stop);
-        server.cancel_all();
+        connection.read_loop(input, stop);
+        connection.cancel_all();
         let _ = stream.shutdown(Shutdown::Both);
     }
 
-    fn state(&self) -> State {
+    fn census(&self) -> Census {
         let (sessions, panes) = self.runtime.mux.with_sessions(|sessions, _| {
             let panes = sessions.iter().flat_map(|s| &s.windows).map(|w| w.panes.len()).sum();
             (held(sessions), panes)
         });
-        let fronts = self.fronts.lock().live.values().filter(|f| f.session.is_some()).count();
-        State {
+        let fronts = self.fronts.lock().live.values().filter(|f| f.connection.is_some()).count();
+        Census {
             name: self.paths.name.clone(),
             sessions,
             panes,
@@ -267,27 +268,22 @@ impl Host {
     /// Ends the server once it has stayed empty for `EXIT_GRACE`: no session, no connection, no
     /// agent pipeline running. Any change restarts the wait.
     fn janitor(&self, wake: &Receiver<()>) {
-        let tree = self.runtime.mux.subscribe();
-        let pipelines = self.runtime.agents.subscribe();
+        let mut waiter = Waiter::new()
+            .on(wake.clone())
+            .on(self.runtime.mux.subscribe())
+            .on(self.runtime.agents.subscribe());
         loop {
-            let timer = if self.is_empty() { after(EXIT_GRACE) } else { never() };
-            select! {
-                recv(wake) -> _ => {},
-                recv(tree) -> _ => {},
-                recv(pipelines) -> _ => {},
-                recv(timer) -> _ => {
-                    if self.close_if_empty() {
-                        let _ = self.end.try_send(End::Empty);
-                        return;
-                    }
-                },
+            waiter.set_deadline(self.is_empty().then(|| Instant::now() + EXIT_GRACE));
+            if waiter.sleep(None) == Woke::Deadline && self.close_if_empty() {
+                let _ = self.end.try_send(End::Empty);
+                return;
             }
         }
     }
 
     fn is_empty(&self) -> bool {
         self.fronts.lock().live.is_empty()
-            && self.state().sessions == 0
+            && self.census().sessions == 0
             && !self.pipelines_running()
     }
 
@@ -324,8 +320,8 @@ impl Host {
             fronts.live.drain().map(|(_, f)| f).collect()
         };
         for front in fronts {
-            if let Some((_, server)) = &front.session {
-                server.cancel_all();
+            if let Some((_, connection)) = &front.connection {
+                connection.cancel_all();
             }
             if let Some(stream) = &front.stream {
                 let _ = stream.shutdown(Shutdown::Both);

@@ -77,7 +77,7 @@ pub(crate) struct Hello {
     pub(crate) cwd: Option<String>,
     /// Sent by the server: what it holds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) state: Option<State>,
+    pub(crate) state: Option<Census>,
     /// Sent by both sides: the sandbox policy in one line; absent when it is off.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) sandbox: Option<String>,
@@ -85,7 +85,7 @@ pub(crate) struct Hello {
 
 /// What a server holds, as its hello tells it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct State {
+pub(crate) struct Census {
     pub(crate) name: String,
     pub(crate) sessions: usize,
     pub(crate) panes: usize,
@@ -94,7 +94,7 @@ pub(crate) struct State {
 }
 
 impl Hello {
-    pub(crate) fn new(role: Option<Role>, state: Option<State>) -> Hello {
+    pub(crate) fn new(role: Option<Role>, state: Option<Census>) -> Hello {
         Hello {
             fugue: "hello".into(),
             proto: proto(),

@@ -10,17 +10,24 @@
 //! and count only when a FIFO record names them. The nonce reaches the shell in a 0600 file that
 //! the init script reads and deletes, never in the environment.
 //!
-//! `Shell` owns the directory and a reader thread that turns records into `State` and wakes
+//! `Shell` owns the directory and a reader thread that turns records into what it knows of the shell (`Records`) and wakes
 //! subscribers; waiters (`fugue_exec`, `fugue_send_input` with `wait_ms`, `fugue_run_pipeline`'s
-//! steps) block on that channel.
+//! steps) block on that channel. The shell stands above its pane (`stand_above`, `Live`): the
+//! pane holds it only as an opaque `pane::Above`, which it releases when it closes.
 //! The directory goes when the pane is closed, and with every other private directory when fugue
 //! stops.
 
+pub(crate) mod init;
+pub(crate) mod live;
 pub(crate) mod pool;
 pub(crate) mod status;
 
+use init::write_init;
+pub(crate) use init::{Kind, Launch, is_stub, posix, quote};
+
 use crate::error::{Error, ErrorKind, Result};
 use crate::ids::new_id;
+use crate::pane::{Above, Spec};
 use crate::tempdir::{PrivateDir, TempDirs};
 use crate::watch::Watch;
 use crossbeam_channel::Receiver;
@@ -28,90 +35,15 @@ use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
-
-const BASH: &str = include_str!("init.bash");
-const ZSH: &str = include_str!("init.zsh");
-const FISH: &str = include_str!("init.fish");
-const POSIX: &str = include_str!("init.sh");
-/// How the POSIX script writes to the terminal and to the FIFO, with builtins only.
-const PRINTF_OUT: &str = r#"__fugue_tty() { printf '%s' "$1" 2>/dev/null >/dev/tty; }
-__fugue_rec() { printf '%s\0' "$1" 2>/dev/null >"$__fugue_dir/r"; }"#;
-const MKSH_OUT: &str = r#"__fugue_tty() { print -rn -- "$1" 2>/dev/null >/dev/tty; }
-__fugue_rec() { print -n -- "${1//\\/\\\\}\0" 2>/dev/null >"$__fugue_dir/r"; }"#;
 
 /// A record is far below PIPE_BUF, so the shell's one write of it is atomic; a longer one is junk.
 const MAX_RECORD: u64 = 4096;
 
 /// How many recent prompt records a shell keeps for waiters that look back.
 const RECENT: usize = 64;
-
-/// The families of shells fugue can integrate with.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Kind {
-    Bash,
-    Zsh,
-    Fish,
-    /// dash and other shells with only `$(...)` in PS1; `default_env` is the rc file the shell
-    /// reads when ENV is unset.
-    Dash,
-    /// ksh93 and mksh: `${ ...;}` runs the hook in the shell itself.
-    Ksh {
-        default_env: &'static str,
-    },
-}
-
-impl Kind {
-    /// The family of the shell at `path`, by its name; `None` for shells fugue cannot integrate.
-    pub(crate) fn of(path: &str) -> Option<Kind> {
-        let base = Path::new(path).file_name()?.to_str()?;
-        match base {
-            "bash" => Some(Kind::Bash),
-            "zsh" => Some(Kind::Zsh),
-            "fish" => Some(Kind::Fish),
-            "sh" | "dash" | "ash" => Some(Kind::Dash),
-            "ksh" | "ksh93" => Some(Kind::Ksh { default_env: ".kshrc" }),
-            "mksh" | "lksh" => Some(Kind::Ksh { default_env: ".mkshrc" }),
-            _ => None,
-        }
-    }
-
-    /// The line fugue types for exec `id` (see `is_stub`).
-    fn stub(self, id: u64) -> String {
-        // The leading space keeps the line out of the history where the shell is told to.
-        match self {
-            Kind::Fish => format!(" __fugue_b {id}; eval $__fugue_c\r"),
-            _ => format!(" __fugue_b {id};eval \"$__fugue_c\"\r"),
-        }
-    }
-}
-
-/// How to start a shell with the integration: extra arguments and environment.
-#[derive(Default)]
-pub(crate) struct Launch {
-    pub(crate) args: Vec<String>,
-    pub(crate) env: Vec<(String, String)>,
-}
-
-impl Launch {
-    /// The shell text that replaces the running shell with `shell`, interactive and with this
-    /// integration: its `export` lines, then `exec`.
-    pub(crate) fn exec_line(&self, shell: &str) -> String {
-        let (env, args) = self.words();
-        format!("{env}\nexec {} {args} -i", quote(shell))
-    }
-
-    /// The same as shell text, for a script that starts the shell: `export` lines, and the
-    /// arguments as quoted words.
-    pub(crate) fn words(&self) -> (String, String) {
-        let env = self.env.iter().map(|(k, v)| format!("export {k}={}", quote(v)));
-        let args = self.args.iter().map(|a| quote(a));
-        (env.collect::<Vec<_>>().join("\n"), args.collect::<Vec<_>>().join(" "))
-    }
-}
 
 /// One prompt as the shell reported it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -126,7 +58,7 @@ pub(crate) struct Prompt {
 
 /// What fugue knows of the shell, from its records.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct State {
+pub(crate) struct Records {
     /// Prompt records received; 0 while the shell is starting.
     pub(crate) prompts: u64,
     /// The latest prompts, oldest first.
@@ -142,9 +74,11 @@ pub(crate) struct Pending {
     pub(crate) command: String,
     /// The directory it was sent to run in (its `cwd`), if any.
     dir: Option<String>,
+    /// The output offset where its line was typed, once it is.
+    pub(crate) typed: Option<u64>,
 }
 
-impl State {
+impl Records {
     pub(crate) fn last(&self) -> Option<&Prompt> {
         self.recent.back()
     }
@@ -167,8 +101,10 @@ impl State {
 /// A pane's shell integration. Dropping it (with the pane) stops it as `stop` does.
 pub(crate) struct Shell {
     pub(crate) kind: Kind,
+    /// The shell's program, as it was started.
+    program: String,
     /// What the reader thread shares: the nonce, the state and its watch.
-    records: Arc<Records>,
+    feed: Arc<Feed>,
     /// `None` once stopped.
     dir: Mutex<Option<PrivateDir>>,
     /// Our read and write end of the FIFO: the write end wakes the reader when the shell stops.
@@ -178,9 +114,9 @@ pub(crate) struct Shell {
 
 /// The records' side, owned with the reader thread: it holds no directory, so a shell that is
 /// dropped without `stop` still ends its thread and removes its directory.
-struct Records {
+struct Feed {
     nonce: String,
-    state: Mutex<State>,
+    state: Mutex<Records>,
     watch: Watch,
 }
 
@@ -200,14 +136,15 @@ impl Shell {
         let launch = write_init(kind, &dir, env)?;
         let fifo = dir.fifo("r")?;
         let reader = fifo.try_clone()?;
-        let records = Arc::new(Records {
+        let records = Arc::new(Feed {
             nonce,
-            state: Mutex::new(State::default()),
+            state: Mutex::new(Records::default()),
             watch: Watch::default(),
         });
         let shell = Arc::new(Shell {
             kind,
-            records: records.clone(),
+            program: shell.to_string(),
+            feed: records.clone(),
             dir: Mutex::new(Some(dir)),
             fifo,
             next_exec: AtomicU64::new(1),
@@ -234,17 +171,17 @@ impl Shell {
             let mut fifo = &self.fifo;
             let _ = fifo.write_all(b"q\0");
         }
-        self.records.watch.notify();
+        self.feed.watch.notify();
     }
 
     /// A channel that receives a token after every record. Subscribe before looking at `state`.
     pub(crate) fn subscribe(&self) -> Receiver<()> {
-        self.records.watch.subscribe()
+        self.feed.watch.subscribe()
     }
 
     /// Reads `f` out of the state under its lock.
-    pub(crate) fn with<T>(&self, f: impl FnOnce(&State) -> T) -> T {
-        f(&self.records.state.lock())
+    pub(crate) fn with<T>(&self, f: impl FnOnce(&Records) -> T) -> T {
+        f(&self.feed.state.lock())
     }
 
     /// Writes `command` for the shell to read and returns its id and the line to type; `sent_to`
@@ -259,9 +196,18 @@ impl Shell {
         let dir =
             dir.as_ref().ok_or_else(|| Error::new(ErrorKind::PaneClosed, "the pane is closing"))?;
         dir.write(&format!("c{id}"), command)?;
-        let mut state = self.records.state.lock();
-        state.pending = Some(Pending { id, command: command.to_string(), dir: sent_to });
+        let mut state = self.feed.state.lock();
+        state.pending =
+            Some(Pending { id, command: command.to_string(), dir: sent_to, typed: None });
         Ok((id, self.kind.stub(id)))
+    }
+
+    /// Exec `id`'s line was typed at output offset `at`.
+    fn typed(&self, id: u64, at: u64) {
+        let mut state = self.feed.state.lock();
+        if let Some(pending) = state.pending.as_mut().filter(|p| p.id == id) {
+            pending.typed = Some(at);
+        }
     }
 
     /// Removes the command file of exec `id`, once the shell has read it or never will.
@@ -273,12 +219,12 @@ impl Shell {
 
     /// The mark the shell prints where exec `id`'s output begins.
     pub(crate) fn begin_mark(&self, id: u64) -> String {
-        format!("\x1b]133;C;fugue=x{id}.{}\x07", self.records.nonce)
+        format!("\x1b]133;C;fugue=x{id}.{}\x07", self.feed.nonce)
     }
 
     /// The mark the shell prints where a command's output ends, before prompt `prompt`.
     pub(crate) fn end_mark(&self, prompt: &Prompt) -> String {
-        format!("\x1b]133;D;{};fugue={}.{}\x07", prompt.status, prompt.number, self.records.nonce)
+        format!("\x1b]133;D;{};fugue={}.{}\x07", prompt.status, prompt.number, self.feed.nonce)
     }
 }
 
@@ -288,7 +234,47 @@ impl Drop for Shell {
     }
 }
 
-impl Records {
+impl Above for Shell {
+    fn typed_line(&self, line: &str) -> bool {
+        is_stub(line)
+    }
+
+    fn release(&self) {
+        self.stop();
+    }
+}
+
+/// Puts a live shell above the pane `spec` is about to start: `made`, one the caller made
+/// beforehand for a command that ends by starting an interactive shell with it (a kept pipeline
+/// pane's); else, when `interactive` asks for it and the pane runs no command, one prepared now
+/// for the pane's own program, whose arguments and variables it adds to the spec. Nothing when the
+/// integration is off or the shell is not one fugue knows.
+pub(crate) fn stand_above(
+    spec: &mut Spec,
+    made: Option<Arc<Shell>>,
+    interactive: bool,
+    temp_dirs: &Arc<TempDirs>,
+) -> Result<()> {
+    let shell = match made {
+        Some(shell) => shell,
+        None if interactive && spec.command.is_none() && enabled() => {
+            let Some((shell, launch)) = Shell::prepare(&spec.program, &spec.env, temp_dirs)? else {
+                return Ok(());
+            };
+            spec.args.extend(launch.args);
+            // After the pane's own variables: the init script restores ENV or ZDOTDIR from them.
+            spec.env.extend(launch.env);
+            shell
+        }
+        None => return Ok(()),
+    };
+    // A sandboxed pane keeps the shell's private directory reachable.
+    spec.keep.extend(shell.dir());
+    spec.above = Some(shell);
+    Ok(())
+}
+
+impl Feed {
     /// The reader thread: records into state until fugue's own `q`.
     fn read_records(&self, fifo: File) {
         let mut reader = BufReader::new(fifo);
@@ -339,78 +325,6 @@ fn parse_record(record: &[u8], nonce: &str) -> Option<Prompt> {
     })
 }
 
-/// Writes the init files for `kind` into `dir` and says how to start the shell with them.
-fn write_init(kind: Kind, dir: &PrivateDir, env: &[(String, String)]) -> Result<Launch> {
-    let path = |name: &str| dir.path.join(name).to_string_lossy().into_owned();
-    let quoted_dir = quote(&dir.path.to_string_lossy());
-    let user = |name: &str| {
-        env.iter()
-            .rev()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.clone())
-            .or_else(|| std::env::var(name).ok())
-    };
-    let mut launch = Launch::default();
-    match kind {
-        Kind::Bash => {
-            dir.write("init.bash", &BASH.replace("@DIR@", &quoted_dir))?;
-            launch.args = vec!["--init-file".into(), path("init.bash")];
-        }
-        Kind::Zsh => {
-            let restore = match user("ZDOTDIR") {
-                Some(orig) => format!("export ZDOTDIR={}", quote(&orig)),
-                None => "unset ZDOTDIR".to_string(),
-            };
-            std::fs::DirBuilder::new().create(dir.path.join("z"))?;
-            let text = ZSH.replace("@DIR@", &quoted_dir).replace("@RESTORE_ZDOTDIR@", &restore);
-            dir.write("z/.zshenv", &text)?;
-            launch.env.push(("ZDOTDIR".into(), path("z")));
-        }
-        Kind::Fish => {
-            dir.write("init.fish", &FISH.replace("@DIR@", &quoted_dir))?;
-            launch.args =
-                vec!["--init-command".into(), format!("source {}", quote(&path("init.fish")))];
-        }
-        Kind::Dash | Kind::Ksh { .. } => {
-            let restore = match (user("ENV"), kind) {
-                (Some(orig), _) => format!("__fugue_env={0}\nexport ENV={0}", quote(&orig)),
-                (None, Kind::Ksh { default_env }) => {
-                    format!("__fugue_env=\"$HOME\"/{default_env}\nunset ENV")
-                }
-                (None, _) => "__fugue_env=\nunset ENV".to_string(),
-            };
-            let (head, tail) = match kind {
-                Kind::Dash => (
-                    r"'${__fugue_a%$((__fugue_k=__fugue_k+1))}$(__fugue_mark $?)'",
-                    r"'$(__fugue_report $?)'",
-                ),
-                _ => (r"'${ __fugue_next $?;}'", r"'${ __fugue_report $__fugue_s;}'"),
-            };
-            // mksh has no printf builtin, and an external one would show the nonce in /proc.
-            let out = match kind {
-                Kind::Ksh { default_env: ".mkshrc" } => MKSH_OUT,
-                _ => PRINTF_OUT,
-            };
-            let text = POSIX
-                .replace("@OUT@", out)
-                .replace("@ESC@", "\x1b")
-                .replace("@BEL@", "\x07")
-                .replace("@DIR@", &quoted_dir)
-                .replace("@RESTORE_ENV@", &restore)
-                .replace("@PS1_HEAD@", head)
-                .replace("@PS1_TAIL@", tail);
-            dir.write("init.sh", &text)?;
-            launch.env.push(("ENV".into(), path("init.sh")));
-        }
-    }
-    Ok(launch)
-}
-
-/// One word for a POSIX shell (and for fish and zsh, which read `'\''` the same way).
-pub(crate) fn quote(word: &str) -> String {
-    format!("'{}'", word.replace('\'', r"'\''"))
-}
-
 /// The first line of `command`, at most 60 characters: how a busy shell names what it runs.
 pub(crate) fn first_line(command: &str) -> &str {
     let line = command.lines().next().unwrap_or("");
@@ -443,19 +357,6 @@ pub(crate) const PROMPT_DRAWN: &str = "\x1b]133;B\x07";
 /// theme may have dropped the mark).
 pub(crate) const PROMPT_DRAWN_WAIT: Duration = Duration::from_millis(300);
 
-/// The word every line `fugue_exec` types begins with.
-pub(crate) const STUB_WORD: &str = "__fugue_b ";
-
-/// Whether `line` of the text view is the echo of a line `fugue_exec` typed (after whatever prompt
-/// the shell drew before it): ` __fugue_b ID;eval "$__fugue_c"`, or fish's form.
-pub(crate) fn is_stub(line: &str) -> bool {
-    let Some(at) = line.find(STUB_WORD) else { return false };
-    let rest = &line[at + STUB_WORD.len()..];
-    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-    let tail = rest[digits..].trim_end();
-    digits > 0 && (tail == ";eval \"$__fugue_c\"" || tail == "; eval $__fugue_c")
-}
-
 /// Whether live shells are on for this fugue (`FUGUE_SHELL_INTEGRATION=0` turns them off).
 pub(crate) fn enabled() -> bool {
     crate::config::config().shell_integration
@@ -477,16 +378,6 @@ mod tests {
     }
 
     #[test]
-    fn the_typed_line_is_recognised_after_any_prompt() {
-        for kind in [Kind::Bash, Kind::Fish] {
-            let typed = kind.stub(12);
-            assert!(is_stub(&format!("user@host:~$ {}", typed.trim_end())), "{typed:?}");
-        }
-        assert!(!is_stub("echo __fugue_b 1;eval something else"));
-        assert!(!is_stub("plain output"));
-    }
-
-    #[test]
     fn a_command_shows_as_its_first_line() {
         assert_eq!(shown("make test"), "make test");
         assert_eq!(shown("cd /tmp\nmake"), "cd /tmp …");
@@ -496,16 +387,8 @@ mod tests {
     }
 
     #[test]
-    fn shells_are_recognised_by_name() {
-        assert_eq!(Kind::of("/usr/bin/bash"), Some(Kind::Bash));
-        assert_eq!(Kind::of("/bin/sh"), Some(Kind::Dash));
-        assert_eq!(Kind::of("mksh"), Some(Kind::Ksh { default_env: ".mkshrc" }));
-        assert_eq!(Kind::of("/usr/bin/nu"), None);
-    }
-
-    #[test]
     fn since_skips_what_was_seen() {
-        let mut state = State::default();
+        let mut state = Records::default();
         for n in 1..=3 {
             state.prompts += 1;
             state.recent.push_back(Prompt { number: n, exec: 0, status: 0, cwd: "/".into() });

@@ -12,6 +12,7 @@
 use crate::error::{Error, ErrorKind, Result};
 use crate::mux::{Mux, PaneArgs};
 use crate::pane::Pane;
+use crate::shell::live::Live;
 use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -94,27 +95,22 @@ impl Pool {
     }
 }
 
-/// Whether a shell pane can take a command now: its shell is starting (the call waits for its
-/// prompt), or it sits at its prompt with no `fugue_exec` pending and no job in the foreground.
+/// Whether a shell pane can take a command now (see `Live::free`).
 fn is_free(pane: &Pane) -> bool {
-    let Some(shell) = pane.shell() else { return false };
-    let starting = shell.with(|s| s.prompts == 0 && s.pending.is_none());
-    starting || super::status::at_prompt(pane).is_some()
+    Live::of(pane).is_some_and(|live| live.free())
 }
 
 /// Where the pane's shell is now: a busy shell's command may have `cd`'d (`cd proj && make`),
 /// which its last prompt cannot tell, so the process's own directory comes first.
 fn shell_dir(pane: &Pane) -> Option<PathBuf> {
-    let reported = || pane.shell()?.with(|s| s.last().map(|p| p.cwd.clone()));
+    let reported = || Live::of(pane)?.shell.with(|s| s.last().map(|p| p.cwd.clone()));
     pane.process_cwd().or_else(reported).map(PathBuf::from)
 }
 
 fn all_busy<'e>(entries: impl Iterator<Item = &'e Entry>) -> Error {
     let busy: Vec<String> = entries
         .map(|e| {
-            let what = e.pane.shell().and_then(|s| {
-                s.with(|st| st.pending.as_ref().map(|p| super::first_line(&p.command).to_string()))
-            });
+            let what = Live::of(&e.pane).and_then(|live| live.pending());
             match what.or_else(|| e.pane.foreground_job()) {
                 Some(what) => format!("{} ({what})", e.pane.id),
                 None => e.pane.id.clone(),

@@ -8,41 +8,27 @@
 
 use crate::pane::Pane;
 use crate::pane::activity::{self, Activity};
-use crate::shell::Prompt;
+use crate::shell::live::Live;
 use serde::{Deserialize, Serialize};
 
-/// What a pane does now: `Prompt` when its shell reported its prompt and nothing runs, else the
-/// activity probe's `Busy` or `Input`; `None` once the pane's process has ended.
+/// What a pane does now: `Prompt` when its live shell is idle (`Live::idle`), else the activity
+/// probe's `Busy` or `Input`; `None` once the pane's process has ended.
 pub(crate) fn activity(pane: &Pane) -> Option<Activity> {
     if !pane.is_running() {
         return None;
     }
-    if at_prompt(pane).is_some() {
+    if Live::of(pane).and_then(|live| live.idle()).is_some() {
         return Some(Activity::Prompt);
     }
     Some(activity::probe(pane))
 }
 
-/// The shell's last prompt when it sits at it with nothing running — no command fugue typed
-/// waits for its record, and no job has the terminal: the outcome of the last command, whenever
-/// it ended. `None` for a pane without a live shell, a shell still starting, or one that ended.
-/// The one answer to "is this shell idle" for status, fugue's own shells, waits and `fugue_exec`.
-pub(crate) fn at_prompt(pane: &Pane) -> Option<Prompt> {
-    let shell = pane.shell()?;
-    let (last, pending) = shell.with(|s| (s.last().cloned(), s.pending.is_some()));
-    if pending || !pane.is_running() || pane.foreground_job().is_some() {
-        return None;
-    }
-    last
-}
-
 /// What a running pane is doing, as its views give it: one struct for `fugue_get_status`,
 /// `fugue_list_sessions` and `fugue attach`. Every field is left out when unknown.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Live {
-    /// `prompt`, `busy` or `input`.
+pub(crate) struct Doing {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) activity: Option<String>,
+    pub(crate) activity: Option<Activity>,
     /// The status of the last command the shell reported at its prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) last_exit_code: Option<i32>,
@@ -56,10 +42,11 @@ pub(crate) struct Live {
 }
 
 /// What `pane` is doing now; empty once it has ended.
-pub(crate) fn live(pane: &Pane) -> Live {
-    let Some(activity) = activity(pane) else { return Live::default() };
-    let mut live = Live { activity: Some(activity.as_str().into()), ..Live::default() };
-    let last = pane.shell().and_then(|s| s.with(|st| Some((st.last()?.status, st.cwd()?))));
+pub(crate) fn doing(pane: &Pane) -> Doing {
+    let Some(activity) = activity(pane) else { return Doing::default() };
+    let mut live = Doing { activity: Some(activity), ..Doing::default() };
+    let shell = Live::of(pane);
+    let last = shell.and_then(|l| l.shell.with(|st| Some((st.last()?.status, st.cwd()?))));
     live.last_exit_code = last.as_ref().map(|(status, _)| *status);
     // At its prompt a shell is where it last reported; while a command runs it is where the
     // command took it (`cd dir && make`), which only /proc knows.
@@ -68,14 +55,8 @@ pub(crate) fn live(pane: &Pane) -> Live {
         (last, _) => pane.process_cwd().or(last.map(|(_, cwd)| cwd)),
     };
     if activity != Activity::Prompt {
-        live.current_command = current_command(pane);
+        // What the shell runs: a `fugue_exec`'s text, or the foreground job's command line.
+        live.current_command = shell.and_then(|l| l.running());
     }
     live
-}
-
-/// The command a shell pane runs now: a `fugue_exec`'s text, or the foreground job's command line.
-fn current_command(pane: &Pane) -> Option<String> {
-    let shell = pane.shell()?;
-    let pending = shell.with(|s| s.pending.as_ref().map(|p| p.command.clone()));
-    pending.or_else(|| pane.foreground_job())
 }

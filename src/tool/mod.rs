@@ -14,9 +14,10 @@ pub(crate) mod choice;
 pub(crate) mod order;
 pub(crate) mod task;
 
+use crate::cancel::Cancel;
 use crate::error::Error;
 use args::Args;
-use call::{Cancel, Progress};
+use call::Progress;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 use std::ops::Deref;

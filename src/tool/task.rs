@@ -11,7 +11,7 @@
 //! it. It is bounded: at most `MAX_LIVE` tasks not yet ended, and ended tasks are kept for
 //! `RETENTION` and at most `MAX_KEPT` of them (the oldest go first).
 
-use super::call::Cancel;
+use crate::cancel::Cancel;
 use crate::watch::Watch;
 use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;

@@ -9,13 +9,15 @@ use crate::agent::git;
 use crate::agent::handle::Handle;
 use crate::agent::machine::Control;
 use crate::agent::manager::{Manager, NewPipeline};
-use crate::agent::record::{self, AgentPipeline, Agents, Limits, PipelineStatus, StageType, now};
+use crate::agent::record::{
+    self, Action, AgentPipeline, Agents, Limits, PipelineStatus, StageType, now,
+};
 use crate::error::{Error, Result};
 use crate::runtime::{Ctx, Tool};
 use crate::tool::args::Args;
 use crate::tool::choice::{Choice, choice_enum};
 use crate::tool::{Answer, RUNS, SETS, schema::*};
-use crossbeam_channel::{after, select};
+use crate::waiter::{Waiter, Woke};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::path::Path;
@@ -269,15 +271,6 @@ choice_enum! {
     }
 }
 
-choice_enum! {
-    /// `fugue_agent_pipeline_control`'s `action`; `Followup` takes the `prompt`.
-    enum Action {
-        Retry = "retry",
-        Followup = "followup",
-        Cancel = "cancel",
-    }
-}
-
 fn status(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let manager = &ctx.agents;
     let repo = match args.path("repo")? {
@@ -352,7 +345,7 @@ struct Problem {
 fn load_repo(manager: &Arc<Manager>, path: &Path) -> Result<String> {
     let repo = git::main_worktree(path)?;
     let repo = repo.canonicalize().unwrap_or(repo);
-    manager.load_root(&Manager::root_for(&repo), false)?;
+    manager.load_root(&manager.root_for(&repo), false)?;
     Ok(repo.display().to_string())
 }
 
@@ -382,29 +375,28 @@ fn wait(
     until: Until,
 ) -> Result<bool> {
     let started = Instant::now();
-    let deadline = after(within);
-    let heartbeat = ctx.progress.heartbeat();
+    let mut waiter = Waiter::new()
+        .cancel(ctx.cancel.receiver())
+        .until(started + within)
+        .heartbeat(ctx.progress.heartbeat())
+        .on(events.clone());
     let first = keys(&targets());
     loop {
         let handles = targets();
-        let running: Vec<_> = handles
+        let running = handles
             .iter()
-            .filter(|h| h.is_driven_here() && h.snapshot().status == PipelineStatus::Running)
-            .collect();
-        if running.is_empty() {
+            .any(|h| h.is_driven_here() && h.snapshot().status == PipelineStatus::Running);
+        if !running || (until == Until::Change && keys(&handles) != first) {
             return Ok(true);
         }
-        if until == Until::Change && keys(&handles) != first {
-            return Ok(true);
-        }
-        select! {
-            recv(events) -> _ => {}
-            recv(ctx.cancel.receiver()) -> _ => return Err(Error::cancelled()),
-            recv(deadline) -> _ => return Ok(false),
-            recv(heartbeat) -> _ => {
+        match waiter.sleep(None) {
+            Woke::Look => {}
+            Woke::Heartbeat => {
                 let secs = started.elapsed().as_secs_f64();
                 ctx.progress.report(secs, Some(within.as_secs_f64()), "waiting for the pipeline");
             }
+            Woke::Deadline => return Ok(false),
+            Woke::Cancelled => return Err(Error::cancelled()),
         }
     }
 }
@@ -475,7 +467,7 @@ struct PipelineView {
     stage: Option<&'static str>,
     pane_id: Option<String>,
     blocked_reason: Option<String>,
-    allowed_actions: &'static [&'static str],
+    allowed_actions: &'static [Action],
     branch: String,
     cost_usd: f64,
     updated_at: u64,

@@ -4,7 +4,7 @@
 //! In: the pane, its shell integration (if any), what ends the wait (the prompt after a given
 //! exec, or any prompt printed after a given output offset), an optional pattern for the exec's
 //! output (`until`), optional `responses` (a question a key matches is answered and the wait goes
-//! on), and the deadline. The wait blocks in `select!` on the shell's records, the pane's end, its
+//! on), and the deadline. The wait sleeps in the one `Waiter` on the shell's records, the pane's end, its
 //! output (only with a pattern), the call's cancel channel, the deadline, the input watch's next
 //! look and the progress heartbeat. Out: an `Outcome`, and from it the `CommandAnswer` that holds
 //! `status` (ok, failed, input, running, exited, ready), `exit_code`, `cwd`, `output` and `offset`.
@@ -19,13 +19,13 @@ use crate::pane::search::{Found, Scan};
 use crate::pane::tail;
 use crate::pane::{Pane, mark};
 use crate::runtime::Ctx;
-use crate::shell::status::at_prompt;
+use crate::shell::live::Live;
 use crate::shell::{Prompt, Shell};
 use crate::tool::Asking;
 use crate::tool::args::Args;
 use crate::tool::choice::Choice;
 use crate::tool::schema::{nullable, result, typed};
-use crossbeam_channel::{after, never, select};
+use crate::waiter::{Waiter, Woke};
 use regex::Regex;
 use serde::Serialize;
 use serde_json::Value;
@@ -94,48 +94,63 @@ impl Search {
 impl Wait<'_> {
     /// Blocks until the wait ends; `Err` only when the call is cancelled.
     pub(crate) fn run(&mut self, ctx: &Ctx<'_>) -> Result<Outcome> {
-        let records = self.shell.map_or_else(never, Shell::subscribe);
-        let ending = self.pane.output().subscribe_status();
+        let mut waiter = self.waiter(ctx);
         let mut search = self.search();
-        let printed = match search {
-            Search::None => never(),
-            _ => self.pane.output().subscribe(),
-        };
-        let heartbeat = ctx.progress.heartbeat();
+        if !matches!(search, Search::None) {
+            waiter.add(self.pane.output().subscribe());
+        }
         let mut watch = InputWatch::new(self.pane, quiet_period());
         let started = Instant::now();
         // What was just typed may still sit unread in the terminal while the program's last
         // print is long past.
         watch.typed_at(started);
         loop {
-            if let Some(outcome) = self.ended() {
+            if let Some(outcome) = self.look(&mut search, &mut watch) {
                 return Ok(outcome);
             }
-            if !self.pane.is_running() {
-                return Ok(Outcome::Exited(self.pane.output().exit()));
-            }
-            if let Some(found) = search.matched(self.pane) {
-                return Ok(Outcome::Ready(found));
-            }
-            if watch.check() {
-                if !self.respond() {
-                    return Ok(Outcome::Input(watch.program()));
-                }
-                // Answered: a new question is looked for once the answer has been read.
-                watch = InputWatch::new(self.pane, quiet_period());
-                watch.typed_at(Instant::now());
-            }
-            let check_at = watch.next_check().map_or_else(never, |at| after(until(at)));
-            select! {
-                recv(records) -> _ => {}
-                recv(ending) -> _ => {}
-                recv(printed) -> _ => {}
-                recv(check_at) -> _ => {}
-                recv(ctx.cancel.receiver()) -> _ => return Err(Error::cancelled()),
-                recv(after(until(self.deadline))) -> _ => return Ok(Outcome::Running),
-                recv(heartbeat) -> _ => self.report(ctx, started),
+            match waiter.sleep(watch.next_check()) {
+                Woke::Look => {}
+                Woke::Heartbeat => self.report(ctx, started),
+                Woke::Deadline => return Ok(Outcome::Running),
+                Woke::Cancelled => return Err(Error::cancelled()),
             }
         }
+    }
+
+    /// What the wait sleeps on: the shell's records, the pane's end, the call's cancel, the
+    /// deadline and the heartbeat.
+    fn waiter(&self, ctx: &Ctx<'_>) -> Waiter {
+        let mut waiter = Waiter::new()
+            .cancel(ctx.cancel.receiver())
+            .until(self.deadline)
+            .heartbeat(ctx.progress.heartbeat())
+            .on(self.pane.output().subscribe_status());
+        if let Some(shell) = self.shell {
+            waiter.add(shell.subscribe());
+        }
+        waiter
+    }
+
+    /// One look: the outcome, if the wait has one now. A question a response answers is not one:
+    /// the next question is looked for once the answer has been read.
+    fn look(&mut self, search: &mut Search, watch: &mut InputWatch) -> Option<Outcome> {
+        if let Some(outcome) = self.ended() {
+            return Some(outcome);
+        }
+        if !self.pane.is_running() {
+            return Some(Outcome::Exited(self.pane.output().exit()));
+        }
+        if let Some(found) = search.matched(self.pane) {
+            return Some(Outcome::Ready(found));
+        }
+        if watch.check() {
+            if !self.respond() {
+                return Some(Outcome::Input(watch.program()));
+            }
+            *watch = InputWatch::new(self.pane, quiet_period());
+            watch.typed_at(Instant::now());
+        }
+        None
     }
 
     /// The program asks: answers it from the responses, if a key matches its question.
@@ -220,16 +235,17 @@ pub(crate) fn after_input(
     budget: &Budget<'_>,
     responses: Option<Responses>,
 ) -> Result<CommandAnswer> {
-    let shell = pane.shell();
+    let live = Live::of(pane);
+    let shell = live.map(|live| live.shell);
     // The pane's own process is the shell (a kept pipeline pane's steps' shell became one).
     let shell_pane = pane.command.is_none() || shell.is_some();
     let (from, seen) = match written {
         Some((offset, seen)) => (offset, seen),
         None => (pane.output().end(), shell.map(|s| s.with(|st| st.prompts))),
     };
-    let cwd = || shell.and_then(|s| s.with(crate::shell::State::cwd));
+    let cwd = || shell.and_then(|s| s.with(crate::shell::Records::cwd));
     if written.is_none()
-        && let Some(prompt) = at_prompt(pane)
+        && let Some(prompt) = live.and_then(|live| live.idle())
     {
         // Nothing runs and nothing was typed: the last command's outcome is the answer.
         let outcome = Outcome::Ended { prompt, end: from };
@@ -246,10 +262,6 @@ pub(crate) fn after_input(
     let mut answer = answer(pane, outcome, from, budget, cwd(), shell_pane);
     answer.answered = responder.map(|r| r.answered());
     Ok(answer)
-}
-
-fn until(at: Instant) -> Duration {
-    at.saturating_duration_since(Instant::now())
 }
 
 /// The answer of a command waited on in a shell: `fugue_exec`'s, and `fugue_send_input`'s with

@@ -8,7 +8,8 @@
 //! still starting is waited for. Without `pane_id` the command goes to the first free one of
 //! fugue's own shells for the caller's directory (`pool`), a new one while all are busy. `cwd`
 //! runs it in a directory as `cd DIR &&` would; `until` answers `ready` as soon as the command's
-//! own output matches, and leaves it running.
+//! own output matches, and leaves it running. What is typed, in the shell's own syntax, and how a
+//! cancelled task's command is interrupted are the live shell's (`shell::live::Live`).
 
 use super::answer::{Status, denied};
 use super::command_wait::{self as wait, Outcome, Until, Wait};
@@ -18,21 +19,16 @@ use crate::pane::budget::Budget;
 use crate::pane::search::compile;
 use crate::pane::{Pane, mark};
 use crate::runtime::{Ctx, Tool};
-use crate::shell::status::at_prompt;
-use crate::shell::{Kind, PROMPT_DRAWN_WAIT, Shell, State};
+use crate::shell::live::{Live, Typed};
+use crate::shell::{PROMPT_DRAWN_WAIT, Records};
 use crate::tool::args::Args;
 use crate::tool::{Answer, RUNS, schema::*};
 use crossbeam_channel::{after, at as at_instant, never, select};
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 const DEFAULT_TIMEOUT_MS: u64 = 30_000;
 const MAX_TIMEOUT_MS: u64 = 86_400_000;
 pub(crate) const DEFAULT_MAX_BYTES: u64 = crate::pane::budget::DEFAULT_BYTES as u64;
-/// How long a cancelled task's command may take to give the prompt back after C-c.
-const INTERRUPT_WAIT: Duration = Duration::from_secs(2);
-/// How long after the C-c a command that has not begun is taken for one that never will.
-const INTERRUPT_SETTLE: Duration = Duration::from_millis(100);
 /// How long a shell may take to show its first prompt, whatever the command's `timeout_ms`.
 const SHELL_START: Duration = Duration::from_secs(10);
 /// The longest command accepted, in bytes.
@@ -113,38 +109,29 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
             (claim.pane.clone(), Some(claim))
         }
     };
-    let shell = live_shell(&pane)?;
-    wait_for_prompt(ctx, &pane, shell, started_by)?;
+    let live = live_shell(&pane)?;
+    let shell = live.shell;
+    wait_for_prompt(ctx, live, started_by)?;
     let deadline = Instant::now() + timeout;
-    let shown = crate::shell::shown(&command);
-    let command = match &dir {
-        Some(dir) => in_dir(shell.kind, dir, &command),
-        None => command,
-    };
-    let sent_to = dir.as_ref().map(|d| d.to_string_lossy().into_owned());
-    let (id, stub) = shell.prepare_exec(&command, sent_to)?;
+    let Typed { id, at: typed } = live.run(&command, dir.as_deref())?;
     drop(claim);
-    let typed = pane.type_hidden(shell, (&stub, id), &shown);
-    let mut responder = None;
-    let outcome = typed.as_ref().map_err(Clone::clone).and_then(|&typed| {
-        let until = Until::Exec { id, typed };
-        responder = responses.map(|r| Responder::new(r, typed));
-        let responder = responder.as_mut();
-        let mut wait =
-            Wait { pane: &pane, shell: Some(shell), until, pattern, deadline, responder };
-        Ok((typed, wait.run(ctx)?))
-    });
-    if let (Err(_), Ok(typed)) = (&outcome, &typed)
-        && ctx.cancel.stops_work()
-    {
-        interrupt(&pane, shell, id, *typed);
+    let mut responder = responses.map(|r| Responder::new(r, typed));
+    let until = Until::Exec { id, typed };
+    let responding = responder.as_mut();
+    let mut wait =
+        Wait { pane: &pane, shell: Some(shell), until, pattern, deadline, responder: responding };
+    let outcome = wait.run(ctx);
+    if outcome.is_err() && ctx.cancel.stops_work() {
+        // A task was cancelled: the call ends once the shell is back at its prompt, so the shell
+        // is not left busy for the next call.
+        live.interrupt();
     }
-    if !matches!(outcome, Ok((_, Outcome::Input(_) | Outcome::Running | Outcome::Ready(_)))) {
+    if !matches!(outcome, Ok(Outcome::Input(_) | Outcome::Running | Outcome::Ready(_))) {
         shell.forget_exec(id);
     }
-    let (typed, outcome) = outcome?;
+    let outcome = outcome?;
     let from = mark::find(&pane, &shell.begin_mark(id), typed).map_or(typed, |(_, end)| end);
-    let cwd = shell.with(State::cwd);
+    let cwd = shell.with(Records::cwd);
     let budget = Budget::whole(max_bytes, keep.as_ref());
     let mut answer = wait::answer(&pane, outcome, from, &budget, cwd, true);
     answer.sandbox_denied =
@@ -155,63 +142,16 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     Ok(Answer::of(&answer)?.asking(answer.asks()))
 }
 
-/// A task was cancelled: exec `id`, typed at output offset `typed`, is interrupted (C-c), and the
-/// call ends once the shell is back at its prompt (within `INTERRUPT_WAIT`), so the shell is not
-/// left busy for the next call. The C-c waits for the exec's begin mark: sent while the typed line
-/// still sits in the shell's line editor, it would discard the line, and no record would ever name
-/// the exec. And a C-c sent while the shell forks the command reaches neither (the child is not yet
-/// the terminal's foreground), so while the exec is pending the C-c goes again every
-/// `INTERRUPT_SETTLE`.
-fn interrupt(pane: &Pane, shell: &Shell, id: u64, typed: u64) {
-    let records = shell.subscribe();
-    let printed = pane.output().subscribe();
-    let deadline = Instant::now() + INTERRUPT_WAIT;
-    let mut next_c = Instant::now();
-    loop {
-        if shell.with(|s| s.pending.is_none()) {
-            return;
-        }
-        let started = mark::locate(pane, &shell.begin_mark(id), typed).is_some();
-        if started && Instant::now() >= next_c {
-            if pane.send(&[b"\x03"]).is_err() {
-                return;
-            }
-            next_c = Instant::now() + INTERRUPT_SETTLE;
-        }
-        let wake = if started { next_c.min(deadline) } else { deadline };
-        select! {
-            recv(records) -> _ => {}
-            recv(printed) -> _ => {}
-            recv(after(wake.saturating_duration_since(Instant::now()))) -> _ => {
-                if Instant::now() >= deadline {
-                    return;
-                }
-            }
-        }
-    }
-}
-
-/// `command` run in `dir`, as `cd DIR && command` would run it: not at all when the `cd` fails,
-/// and the shell stays in `dir`. The command goes in a group of its own, so that its own `;` and
-/// `||` still need the `cd`.
-fn in_dir(kind: Kind, dir: &Path, command: &str) -> String {
-    let dir = crate::shell::quote(&dir.to_string_lossy());
-    match kind {
-        Kind::Fish => format!("cd {dir}; and begin\n{command}\nend"),
-        _ => format!("cd {dir} && {{\n{command}\n}}"),
-    }
-}
-
 /// The `max_bytes` argument of `fugue_exec` and `fugue_send_input`.
 pub(crate) fn max_bytes(args: &Args<'_>) -> Result<usize> {
     let ceiling = crate::config::config().max_output_bytes as u64;
     Ok(args.u64("max_bytes", 64, ceiling)?.unwrap_or(DEFAULT_MAX_BYTES.min(ceiling)) as usize)
 }
 
-/// The pane's shell integration, or the error that says why there is none.
-pub(crate) fn live_shell(pane: &Pane) -> Result<&Shell> {
-    match pane.shell() {
-        Some(shell) => Ok(shell),
+/// The pane's live shell, or the error that says why there is none.
+pub(crate) fn live_shell(pane: &Pane) -> Result<Live<'_>> {
+    match Live::of(pane) {
+        Some(live) => Ok(live),
         None if pane.command.is_some() => Err(Error::new(
             ErrorKind::InvalidState,
             format!(
@@ -233,8 +173,9 @@ pub(crate) fn live_shell(pane: &Pane) -> Result<&Shell> {
 
 /// Waits until the shell sits at its prompt with nothing running: a shell still starting is
 /// waited for until `deadline`; a busy one is an error at once.
-fn wait_for_prompt(ctx: &Ctx<'_>, pane: &Pane, shell: &Shell, deadline: Instant) -> Result<()> {
-    let records = shell.subscribe();
+fn wait_for_prompt(ctx: &Ctx<'_>, live: Live<'_>, deadline: Instant) -> Result<()> {
+    let pane = live.pane;
+    let records = live.shell.subscribe();
     let ending = pane.output().subscribe_status();
     // Subscribed before any look at the output, so the prompt's mark cannot slip between the
     // look and the wait. Before a command is typed the shell prints little: its start-up lines.
@@ -248,22 +189,18 @@ fn wait_for_prompt(ctx: &Ctx<'_>, pane: &Pane, shell: &Shell, deadline: Instant)
                 format!("the shell of pane {} has exited; open a new pane", pane.id),
             ));
         }
-        let (prompts, pending) = shell.with(|s| (s.prompts, s.pending.clone()));
-        if let Some(pending) = pending {
-            let command = crate::shell::first_line(&pending.command);
+        if let Some(command) = live.pending() {
             return Err(busy(pane, &format!("fugue_exec {command:?} is still running")));
         }
-        if prompts > 0 {
-            if at_prompt(pane).is_none() {
+        if live.shell.with(|s| s.prompts) > 0 {
+            if live.idle().is_none() {
                 let job = pane.foreground_job().unwrap_or_else(|| "a job".into());
                 return Err(busy(pane, &format!("{job:?} is running")));
             }
             // Typed before the prompt is drawn, the line would be echoed twice (by the terminal,
             // then by the line editor) and glued to the prompt; a prompt without its mark (a
             // theme that drops it) is waited for only briefly.
-            if pane.prompt_drawn(shell)
-                || Instant::now() >= *drawn_by.get_or_insert_with(drawn_wait)
-            {
+            if live.prompt_drawn() || Instant::now() >= *drawn_by.get_or_insert_with(drawn_wait) {
                 return Ok(());
             }
         }

@@ -10,7 +10,6 @@ use crate::mux::PaneArgs;
 use crate::orchestrate::responses;
 use crate::pane::Pane;
 use crate::pane::exit::{Exit, ExitFields, SignalField};
-use crate::pane::output::Format;
 use crate::runtime::{Ctx, Tool};
 use crate::tool::args::Args;
 use crate::tool::choice::Choice;
@@ -26,7 +25,7 @@ mod view;
 pub(crate) use input::type_answer;
 use input::{SUBMIT, send_input};
 pub(crate) use view::session_json;
-use view::{LINES, MAX_BYTES, get_output, get_status, list_sessions};
+use view::{Format, LINES, MAX_BYTES, get_output, get_status, list_sessions};
 
 pub(crate) static TOOLS: &[Tool] = &[
     Tool {

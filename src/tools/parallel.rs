@@ -26,7 +26,8 @@ use crate::tool::args::Args;
 use crate::tool::choice::{Choice, choice_enum};
 use crate::tool::{self, Answer, RUNS, schema::*};
 use crate::tools::answer::{CommandEnd, CommandResult, RunStatus, command_result_schema, denied};
-use crossbeam_channel::{Receiver, Select};
+use crate::waiter::{Waiter, Woke};
+use crossbeam_channel::Receiver;
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::path::Path;
@@ -377,7 +378,10 @@ fn wait_all(
     started: Instant,
     stop_asking: bool,
 ) -> End {
-    let heartbeat = ctx.progress.heartbeat();
+    let waiter = Waiter::new()
+        .cancel(ctx.cancel.receiver())
+        .until(deadline)
+        .heartbeat(ctx.progress.heartbeat());
     let mut reported = usize::MAX;
     loop {
         if let Some(i) = asking_job(jobs, stop_asking) {
@@ -393,28 +397,13 @@ fn wait_all(
             return End::AllDone;
         }
         let check = pending.iter().filter_map(|j| j.next_check()).min();
-        let mut select = Select::new();
-        for job in &pending {
-            if let Some(events) = &job.events {
-                select.recv(events);
-            }
-        }
-        let cancel = select.recv(ctx.cancel.receiver());
-        let beat = select.recv(&heartbeat);
-        match select.ready_deadline(check.map_or(deadline, |at| at.min(deadline))) {
-            Err(_) if Instant::now() >= deadline => return End::Deadline,
-            // A look at /proc is due: the next round makes it.
-            Err(_) => {}
-            Ok(i) if i == cancel => return End::Cancelled,
-            Ok(i) if i == beat => {
-                let _ = heartbeat.try_recv();
-                report(ctx, jobs, &pending, started);
-            }
-            Ok(i) => {
-                if let Some(events) = &pending[i].events {
-                    let _ = events.try_recv();
-                }
-            }
+        let wakes: Vec<&Receiver<()>> = pending.iter().filter_map(|j| j.events.as_ref()).collect();
+        match waiter.sleep_on(&wakes, check) {
+            // A pane ended or a look at /proc is due: the next round makes it.
+            Woke::Look => {}
+            Woke::Heartbeat => report(ctx, jobs, &pending, started),
+            Woke::Deadline => return End::Deadline,
+            Woke::Cancelled => return End::Cancelled,
         }
     }
 }

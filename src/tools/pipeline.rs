@@ -13,9 +13,10 @@
 //! a kept pane then becomes the user's shell when the steps are done. fugue types the next step
 //! only once the previous one's record has come, and stops typing at the first failure
 //! (`stop_on_error`). The call blocks in `select!` on the shell's records, the pane's end, the
-//! cancel channel, the deadline and a heartbeat. At the deadline it interrupts the terminal's
-//! foreground (SIGINT, as Ctrl-C): an interactive shell survives it and shows its prompt again;
-//! what does not stop within a grace is killed. A step whose program — or the shell itself, in
+//! cancel channel, the deadline and a heartbeat. At the deadline it interrupts the running step as
+//! every interrupt of a command goes (`shell::Live::interrupt`: SIGINT to the terminal's
+//! foreground, as Ctrl-C): an interactive shell survives it and shows its prompt again; what does
+//! not stop within a grace is killed. A step whose program — or the shell itself, in
 //! `read` — waits for someone to type is answered from the step's `responses` when a key matches
 //! the question, and otherwise interrupted the same way when the next look at /proc finds it asking
 //! (unless `on_input: wait`) and reported `input`.
@@ -35,7 +36,8 @@ use crate::pane::budget::Fitted;
 use crate::pane::exit::{Exit, ExitFields, SignalField};
 use crate::pane::mark::{self, CATCH_UP};
 use crate::runtime::{Ctx, Tool};
-use crate::shell::{Kind, Launch, PROMPT_DRAWN_WAIT, Prompt, Shell, quote, shown};
+use crate::shell::live::{Live, Typed};
+use crate::shell::{Launch, PROMPT_DRAWN_WAIT, Prompt, Shell};
 use crate::tempdir::PrivateDir;
 use crate::tool::args::Args;
 use crate::tool::call::Progress;
@@ -47,10 +49,7 @@ use plan::{CLEANUP, MAX_STEPS, Plan, STOP_ON_ERROR, TIMEOUT_MS, parse_plan};
 use serde::Serialize;
 use serde_json::json;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-/// How long an interrupted step may take to stop before its pane is killed.
-const INTERRUPT_GRACE: Duration = Duration::from_secs(2);
+use std::time::Instant;
 
 pub(crate) const TOOL: Tool = Tool {
     name: "fugue_run_pipeline",
@@ -128,8 +127,7 @@ struct Record {
 struct Run<'a> {
     plan: &'a Plan,
     pane: Arc<Pane>,
-    /// The shell that runs the steps, and its integration.
-    runs_steps: &'a str,
+    /// The integration of the shell that runs the steps (see `live`).
     shell: Arc<Shell>,
     records: Vec<Record>,
     /// The shell has shown its first prompt.
@@ -161,7 +159,7 @@ fn run_pipeline(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
         plan.steps.iter_mut().map(|s| s.responses.take()).collect();
     let sandbox = super::asked_sandbox(args)?;
     let user = &config().shell;
-    let runs_steps = steps_shell(user);
+    let runs_steps = crate::shell::posix(user);
     // The call's own directory, holding its steps as they were given, for the call's lifetime.
     let dir = PrivateDir::create(&ctx.temp_dirs)?;
     for (i, step) in plan.steps.iter().enumerate() {
@@ -188,7 +186,6 @@ fn run_pipeline(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let mut run = Run {
         plan: &plan,
         pane,
-        runs_steps,
         shell,
         records: Vec::new(),
         prompted: false,
@@ -243,26 +240,6 @@ struct PipelineAnswer {
     sandbox_denied: Option<String>,
 }
 
-/// The shell that runs the steps: the user's shell when it speaks the POSIX language (so bash
-/// users keep `set -o pipefail`, `[[`, `source`), else /bin/sh.
-fn steps_shell(shell: &str) -> &str {
-    match Kind::of(shell) {
-        Some(Kind::Fish) | None => "/bin/sh",
-        Some(_) => shell,
-    }
-}
-
-/// A step as the shell runs it. A syntax error in `eval` has a status of each shell's own (zsh 1,
-/// ksh 3), so every shell but bash checks the step first with `-n`, and a step that does not parse
-/// fails with 2, as in bash; the shell goes on to the next step.
-fn checked(shell: &str, step: &str) -> String {
-    if Kind::of(shell) == Some(Kind::Bash) {
-        return step.to_string();
-    }
-    let step = quote(step);
-    format!("if {} -n -c {step} fugue; then eval {step}; else (exit 2); fi", quote(shell))
-}
-
 /// The pipeline's pane: a window of its own in the orchestration session, running the steps'
 /// shell, interactive and with fugue's integration.
 fn start_pane(
@@ -275,18 +252,9 @@ fn start_pane(
     sandbox: Option<crate::sandbox::Mode>,
 ) -> Result<Arc<Pane>> {
     let session = ctx.mux.ensure_session(ORCHESTRATION_SESSION)?;
-    // The pane runs the line with the user's shell. The integration's variables come after the
-    // pipeline's own (the init script restores ENV or ZDOTDIR from them); a shell fugue knows
-    // sets them in the line itself, past its own start-up files (a zsh running the line reads
-    // ZDOTDIR's .zshenv first), and a shell it does not know, whose syntax may differ, gets them
-    // in the environment.
+    // The pane runs the line with the user's shell.
     let mut env = plan.env.clone();
-    let command = if Kind::of(&config().shell).is_some() {
-        launch.exec_line(shell)
-    } else {
-        env.extend(launch.env.iter().cloned());
-        Launch { args: launch.args.clone(), env: Vec::new() }.exec_line(shell)
-    };
+    let command = launch.start_line(&config().shell, shell, &mut env);
     let args = PaneArgs {
         name: None,
         command: Some(command),
@@ -361,7 +329,10 @@ impl Run<'_> {
                         self.asked = Some(Asked::now(&self.pane, check));
                         watch = None;
                         self.interrupt();
-                        deadline = Instant::now() + INTERRUPT_GRACE;
+                        // The step's record, if the interrupt brought the prompt back, is taken
+                        // at the top; a step not back is killed with the pane at once.
+                        deadline = Instant::now();
+                        continue;
                     } else {
                         self.held = self.records.last().map(|r| r.exec);
                     }
@@ -375,7 +346,7 @@ impl Run<'_> {
             let drawing = !self.step_running() && self.typed_on.is_some();
             let printed = if drawing { self.pane.output().subscribe() } else { never() };
             // The mark may have come between the look at it above and the subscription.
-            if drawing && self.pane.prompt_drawn(&self.shell) {
+            if drawing && self.live().prompt_drawn() {
                 continue;
             }
             let drawn_at = match self.typed_on {
@@ -393,7 +364,7 @@ impl Run<'_> {
                         self.pane.close();
                     } else {
                         self.interrupt();
-                        deadline = Instant::now() + INTERRUPT_GRACE;
+                        deadline = Instant::now();
                     }
                 }
                 recv(heartbeat) -> _ => self.report(ctx.progress),
@@ -455,27 +426,33 @@ impl Run<'_> {
             return false;
         }
         let by = *self.typed_on.get_or_insert_with(|| Instant::now() + PROMPT_DRAWN_WAIT);
-        self.pane.prompt_drawn(&self.shell) || Instant::now() >= by
+        self.live().prompt_drawn() || Instant::now() >= by
     }
 
     /// Types the next step.
     fn type_next(&mut self, progress: &Progress) -> Result<()> {
         self.typed_on = None;
         let step = &self.plan.steps[self.records.len()].command;
-        let (exec, line) = self.shell.prepare_exec(&checked(self.runs_steps, step), None)?;
         let started = Instant::now();
-        let typed = self.pane.type_hidden(&self.shell, (&line, exec), &shown(step))?;
+        let Typed { id: exec, at: typed } = self.live().run_step(step)?;
         let responder = self.responses[self.records.len()].take().map(|r| Responder::new(r, typed));
         self.records.push(Record { started, exec, typed, end: typed, ended: None, responder });
         self.report(progress);
         Ok(())
     }
 
-    /// The deadline, or a question: interrupt the running step, as Ctrl-C would.
+    /// The deadline, or a question: interrupt the running step, as Ctrl-C would, and wait for
+    /// the shell's prompt (see `Live::interrupt`); a step not back by then is killed with the
+    /// pane when the loop next looks.
     fn interrupt(&mut self) {
         self.interrupted = Some(Instant::now());
         self.interrupted_end = self.pane.output().end();
-        self.pane.signal_foreground(libc::SIGINT);
+        self.live().interrupt();
+    }
+
+    /// The pane and the shell that runs the steps.
+    fn live(&self) -> Live<'_> {
+        Live::new(&self.pane, &self.shell)
     }
 
     /// Replaces the steps' shell with the user's, interactive, in a kept pane, and waits until
@@ -485,14 +462,9 @@ impl Run<'_> {
         if !self.pane.is_running() || self.step_running() {
             return;
         }
-        let Ok((exec, line)) = self.shell.prepare_exec(&launch.exec_line(user), None) else {
-            return;
-        };
-        self.pane.wait_prompt_drawn(&self.shell, Instant::now() + PROMPT_DRAWN_WAIT);
-        // A person watching sees the shell being replaced, not the lines that set it up.
-        let shown = format!("exec {user}");
-        if let Ok(typed) = self.pane.type_hidden(&self.shell, (&line, exec), &shown) {
-            mark::find(&self.pane, &self.shell.begin_mark(exec), typed);
+        self.live().wait_prompt_drawn(Instant::now() + PROMPT_DRAWN_WAIT);
+        if let Ok(typed) = self.live().replace(user, &launch) {
+            mark::find(&self.pane, &self.shell.begin_mark(typed.id), typed.at);
         }
     }
 

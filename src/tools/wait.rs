@@ -2,8 +2,8 @@
 //! outcome — its command ended, its program exited, it asks, or `until` matched.
 //!
 //! In: pane ids (1 to 32), the mode, an optional pattern searched in what each pane prints after
-//! the call starts, a timeout and how many lines each answer shows. The call blocks in one
-//! `Select` over every pane's status and shell-record channels (and output, with a pattern), the
+//! the call starts, a timeout and how many lines each answer shows. The call sleeps in the one
+//! `Waiter` on every pane's status and shell-record channels (and output, with a pattern), the
 //! call's cancel channel, the progress heartbeat and a deadline: the next input look, or the
 //! timeout. Nothing polls, and waiting costs nothing while nothing happens. Out: `status` (done or
 //! timeout), `fired` (ids in the order they fired), one result per pane in the order asked (the
@@ -19,12 +19,13 @@ use crate::pane::search::{Found, Scan, compile};
 use crate::pane::tail;
 use crate::runtime::{Ctx, Tool};
 use crate::shell::Prompt;
-use crate::shell::status::at_prompt;
+use crate::shell::live::Live;
 use crate::tool::args::Args;
 use crate::tool::choice::{Choice, choice_enum};
 use crate::tool::{Answer, Asking, RUNS, schema::*};
 use crate::tools::answer::{Status, WaitStatus};
-use crossbeam_channel::{Receiver, Select};
+use crate::waiter::{Waiter, Woke};
+use crossbeam_channel::Receiver;
 use regex::Regex;
 use serde::Serialize;
 use serde_json::json;
@@ -129,7 +130,7 @@ struct Watched {
 impl Watched {
     fn new(pane: Arc<Pane>, pattern: Option<&Regex>) -> Watched {
         let mut wakes = vec![pane.output().subscribe_status()];
-        wakes.extend(pane.shell().map(|s| s.subscribe()));
+        wakes.extend(Live::of(&pane).map(|live| live.shell.subscribe()));
         let scan = pattern.map(|regex| {
             // Subscribe before the start point is read, so nothing printed between is missed.
             wakes.push(pane.output().subscribe());
@@ -160,11 +161,12 @@ impl Watched {
     /// its output — up to `CATCH_UP`, for a mark that never comes.
     fn command_end(&mut self) -> Option<Outcome> {
         let pane = self.pane.clone();
-        let shell = pane.shell()?;
+        let live = Live::of(&pane)?;
+        let shell = live.shell;
         let prompts = shell.with(|s| s.prompts);
         if self.ending.is_none() && self.prompts_seen != Some(prompts) {
             self.prompts_seen = Some(prompts);
-            if let Some(prompt) = at_prompt(&self.pane) {
+            if let Some(prompt) = live.idle() {
                 // Subscribed before the look at the output, so the mark cannot slip between.
                 self.wakes.push(self.pane.output().subscribe());
                 self.ending = Some((prompt, Instant::now() + CATCH_UP));
@@ -281,12 +283,12 @@ impl WaitAnswer<'_> {
     }
 }
 
+/// Where the output of the pane's job begins: in a live shell, where its command's output began
+/// (`Live::job_start`), so a result shows that job's lines and not the pane's earlier history; the
+/// start of the output otherwise.
 fn job_start(pane: &Pane) -> u64 {
-    let Some(shell) = pane.shell() else { return 0 };
-    let exec = shell.with(|s| s.pending.as_ref().map(|p| p.id).or(s.last().map(|p| p.exec)));
-    let Some(exec) = exec.filter(|id| *id > 0) else { return 0 };
     let from = pane.output().end().saturating_sub(JOB_LOOK_BACK);
-    mark::locate(pane, &shell.begin_mark(exec), from).map_or(0, |(_, end)| end)
+    Live::of(pane).and_then(|live| live.job_start(from)).unwrap_or(0)
 }
 
 fn wait(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
@@ -302,18 +304,21 @@ fn wait(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let mut watched: Vec<Watched> =
         panes.into_iter().map(|pane| Watched::new(pane, pattern.as_ref())).collect();
     let mut fired = Vec::new();
-    let heartbeat = ctx.progress.heartbeat();
+    let waiter = Waiter::new()
+        .cancel(ctx.cancel.receiver())
+        .until(deadline)
+        .heartbeat(ctx.progress.heartbeat());
     let done = loop {
         fire(&mut watched, &mut fired);
         let enough = if all { fired.len() == watched.len() } else { !fired.is_empty() };
         if enough {
             break true;
         }
-        match sleep(ctx, &watched, &heartbeat, deadline) {
-            Wake::Event => {}
-            Wake::Heartbeat => report(ctx, &watched, started, deadline),
-            Wake::Deadline => break false,
-            Wake::Cancelled => return Err(Error::cancelled()),
+        match sleep(&waiter, &watched) {
+            Woke::Look => {}
+            Woke::Heartbeat => report(ctx, &watched, started, deadline),
+            Woke::Deadline => break false,
+            Woke::Cancelled => return Err(Error::cancelled()),
         }
     };
     // The answer's budget is shared among the panes.
@@ -358,45 +363,13 @@ fn fire(watched: &mut [Watched], fired: &mut Vec<String>) {
     }
 }
 
-enum Wake {
-    Event,
-    Heartbeat,
-    Deadline,
-    Cancelled,
-}
-
-/// Blocks until a pane's channel speaks, the next input look is due, the heartbeat ticks, the call
-/// is cancelled or the deadline passes; then empties every channel that spoke.
-fn sleep(
-    ctx: &Ctx<'_>,
-    watched: &[Watched],
-    heartbeat: &Receiver<Instant>,
-    deadline: Instant,
-) -> Wake {
+/// Sleeps until a pane still waited on announces a change or has a look due, the heartbeat ticks,
+/// the call is cancelled or the deadline passes.
+fn sleep(waiter: &Waiter, watched: &[Watched]) -> Woke {
     let waiting = || watched.iter().filter(|w| w.outcome.is_none());
     let wakes: Vec<&Receiver<()>> = waiting().flat_map(|w| &w.wakes).collect();
     let look = waiting().filter_map(Watched::next_look).min();
-    let mut select = Select::new();
-    for wake in &wakes {
-        select.recv(wake);
-    }
-    let cancel = select.recv(ctx.cancel.receiver());
-    let beat = select.recv(heartbeat);
-    let until = look.map_or(deadline, |at| at.min(deadline));
-    let ready = select.ready_deadline(until);
-    for wake in &wakes {
-        while wake.try_recv().is_ok() {}
-    }
-    match ready {
-        Ok(i) if i == cancel => Wake::Cancelled,
-        Ok(i) if i == beat => {
-            let _ = heartbeat.try_recv();
-            Wake::Heartbeat
-        }
-        Err(_) if Instant::now() >= deadline => Wake::Deadline,
-        // A channel spoke, or the next input look is due.
-        Ok(_) | Err(_) => Wake::Event,
-    }
+    waiter.sleep_on(&wakes, look)
 }
 
 /// Progress: the seconds waited, and what still runs.

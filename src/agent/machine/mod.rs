@@ -27,7 +27,7 @@ pub(crate) enum EventKind {
     /// The pipeline was just created: run the implementer on the task.
     Start,
     /// A stage's run ended (or could not start); `cost_usd` is what its agent reported.
-    Finished { stage: StageType, outcome: Outcome, cost_usd: Option<f64> },
+    Finished { stage: StageType, outcome: StageOutcome, cost_usd: Option<f64> },
     /// fugue stopped while a stage ran; on restart the stage runs again as a new attempt.
     Interrupted,
     /// The duration limit passed while a stage ran; the runner has already stopped it.
@@ -38,7 +38,7 @@ pub(crate) enum EventKind {
 
 /// How one run of a stage ended.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) enum Outcome {
+pub(crate) enum StageOutcome {
     /// Implementer exited 0 with commits ahead of the base; QA passed; the merge landed.
     Success(String),
     /// The analyzer's verdict (exit 0 and a valid verdict file).
@@ -199,9 +199,9 @@ fn add_cost(p: &mut AgentPipeline, stage: StageType, cost: Option<f64>) {
     }
 }
 
-fn finish(mut p: AgentPipeline, stage: StageType, outcome: Outcome, at: u64) -> Transition {
+fn finish(mut p: AgentPipeline, stage: StageType, outcome: StageOutcome, at: u64) -> Transition {
     match outcome {
-        Outcome::Success(summary) => {
+        StageOutcome::Success(summary) => {
             end_attempt(&mut p, stage, StageStatus::Success, &summary, at);
             p.stage_mut(stage).failures = 0;
             p.record(at, "stage_succeeded", Some(stage), format!("{stage}: {summary}"));
@@ -212,12 +212,12 @@ fn finish(mut p: AgentPipeline, stage: StageType, outcome: Outcome, at: u64) -> 
             let prompt = p.prompt_for(next);
             launch(p, next, prompt, at)
         }
-        Outcome::Verdict { verdict, reason, followup_prompt } => {
+        StageOutcome::Verdict { verdict, reason, followup_prompt } => {
             p.stage_mut(stage).verdict = Some(verdict);
             p.stage_mut(stage).failures = 0;
             verdict_step(p, stage, verdict, reason, followup_prompt, at)
         }
-        Outcome::Failed(reason) => {
+        StageOutcome::Failed(reason) => {
             end_attempt(&mut p, stage, StageStatus::Failed, &reason, at);
             p.stage_mut(stage).failures += 1;
             let n = p.stage(stage).attempt;
@@ -225,7 +225,7 @@ fn finish(mut p: AgentPipeline, stage: StageType, outcome: Outcome, at: u64) -> 
             let prompt = p.prompt_for(stage);
             launch(p, stage, prompt, at)
         }
-        Outcome::QaFailed(feedback) => {
+        StageOutcome::QaFailed(feedback) => {
             end_attempt(&mut p, stage, StageStatus::Failed, "tests failed", at);
             p.stage_mut(stage).failures = 0;
             p.qa_loops += 1;
@@ -236,7 +236,7 @@ fn finish(mut p: AgentPipeline, stage: StageType, outcome: Outcome, at: u64) -> 
             p.record(at, "qa_failed", Some(stage), description);
             launch(p, StageType::Implementer, feedback, at)
         }
-        Outcome::Conflict(reason) => {
+        StageOutcome::Conflict(reason) => {
             end_attempt(&mut p, stage, StageStatus::Failed, &reason, at);
             block(p, stage, reason, at)
         }
@@ -275,7 +275,7 @@ fn verdict_step(
         (AnalyzerVerdict::Followup, _) => {
             // A follow-up without a prompt gives the implementer nothing to do: a failed attempt.
             p.stage_mut(stage).verdict = None;
-            finish(p, stage, Outcome::Failed("followup verdict without a prompt".into()), at)
+            finish(p, stage, StageOutcome::Failed("followup verdict without a prompt".into()), at)
         }
         (AnalyzerVerdict::Failed, _) => {
             end_attempt(&mut p, stage, StageStatus::Failed, &reason, at);

@@ -2,12 +2,12 @@
 //! the new state and the step.
 
 use super::*;
-use crate::agent::record::{Agents, Job, MAX_EVENTS};
+use crate::agent::record::{Action, Agents, Assignment, MAX_EVENTS};
 use AnalyzerVerdict as V;
 use StageType::*;
 
-fn job() -> Job {
-    Job {
+fn job() -> Assignment {
+    Assignment {
         repo: "/r".into(),
         base_branch: "main".into(),
         base_commit: "0123456789abcdef".into(),
@@ -46,16 +46,16 @@ fn run(stage: StageType, attempt: u32, prompt: &str) -> Step {
     Step::Run { stage, attempt, prompt: prompt.into() }
 }
 
-fn done(p: &AgentPipeline, stage: StageType, outcome: Outcome) -> Transition {
+fn done(p: &AgentPipeline, stage: StageType, outcome: StageOutcome) -> Transition {
     next(p, ev(p.updated_at + 10, EventKind::Finished { stage, outcome, cost_usd: None }))
 }
 
 fn ok(p: &AgentPipeline, stage: StageType) -> Transition {
-    done(p, stage, Outcome::Success("ok".into()))
+    done(p, stage, StageOutcome::Success("ok".into()))
 }
 
 fn verdict(p: &AgentPipeline, v: AnalyzerVerdict, prompt: Option<&str>) -> Transition {
-    let outcome = Outcome::Verdict {
+    let outcome = StageOutcome::Verdict {
         verdict: v,
         reason: "because".into(),
         followup_prompt: prompt.map(str::to_string),
@@ -144,7 +144,7 @@ fn a_failed_verdict_blocks_and_retry_reruns_the_analyzer() {
     let t = verdict(&p, V::Failed, None);
     assert!(blocked_reason(&t).contains("failed: because"));
     assert_eq!(t.pipeline.stage(Analyzer).status, StageStatus::Blocked);
-    assert_eq!(t.pipeline.allowed_actions(), ["retry", "followup", "cancel"]);
+    assert_eq!(t.pipeline.allowed_actions(), [Action::Retry, Action::Followup, Action::Cancel]);
     let t = control(&t.pipeline, Control::Retry);
     assert_eq!(t.step, run(Analyzer, 2, "TASK"));
     assert!(t.pipeline.blocked.is_none());
@@ -162,9 +162,9 @@ fn control_followup_runs_the_implementer_from_blocked() {
 #[test]
 fn a_failed_attempt_retries_until_max_attempts_then_blocks() {
     let p = started(Limits { max_attempts: 2, ..Limits::default() });
-    let t = done(&p, Implementer, Outcome::Failed("exit 1".into()));
+    let t = done(&p, Implementer, StageOutcome::Failed("exit 1".into()));
     assert_eq!(t.step, run(Implementer, 2, "TASK"));
-    let t = done(&t.pipeline, Implementer, Outcome::Failed("exit 2".into()));
+    let t = done(&t.pipeline, Implementer, StageOutcome::Failed("exit 2".into()));
     let reason = blocked_reason(&t);
     assert!(
         reason.contains("implementer failed 2 attempt(s)") && reason.contains("exit 2"),
@@ -178,11 +178,11 @@ fn a_failed_attempt_retries_until_max_attempts_then_blocks() {
 #[test]
 fn a_success_resets_the_failure_count() {
     let p = started(Limits { max_attempts: 2, ..Limits::default() });
-    let t = done(&p, Implementer, Outcome::Failed("x".into()));
+    let t = done(&p, Implementer, StageOutcome::Failed("x".into()));
     let t = ok(&t.pipeline, Implementer);
     assert_eq!(t.pipeline.stage(Implementer).failures, 0);
     let t = verdict(&t.pipeline, V::Followup, Some("more"));
-    let t = done(&t.pipeline, Implementer, Outcome::Failed("y".into()));
+    let t = done(&t.pipeline, Implementer, StageOutcome::Failed("y".into()));
     assert_eq!(t.step, run(Implementer, 4, "more"), "a retry keeps the follow-up prompt");
 }
 
@@ -190,7 +190,7 @@ fn a_success_resets_the_failure_count() {
 fn qa_failure_sends_its_output_to_the_implementer() {
     let p = ok(&started(Limits::default()), Implementer).pipeline;
     let p = verdict(&p, V::Complete, None).pipeline;
-    let t = done(&p, Qa, Outcome::QaFailed("test x failed".into()));
+    let t = done(&p, Qa, StageOutcome::QaFailed("test x failed".into()));
     assert_eq!(t.step, run(Implementer, 2, "test x failed"));
     assert_eq!(t.pipeline.qa_loops, 1);
     assert_eq!(t.pipeline.stage(Qa).status, StageStatus::Failed);
@@ -205,10 +205,10 @@ fn qa_failure_sends_its_output_to_the_implementer() {
 fn qa_loops_are_capped() {
     let mut p = ok(&started(Limits { max_qa_loops: 1, ..Limits::default() }), Implementer).pipeline;
     p = verdict(&p, V::Complete, None).pipeline;
-    p = done(&p, Qa, Outcome::QaFailed("f1".into())).pipeline;
+    p = done(&p, Qa, StageOutcome::QaFailed("f1".into())).pipeline;
     p = ok(&p, Implementer).pipeline;
     p = verdict(&p, V::Complete, None).pipeline;
-    let t = done(&p, Qa, Outcome::QaFailed("f2".into()));
+    let t = done(&p, Qa, StageOutcome::QaFailed("f2".into()));
     assert!(blocked_reason(&t).contains("max_qa_loops (1)"));
     assert_eq!(t.pipeline.blocked.as_ref().unwrap().stage, Implementer);
     // Retry runs the implementer with QA's latest output.
@@ -237,7 +237,7 @@ fn cost_is_summed_and_checked_before_the_next_spawn() {
                 p.updated_at + 1,
                 EventKind::Finished {
                     stage: Implementer,
-                    outcome: Outcome::Success("ok".into()),
+                    outcome: StageOutcome::Success("ok".into()),
                     cost_usd: Some(cost),
                 },
             ),
@@ -275,7 +275,7 @@ fn duration_counts_running_time_only() {
             5000,
             EventKind::Finished {
                 stage: Implementer,
-                outcome: Outcome::Failed("x".into()),
+                outcome: StageOutcome::Failed("x".into()),
                 cost_usd: None,
             },
         ),
@@ -286,7 +286,7 @@ fn duration_counts_running_time_only() {
             5000,
             EventKind::Finished {
                 stage: Implementer,
-                outcome: Outcome::Failed("x".into()),
+                outcome: StageOutcome::Failed("x".into()),
                 cost_usd: None,
             },
         ),
@@ -304,7 +304,7 @@ fn duration_counts_running_time_only() {
             3_607_000,
             EventKind::Finished {
                 stage: Implementer,
-                outcome: Outcome::Success("ok".into()),
+                outcome: StageOutcome::Success("ok".into()),
                 cost_usd: None,
             },
         ),
@@ -326,7 +326,7 @@ fn a_merge_conflict_blocks_and_retry_merges_again() {
     let mut p = ok(&started(Limits::default()), Implementer).pipeline;
     p = verdict(&p, V::Complete, None).pipeline;
     p = ok(&p, Qa).pipeline;
-    let t = done(&p, Merger, Outcome::Conflict("conflict in a.txt".into()));
+    let t = done(&p, Merger, StageOutcome::Conflict("conflict in a.txt".into()));
     assert_eq!(blocked_reason(&t), "conflict in a.txt");
     assert_eq!(t.pipeline.stage(Merger).status, StageStatus::Blocked);
     assert_eq!(control(&t.pipeline, Control::Retry).step, run(Merger, 2, "TASK"));
@@ -377,7 +377,7 @@ fn a_stale_result_is_refused() {
 fn events_are_bounded() {
     let mut p = started(Limits { max_attempts: u32::MAX, ..Limits::default() });
     for _ in 0..300 {
-        p = done(&p, Implementer, Outcome::Failed("x".into())).pipeline;
+        p = done(&p, Implementer, StageOutcome::Failed("x".into())).pipeline;
     }
     assert_eq!(p.events.len(), MAX_EVENTS);
     assert!(p.events_dropped > 0);
@@ -387,7 +387,7 @@ fn events_are_bounded() {
 #[test]
 fn every_blocked_state_offers_actions() {
     let p = started(Limits { max_attempts: 1, ..Limits::default() });
-    let t = done(&p, Implementer, Outcome::Failed("x".into()));
+    let t = done(&p, Implementer, StageOutcome::Failed("x".into()));
     assert!(!t.pipeline.allowed_actions().is_empty());
     assert!(t.pipeline.blocked.is_some());
 }

@@ -5,6 +5,7 @@ use crate::error::{Error, Result};
 use crate::orchestrate::responses::Responses;
 use crate::pane::budget::Budget;
 use crate::runtime::Ctx;
+use crate::shell::live::Live;
 use crate::tool::Answer;
 use crate::tool::args::Args;
 use crate::tools::command_wait::{CommandAnswer, after_input};
@@ -77,7 +78,7 @@ pub(super) fn send_input(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
         .chain(submit.then_some(&b"\r"[..]))
         .filter(|part| !part.is_empty())
         .collect();
-    let seen = pane.shell().map(|s| s.with(|st| st.prompts));
+    let seen = Live::of(&pane).map(|live| live.shell.with(|st| st.prompts));
     let (offset, pending) = pane.send(&parts)?;
     let written: usize = parts.iter().map(|p| p.len()).sum();
     if let Some(wait) = wait {
@@ -110,7 +111,7 @@ pub(crate) fn type_answer(
     let started = std::time::Instant::now();
     let pane = ctx.mux.pane(pane_id)?;
     check_input(text)?;
-    let seen = pane.shell().map(|s| s.with(|st| st.prompts));
+    let seen = Live::of(&pane).map(|live| live.shell.with(|st| st.prompts));
     let parts: [&[u8]; 2] = [text.as_bytes(), b"\r"];
     let (offset, _) = pane.send(&parts)?;
     let budget = Budget::whole(crate::pane::budget::default_bytes(), None);

@@ -7,15 +7,24 @@ use crate::ids::unix_ms;
 use crate::mux::Session;
 use crate::pane::Pane;
 use crate::pane::exit::PaneState;
-use crate::pane::output::{Format, ReadRequest};
+use crate::pane::output::{ReadRequest, View};
 use crate::runtime::Ctx;
-use crate::shell::status::Live;
+use crate::shell::status::Doing;
 use crate::tool::Answer;
 use crate::tool::args::Args;
-use crate::tool::choice::Choice;
+use crate::tool::choice::{Choice, choice_enum};
 use serde::Serialize;
 use serde_json::Value;
 use std::sync::Arc;
+
+choice_enum! {
+    /// The output views `fugue_get_output` offers, as a call names them.
+    pub(crate) enum Format {
+        Text = "text",
+        Raw = "raw",
+        Screen = "screen",
+    }
+}
 
 /// `fugue_get_output` `lines` when absent.
 pub(super) const LINES: u64 = 100;
@@ -68,7 +77,7 @@ struct PaneView {
     #[serde(flatten)]
     state: PaneState,
     #[serde(flatten)]
-    live: Live,
+    live: Doing,
 }
 
 impl SessionView {
@@ -101,7 +110,7 @@ impl SessionView {
 impl PaneView {
     fn new(pane: &Pane) -> PaneView {
         let (rows, cols) = pane.size();
-        let mut live = crate::shell::status::live(pane);
+        let mut live = crate::shell::status::doing(pane);
         PaneView {
             id: pane.id.clone(),
             name: pane.name.clone(),
@@ -152,10 +161,14 @@ struct Cursor {
 
 pub(super) fn get_output(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let pane = ctx.mux.pane(args.required_str("pane_id")?)?;
-    let format = Format::parse(args, "format")?;
+    let view = match Format::parse(args, "format")? {
+        Format::Text => View::Text,
+        Format::Raw => View::Raw,
+        Format::Screen => View::Screen,
+    };
     let max_output = config().max_output_bytes as u64;
     let req = ReadRequest {
-        format,
+        view,
         lines: args.u64("lines", 1, 1_000_000)?.unwrap_or(LINES) as usize,
         since: args.u64("since", 0, u64::MAX)?,
         max_bytes: args.u64("max_bytes", 1, max_output)?.unwrap_or(MAX_BYTES.min(max_output))
@@ -193,7 +206,7 @@ struct Status {
     #[serde(flatten)]
     state: PaneState,
     #[serde(flatten)]
-    live: Live,
+    live: Doing,
 }
 
 pub(super) fn get_status(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
@@ -201,7 +214,7 @@ pub(super) fn get_status(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let (rows, cols) = pane.size();
     let (offset, exited_at) = pane.output().with(|s| (s.ring.end(), s.exited_at));
     let runtime = exited_at.unwrap_or_else(std::time::Instant::now) - pane.started;
-    let mut live = crate::shell::status::live(&pane);
+    let mut live = crate::shell::status::doing(&pane);
     Answer::of(&Status {
         pane_id: pane.id.clone(),
         name: pane.name.clone(),

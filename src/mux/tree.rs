@@ -1,0 +1,97 @@
+//! The registry's data, under its one lock: sessions in creation order, each with its windows,
+//! each window with its panes in tiling order; every pane by id; what reservations hold; and the
+//! limits. A window's panes share it in tiles (`layout::tile`).
+
+use crate::layout;
+use crate::pane::Pane;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+/// A session: its windows, in creation order.
+pub(crate) struct Session {
+    pub(crate) id: String,
+    pub(crate) name: String,
+    pub(crate) created_at: SystemTime,
+    pub(crate) windows: Vec<Window>,
+    pub(super) next_window: u64,
+}
+
+/// A window: its size and its panes.
+pub(crate) struct Window {
+    pub(crate) id: String,
+    pub(crate) name: String,
+    pub(crate) rows: u16,
+    pub(crate) cols: u16,
+    /// The panes in tiling order, including reserved ones still starting (not yet in the
+    /// registry's pane index): the tiling counts them, so nobody's tile changes when they arrive.
+    pub(crate) panes: Vec<String>,
+}
+
+/// The registry's limits, the size of a new window and the shell its panes run in, given at
+/// start-up (from `Config`).
+#[derive(Clone, Debug)]
+pub(crate) struct Limits {
+    /// Panes alive at once, over all sessions (`FUGUE_MAX_PANES`).
+    pub(crate) max_panes: usize,
+    /// Sessions alive at once (`FUGUE_MAX_SESSIONS`).
+    pub(crate) max_sessions: usize,
+    /// Size of a new window (`FUGUE_ROWS`, `FUGUE_COLS`).
+    pub(crate) rows: u16,
+    pub(crate) cols: u16,
+    /// The shell that runs pane commands and interactive panes (`FUGUE_SHELL`).
+    pub(crate) shell: String,
+}
+
+impl Limits {
+    /// The limits `config` sets.
+    pub(crate) fn of(config: &crate::config::Config) -> Limits {
+        let (max_panes, max_sessions) = (config.max_panes, config.max_sessions);
+        let (rows, cols, shell) = (config.rows, config.cols, config.shell.clone());
+        Limits { max_panes, max_sessions, rows, cols, shell }
+    }
+}
+
+/// The tree and its indexes, behind `Mux`'s lock.
+pub(super) struct Inner {
+    pub(super) limits: Limits,
+    pub(super) sessions: Vec<Session>,
+    pub(super) panes: HashMap<String, Arc<Pane>>,
+    /// Pane names and slots held by spawns in progress.
+    pub(super) reserved_names: HashSet<String>,
+    pub(super) reserved_panes: usize,
+    pub(super) next_session: u64,
+}
+
+impl Inner {
+    /// An empty registry held to `limits`.
+    pub(super) fn new(limits: Limits) -> Inner {
+        Inner {
+            limits,
+            sessions: Vec::new(),
+            panes: HashMap::new(),
+            reserved_names: HashSet::new(),
+            reserved_panes: 0,
+            next_session: 0,
+        }
+    }
+
+    /// The window whose id is `id`.
+    pub(super) fn window(&self, id: &str) -> Option<&Window> {
+        self.sessions.iter().flat_map(|s| &s.windows).find(|w| w.id == id)
+    }
+
+    /// Sizes every running pane of a window to its tile. An exited pane keeps the size its
+    /// program last had, so its final screen reads as the program left it (views cut it to its
+    /// tile); it was created at its tile's size, so it fits unless the window shrank since.
+    pub(super) fn retile(&self, ids: &[String], rows: u16, cols: u16) {
+        for (id, rect) in ids.iter().zip(layout::tile(ids.len(), rows, cols)) {
+            if let Some(pane) = self.panes.get(id)
+                && pane.size() != (rect.rows, rect.cols)
+                && pane.is_running()
+            {
+                let _ = pane.resize(rect.rows, rect.cols);
+            }
+        }
+    }
+}

@@ -1,0 +1,379 @@
+//! The sandbox's policy: its modes, what the person set, and the policy in one line; the flags of
+//! `fugue serve` (`--sandbox`, `--writable`, `--network`, `--writable-git`, `--pass-env`, and
+//! `FUGUE_SANDBOX`), parsed and resolved against the directory into a `Policy`, and written back
+//! out for a shared server; with the `.git` directories under the writable roots that the policy
+//! keeps read-only.
+
+use std::path::{Path, PathBuf};
+
+/// How much a pane may write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Mode {
+    /// No writes but the terminal, the devices and a private temporary directory.
+    ReadOnly,
+    /// Writes beneath the writable roots, the temporary directory, the terminal and the devices.
+    WorkspaceWrite,
+    /// No sandbox: today's behaviour.
+    Off,
+}
+
+impl Mode {
+    pub(crate) fn parse(text: &str) -> Option<Mode> {
+        match text {
+            "off" => Some(Mode::Off),
+            "workspace-write" => Some(Mode::WorkspaceWrite),
+            "read-only" => Some(Mode::ReadOnly),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Mode::Off => "off",
+            Mode::WorkspaceWrite => "workspace-write",
+            Mode::ReadOnly => "read-only",
+        }
+    }
+}
+
+/// The server's policy, as the person set it.
+#[derive(Clone, Debug)]
+pub(crate) struct Policy {
+    pub(crate) mode: Mode,
+    /// Absolute and resolved; fugue's working directory unless `--writable` named others.
+    pub(crate) writable: Vec<PathBuf>,
+    /// Whether panes reach the network; off by default in a sandbox.
+    pub(crate) network: bool,
+    pub(crate) writable_git: bool,
+    /// Secret-looking variables passed to panes all the same.
+    pub(crate) pass_env: Vec<String>,
+    /// fugue's private directories (control sockets, state, temporary files), hidden from panes.
+    pub(crate) hidden: Vec<PathBuf>,
+    /// The `.git` directories of the roots, found when the policy is set.
+    pub(crate) git: Vec<PathBuf>,
+    /// fugue's private directory for its temporary files (hidden like the others); a read-only
+    /// pane's `TMPDIR` is made inside the empty file system that hides it.
+    pub(crate) private: PathBuf,
+}
+
+impl Default for Policy {
+    fn default() -> Policy {
+        Policy {
+            mode: Mode::Off,
+            writable: Vec::new(),
+            network: true,
+            writable_git: false,
+            pass_env: Vec::new(),
+            hidden: Vec::new(),
+            git: Vec::new(),
+            private: PathBuf::new(),
+        }
+    }
+}
+
+/// The policy in one line, for the agent.
+pub(crate) fn report(policy: &Policy) -> String {
+    if policy.mode == Mode::Off {
+        return "sandbox: off (panes run with the user's full rights)".into();
+    }
+    let writes = match policy.mode {
+        Mode::ReadOnly => "writes only to the terminal, devices and a private TMPDIR".to_string(),
+        _ => {
+            let roots: Vec<String> =
+                policy.writable.iter().map(|p| p.display().to_string()).collect();
+            format!(
+                "writes only under {} and the temporary directory{}",
+                roots.join(", "),
+                if policy.writable_git { "" } else { " (.git read-only)" }
+            )
+        }
+    };
+    let network = if policy.network {
+        "network on"
+    } else {
+        "network off (the panes share a private loopback)"
+    };
+    format!(
+        "sandbox: {}; {writes}; {network}; secret-looking variables withheld",
+        policy.mode.name()
+    )
+}
+
+/// The sandbox flags of `fugue serve`, before they are resolved against the directory.
+#[derive(Default, Debug)]
+pub(crate) struct Flags {
+    pub(crate) mode: Option<Mode>,
+    pub(crate) writable: Vec<PathBuf>,
+    pub(crate) network: Option<bool>,
+    pub(crate) writable_git: bool,
+    pub(crate) pass_env: Vec<String>,
+}
+
+impl Flags {
+    /// Takes the sandbox flags out of `words`; returns the flags and the other words, or what is
+    /// wrong. `FUGUE_SANDBOX` gives the mode when `--sandbox` does not.
+    pub(crate) fn parse<'a>(
+        words: &[&'a str],
+    ) -> std::result::Result<(Flags, Vec<&'a str>), String> {
+        let mut flags = Flags::default();
+        let mut rest = Vec::new();
+        let mut words = words.iter().copied();
+        while let Some(word) = words.next() {
+            let (name, inline) = match word.split_once('=') {
+                Some((name, value)) if name.starts_with("--") => (name, Some(value)),
+                _ => (word, None),
+            };
+            let mut value = |what: &str| {
+                inline.or_else(|| words.next()).ok_or_else(|| format!("{name} takes {what}"))
+            };
+            match name {
+                "--sandbox" => {
+                    let v = value("a mode: off, workspace-write or read-only")?;
+                    flags.mode = Some(Mode::parse(v).ok_or_else(|| {
+                        format!("--sandbox {v:?}: the modes are off, workspace-write, read-only")
+                    })?);
+                }
+                "--writable" => flags.writable.push(PathBuf::from(value("a directory")?)),
+                "--network" => {
+                    flags.network = Some(match value("on or off")? {
+                        "on" => true,
+                        "off" => false,
+                        v => return Err(format!("--network {v:?}: it is on or off")),
+                    });
+                }
+                "--writable-git" => flags.writable_git = true,
+                "--pass-env" => {
+                    let v = value("a variable name")?;
+                    if !valid_name(v) {
+                        return Err(format!("--pass-env {v:?} is not a variable name"));
+                    }
+                    flags.pass_env.push(v.to_string());
+                }
+                _ => rest.push(word),
+            }
+        }
+        if flags.mode.is_none()
+            && let Ok(v) = std::env::var("FUGUE_SANDBOX")
+            && !v.is_empty()
+        {
+            flags.mode = Some(Mode::parse(&v).ok_or_else(|| {
+                format!("FUGUE_SANDBOX={v:?}: the modes are off, workspace-write, read-only")
+            })?);
+        }
+        Ok((flags, rest))
+    }
+
+    /// Whether `word` is one of the sandbox flags (plain `fugue` takes them as `serve` does).
+    pub(crate) fn is_flag(word: &str) -> bool {
+        let name = word.split_once('=').map_or(word, |(name, _)| name);
+        matches!(name, "--sandbox" | "--writable" | "--network" | "--writable-git" | "--pass-env")
+    }
+
+    /// Whether any sandbox flag was given besides the mode (they mean nothing with `off`).
+    fn any_detail(&self) -> bool {
+        !self.writable.is_empty()
+            || self.network.is_some()
+            || self.writable_git
+            || !self.pass_env.is_empty()
+    }
+
+    /// The policy, with relative roots resolved against `cwd`; `hidden` are fugue's own
+    /// directories.
+    pub(crate) fn policy(
+        self,
+        cwd: &Path,
+        hidden: Vec<PathBuf>,
+    ) -> std::result::Result<Policy, String> {
+        let mode = self.mode.unwrap_or(Mode::Off);
+        if mode == Mode::Off {
+            if self.any_detail() {
+                return Err("--writable, --network, --writable-git and --pass-env need --sandbox \
+                            workspace-write or read-only"
+                    .into());
+            }
+            return Ok(Policy::default());
+        }
+        let roots = if self.writable.is_empty() { vec![cwd.to_path_buf()] } else { self.writable };
+        let mut writable = Vec::new();
+        for root in roots {
+            let real = cwd
+                .join(&root)
+                .canonicalize()
+                .map_err(|e| format!("--writable {}: {e}", root.display()))?;
+            if !real.is_dir() {
+                return Err(format!("--writable {}: not a directory", root.display()));
+            }
+            if real == Path::new("/") {
+                return Err("--writable /: the whole file system is no sandbox".into());
+            }
+            writable.push(real);
+        }
+        let git = if self.writable_git { Vec::new() } else { git_dirs(&writable) };
+        Ok(Policy {
+            mode,
+            writable,
+            network: self.network.unwrap_or(false),
+            writable_git: self.writable_git,
+            pass_env: self.pass_env,
+            hidden,
+            git,
+            private: PathBuf::new(),
+        })
+    }
+}
+
+fn valid_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// The flags that give another fugue (a shared server started by a front) this policy.
+pub(crate) fn flags_of(policy: &Policy) -> Vec<String> {
+    let mut flags = vec!["--sandbox".to_string(), policy.mode.name().to_string()];
+    if policy.mode == Mode::Off {
+        return flags;
+    }
+    for root in &policy.writable {
+        flags.push(format!("--writable={}", root.display()));
+    }
+    flags.push(format!("--network={}", if policy.network { "on" } else { "off" }));
+    if policy.writable_git {
+        flags.push("--writable-git".into());
+    }
+    for name in &policy.pass_env {
+        flags.push(format!("--pass-env={name}"));
+    }
+    flags
+}
+
+/// How deep below a root `git_dirs` looks for the `.git` of a nested repository, and how many
+/// directories it looks at in all: a bound on what a huge tree costs at start.
+const GIT_DEPTH: usize = 3;
+const GIT_LOOKS: usize = 5000;
+
+/// The `.git` directories a sandboxed pane must not write: each root's own and those of the
+/// repositories nested up to `GIT_DEPTH` levels below it (not inside `node_modules`, `target` or
+/// hidden directories); for a worktree (a `.git` file) the directory its `gitdir:` names and that
+/// one's common directory, where hooks and config live.
+pub(crate) fn git_dirs(roots: &[PathBuf]) -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    let mut looks = 0;
+    let mut queue: std::collections::VecDeque<(PathBuf, usize)> =
+        roots.iter().map(|r| (r.clone(), 0)).collect();
+    while let Some((dir, depth)) = queue.pop_front() {
+        looks += 1;
+        if looks > GIT_LOOKS {
+            break;
+        }
+        add_git_dir(&dir, &mut dirs);
+        if depth == GIT_DEPTH {
+            continue;
+        }
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let skip = name
+                .to_str()
+                .is_none_or(|n| n.starts_with('.') || n == "node_modules" || n == "target");
+            // Not followed if it is a link: a link could lead out of the root, or round in a loop.
+            if !skip && entry.file_type().is_ok_and(|t| t.is_dir()) {
+                queue.push_back((entry.path(), depth + 1));
+            }
+        }
+    }
+    dirs.iter_mut().for_each(|d| *d = d.canonicalize().unwrap_or_else(|_| d.clone()));
+    dirs.sort();
+    dirs.dedup();
+    dirs
+}
+
+/// Adds `dir`'s `.git`, or for a worktree what its `.git` file points to, to `dirs`.
+fn add_git_dir(dir: &Path, dirs: &mut Vec<PathBuf>) {
+    let dot_git = dir.join(".git");
+    let Ok(meta) = std::fs::symlink_metadata(&dot_git) else { return };
+    if meta.is_dir() {
+        dirs.push(dot_git);
+        return;
+    }
+    let Ok(text) = std::fs::read_to_string(&dot_git) else { return };
+    let Some(gitdir) = text.lines().find_map(|l| l.strip_prefix("gitdir:")) else { return };
+    let gitdir = dir.join(gitdir.trim());
+    if let Ok(common) = std::fs::read_to_string(gitdir.join("commondir")) {
+        dirs.push(gitdir.join(common.trim()));
+    }
+    dirs.push(gitdir);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_are_taken_out_and_checked() {
+        let (flags, rest) = Flags::parse(&[
+            "--sandbox",
+            "read-only",
+            "--shared",
+            "--writable=/x",
+            "--network",
+            "on",
+        ])
+        .unwrap();
+        assert_eq!(flags.mode, Some(Mode::ReadOnly));
+        assert_eq!(flags.writable, vec![PathBuf::from("/x")]);
+        assert_eq!(flags.network, Some(true));
+        assert_eq!(rest, vec!["--shared"]);
+        assert!(Flags::parse(&["--sandbox", "loose"]).unwrap_err().contains("modes are"));
+        assert!(Flags::parse(&["--network", "maybe"]).is_err());
+        assert!(Flags::parse(&["--writable"]).unwrap_err().contains("takes"));
+        assert!(Flags::parse(&["--pass-env", "A B"]).is_err());
+    }
+
+    #[test]
+    fn details_without_a_sandbox_are_refused() {
+        let flags = Flags { writable_git: true, mode: Some(Mode::Off), ..Flags::default() };
+        assert!(flags.policy(Path::new("/"), Vec::new()).is_err());
+    }
+
+    #[test]
+    fn a_policy_passes_to_a_shared_server_through_its_flags() {
+        let dir = std::env::temp_dir();
+        let policy = Flags {
+            mode: Some(Mode::WorkspaceWrite),
+            writable: vec![dir.clone()],
+            network: Some(true),
+            writable_git: true,
+            pass_env: vec!["GH_TOKEN".into()],
+        }
+        .policy(Path::new("/"), Vec::new())
+        .unwrap();
+        let flags = flags_of(&policy);
+        let words: Vec<&str> = flags.iter().map(String::as_str).collect();
+        let (again, rest) = Flags::parse(&words).unwrap();
+        assert!(rest.is_empty());
+        let again = again.policy(Path::new("/"), Vec::new()).unwrap();
+        assert_eq!(report(&again), report(&policy));
+        assert_eq!(again.pass_env, policy.pass_env);
+    }
+
+    #[test]
+    fn nested_repositories_and_worktrees_are_found() {
+        let base = std::env::temp_dir().join(format!("fugue-git-dirs-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        for dir in ["root/.git/worktrees/wt", "root/vendor/lib/.git", "root/node_modules/m/.git"] {
+            std::fs::create_dir_all(base.join(dir)).unwrap();
+        }
+        std::fs::create_dir_all(base.join("wt")).unwrap();
+        let gitdir = base.join("root/.git/worktrees/wt");
+        std::fs::write(base.join("wt/.git"), format!("gitdir: {}\n", gitdir.display())).unwrap();
+        std::fs::write(gitdir.join("commondir"), "../..\n").unwrap();
+        let found = git_dirs(&[base.join("root"), base.join("wt")]);
+        let real = |p: &str| base.join(p).canonicalize().unwrap();
+        assert_eq!(
+            found,
+            vec![real("root/.git"), real("root/.git/worktrees/wt"), real("root/vendor/lib/.git")]
+        );
+        std::fs::remove_dir_all(&base).unwrap();
+    }
+}

@@ -1,0 +1,222 @@
+//! One way to wait: every call that blocks until something happens sleeps here.
+//!
+//! A waiting call — `fugue_exec`'s wait, `fugue_wait`, `fugue_expect`, a pipeline, a durable
+//! call's grace — is a loop of the same steps: look at what it waits for and answer if it is there;
+//! otherwise sleep until one of the channels that announce a change speaks (a pane's output, its
+//! end, a live shell's records: `Watch` subscriptions), the next look it has due (the input
+//! watch's next `/proc` look, a prompt's mark given up on), the progress heartbeat, the call's
+//! cancel channel or its deadline. `Waiter` holds those and sleeps on them in one `Select`; the
+//! caller's loop body is its look and a `match` on the `Woke` that says why it woke. A leaf: it
+//! knows channels and instants, not panes or calls.
+
+use crossbeam_channel::{Receiver, Select, TryRecvError, never};
+use std::time::Instant;
+
+/// Why a sleep ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Woke {
+    /// A channel spoke or the look the caller had due is due: look again.
+    Look,
+    /// The progress heartbeat ticked: report, then look again.
+    Heartbeat,
+    /// The deadline passed.
+    Deadline,
+    /// The call was cancelled.
+    Cancelled,
+}
+
+/// What one waiting call sleeps on.
+pub(crate) struct Waiter {
+    /// Channels that announce a change: any of them wakes the sleep to look again.
+    wakes: Vec<Receiver<()>>,
+    /// Disconnects when the call is cancelled.
+    cancel: Receiver<()>,
+    heartbeat: Receiver<Instant>,
+    deadline: Option<Instant>,
+}
+
+impl Default for Waiter {
+    fn default() -> Waiter {
+        Waiter { wakes: Vec::new(), cancel: never(), heartbeat: never(), deadline: None }
+    }
+}
+
+impl Waiter {
+    /// A waiter that no cancel ends (`cancel` adds one) and that has no deadline (`until`).
+    pub(crate) fn new() -> Waiter {
+        Waiter::default()
+    }
+
+    /// Ends sleeps with `Woke::Cancelled` once `cancel` disconnects.
+    pub(crate) fn cancel(mut self, cancel: &Receiver<()>) -> Waiter {
+        self.cancel = cancel.clone();
+        self
+    }
+
+    /// Ends sleeps with `Woke::Deadline` once `deadline` has passed.
+    pub(crate) fn until(mut self, deadline: Instant) -> Waiter {
+        self.deadline = Some(deadline);
+        self
+    }
+
+    /// Wakes sleeps with `Woke::Heartbeat` on every tick of `heartbeat`.
+    pub(crate) fn heartbeat(mut self, heartbeat: Receiver<Instant>) -> Waiter {
+        self.heartbeat = heartbeat;
+        self
+    }
+
+    /// Wakes sleeps with `Woke::Look` whenever `wake` speaks.
+    pub(crate) fn on(mut self, wake: Receiver<()>) -> Waiter {
+        self.wakes.push(wake);
+        self
+    }
+
+    /// Adds `wake` to a waiter already in use (a subscription made only while it is needed).
+    pub(crate) fn add(&mut self, wake: Receiver<()>) {
+        self.wakes.push(wake);
+    }
+
+    /// Moves the deadline, as a call that interrupts its work and gives it a grace does; `None`
+    /// takes it away.
+    pub(crate) fn set_deadline(&mut self, deadline: Option<Instant>) {
+        self.deadline = deadline;
+    }
+
+    /// Sleeps on the waiter's own channels until one speaks, `look` is due, the heartbeat ticks,
+    /// the call is cancelled or the deadline passes. A channel whose sender is gone can never
+    /// speak again and is dropped, so it cannot wake every sleep after it.
+    pub(crate) fn sleep(&mut self, look: Option<Instant>) -> Woke {
+        let wakes: Vec<&Receiver<()>> = self.wakes.iter().collect();
+        let (woke, gone) = self.sleep_among(&wakes, look);
+        if !gone.is_empty() {
+            let mut index = 0;
+            self.wakes.retain(|_| {
+                index += 1;
+                !gone.contains(&(index - 1))
+            });
+        }
+        woke
+    }
+
+    /// Sleeps as `sleep` does on `wakes` instead of the waiter's own channels, for a call whose
+    /// set of channels changes between sleeps (`fugue_wait` stops listening to a pane that has
+    /// its outcome).
+    pub(crate) fn sleep_on(&self, wakes: &[&Receiver<()>], look: Option<Instant>) -> Woke {
+        self.sleep_among(wakes, look).0
+    }
+
+    /// The sleep, and the indices of `wakes` found disconnected. Every channel that spoke is
+    /// emptied, so one burst costs one wake-up.
+    fn sleep_among(&self, wakes: &[&Receiver<()>], look: Option<Instant>) -> (Woke, Vec<usize>) {
+        let mut select = Select::new();
+        for wake in wakes {
+            select.recv(wake);
+        }
+        let cancel = select.recv(&self.cancel);
+        let beat = select.recv(&self.heartbeat);
+        let until = match (look, self.deadline) {
+            (Some(look), Some(deadline)) => Some(look.min(deadline)),
+            (look, deadline) => look.or(deadline),
+        };
+        let ready = match until {
+            Some(until) => select.ready_deadline(until).ok(),
+            None => Some(select.ready()),
+        };
+        let gone = drain(wakes);
+        let woke = match ready {
+            Some(i) if i == cancel => Woke::Cancelled,
+            Some(i) if i == beat => {
+                let _ = self.heartbeat.try_recv();
+                Woke::Heartbeat
+            }
+            None if self.deadline.is_some_and(|d| Instant::now() >= d) => Woke::Deadline,
+            // A channel spoke, or the look is due.
+            Some(_) | None => Woke::Look,
+        };
+        (woke, gone)
+    }
+}
+
+/// Empties every channel that spoke; answers the indices of those whose sender is gone.
+fn drain(wakes: &[&Receiver<()>]) -> Vec<usize> {
+    let mut gone = Vec::new();
+    for (i, wake) in wakes.iter().enumerate() {
+        loop {
+            match wake.try_recv() {
+                Ok(()) => {}
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => {
+                    gone.push(i);
+                    break;
+                }
+            }
+        }
+    }
+    gone
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crossbeam_channel::{bounded, tick};
+    use std::time::Duration;
+
+    fn soon(ms: u64) -> Instant {
+        Instant::now() + Duration::from_millis(ms)
+    }
+
+    #[test]
+    fn a_channel_that_speaks_wakes_a_look_and_is_emptied() {
+        let (tx, rx) = bounded(1);
+        let mut waiter = Waiter::new().until(soon(10_000)).on(rx.clone());
+        tx.send(()).unwrap();
+        assert_eq!(waiter.sleep(None), Woke::Look);
+        assert!(rx.try_recv().is_err(), "the wake-up was taken");
+    }
+
+    #[test]
+    fn the_deadline_ends_a_sleep_and_a_due_look_comes_first() {
+        let mut waiter = Waiter::new().until(soon(30));
+        assert_eq!(waiter.sleep(Some(Instant::now())), Woke::Look);
+        assert_eq!(waiter.sleep(Some(soon(60_000))), Woke::Deadline);
+        assert!(Instant::now() >= waiter.deadline.unwrap());
+        waiter.set_deadline(Some(soon(20)));
+        assert_eq!(waiter.sleep(None), Woke::Deadline);
+    }
+
+    #[test]
+    fn a_cancel_ends_the_sleep_before_its_deadline() {
+        let (tx, rx) = bounded::<()>(0);
+        let mut waiter = Waiter::new().cancel(&rx).until(soon(60_000));
+        let canceller = std::thread::spawn(move || drop(tx));
+        assert_eq!(waiter.sleep(None), Woke::Cancelled);
+        canceller.join().unwrap();
+    }
+
+    #[test]
+    fn the_heartbeat_ticks_through_a_long_sleep() {
+        let mut waiter =
+            Waiter::new().until(soon(60_000)).heartbeat(tick(Duration::from_millis(5)));
+        assert_eq!(waiter.sleep(None), Woke::Heartbeat);
+    }
+
+    #[test]
+    fn a_channel_whose_sender_is_gone_is_dropped_not_spun_on() {
+        let (tx, rx) = bounded::<()>(1);
+        drop(tx);
+        let mut waiter = Waiter::new().until(soon(40)).on(rx);
+        assert_eq!(waiter.sleep(None), Woke::Look);
+        assert!(waiter.wakes.is_empty());
+        assert_eq!(waiter.sleep(None), Woke::Deadline);
+    }
+
+    #[test]
+    fn sleeping_on_a_changing_set_uses_the_channels_given() {
+        let (tx, rx) = bounded(1);
+        let (_quiet_tx, quiet) = bounded::<()>(1);
+        let waiter = Waiter::new().until(soon(10_000)).on(quiet);
+        tx.send(()).unwrap();
+        assert_eq!(waiter.sleep_on(&[&rx], None), Woke::Look);
+        assert!(rx.try_recv().is_err());
+    }
+}
