@@ -43,7 +43,8 @@ use crate::tempdir::PrivateDir;
 use crate::tool::args::Args;
 use crate::tool::call::Progress;
 use crate::tool::{RUNS, schema::*};
-use crossbeam_channel::{after, at as at_instant, never, select};
+use crate::waiter::{Waiter, Woke};
+use crossbeam_channel::never;
 use plan::{CLEANUP, MAX_STEPS, Plan, STOP_ON_ERROR, TIMEOUT_MS, parse_plan};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -261,61 +262,27 @@ impl Run<'_> {
         let records = self.shell.subscribe();
         // The shell's exit, not its output, is what the loop condition needs to see.
         let ending = self.pane.output().subscribe_status();
-        let heartbeat = ctx.progress.heartbeat();
-        let mut deadline = deadline;
+        let mut waiter = Waiter::new()
+            .cancel(ctx.cancel.receiver())
+            .until(deadline)
+            .heartbeat(ctx.progress.heartbeat());
         let watched = self.plan.stop_asking || self.responses.iter().any(Option::is_some);
         let mut watch = watched.then(|| InputWatch::new(&self.pane, quiet_period()));
         loop {
-            self.take_records(ctx.progress);
-            if !self.pane.is_running() {
-                self.shell_exit = self.pane.wait_exit(Instant::now() + CATCH_UP);
+            if self.advance(ctx.progress)? {
                 return Ok(());
             }
-            if !self.step_running() {
-                if self.done || self.interrupted.is_some() {
-                    return Ok(());
-                }
-                // The first step is typed at once, before the shell's first prompt: the terminal
-                // holds it, ahead of anything typed for the step to read (the shell reads its
-                // lines in order). Each next one goes once the shell has drawn its prompt after
-                // the last one's record, so that a person watching sees the prompt, the step's
-                // command once, and its output.
-                if self.records.is_empty() || self.prompt_ready() {
-                    self.type_next(ctx.progress)?;
-                }
-            }
-            // Only a running step is watched (not one held asking, with on_input wait); what was
-            // typed for it, its line or an answer from its responses, may still sit unread in the
-            // terminal while the shell's last print is long past.
-            let typed =
-                self.records.last().filter(|r| r.ended.is_none() && self.held != Some(r.exec));
-            let typed = typed.map(|r| {
-                let answered = r.responder.as_ref().and_then(Responder::answered_at);
-                r.started.max(answered.unwrap_or(r.started))
-            });
-            if let (Some(typed), Some(check)) = (typed, watch.as_mut()) {
-                check.typed_at(typed);
-                if check.check() {
-                    if self.respond() {
-                        watch = Some(InputWatch::new(&self.pane, quiet_period()));
-                    } else if self.plan.stop_asking {
-                        // Stopped as at the deadline, with the same grace.
-                        self.asked = Some(Asked::now(&self.pane, check));
-                        watch = None;
-                        self.interrupt();
-                        // The step's record, if the interrupt brought the prompt back, is taken
-                        // at the top; a step not back is killed with the pane at once.
-                        deadline = Instant::now();
-                        continue;
-                    } else {
-                        self.held = self.records.last().map(|r| r.exec);
-                    }
-                }
+            let typed = self.typed_at();
+            if let Some(typed) = typed
+                && self.look_for_question(&mut watch, typed)
+            {
+                // Stopped as at the deadline: the step's record, if the interrupt brought the
+                // prompt back, is taken at the top; a step not back is killed with the pane.
+                waiter.set_deadline(Some(Instant::now()));
+                continue;
             }
             // Between steps nothing is watched; the next step's line is typed on the record.
             let check = watch.as_ref().filter(|_| typed.is_some()).and_then(InputWatch::next_check);
-            let check =
-                check.map_or_else(never, |at| after(at.saturating_duration_since(Instant::now())));
             // While a prompt is being drawn, its mark is what the loop waits for.
             let drawing = !self.step_running() && self.typed_on.is_some();
             let printed = if drawing { self.pane.output().subscribe() } else { never() };
@@ -323,28 +290,84 @@ impl Run<'_> {
             if drawing && self.live().prompt_drawn() {
                 continue;
             }
-            let drawn_at = match self.typed_on {
-                Some(at) if drawing => at_instant(at),
-                _ => never(),
-            };
-            select! {
-                recv(records) -> _ => {}
-                recv(ending) -> _ => {}
-                recv(printed) -> _ => {}
-                recv(drawn_at) -> _ => {}
-                recv(ctx.cancel.receiver()) -> _ => return Err(Error::cancelled()),
-                recv(after(deadline.saturating_duration_since(Instant::now()))) -> _ => {
-                    if self.interrupted.is_some() {
-                        self.pane.close();
-                    } else {
-                        self.interrupt();
-                        deadline = Instant::now();
-                    }
-                }
-                recv(heartbeat) -> _ => self.report(ctx.progress),
-                // A look at /proc is due: the next round makes it.
-                recv(check) -> _ => {}
+            let drawn_at = self.typed_on.filter(|_| drawing);
+            let look = [check, drawn_at].into_iter().flatten().min();
+            match waiter.sleep_on(&[&records, &ending, &printed], look) {
+                Woke::Look => {}
+                Woke::Heartbeat => self.report(ctx.progress),
+                Woke::Cancelled => return Err(Error::cancelled()),
+                Woke::Deadline => self.overtime(&mut waiter),
             }
+        }
+    }
+
+    /// One step of the run: takes in the shell's records and types the next step when the last
+    /// one is done and the prompt is drawn. Says whether the run is over: the shell ended, every
+    /// step ran or the first failure stopped them, or a step was interrupted.
+    fn advance(&mut self, progress: &Progress) -> Result<bool> {
+        self.take_records(progress);
+        if !self.pane.is_running() {
+            self.shell_exit = self.pane.wait_exit(Instant::now() + CATCH_UP);
+            return Ok(true);
+        }
+        if self.step_running() {
+            return Ok(false);
+        }
+        if self.done || self.interrupted.is_some() {
+            return Ok(true);
+        }
+        // The first step is typed at once, before the shell's first prompt: the terminal holds
+        // it, ahead of anything typed for the step to read (the shell reads its lines in order).
+        // Each next one goes once the shell has drawn its prompt after the last one's record, so
+        // that a person watching sees the prompt, the step's command once, and its output.
+        if self.records.is_empty() || self.prompt_ready() {
+            self.type_next(progress)?;
+        }
+        Ok(false)
+    }
+
+    /// When the running step was last given input — its line, or an answer from its responses —
+    /// which may still sit unread in the terminal while the shell's last print is long past.
+    /// `None` between steps and for a step held asking (`on_input: wait`): only a running step is
+    /// watched.
+    fn typed_at(&self) -> Option<Instant> {
+        let record =
+            self.records.last().filter(|r| r.ended.is_none() && self.held != Some(r.exec))?;
+        let answered = record.responder.as_ref().and_then(Responder::answered_at);
+        Some(record.started.max(answered.unwrap_or(record.started)))
+    }
+
+    /// The watch's look, when due: a question the step's responses answer is answered and
+    /// watched for anew; one they do not stops the step (`on_input: stop`, then `true`) or holds
+    /// it (`wait`).
+    fn look_for_question(&mut self, watch: &mut Option<InputWatch>, typed: Instant) -> bool {
+        let Some(check) = watch.as_mut() else { return false };
+        check.typed_at(typed);
+        if !check.check() {
+            return false;
+        }
+        if self.respond() {
+            *watch = Some(InputWatch::new(&self.pane, quiet_period()));
+        } else if self.plan.stop_asking {
+            self.asked = Some(Asked::now(&self.pane, check));
+            *watch = None;
+            self.interrupt();
+            return true;
+        } else {
+            self.held = self.records.last().map(|r| r.exec);
+        }
+        false
+    }
+
+    /// The deadline passed: the running step is interrupted, with the interrupt's own wait as its
+    /// grace; past that, the pane is closed, and its end is what the loop waits for.
+    fn overtime(&mut self, waiter: &mut Waiter) {
+        if self.interrupted.is_some() {
+            self.pane.close();
+            waiter.set_deadline(None);
+        } else {
+            self.interrupt();
+            waiter.set_deadline(Some(Instant::now()));
         }
     }
 
