@@ -23,7 +23,6 @@
 
 mod plan;
 
-use crate::config::config;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ids::{new_id, short_id};
 use crate::mux::{ORCHESTRATION_SESSION, PaneArgs, Place};
@@ -155,7 +154,7 @@ fn run_pipeline(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     let responses: Vec<Option<Responses>> =
         plan.steps.iter_mut().map(|s| s.responses.take()).collect();
     let sandbox = super::asked_sandbox(args)?;
-    let user = &config().shell;
+    let user = &ctx.config.shell;
     let runs_steps = crate::shell::posix(user);
     // The call's own directory, holding its steps as they were given, for the call's lifetime.
     let dir = PrivateDir::create(&ctx.temp_dirs)?;
@@ -168,12 +167,12 @@ fn run_pipeline(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Value> {
     // started at the end, with fugue's integration made now so the pane owns it from its start.
     let handover = !plan.cleanup && runs_steps != user.as_str();
     let kept = match handover {
-        true if crate::shell::enabled() => Shell::prepare(user, &plan.env, &ctx.temp_dirs)?,
+        true if ctx.config.shell_integration => Shell::prepare(user, &plan.env, &ctx.temp_dirs)?,
         _ => None,
     };
     let owned = match (&kept, handover) {
         (Some((kept, _)), _) => Some(kept.clone()),
-        (None, false) if crate::shell::enabled() => Some(shell.clone()),
+        (None, false) if ctx.config.shell_integration => Some(shell.clone()),
         _ => None,
     };
     // Reachable from inside a sandbox: the steps and the integrations' records.
@@ -229,7 +228,7 @@ fn start_pane(
     let session = ctx.mux.ensure_session(ORCHESTRATION_SESSION)?;
     // The pane runs the line with the user's shell.
     let mut env = plan.env.clone();
-    let command = launch.start_line(&config().shell, shell, &mut env);
+    let command = launch.start_line(&ctx.config.shell, shell, &mut env);
     let args = PaneArgs {
         name: None,
         command: Some(command),
