@@ -163,8 +163,12 @@ fn pipeline_steps_read_the_terminal() {
         "fugue_run_pipeline",
         json!({"commands": [{"command": "read line; test \"$line\" = hello"}, {"command": "echo \"got it\""}], "cleanup": true}),
     );
-    // Typed before the step reads: the terminal holds the line until `read` takes it.
+    // Typed once the step's line is in (its command shows) but before it reads, or while it
+    // does: the terminal holds the line until `read` takes it. Typed before the step's line, it
+    // would be a command of its own. The pane is listed before its first step is typed.
     let pane = find_pane(&mut f, "read line");
+    let shown = f.call("fugue_expect", json!({"pane_id": pane["id"], "pattern": "read line"}));
+    assert_eq!(shown["status"], "matched", "{shown}");
     f.call("fugue_send_input", json!({"pane_id": pane["id"], "input": "hello", "submit": true}));
     let out = structured(&f.response(&id));
     assert_eq!(out["status"], "completed", "{out}");

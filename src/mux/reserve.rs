@@ -165,6 +165,7 @@ impl Inner {
             env: args.env.clone(),
             rows: window.rows,
             cols: window.cols,
+            scrollback: self.limits.scrollback,
             above: None,
             sandbox: args.sandbox,
             roots: args.roots.clone(),
@@ -175,7 +176,8 @@ impl Inner {
             self.reserved_names.insert(name.clone());
         }
         let own_window = matches!(place, Place::NewWindow { .. });
-        Ok(Slot { spec, own_window, integration: args.integration, shell: None })
+        let integration = args.integration && self.limits.integration;
+        Ok(Slot { spec, own_window, integration, shell: None })
     }
 
     /// Sets a reserved pane's size to its tile in its window as the window is now.

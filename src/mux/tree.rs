@@ -41,6 +41,10 @@ pub(crate) struct Limits {
     pub(crate) cols: u16,
     /// The shell that runs pane commands and interactive panes (`FUGUE_SHELL`).
     pub(crate) shell: String,
+    /// Interactive shells get a live shell above them (`FUGUE_SHELL_INTEGRATION`).
+    pub(crate) integration: bool,
+    /// How many bytes of output each pane keeps (`FUGUE_SCROLLBACK_BYTES`).
+    pub(crate) scrollback: usize,
 }
 
 impl Limits {
@@ -48,7 +52,8 @@ impl Limits {
     pub(crate) fn of(config: &crate::config::Config) -> Limits {
         let (max_panes, max_sessions) = (config.max_panes, config.max_sessions);
         let (rows, cols, shell) = (config.rows, config.cols, config.shell.clone());
-        Limits { max_panes, max_sessions, rows, cols, shell }
+        let (integration, scrollback) = (config.shell_integration, config.scrollback_bytes);
+        Limits { max_panes, max_sessions, rows, cols, shell, integration, scrollback }
     }
 }
 

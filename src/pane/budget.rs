@@ -212,84 +212,125 @@ pub(crate) fn fit(lines: &Lines, budget: &Budget<'_>) -> Fitted {
         return Fitted::default(); // a tail of no lines: none asked for
     }
     let all = &lines.text;
-    let n = all.len();
     let size: usize = all.iter().map(|l| l.len() + 1).sum::<usize>().saturating_sub(1);
-    if size <= budget.bytes && n <= budget.last && lines.before.is_none() {
+    if size <= budget.bytes && all.len() <= budget.last && lines.before.is_none() {
         return Fitted { text: all.join("\n"), omitted_lines: 0, omitted_since: None };
     }
-    let cost = |i: usize| all[i].len() + 1;
-    // What a marker line costs at most, reserved for every gap the answer may hold.
-    let marker_cost = marker(n + lines.before.map_or(0, |b| b.0)).len() + 1;
-    let mut kept: Vec<Option<Cow<'_, str>>> = vec![None; n];
-    let mut room = budget.bytes;
-    // The last lines.
-    let mut top = n;
-    let mut spent = 0;
-    while top > 0 && n - top < budget.last {
-        let i = top - 1;
-        if spent + cost(i) > budget.bytes / 2 {
-            if top == n {
-                // One line longer than half the budget: its end, which a tail shows.
-                let clipped = clip_start(&all[i], (budget.bytes / 2).saturating_sub(4));
-                spent += clipped.len() + 1;
-                kept[i] = Some(Cow::Owned(clipped));
-                top = i;
-            }
-            break;
-        }
-        kept[i] = Some(Cow::Borrowed(all[i].as_str()));
-        spent += cost(i);
-        top = i;
-    }
-    room = room.saturating_sub(spent + marker_cost);
-    // The lines that matter, with a line of context each.
-    let weights: Vec<u8> = all[..top].iter().map(|l| weight(l, budget.keep)).collect();
-    for tier in [2, 1] {
-        for i in (0..top).filter(|i| weights[*i] == tier) {
-            if kept[i].is_some() {
-                continue;
-            }
-            let group = i.saturating_sub(1)..(i + 2).min(top);
-            let new: usize = group.clone().filter(|j| kept[*j].is_none()).map(cost).sum();
-            if new + marker_cost > room {
-                continue;
-            }
-            room -= new + marker_cost;
-            for j in group {
-                kept[j].get_or_insert(Cow::Borrowed(all[j].as_str()));
-            }
-        }
-    }
-    // The first lines, or more of the last.
+    let mut pick = Pick::new(lines, budget.bytes);
+    let top = pick.last_lines(budget.last, budget.bytes / 2);
+    pick.lines_that_matter(top, budget.keep);
     if budget.first {
-        for i in 0..top {
-            if kept[i].is_some() {
-                continue;
-            }
-            if cost(i) > room {
-                break;
-            }
-            room -= cost(i);
-            kept[i] = Some(Cow::Borrowed(all[i].as_str()));
-        }
+        pick.first_lines(top);
     } else {
-        let mut tail = n - top;
-        for i in (0..top).rev() {
-            if tail >= budget.last {
+        pick.more_of_the_last(top, budget.last);
+    }
+    assemble(lines, &pick.kept, budget)
+}
+
+/// The lines an answer keeps, chosen in turns, and the bytes still free.
+struct Pick<'a> {
+    all: &'a [String],
+    kept: Vec<Option<Cow<'a, str>>>,
+    room: usize,
+    /// What a marker line costs at most, reserved for every gap the answer may hold.
+    marker_cost: usize,
+}
+
+impl<'a> Pick<'a> {
+    fn new(lines: &'a Lines, bytes: usize) -> Pick<'a> {
+        let n = lines.text.len();
+        let marker_cost = marker(n + lines.before.map_or(0, |b| b.0)).len() + 1;
+        Pick { all: &lines.text, kept: vec![None; n], room: bytes, marker_cost }
+    }
+
+    fn cost(&self, i: usize) -> usize {
+        self.all[i].len() + 1
+    }
+
+    fn keep(&mut self, i: usize) {
+        let all = self.all;
+        self.kept[i].get_or_insert(Cow::Borrowed(all[i].as_str()));
+    }
+
+    /// The last lines, at most `last` of them in `half` the bytes (the end of one longer line, as
+    /// a tail shows it); answers the first of them.
+    fn last_lines(&mut self, last: usize, half: usize) -> usize {
+        let n = self.all.len();
+        let (mut top, mut spent) = (n, 0);
+        while top > 0 && n - top < last {
+            let i = top - 1;
+            if spent + self.cost(i) > half {
+                if top == n {
+                    let clipped = clip_start(&self.all[i], half.saturating_sub(4));
+                    spent += clipped.len() + 1;
+                    self.kept[i] = Some(Cow::Owned(clipped));
+                    top = i;
+                }
                 break;
             }
-            if kept[i].is_some() {
-                continue;
+            self.keep(i);
+            spent += self.cost(i);
+            top = i;
+        }
+        self.room = self.room.saturating_sub(spent + self.marker_cost);
+        top
+    }
+
+    /// Before `top`, the lines that matter, each with a line of context: errors (and `keep`'s
+    /// matches) first, then warnings, each in order, while they fit.
+    fn lines_that_matter(&mut self, top: usize, keep: Option<&Regex>) {
+        let weights: Vec<u8> = self.all[..top].iter().map(|l| weight(l, keep)).collect();
+        for tier in [2, 1] {
+            for i in (0..top).filter(|i| weights[*i] == tier) {
+                if self.kept[i].is_some() {
+                    continue;
+                }
+                let group = i.saturating_sub(1)..(i + 2).min(top);
+                let new: usize =
+                    group.clone().filter(|j| self.kept[*j].is_none()).map(|j| self.cost(j)).sum();
+                if new + self.marker_cost > self.room {
+                    continue;
+                }
+                self.room -= new + self.marker_cost;
+                for j in group {
+                    self.keep(j);
+                }
             }
-            if cost(i) > room {
-                break;
-            }
-            room -= cost(i);
-            tail += 1;
-            kept[i] = Some(Cow::Borrowed(all[i].as_str()));
         }
     }
-    assemble(lines, &kept, budget)
+
+    /// The first lines before `top`, while they fit.
+    fn first_lines(&mut self, top: usize) {
+        for i in 0..top {
+            if self.kept[i].is_some() {
+                continue;
+            }
+            if self.cost(i) > self.room {
+                break;
+            }
+            self.room -= self.cost(i);
+            self.keep(i);
+        }
+    }
+
+    /// More of the last lines before `top`, up to `last` in all, while they fit.
+    fn more_of_the_last(&mut self, top: usize, last: usize) {
+        let mut tail = self.all.len() - top;
+        for i in (0..top).rev() {
+            if tail >= last {
+                break;
+            }
+            if self.kept[i].is_some() {
+                continue;
+            }
+            if self.cost(i) > self.room {
+                break;
+            }
+            self.room -= self.cost(i);
+            tail += 1;
+            self.keep(i);
+        }
+    }
 }
 
 /// The kept lines in order, a marker in each gap; with what was left out.

@@ -64,6 +64,8 @@ pub(crate) struct Spec {
     pub(crate) env: Vec<(String, String)>,
     pub(crate) rows: u16,
     pub(crate) cols: u16,
+    /// How many bytes of output the pane keeps (`FUGUE_SCROLLBACK_BYTES`).
+    pub(crate) scrollback: usize,
     /// What stands above the pane (a live shell), if anything.
     pub(crate) above: Option<Arc<dyn Above>>,
     /// A sandbox stricter than the server's, asked for by the call.
@@ -92,7 +94,6 @@ pub(crate) struct Started {
 /// drains the PTY into the output at full speed), the waiter (which reaps the child and records
 /// how it ended) and the input writer.
 pub(crate) fn start(spec: &Spec) -> Result<Started> {
-    let cfg = crate::config::config();
     let cwd = resolve_cwd(&spec.cwd)?;
     let size = PtySize { rows: spec.rows, cols: spec.cols, pixel_width: 0, pixel_height: 0 };
     let pair = crate::inherit::open_pty(size)?;
@@ -111,7 +112,7 @@ pub(crate) fn start(spec: &Spec) -> Result<Started> {
     let input = Arc::new(Input::start(&spec.id, writer, |run| {
         spawn_thread(format!("pane-input-{}", short_id(&spec.id)), run)
     })?);
-    let output = Arc::new(Output::new(cfg.scrollback_bytes, spec.rows, spec.cols));
+    let output = Arc::new(Output::new(spec.scrollback, spec.rows, spec.cols));
     let reaped = Arc::new(AtomicU64::new(0));
     let (eof_tx, eof_rx) = crossbeam_channel::bounded::<()>(0);
     start_reader(&spec.id, reader, output.clone(), input.clone(), eof_tx)?;

@@ -12,7 +12,7 @@ use super::{Kind, Launch, PROMPT_DRAWN, Prompt, Shell, first_line, quote, shown}
 use crate::error::Result;
 use crate::pane::echo::Echo;
 use crate::pane::{Pane, mark};
-use crossbeam_channel::{at, select};
+use crate::waiter::{Waiter, Woke};
 use std::any::Any;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -176,9 +176,10 @@ impl<'a> Live<'a> {
     /// `INTERRUPT_SETTLE`, since one sent while the shell forks reaches neither. A job that was
     /// typed as keys is interrupted at once, and again while it holds the terminal.
     pub(crate) fn interrupt(&self) -> bool {
-        let by = Instant::now() + INTERRUPT_WAIT;
-        let records = self.shell.subscribe();
-        let printed = self.pane.output().subscribe();
+        let mut waiter = Waiter::new()
+            .until(Instant::now() + INTERRUPT_WAIT)
+            .on(self.shell.subscribe())
+            .on(self.pane.output().subscribe());
         let mut next = Instant::now();
         loop {
             if !self.pane.is_running() {
@@ -198,14 +199,8 @@ impl<'a> Live<'a> {
                 self.pane.interrupt();
                 next = now + INTERRUPT_SETTLE;
             }
-            if now >= by {
+            if waiter.sleep(begun.then_some(next)) == Woke::Deadline {
                 return false;
-            }
-            let wake = if begun { next.min(by) } else { by };
-            select! {
-                recv(records) -> _ => {}
-                recv(printed) -> _ => {}
-                recv(at(wake)) -> _ => {}
             }
         }
     }

@@ -248,7 +248,7 @@ impl Above for Shell {
 /// beforehand for a command that ends by starting an interactive shell with it (a kept pipeline
 /// pane's); else, when `interactive` asks for it and the pane runs no command, one prepared now
 /// for the pane's own program, whose arguments and variables it adds to the spec. Nothing when the
-/// integration is off or the shell is not one fugue knows.
+/// integration is off (the caller passes `interactive` false) or the shell is not one fugue knows.
 pub(crate) fn stand_above(
     spec: &mut Spec,
     made: Option<Arc<Shell>>,
@@ -257,7 +257,7 @@ pub(crate) fn stand_above(
 ) -> Result<()> {
     let shell = match made {
         Some(shell) => shell,
-        None if interactive && spec.command.is_none() && enabled() => {
+        None if interactive && spec.command.is_none() => {
             let Some((shell, launch)) = Shell::prepare(&spec.program, &spec.env, temp_dirs)? else {
                 return Ok(());
             };
@@ -356,11 +356,6 @@ pub(crate) const PROMPT_DRAWN: &str = "\x1b]133;B\x07";
 /// How long a reported prompt is given to print `PROMPT_DRAWN` before a command is typed anyway (a
 /// theme may have dropped the mark).
 pub(crate) const PROMPT_DRAWN_WAIT: Duration = Duration::from_millis(300);
-
-/// Whether live shells are on for this fugue (`FUGUE_SHELL_INTEGRATION=0` turns them off).
-pub(crate) fn enabled() -> bool {
-    crate::config::config().shell_integration
-}
 
 #[cfg(test)]
 mod tests {

@@ -23,7 +23,7 @@ use crate::shell::live::{Live, Typed};
 use crate::shell::{PROMPT_DRAWN_WAIT, Records};
 use crate::tool::args::Args;
 use crate::tool::{Answer, RUNS, schema::*};
-use crossbeam_channel::{after, at as at_instant, never, select};
+use crate::waiter::{Waiter, Woke};
 use std::time::{Duration, Instant};
 
 const DEFAULT_TIMEOUT_MS: u64 = 30_000;
@@ -175,56 +175,67 @@ pub(crate) fn live_shell(pane: &Pane) -> Result<Live<'_>> {
 /// waited for until `deadline`; a busy one is an error at once.
 fn wait_for_prompt(ctx: &Ctx<'_>, live: Live<'_>, deadline: Instant) -> Result<()> {
     let pane = live.pane;
-    let records = live.shell.subscribe();
-    let ending = pane.output().subscribe_status();
     // Subscribed before any look at the output, so the prompt's mark cannot slip between the
     // look and the wait. Before a command is typed the shell prints little: its start-up lines.
-    let printed = pane.output().subscribe();
+    let mut waiter = Waiter::new()
+        .cancel(ctx.cancel.receiver())
+        .until(deadline)
+        .on(live.shell.subscribe())
+        .on(pane.output().subscribe_status())
+        .on(pane.output().subscribe());
     let mut drawn_by = None;
-    let drawn_wait = || Instant::now() + PROMPT_DRAWN_WAIT;
     loop {
-        if !pane.is_running() {
-            return Err(Error::new(
-                ErrorKind::PaneExited,
-                format!("the shell of pane {} has exited; open a new pane", pane.id),
-            ));
+        if let Some(ready) = prompt_ready(&live, &mut drawn_by) {
+            return ready;
         }
-        if let Some(command) = live.pending() {
-            return Err(busy(pane, &format!("fugue_exec {command:?} is still running")));
-        }
-        if live.shell.with(|s| s.prompts) > 0 {
-            if live.idle().is_none() {
-                let job = pane.foreground_job().unwrap_or_else(|| "a job".into());
-                return Err(busy(pane, &format!("{job:?} is running")));
-            }
-            // Typed before the prompt is drawn, the line would be echoed twice (by the terminal,
-            // then by the line editor) and glued to the prompt; a prompt without its mark (a
-            // theme that drops it) is waited for only briefly.
-            if live.prompt_drawn() || Instant::now() >= *drawn_by.get_or_insert_with(drawn_wait) {
-                return Ok(());
-            }
-        }
-        let drawn_at = drawn_by.map_or_else(never, |at| at_instant(at.min(deadline)));
-        select! {
-            recv(records) -> _ => {}
-            recv(ending) -> _ => {}
-            recv(printed) -> _ => {}
-            recv(drawn_at) -> _ => {}
-            recv(ctx.cancel.receiver()) -> _ => return Err(Error::cancelled()),
-            recv(after(deadline.saturating_duration_since(Instant::now()))) -> _ => {
-                return Err(Error::new(
-                    ErrorKind::InvalidState,
-                    format!(
-                        "the shell of pane {} did not show its first prompt within {} s (or \
-                         timeout_ms, if longer); its output: {:?}",
-                        pane.id,
-                        SHELL_START.as_secs(),
-                        crate::orchestrate::tail(pane, 0, pane.output().end(), 3)
-                    ),
-                ));
-            }
+        match waiter.sleep(drawn_by) {
+            Woke::Look | Woke::Heartbeat => {}
+            Woke::Cancelled => return Err(Error::cancelled()),
+            Woke::Deadline => return Err(no_first_prompt(pane)),
         }
     }
+}
+
+/// One look at the shell before a command is typed: `Ok` once it sits at its drawn prompt, an
+/// error when it has ended or is busy, `None` while it starts or draws its prompt. A prompt
+/// without its mark (a theme that drops it) is waited for until `drawn_by`, set at the first look
+/// that finds the shell idle.
+fn prompt_ready(live: &Live<'_>, drawn_by: &mut Option<Instant>) -> Option<Result<()>> {
+    let pane = live.pane;
+    if !pane.is_running() {
+        return Some(Err(Error::new(
+            ErrorKind::PaneExited,
+            format!("the shell of pane {} has exited; open a new pane", pane.id),
+        )));
+    }
+    if let Some(command) = live.pending() {
+        return Some(Err(busy(pane, &format!("fugue_exec {command:?} is still running"))));
+    }
+    if live.shell.with(|s| s.prompts) == 0 {
+        return None;
+    }
+    if live.idle().is_none() {
+        let job = pane.foreground_job().unwrap_or_else(|| "a job".into());
+        return Some(Err(busy(pane, &format!("{job:?} is running"))));
+    }
+    // Typed before the prompt is drawn, the line would be echoed twice (by the terminal, then by
+    // the line editor) and glued to the prompt.
+    let by = *drawn_by.get_or_insert_with(|| Instant::now() + PROMPT_DRAWN_WAIT);
+    (live.prompt_drawn() || Instant::now() >= by).then_some(Ok(()))
+}
+
+/// The shell did not show its first prompt in time: what it printed instead says why.
+fn no_first_prompt(pane: &Pane) -> Error {
+    Error::new(
+        ErrorKind::InvalidState,
+        format!(
+            "the shell of pane {} did not show its first prompt within {} s (or timeout_ms, if \
+             longer); its output: {:?}",
+            pane.id,
+            SHELL_START.as_secs(),
+            crate::orchestrate::tail(pane, 0, pane.output().end(), 3)
+        ),
+    )
 }
 
 fn busy(pane: &Pane, what: &str) -> Error {

@@ -23,7 +23,6 @@
 
 mod plan;
 
-use crate::config::config;
 use crate::error::{Error, ErrorKind, Result};
 use crate::ids::{new_id, short_id};
 use crate::mux::{ORCHESTRATION_SESSION, PaneArgs, Place};
@@ -44,7 +43,8 @@ use crate::tool::call::Progress;
 use crate::tool::choice::Choice;
 use crate::tool::{Answer, RUNS, schema::*};
 use crate::tools::answer::{CommandEnd, CommandResult, RunStatus, command_result_schema};
-use crossbeam_channel::{after, at as at_instant, never, select};
+use crate::waiter::{Waiter, Woke};
+use crossbeam_channel::never;
 use plan::{CLEANUP, MAX_STEPS, Plan, STOP_ON_ERROR, TIMEOUT_MS, parse_plan};
 use serde::Serialize;
 use serde_json::json;
@@ -158,7 +158,7 @@ fn run_pipeline(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let responses: Vec<Option<Responses>> =
         plan.steps.iter_mut().map(|s| s.responses.take()).collect();
     let sandbox = super::asked_sandbox(args)?;
-    let user = &config().shell;
+    let user = &ctx.config.shell;
     let runs_steps = crate::shell::posix(user);
     // The call's own directory, holding its steps as they were given, for the call's lifetime.
     let dir = PrivateDir::create(&ctx.temp_dirs)?;
@@ -171,12 +171,12 @@ fn run_pipeline(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     // started at the end, with fugue's integration made now so the pane owns it from its start.
     let handover = !plan.cleanup && runs_steps != user.as_str();
     let kept = match handover {
-        true if crate::shell::enabled() => Shell::prepare(user, &plan.env, &ctx.temp_dirs)?,
+        true if ctx.config.shell_integration => Shell::prepare(user, &plan.env, &ctx.temp_dirs)?,
         _ => None,
     };
     let owned = match (&kept, handover) {
         (Some((kept, _)), _) => Some(kept.clone()),
-        (None, false) if crate::shell::enabled() => Some(shell.clone()),
+        (None, false) if ctx.config.shell_integration => Some(shell.clone()),
         _ => None,
     };
     // Reachable from inside a sandbox: the steps and the integrations' records.
@@ -254,7 +254,7 @@ fn start_pane(
     let session = ctx.mux.ensure_session(ORCHESTRATION_SESSION)?;
     // The pane runs the line with the user's shell.
     let mut env = plan.env.clone();
-    let command = launch.start_line(&config().shell, shell, &mut env);
+    let command = launch.start_line(&ctx.config.shell, shell, &mut env);
     let args = PaneArgs {
         name: None,
         command: Some(command),
@@ -287,61 +287,27 @@ impl Run<'_> {
         let records = self.shell.subscribe();
         // The shell's exit, not its output, is what the loop condition needs to see.
         let ending = self.pane.output().subscribe_status();
-        let heartbeat = ctx.progress.heartbeat();
-        let mut deadline = deadline;
+        let mut waiter = Waiter::new()
+            .cancel(ctx.cancel.receiver())
+            .until(deadline)
+            .heartbeat(ctx.progress.heartbeat());
         let watched = self.plan.stop_asking || self.responses.iter().any(Option::is_some);
         let mut watch = watched.then(|| InputWatch::new(&self.pane, quiet_period()));
         loop {
-            self.take_records(ctx.progress);
-            if !self.pane.is_running() {
-                self.shell_exit = self.pane.wait_exit(Instant::now() + CATCH_UP);
+            if self.advance(ctx.progress)? {
                 return Ok(());
             }
-            if !self.step_running() {
-                if self.done || self.interrupted.is_some() {
-                    return Ok(());
-                }
-                // The first step is typed at once, before the shell's first prompt: the terminal
-                // holds it, ahead of anything typed for the step to read (the shell reads its
-                // lines in order). Each next one goes once the shell has drawn its prompt after
-                // the last one's record, so that a person watching sees the prompt, the step's
-                // command once, and its output.
-                if self.records.is_empty() || self.prompt_ready() {
-                    self.type_next(ctx.progress)?;
-                }
-            }
-            // Only a running step is watched (not one held asking, with on_input wait); what was
-            // typed for it, its line or an answer from its responses, may still sit unread in the
-            // terminal while the shell's last print is long past.
-            let typed =
-                self.records.last().filter(|r| r.ended.is_none() && self.held != Some(r.exec));
-            let typed = typed.map(|r| {
-                let answered = r.responder.as_ref().and_then(Responder::answered_at);
-                r.started.max(answered.unwrap_or(r.started))
-            });
-            if let (Some(typed), Some(check)) = (typed, watch.as_mut()) {
-                check.typed_at(typed);
-                if check.check() {
-                    if self.respond() {
-                        watch = Some(InputWatch::new(&self.pane, quiet_period()));
-                    } else if self.plan.stop_asking {
-                        // Stopped as at the deadline, with the same grace.
-                        self.asked = Some(Asked::now(&self.pane, check));
-                        watch = None;
-                        self.interrupt();
-                        // The step's record, if the interrupt brought the prompt back, is taken
-                        // at the top; a step not back is killed with the pane at once.
-                        deadline = Instant::now();
-                        continue;
-                    } else {
-                        self.held = self.records.last().map(|r| r.exec);
-                    }
-                }
+            let typed = self.typed_at();
+            if let Some(typed) = typed
+                && self.look_for_question(&mut watch, typed)
+            {
+                // Stopped as at the deadline: the step's record, if the interrupt brought the
+                // prompt back, is taken at the top; a step not back is killed with the pane.
+                waiter.set_deadline(Some(Instant::now()));
+                continue;
             }
             // Between steps nothing is watched; the next step's line is typed on the record.
             let check = watch.as_ref().filter(|_| typed.is_some()).and_then(InputWatch::next_check);
-            let check =
-                check.map_or_else(never, |at| after(at.saturating_duration_since(Instant::now())));
             // While a prompt is being drawn, its mark is what the loop waits for.
             let drawing = !self.step_running() && self.typed_on.is_some();
             let printed = if drawing { self.pane.output().subscribe() } else { never() };
@@ -349,28 +315,84 @@ impl Run<'_> {
             if drawing && self.live().prompt_drawn() {
                 continue;
             }
-            let drawn_at = match self.typed_on {
-                Some(at) if drawing => at_instant(at),
-                _ => never(),
-            };
-            select! {
-                recv(records) -> _ => {}
-                recv(ending) -> _ => {}
-                recv(printed) -> _ => {}
-                recv(drawn_at) -> _ => {}
-                recv(ctx.cancel.receiver()) -> _ => return Err(Error::cancelled()),
-                recv(after(deadline.saturating_duration_since(Instant::now()))) -> _ => {
-                    if self.interrupted.is_some() {
-                        self.pane.close();
-                    } else {
-                        self.interrupt();
-                        deadline = Instant::now();
-                    }
-                }
-                recv(heartbeat) -> _ => self.report(ctx.progress),
-                // A look at /proc is due: the next round makes it.
-                recv(check) -> _ => {}
+            let drawn_at = self.typed_on.filter(|_| drawing);
+            let look = [check, drawn_at].into_iter().flatten().min();
+            match waiter.sleep_on(&[&records, &ending, &printed], look) {
+                Woke::Look => {}
+                Woke::Heartbeat => self.report(ctx.progress),
+                Woke::Cancelled => return Err(Error::cancelled()),
+                Woke::Deadline => self.overtime(&mut waiter),
             }
+        }
+    }
+
+    /// One step of the run: takes in the shell's records and types the next step when the last
+    /// one is done and the prompt is drawn. Says whether the run is over: the shell ended, every
+    /// step ran or the first failure stopped them, or a step was interrupted.
+    fn advance(&mut self, progress: &Progress) -> Result<bool> {
+        self.take_records(progress);
+        if !self.pane.is_running() {
+            self.shell_exit = self.pane.wait_exit(Instant::now() + CATCH_UP);
+            return Ok(true);
+        }
+        if self.step_running() {
+            return Ok(false);
+        }
+        if self.done || self.interrupted.is_some() {
+            return Ok(true);
+        }
+        // The first step is typed at once, before the shell's first prompt: the terminal holds
+        // it, ahead of anything typed for the step to read (the shell reads its lines in order).
+        // Each next one goes once the shell has drawn its prompt after the last one's record, so
+        // that a person watching sees the prompt, the step's command once, and its output.
+        if self.records.is_empty() || self.prompt_ready() {
+            self.type_next(progress)?;
+        }
+        Ok(false)
+    }
+
+    /// When the running step was last given input — its line, or an answer from its responses —
+    /// which may still sit unread in the terminal while the shell's last print is long past.
+    /// `None` between steps and for a step held asking (`on_input: wait`): only a running step is
+    /// watched.
+    fn typed_at(&self) -> Option<Instant> {
+        let record =
+            self.records.last().filter(|r| r.ended.is_none() && self.held != Some(r.exec))?;
+        let answered = record.responder.as_ref().and_then(Responder::answered_at);
+        Some(record.started.max(answered.unwrap_or(record.started)))
+    }
+
+    /// The watch's look, when due: a question the step's responses answer is answered and
+    /// watched for anew; one they do not stops the step (`on_input: stop`, then `true`) or holds
+    /// it (`wait`).
+    fn look_for_question(&mut self, watch: &mut Option<InputWatch>, typed: Instant) -> bool {
+        let Some(check) = watch.as_mut() else { return false };
+        check.typed_at(typed);
+        if !check.check() {
+            return false;
+        }
+        if self.respond() {
+            *watch = Some(InputWatch::new(&self.pane, quiet_period()));
+        } else if self.plan.stop_asking {
+            self.asked = Some(Asked::now(&self.pane, check));
+            *watch = None;
+            self.interrupt();
+            return true;
+        } else {
+            self.held = self.records.last().map(|r| r.exec);
+        }
+        false
+    }
+
+    /// The deadline passed: the running step is interrupted, with the interrupt's own wait as its
+    /// grace; past that, the pane is closed, and its end is what the loop waits for.
+    fn overtime(&mut self, waiter: &mut Waiter) {
+        if self.interrupted.is_some() {
+            self.pane.close();
+            waiter.set_deadline(None);
+        } else {
+            self.interrupt();
+            waiter.set_deadline(Some(Instant::now()));
         }
     }
 
