@@ -19,7 +19,8 @@ use crate::runtime::{Ctx, Runtime};
 use crate::tool::call::Progress;
 use crate::tool::task::{Answer, MAX_LIVE, Question, State, Status, Task, Tasks};
 use crate::tool::{Answer as ToolAnswer, Asking, Registered};
-use crossbeam_channel::{after, select};
+use crate::waiter::{Waiter, Woke};
+use crossbeam_channel::select;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
@@ -118,7 +119,10 @@ pub(super) fn start(
     if mode.era == Era::Legacy {
         return Ok(json!({"task": legacy_json(&task, &task.snapshot())}));
     }
-    let deadline = Instant::now() + GRACE;
+    let mut waiter =
+        Waiter::new().cancel(req.cancel.receiver()).until(Instant::now() + GRACE).on(changed);
+    // The grace has passed: a task still working is answered as a task.
+    let mut graced = false;
     loop {
         let state = task.snapshot();
         match state.status {
@@ -126,22 +130,22 @@ pub(super) fn start(
                 tasks.remove(&task.id);
                 return Ok(result);
             }
-            Status::Working if Instant::now() < deadline => {}
+            Status::Working if !graced => {}
             _ => {
                 let handle =
                     ModernTask { result_type: Some("task"), ..modern(&task, &state, false) };
                 return Ok(to_json(&handle));
             }
         }
-        select! {
-            recv(changed) -> _ => {}
-            recv(req.cancel.receiver()) -> _ => {
+        match waiter.sleep(None) {
+            Woke::Look | Woke::Heartbeat => {}
+            Woke::Deadline => graced = true,
+            Woke::Cancelled => {
                 // Cancelled before it became a task: as any cancelled call, only the wait ends.
                 task.cancel.cancel();
                 tasks.remove(&task.id);
                 return Err(RpcError::new(INTERNAL_ERROR, "cancelled"));
             }
-            recv(after(deadline.saturating_duration_since(Instant::now()))) -> _ => {}
         }
     }
 }
@@ -487,7 +491,7 @@ pub(super) fn list(tasks: &Tasks) -> Value {
 /// and the answer to the work.
 pub(super) fn result(tasks: &Tasks, req: &Request<'_>) -> Result<Value, RpcError> {
     let task = find(tasks, req.params)?;
-    let changed = task.subscribe();
+    let mut waiter = Waiter::new().cancel(req.cancel.receiver()).on(task.subscribe());
     let mut asked = None;
     loop {
         let state = task.snapshot();
@@ -528,9 +532,8 @@ pub(super) fn result(tasks: &Tasks, req: &Request<'_>) -> Result<Value, RpcError
             }
             Status::Working => {}
         }
-        select! {
-            recv(changed) -> _ => {}
-            recv(req.cancel.receiver()) -> _ => return Err(RpcError::new(INTERNAL_ERROR, "cancelled")),
+        if waiter.sleep(None) == Woke::Cancelled {
+            return Err(RpcError::new(INTERNAL_ERROR, "cancelled"));
         }
     }
 }

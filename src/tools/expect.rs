@@ -19,7 +19,8 @@ use crate::tool::args::Args;
 use crate::tool::choice::{Choice, choice_enum};
 use crate::tool::{Answer, Asking, RUNS, schema::*};
 use crate::tools::answer::ExpectStatus;
-use crossbeam_channel::{RecvTimeoutError, TryRecvError, after, never, select};
+use crate::waiter::{Waiter, Woke};
+use crossbeam_channel::{RecvTimeoutError, TryRecvError};
 use regex::Regex;
 use serde::Serialize;
 use std::time::{Duration, Instant};
@@ -216,64 +217,115 @@ fn expect(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
         Some(since) => Ok(since),
         None => Ok(s.ring.tail_start(lines, TAIL_SCAN_LIMIT)),
     })?;
-    let mut scan = Scan::new(regex, from);
     let answering = Answering { action, lines, since: since.unwrap_or(0), keep };
-    let deadline = started + timeout;
-    let heartbeat = ctx.progress.heartbeat();
+    let input = return_on_input.then(|| InputWatch::new(&pane, quiet_period()));
+    let mut expecting =
+        Expecting { pane: &pane, pattern, scan: Scan::new(regex, from), answering, started, input };
+    let mut waiter = Waiter::new()
+        .cancel(ctx.cancel.receiver())
+        .until(started + timeout)
+        .heartbeat(ctx.progress.heartbeat())
+        .on(events);
     let mut pace = Pace::default();
-    let mut input = return_on_input.then(|| InputWatch::new(&pane, quiet_period()));
     loop {
-        let step = scan.step(&pane);
-        if let Some(found) = step.found {
-            return finish_match(ctx, &pane, pattern, found, &answering, started);
-        }
-        if step.closed {
-            return Err(Error::new(
-                ErrorKind::PaneClosed,
-                format!("pane {} was closed while waiting", pane.id),
-            ));
-        }
-        if step.exited {
-            let exited =
-                outcome(&pane, ExpectStatus::Exited, pattern, step.end, &answering, started);
-            return Answer::of(&exited);
-        }
-        if !step.behind && input.as_mut().is_some_and(InputWatch::check) {
-            let program = input.as_ref().and_then(InputWatch::program);
-            let asked = outcome(&pane, ExpectStatus::Input, pattern, step.end, &answering, started);
-            return asking(&pane, asked, program);
-        }
-        let check_at = input.as_ref().and_then(InputWatch::next_check);
-        let cancel = ctx.cancel.receiver();
-        if step.behind && Instant::now() < deadline {
-            if let Err(TryRecvError::Disconnected) = cancel.try_recv() {
+        let behind = match expecting.look(ctx) {
+            Look::Answer(answer) => return answer,
+            Look::Behind => true,
+            Look::Caught => false,
+        };
+        // More output waits to be scanned: the next scan goes at once, while time is left.
+        if behind && Instant::now() < started + timeout {
+            if let Err(TryRecvError::Disconnected) = ctx.cancel.receiver().try_recv() {
                 return Err(Error::cancelled());
             }
             continue;
         }
-        if pace.streaming {
-            let gather = PACE.min(deadline.saturating_duration_since(Instant::now()));
-            if let Err(RecvTimeoutError::Disconnected) = cancel.recv_timeout(gather) {
-                return Err(Error::cancelled());
-            }
+        if pace.streaming && gather(ctx, started + timeout).is_err() {
+            return Err(Error::cancelled());
         }
-        select! {
-            recv(events) -> _ => pace.woke(),
-            recv(ctx.cancel.receiver()) -> _ => return Err(Error::cancelled()),
-            recv(after(deadline.saturating_duration_since(Instant::now()))) -> _ => {
-                // One last look: output may have arrived with the deadline.
-                if let Some(found) = scan.step(&pane).found {
-                    return finish_match(ctx, &pane, pattern, found, &answering, started);
-                }
-                let end = pane.output().end();
-                return Answer::of(&outcome(&pane, ExpectStatus::Timeout, pattern, end, &answering, started));
-            }
-            recv(check_at.map_or_else(never, |at| after(at.saturating_duration_since(Instant::now())))) -> _ => {}
-            recv(heartbeat) -> _ => {
+        match waiter.sleep(expecting.input.as_ref().and_then(InputWatch::next_check)) {
+            Woke::Look => pace.woke(),
+            Woke::Heartbeat => {
                 let secs = started.elapsed().as_secs_f64();
-                ctx.progress.report(secs, Some(timeout.as_secs_f64()), &format!("waiting for /{pattern}/"));
+                let waiting = format!("waiting for /{pattern}/");
+                ctx.progress.report(secs, Some(timeout.as_secs_f64()), &waiting);
             }
+            Woke::Cancelled => return Err(Error::cancelled()),
+            Woke::Deadline => return expecting.last_look(ctx),
         }
+    }
+}
+
+/// Lets streaming output gather for `PACE` before the next scan (see `Pace`); `Err` when the call
+/// is cancelled meanwhile.
+fn gather(ctx: &Ctx<'_>, deadline: Instant) -> std::result::Result<(), ()> {
+    let gather = PACE.min(deadline.saturating_duration_since(Instant::now()));
+    match ctx.cancel.receiver().recv_timeout(gather) {
+        Err(RecvTimeoutError::Disconnected) => Err(()),
+        _ => Ok(()),
+    }
+}
+
+/// One call's search of a pane's output, and what it answers with.
+struct Expecting<'a> {
+    pane: &'a Pane,
+    pattern: &'a str,
+    scan: Scan,
+    answering: Answering,
+    started: Instant,
+    /// Watches for the program asking, with `on_input: return`.
+    input: Option<InputWatch>,
+}
+
+/// What one look found.
+enum Look {
+    /// The call's answer (or error): a match, the pane's end, a question.
+    Answer(Result<Answer>),
+    /// More output than one scan takes is waiting.
+    Behind,
+    /// Everything printed so far was searched.
+    Caught,
+}
+
+impl Expecting<'_> {
+    /// One scan of what the pane printed since the last, then a look at the process.
+    fn look(&mut self, ctx: &Ctx<'_>) -> Look {
+        let step = self.scan.step(self.pane);
+        if let Some(found) = step.found {
+            return Look::Answer(self.matched(ctx, found));
+        }
+        if step.closed {
+            let closed = format!("pane {} was closed while waiting", self.pane.id);
+            return Look::Answer(Err(Error::new(ErrorKind::PaneClosed, closed)));
+        }
+        if step.exited {
+            return Look::Answer(Answer::of(&self.outcome(ExpectStatus::Exited, step.end)));
+        }
+        if step.behind {
+            return Look::Behind;
+        }
+        if self.input.as_mut().is_some_and(InputWatch::check) {
+            let program = self.input.as_ref().and_then(InputWatch::program);
+            let asked = self.outcome(ExpectStatus::Input, step.end);
+            return Look::Answer(asking(self.pane, asked, program));
+        }
+        Look::Caught
+    }
+
+    /// The deadline passed: one last look, since output may have arrived with it.
+    fn last_look(&mut self, ctx: &Ctx<'_>) -> Result<Answer> {
+        if let Some(found) = self.scan.step(self.pane).found {
+            return self.matched(ctx, found);
+        }
+        Answer::of(&self.outcome(ExpectStatus::Timeout, self.pane.output().end()))
+    }
+
+    fn matched(&self, ctx: &Ctx<'_>, found: Found) -> Result<Answer> {
+        finish_match(ctx, self.pane, self.pattern, found, &self.answering, self.started)
+    }
+
+    fn outcome(&self, status: ExpectStatus, offset: u64) -> ExpectAnswer<'_> {
+        outcome(self.pane, status, self.pattern, offset, &self.answering, self.started)
     }
 }
 
