@@ -21,7 +21,6 @@ mod line;
 mod log;
 mod mcp;
 mod mux;
-mod orchestrate;
 mod pane;
 mod procfs;
 mod rpc;

@@ -25,16 +25,17 @@ const LAYERS: &[&[&str]] = &[
     &["config", "inherit", "tempdir", "tool"],
     // The sandbox: the policy and the launcher that applies it to a pane's process.
     &["sandbox"],
-    // The domain: panes, the live shells above them, the registry, agent pipelines and what the
-    // orchestration tools share; none of it knows of MCP or of the runtime.
+    // The domain: panes, the live shells above them, the registry, agent pipelines and the pool of
+    // fugue's own shells; none of it knows of MCP or of the runtime.
     &["pane"],
     &["shell"],
     &["mux", "shell::status"],
-    &["agent", "orchestrate", "shell::pool"],
+    &["agent", "shell::pool"],
     // What one server owns for its lifetime.
     &["runtime"],
     // The tool handlers, all in `tools/`, each on the runtime and the domain; some on the handlers
-    // before them.
+    // before them. Below them all, what the tools that run commands share.
+    &["tools::common"],
     &["tools"],
     &["tools::command_wait"],
     &["tools::exec"],

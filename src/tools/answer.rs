@@ -9,12 +9,12 @@
 //! Each is a `choice_enum!`: serialized by its wire names, and listed by the same names in the
 //! output schemas (`Choice::words`), so an answer and its schema cannot name different words.
 
-use crate::orchestrate::asking::Told;
-use crate::orchestrate::responses::Answered;
 use crate::pane::Pane;
 use crate::pane::exit::ExitFields;
 use crate::tool::choice::{Choice, choice_enum};
 use crate::tool::schema::result;
+use crate::tools::common::asking::Told;
+use crate::tools::common::responses::Answered;
 use serde::Serialize;
 use serde_json::{Value, json};
 

@@ -11,7 +11,6 @@
 
 use super::answer::Status;
 use crate::error::{Error, Result};
-use crate::orchestrate::responses::{Answered, Responder, Responses};
 use crate::pane::activity::{InputWatch, quiet_period};
 use crate::pane::budget::{self, Budget, Output};
 use crate::pane::exit::{Exit, ExitFields, SignalField};
@@ -25,6 +24,7 @@ use crate::tool::Asking;
 use crate::tool::args::Args;
 use crate::tool::choice::Choice;
 use crate::tool::schema::{nullable, result, typed};
+use crate::tools::common::responses::{Answered, Responder, Responses};
 use crate::waiter::{Waiter, Woke};
 use regex::Regex;
 use serde::Serialize;
@@ -207,7 +207,7 @@ impl Wait<'_> {
             Until::PromptAfter { from, .. } => from,
         };
         let end = self.pane.output().end();
-        let line = crate::orchestrate::tail(self.pane, from, end, 1);
+        let line = crate::tools::common::tail(self.pane, from, end, 1);
         let total = self.deadline.saturating_duration_since(started).as_secs_f64();
         ctx.progress.report(started.elapsed().as_secs_f64(), Some(total), line.trim_end());
     }

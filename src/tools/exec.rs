@@ -14,7 +14,6 @@
 use super::answer::{Status, denied};
 use super::command_wait::{self as wait, Outcome, Until, Wait};
 use crate::error::{Error, ErrorKind, Result};
-use crate::orchestrate::responses::{self, Responder, Responses};
 use crate::pane::budget::Budget;
 use crate::pane::search::compile;
 use crate::pane::{Pane, mark};
@@ -23,6 +22,7 @@ use crate::shell::live::{Live, Typed};
 use crate::shell::{PROMPT_DRAWN_WAIT, Records};
 use crate::tool::args::Args;
 use crate::tool::{Answer, RUNS, schema::*};
+use crate::tools::common::responses::{self, Responder, Responses};
 use crate::waiter::{Waiter, Woke};
 use std::time::{Duration, Instant};
 
@@ -66,7 +66,7 @@ pub(crate) const TOOL: Tool = Tool {
                     integer_or("Answer running after this long (1: at once)", DEFAULT_TIMEOUT_MS),
                 ),
                 ("max_bytes", integer_or("Output budget", DEFAULT_MAX_BYTES)),
-                crate::orchestrate::keep_schema(),
+                crate::tools::common::keep_schema(),
                 ("sandbox", super::sandbox_arg()),
             ],
             &["command"],
@@ -80,7 +80,7 @@ pub(crate) const TOOL: Tool = Tool {
 
 fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let started = Instant::now();
-    let command = crate::orchestrate::command(args, "fugue_exec")?;
+    let command = crate::tools::common::command(args, "fugue_exec")?;
     if command.len() > MAX_COMMAND_BYTES {
         return Err(Error::invalid(format!(
             "command is {} bytes; the limit is {MAX_COMMAND_BYTES}",
@@ -91,10 +91,10 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let max_bytes = max_bytes(args)?;
     let dir = args.path("cwd")?.map(|dir| ctx.dir(Some(dir)));
     if let Some(dir) = &dir {
-        crate::orchestrate::check_cwd(dir, "fugue_exec")?;
+        crate::tools::common::check_cwd(dir, "fugue_exec")?;
     }
     let pattern = args.str("until")?.map(compile).transpose()?;
-    let keep = crate::orchestrate::keep(args)?;
+    let keep = crate::tools::common::keep(args)?;
     let responses = Responses::parse(args)?;
     let timeout = Duration::from_millis(timeout);
     // A shell that is still starting (a new one of fugue's own, often) is waited for apart from
@@ -233,7 +233,7 @@ fn no_first_prompt(pane: &Pane) -> Error {
              longer); its output: {:?}",
             pane.id,
             SHELL_START.as_secs(),
-            crate::orchestrate::tail(pane, 0, pane.output().end(), 3)
+            crate::tools::common::tail(pane, 0, pane.output().end(), 3)
         ),
     )
 }

@@ -82,7 +82,7 @@ pub(crate) const TOOL: Tool = Tool {
                         "return: answer status input (and program) if a program waits for keyboard input first",
                     ),
                 ),
-                crate::orchestrate::keep_schema(),
+                crate::tools::common::keep_schema(),
             ],
             &["pane_id", "pattern"],
         )
@@ -205,7 +205,7 @@ fn expect(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let lines = args.u64("lines", 1, 100_000)?.unwrap_or(LINES) as usize;
     let since = args.u64("since", 0, u64::MAX)?;
     let return_on_input = OnInput::parse(args, "on_input")? == OnInput::Return;
-    let keep = crate::orchestrate::keep(args)?;
+    let keep = crate::tools::common::keep(args)?;
 
     // Subscribe before the first look, so nothing printed in between is missed.
     let events = pane.output().subscribe();

@@ -6,9 +6,11 @@
 //! a `Ctx` (the runtime, the caller's directory, the call's cancel and progress) and checked
 //! `Args`. Out: a typed answer (`tool::Answer`) or an `Error` with a stable code. What a handler needs of the
 //! domain — panes, live shells, the registry of panes, agent pipelines, searches of output — it
-//! takes from `pane`, `shell`, `mux`, `agent` and `orchestrate`, none of which knows of these.
+//! takes from `pane`, `shell`, `mux` and `agent`, none of which knows of these.
 //!
 //! - `answer`: the status words and the command result the answers share.
+//! - `common`: what the tools that run commands share: argument checks, tails, closing a run's
+//!   panes, stopping a program that asks (`asking`) and answering it from `responses`.
 //! - `panes`: sessions, windows and panes, input, output, status, resize, close.
 //! - `command_wait`: the wait behind `fugue_exec` and `fugue_send_input`'s `wait_ms`.
 //! - `exec`: `fugue_exec`, a command in a live shell.
@@ -19,6 +21,7 @@
 pub(crate) mod agent;
 pub(crate) mod answer;
 pub(crate) mod command_wait;
+pub(crate) mod common;
 pub(crate) mod exec;
 pub(crate) mod expect;
 pub(crate) mod panes;

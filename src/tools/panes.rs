@@ -7,13 +7,13 @@
 
 use crate::error::{Error, Result};
 use crate::mux::PaneArgs;
-use crate::orchestrate::responses;
 use crate::pane::Pane;
 use crate::pane::exit::{Exit, ExitFields, SignalField};
 use crate::runtime::{Ctx, Tool};
 use crate::tool::args::Args;
 use crate::tool::choice::Choice;
 use crate::tool::{Answer, ENDS, READS, SETS, STARTS, schema::*};
+use crate::tools::common::responses;
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -159,7 +159,7 @@ pub(crate) static TOOLS: &[Tool] = &[
                             crate::tools::exec::DEFAULT_MAX_BYTES,
                         ),
                     ),
-                    crate::orchestrate::keep_schema(),
+                    crate::tools::common::keep_schema(),
                 ],
                 &["pane_id"],
             )

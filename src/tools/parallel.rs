@@ -15,9 +15,6 @@
 use crate::error::{Error, Result};
 use crate::ids::{new_id, short_id};
 use crate::mux::{self, Mux, ORCHESTRATION_SESSION, PaneArgs, Reserved};
-use crate::orchestrate::asking::{self, Asked, Told};
-use crate::orchestrate::responses::{self, Responder, Responses};
-use crate::orchestrate::{Tails, check_cwd, check_unique, command, end_run_panes, run_schema};
 use crate::pane::Pane;
 use crate::pane::activity::{InputWatch, quiet_period};
 use crate::pane::exit::{ExitFields, SignalField};
@@ -26,6 +23,9 @@ use crate::tool::args::Args;
 use crate::tool::choice::{Choice, choice_enum};
 use crate::tool::{self, Answer, RUNS, schema::*};
 use crate::tools::answer::{CommandEnd, CommandResult, RunStatus, command_result_schema, denied};
+use crate::tools::common::asking::{self, Asked, Told};
+use crate::tools::common::responses::{self, Responder, Responses};
+use crate::tools::common::{Tails, check_cwd, check_unique, command, end_run_panes, run_schema};
 use crate::waiter::{Waiter, Woke};
 use crossbeam_channel::Receiver;
 use serde::Serialize;
@@ -145,7 +145,7 @@ fn run_parallel(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let sandbox = super::asked_sandbox(args)?;
     tasks.iter_mut().for_each(|task| task.pane.sandbox = sandbox);
     let tiled = Layout::parse(args, "layout")? == Layout::Tiled;
-    let timeout = crate::orchestrate::run_timeout(args, TIMEOUT_MS)?;
+    let timeout = crate::tools::common::run_timeout(args, TIMEOUT_MS)?;
     let cleanup = args.bool("cleanup")?.unwrap_or(CLEANUP);
     let tails = Tails::parse(args)?;
     let stop_asking = asking::stops(args)?;

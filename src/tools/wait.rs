@@ -79,7 +79,7 @@ pub(crate) const TOOL: Tool = Tool {
                 ("until", string("Regex for output printed after the call starts")),
                 ("timeout_ms", integer_or("Give up after this long", TIMEOUT_MS)),
                 ("tail_lines", integer_or("Lines of each pane's output to show", TAIL_LINES)),
-                crate::orchestrate::keep_schema(),
+                crate::tools::common::keep_schema(),
             ],
             &["pane_ids"],
         )
@@ -297,7 +297,7 @@ fn wait(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let pattern = args.str("until")?.map(compile).transpose()?;
     let timeout = args.u64("timeout_ms", 0, MAX_TIMEOUT_MS)?.unwrap_or(TIMEOUT_MS);
     let lines = args.u64("tail_lines", 0, MAX_TAIL_LINES)?.unwrap_or(TAIL_LINES) as usize;
-    let keep = crate::orchestrate::keep(args)?;
+    let keep = crate::tools::common::keep(args)?;
     let deadline = started + Duration::from_millis(timeout);
     // The ids are looked up last: every argument is checked before anything is looked at.
     let panes = panes(ctx, args)?;

@@ -2,13 +2,13 @@
 //! the same typing for a durable call that answers a program's question.
 
 use crate::error::{Error, Result};
-use crate::orchestrate::responses::Responses;
 use crate::pane::budget::Budget;
 use crate::runtime::Ctx;
 use crate::shell::live::Live;
 use crate::tool::Answer;
 use crate::tool::args::Args;
 use crate::tools::command_wait::{CommandAnswer, after_input};
+use crate::tools::common::responses::Responses;
 use serde::Serialize;
 
 /// The most bytes the `keys` of one `fugue_send_input` may make.
@@ -44,7 +44,7 @@ pub(super) fn send_input(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let submit = args.bool("submit")?.unwrap_or(SUBMIT);
     let wait = crate::tools::command_wait::wait_ms(args)?;
     let max_bytes = crate::tools::exec::max_bytes(args)?;
-    let keep = crate::orchestrate::keep(args)?;
+    let keep = crate::tools::common::keep(args)?;
     let budget = Budget::whole(max_bytes, keep.as_ref());
     let responses = Responses::parse(args)?;
     if responses.is_some() && wait.is_none() {

@@ -2,9 +2,9 @@
 //! where the shell starts, and the options, each default read from the constant its schema declares.
 
 use crate::error::{Error, Result};
-use crate::orchestrate::responses::Responses;
-use crate::orchestrate::{Tails, asking, check_cwd, check_unique, command};
 use crate::tool::{self, args::Args};
+use crate::tools::common::responses::Responses;
+use crate::tools::common::{Tails, asking, check_cwd, check_unique, command};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -67,7 +67,7 @@ pub(super) fn parse_plan(args: &Args<'_>, base: &Path) -> Result<Plan> {
         cwd,
         env: args.env("env")?,
         stop_on_error: args.bool("stop_on_error")?.unwrap_or(STOP_ON_ERROR),
-        timeout: crate::orchestrate::run_timeout(args, TIMEOUT_MS)?,
+        timeout: crate::tools::common::run_timeout(args, TIMEOUT_MS)?,
         cleanup: args.bool("cleanup")?.unwrap_or(CLEANUP),
         tails: Tails::parse(args)?,
         stop_asking: asking::stops(args)?,

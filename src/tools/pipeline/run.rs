@@ -10,8 +10,6 @@
 
 use super::plan::Plan;
 use crate::error::{Error, Result};
-use crate::orchestrate::asking::Asked;
-use crate::orchestrate::responses::{Responder, Responses};
 use crate::pane::Pane;
 use crate::pane::activity::{InputWatch, quiet_period};
 use crate::pane::exit::Exit;
@@ -21,6 +19,8 @@ use crate::shell::live::{Live, Typed};
 use crate::shell::{Launch, PROMPT_DRAWN_WAIT, Prompt, Shell};
 use crate::tool::call::Progress;
 use crate::tools::answer::CommandEnd;
+use crate::tools::common::asking::Asked;
+use crate::tools::common::responses::{Responder, Responses};
 use crate::waiter::{Waiter, Woke};
 use crossbeam_channel::never;
 use std::sync::Arc;

@@ -1,9 +1,8 @@
-//! What the run tools share, below their handlers (`tools::parallel`, `tools::pipeline`) and
-//! `tools::expect`: argument checks and their schemas, the text tail of a stretch of output,
+//! What the tools that run commands share, below their handlers (`tools::parallel`,
+//! `tools::pipeline`, `tools::expect`, `tools::wait` and the wait behind `fugue_exec`): argument checks and their schemas, the text tail of a stretch of output,
 //! closing a run's panes at once, stopping a program that asks (`asking`), and answering it with
 //! the `responses` given up front (`responses`). In: arguments and panes; out: checked values,
-//! tails, closed panes, typed answers. Nothing here waits: the handlers block on pane events and
-//! the call's cancel channel with deadlines; none of them sleeps to poll.
+//! tails, closed panes, typed answers. Nothing here waits: the handlers sleep in the one `Waiter`.
 
 pub(crate) mod asking;
 pub(crate) mod responses;
