@@ -166,6 +166,7 @@ impl Inner {
             rows: window.rows,
             cols: window.cols,
             scrollback: self.limits.scrollback,
+            quiet: self.limits.quiet,
             above: None,
             sandbox: args.sandbox,
             roots: args.roots.clone(),

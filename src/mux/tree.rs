@@ -6,7 +6,7 @@ use crate::layout;
 use crate::pane::Pane;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 /// A session: its windows, in creation order.
 pub(crate) struct Session {
@@ -45,6 +45,9 @@ pub(crate) struct Limits {
     pub(crate) integration: bool,
     /// How many bytes of output each pane keeps (`FUGUE_SCROLLBACK_BYTES`).
     pub(crate) scrollback: usize,
+    /// How long a pane's silence makes a wait for the terminal a question
+    /// (`FUGUE_INPUT_QUIET_MS`).
+    pub(crate) quiet: Duration,
 }
 
 impl Limits {
@@ -53,7 +56,8 @@ impl Limits {
         let (max_panes, max_sessions) = (config.max_panes, config.max_sessions);
         let (rows, cols, shell) = (config.rows, config.cols, config.shell.clone());
         let (integration, scrollback) = (config.shell_integration, config.scrollback_bytes);
-        Limits { max_panes, max_sessions, rows, cols, shell, integration, scrollback }
+        let quiet = Duration::from_millis(config.input_quiet_ms as u64);
+        Limits { max_panes, max_sessions, rows, cols, shell, integration, scrollback, quiet }
     }
 }
 

@@ -86,15 +86,9 @@ impl<'de> serde::Deserialize<'de> for Activity {
     }
 }
 
-/// `FUGUE_INPUT_QUIET_MS`, default 1000, 100 to 600000 (read once, with the other settings): how
-/// long a program must have printed nothing before its wait for the terminal counts as a question.
-pub(crate) fn quiet_period() -> Duration {
-    Duration::from_millis(crate::config::config().input_quiet_ms as u64)
-}
-
 /// Busy or Input for a live pane right now: Input if its foreground is blocked on the terminal
 /// with no timeout and printed nothing for `FAST_QUIET`, or waits for the terminal (where the
-/// kernel cannot say for how long) and printed nothing for `quiet_period()`. Never Prompt: shell
+/// kernel cannot say for how long) and printed nothing for its quiet period (`Pane::quiet`). Never Prompt: shell
 /// integration knows when a shell sits at its prompt and says so itself.
 pub(crate) fn probe(pane: &Pane) -> Activity {
     let quiet_for = pane.output().last_print().elapsed();
@@ -110,7 +104,7 @@ pub(crate) fn probe(pane: &Pane) -> Activity {
     drop(probes);
     let activity = match look(pane) {
         Look::Asks(_) => Activity::Input,
-        Look::Quiet(_) if quiet_for >= quiet_period() => Activity::Input,
+        Look::Quiet(_) if quiet_for >= pane.quiet => Activity::Input,
         Look::Quiet(_) | Look::Busy => Activity::Busy,
     };
     let probe = Probe { at: Instant::now(), end, activity };
@@ -208,10 +202,11 @@ enum Yes {
 }
 
 impl InputWatch {
-    pub(crate) fn new(pane: &Arc<Pane>, quiet: Duration) -> Self {
+    /// Watches `pane`, with its quiet period (`Pane::quiet`).
+    pub(crate) fn new(pane: &Arc<Pane>) -> Self {
         InputWatch {
             pane: pane.clone(),
-            quiet,
+            quiet: pane.quiet,
             seen_end: pane.output().end(),
             next_probe: Instant::now(),
             first_yes: None,

@@ -19,10 +19,10 @@ use std::sync::OnceLock;
 /// other fields and JSON's escapes, the answer stays within about 4 KB.
 pub(crate) const DEFAULT_BYTES: usize = 3584;
 
-/// `DEFAULT_BYTES`, or `FUGUE_MAX_OUTPUT_BYTES` when that is less: the budget of the answers
-/// whose call has no `max_bytes`.
-pub(crate) fn default_bytes() -> usize {
-    DEFAULT_BYTES.min(crate::config::config().max_output_bytes)
+/// `DEFAULT_BYTES`, or `max_output` (`FUGUE_MAX_OUTPUT_BYTES`) when that is less: the budget of
+/// the answers whose call has no `max_bytes`.
+pub(crate) fn default_bytes(max_output: usize) -> usize {
+    DEFAULT_BYTES.min(max_output)
 }
 
 /// The most bytes of output rendered for one answer: its whole range in the default scrollback.

@@ -73,6 +73,9 @@ pub(crate) struct Pane {
     pub(crate) roots: Option<Vec<PathBuf>>,
     pub(crate) created_at: SystemTime,
     pub(crate) started: Instant,
+    /// How long its program must have printed nothing before a wait for the terminal counts as
+    /// a question (`FUGUE_INPUT_QUIET_MS`).
+    pub(crate) quiet: Duration,
     output: Arc<Output>,
     input: Arc<Input>,
     /// What stands above the pane and drives it: a live shell, if any.
@@ -105,6 +108,7 @@ impl Pane {
             roots: spec.roots,
             created_at: SystemTime::now(),
             started: Instant::now(),
+            quiet: spec.quiet,
             output: started.output,
             input: started.input,
             above: spec.above,

@@ -12,7 +12,6 @@
 
 use super::Pane;
 use super::text;
-use crate::config::config;
 use crate::error::{Error, ErrorKind, Result};
 use regex::{Regex, RegexBuilder};
 use serde::Serialize;
@@ -33,12 +32,13 @@ const CONTEXT_BYTES: usize = 8 << 10;
 /// up in steps this size, so its memory and its time holding the pane's lock stay bounded.
 const SCAN_CHUNK: u64 = 1 << 20;
 
-/// A pattern in fugue's dialect: Rust `regex`, multi-line, bounded in size.
-pub(crate) fn compile(pattern: &str) -> Result<Regex> {
+/// A pattern in fugue's dialect: Rust `regex`, multi-line, compiled into at most `limit` bytes
+/// (`FUGUE_MAX_REGEX_BYTES`).
+pub(crate) fn compile(pattern: &str, limit: usize) -> Result<Regex> {
     RegexBuilder::new(pattern)
         .multi_line(true)
-        .size_limit(config().max_regex_bytes)
-        .dfa_size_limit(config().max_regex_bytes)
+        .size_limit(limit)
+        .dfa_size_limit(limit)
         .build()
         .map_err(|e| {
             Error::new(ErrorKind::InvalidRegex, format!("invalid pattern {pattern:?}: {e}"))
@@ -245,20 +245,23 @@ fn raw_line_end(raw: &[u8], n: usize) -> Option<usize> {
 mod tests {
     use super::*;
 
+    /// The default `FUGUE_MAX_REGEX_BYTES`.
+    const LIMIT: usize = 1 << 20;
+
     #[test]
     fn patterns_are_multi_line_and_bounded() {
-        let re = compile("^READY$").unwrap();
+        let re = compile("^READY$", LIMIT).unwrap();
         assert!(re.is_match("$ echo READY\nREADY"));
         assert!(!re.is_match("$ echo READY"));
-        assert_eq!(compile("(").unwrap_err().code(), "invalid_regex");
-        assert_eq!(compile(&"a{1000}{1000}".repeat(3)).unwrap_err().code(), "invalid_regex");
+        assert_eq!(compile("(", LIMIT).unwrap_err().code(), "invalid_regex");
+        assert_eq!(compile(&"a{1000}{1000}".repeat(3), LIMIT).unwrap_err().code(), "invalid_regex");
     }
 
     #[test]
     fn unicode_classes_and_case_work_and_script_classes_are_a_clear_error() {
-        assert!(compile(r"(?i)^école \d+$").unwrap().is_match("ÉCOLE 42"));
-        assert!(compile(r"^\w+$").unwrap().is_match("naïve"));
-        let err = compile(r"\p{Greek}").unwrap_err();
+        assert!(compile(r"(?i)^école \d+$", LIMIT).unwrap().is_match("ÉCOLE 42"));
+        assert!(compile(r"^\w+$", LIMIT).unwrap().is_match("naïve"));
+        let err = compile(r"\p{Greek}", LIMIT).unwrap_err();
         assert_eq!(err.code(), "invalid_regex");
     }
 
@@ -277,7 +280,7 @@ mod tests {
 
     #[test]
     fn a_match_maps_back_to_its_raw_line() {
-        let scan = Scan::new(compile(r"b(\d)").unwrap(), 0);
+        let scan = Scan::new(compile(r"b(\d)", LIMIT).unwrap(), 0);
         let found = scan.search(b"a\r\n\x1b[1mb7\x1b[0m\r\nc\r\n", 100, false, false).unwrap();
         assert_eq!((found.matched.as_str(), found.line.as_str()), ("b7", "b7"));
         assert_eq!(found.groups, vec![json!("7")]);
@@ -286,11 +289,11 @@ mod tests {
 
     #[test]
     fn a_pattern_ending_in_a_space_matches_only_the_cursor_line() {
-        let scan = Scan::new(compile(r"^>>> $").unwrap(), 0);
+        let scan = Scan::new(compile(r"^>>> $", LIMIT).unwrap(), 0);
         assert!(scan.search(b"x\r\n>>> ", 0, false, true).is_some());
         assert!(scan.search(b"x\r\n>>> ", 0, false, false).is_none());
         assert!(scan.search(b">>> \r\nx\r\n", 0, false, true).is_none(), "a finished line");
-        let prompt = Scan::new(compile(r"[$#]$").unwrap(), 0);
+        let prompt = Scan::new(compile(r"[$#]$", LIMIT).unwrap(), 0);
         let found = prompt.search(b"x\r\n$ ", 0, false, true).unwrap();
         assert_eq!(found.line, "$", "a pattern without the blank matches the line without it");
     }

@@ -66,6 +66,8 @@ pub(crate) struct Spec {
     pub(crate) cols: u16,
     /// How many bytes of output the pane keeps (`FUGUE_SCROLLBACK_BYTES`).
     pub(crate) scrollback: usize,
+    /// How long a program's silence makes its wait for the terminal a question (`Pane::quiet`).
+    pub(crate) quiet: Duration,
     /// What stands above the pane (a live shell), if anything.
     pub(crate) above: Option<Arc<dyn Above>>,
     /// A sandbox stricter than the server's, asked for by the call.

@@ -11,7 +11,7 @@
 
 use super::answer::Status;
 use crate::error::{Error, Result};
-use crate::pane::activity::{InputWatch, quiet_period};
+use crate::pane::activity::InputWatch;
 use crate::pane::budget::{self, Budget, Output};
 use crate::pane::exit::{Exit, ExitFields, SignalField};
 use crate::pane::search::{Found, Scan};
@@ -99,7 +99,7 @@ impl Wait<'_> {
         if !matches!(search, Search::None) {
             waiter.add(self.pane.output().subscribe());
         }
-        let mut watch = InputWatch::new(self.pane, quiet_period());
+        let mut watch = InputWatch::new(self.pane);
         let started = Instant::now();
         // What was just typed may still sit unread in the terminal while the program's last
         // print is long past.
@@ -147,7 +147,7 @@ impl Wait<'_> {
             if !self.respond() {
                 return Some(Outcome::Input(watch.program()));
             }
-            *watch = InputWatch::new(self.pane, quiet_period());
+            *watch = InputWatch::new(self.pane);
             watch.typed_at(Instant::now());
         }
         None

@@ -12,7 +12,7 @@
 //! cancelled task's command is interrupted are the live shell's (`shell::live::Live`).
 
 use super::answer::{Status, denied};
-use super::command_wait::{self as wait, Outcome, Until, Wait};
+use super::command_wait::{self, Outcome, Until, Wait};
 use crate::error::{Error, ErrorKind, Result};
 use crate::pane::budget::Budget;
 use crate::pane::search::compile;
@@ -72,7 +72,7 @@ pub(crate) const TOOL: Tool = Tool {
             &["command"],
         )
     },
-    output: || wait::answer_schema(&[("pane_id", typed("string"))]),
+    output: || command_wait::answer_schema(&[("pane_id", typed("string"))]),
     durable: true,
     asks: true,
     call: exec,
@@ -88,14 +88,15 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
         )));
     }
     let timeout = args.u64("timeout_ms", 1, MAX_TIMEOUT_MS)?.unwrap_or(DEFAULT_TIMEOUT_MS);
-    let max_bytes = max_bytes(args)?;
+    let max_bytes = max_bytes(args, ctx.config.max_output_bytes)?;
     let dir = args.path("cwd")?.map(|dir| ctx.dir(Some(dir)));
     if let Some(dir) = &dir {
         crate::tools::common::check_cwd(dir, "fugue_exec")?;
     }
-    let pattern = args.str("until")?.map(compile).transpose()?;
-    let keep = crate::tools::common::keep(args)?;
-    let responses = Responses::parse(args)?;
+    let regex_limit = ctx.config.max_regex_bytes;
+    let pattern = args.str("until")?.map(|p| compile(p, regex_limit)).transpose()?;
+    let keep = crate::tools::common::keep(args, regex_limit)?;
+    let responses = Responses::parse(args, regex_limit)?;
     let timeout = Duration::from_millis(timeout);
     // A shell that is still starting (a new one of fugue's own, often) is waited for apart from
     // the command's own time: a short timeout_ms asks to leave a job running, not to fail it.
@@ -133,7 +134,7 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let from = mark::find(&pane, &shell.begin_mark(id), typed).map_or(typed, |(_, end)| end);
     let cwd = shell.with(Records::cwd);
     let budget = Budget::whole(max_bytes, keep.as_ref());
-    let mut answer = wait::answer(&pane, outcome, from, &budget, cwd, true);
+    let mut answer = command_wait::answer(&pane, outcome, from, &budget, cwd, true);
     answer.sandbox_denied =
         denied(&pane, answer.status == Status::Failed, Some(&answer.output.output));
     answer.duration_ms = Some(started.elapsed().as_millis() as u64);
@@ -142,9 +143,10 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     Ok(Answer::of(&answer)?.asking(answer.asks()))
 }
 
-/// The `max_bytes` argument of `fugue_exec` and `fugue_send_input`.
-pub(crate) fn max_bytes(args: &Args<'_>) -> Result<usize> {
-    let ceiling = crate::config::config().max_output_bytes as u64;
+/// The `max_bytes` argument of `fugue_exec` and `fugue_send_input`, at most `ceiling`
+/// (`FUGUE_MAX_OUTPUT_BYTES`).
+pub(crate) fn max_bytes(args: &Args<'_>, ceiling: usize) -> Result<usize> {
+    let ceiling = ceiling as u64;
     Ok(args.u64("max_bytes", 64, ceiling)?.unwrap_or(DEFAULT_MAX_BYTES.min(ceiling)) as usize)
 }
 

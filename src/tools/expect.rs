@@ -8,7 +8,7 @@
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::pane::Pane;
-use crate::pane::activity::{InputWatch, quiet_period};
+use crate::pane::activity::InputWatch;
 use crate::pane::budget::{self, Budget, Output};
 use crate::pane::exit::PaneState;
 use crate::pane::output::TAIL_SCAN_LIMIT;
@@ -127,6 +127,8 @@ struct Answering {
     /// With `since`, the output returned begins there; otherwise 0.
     since: u64,
     keep: Option<Regex>,
+    /// The output's budget (`budget::default_bytes`).
+    bytes: usize,
 }
 
 impl Answering {
@@ -136,7 +138,7 @@ impl Answering {
         if self.action != Action::ReturnOutput {
             return None;
         }
-        let budget = Budget::tail(budget::default_bytes(), self.lines, self.keep.as_ref());
+        let budget = Budget::tail(self.bytes, self.lines, self.keep.as_ref());
         Some(budget::output(pane, self.since, pane.output().end(), &budget).into())
     }
 
@@ -197,7 +199,7 @@ fn expect(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let started = Instant::now();
     let pane = ctx.mux.pane(args.required_str("pane_id")?)?;
     let pattern = args.required_str("pattern")?;
-    let regex = compile(pattern)?;
+    let regex = compile(pattern, ctx.config.max_regex_bytes)?;
     let timeout =
         Duration::from_millis(args.u64("timeout_ms", 0, MAX_TIMEOUT_MS)?.unwrap_or(TIMEOUT_MS));
     let action = Action::parse(args, "action")?;
@@ -205,7 +207,7 @@ fn expect(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let lines = args.u64("lines", 1, 100_000)?.unwrap_or(LINES) as usize;
     let since = args.u64("since", 0, u64::MAX)?;
     let return_on_input = OnInput::parse(args, "on_input")? == OnInput::Return;
-    let keep = crate::tools::common::keep(args)?;
+    let keep = crate::tools::common::keep(args, ctx.config.max_regex_bytes)?;
 
     // Subscribe before the first look, so nothing printed in between is missed.
     let events = pane.output().subscribe();
@@ -217,8 +219,9 @@ fn expect(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
         Some(since) => Ok(since),
         None => Ok(s.ring.tail_start(lines, TAIL_SCAN_LIMIT)),
     })?;
-    let answering = Answering { action, lines, since: since.unwrap_or(0), keep };
-    let input = return_on_input.then(|| InputWatch::new(&pane, quiet_period()));
+    let bytes = budget::default_bytes(ctx.config.max_output_bytes);
+    let answering = Answering { action, lines, since: since.unwrap_or(0), keep, bytes };
+    let input = return_on_input.then(|| InputWatch::new(&pane));
     let mut expecting =
         Expecting { pane: &pane, pattern, scan: Scan::new(regex, from), answering, started, input };
     let mut waiter = Waiter::new()

@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::ids::{new_id, short_id};
 use crate::mux::{self, Mux, ORCHESTRATION_SESSION, PaneArgs, Reserved};
 use crate::pane::Pane;
-use crate::pane::activity::{InputWatch, quiet_period};
+use crate::pane::activity::InputWatch;
 use crate::pane::exit::{ExitFields, SignalField};
 use crate::runtime::{Ctx, Tool};
 use crate::tool::args::Args;
@@ -140,21 +140,21 @@ enum End {
 
 fn run_parallel(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let started = Instant::now();
-    let mut tasks = parse_tasks(args, ctx.cwd)?;
+    let mut tasks = parse_tasks(args, ctx.cwd, ctx.config.max_regex_bytes)?;
     let responses: Vec<Option<Responses>> = tasks.iter_mut().map(|t| t.responses.take()).collect();
     let sandbox = super::asked_sandbox(args)?;
     tasks.iter_mut().for_each(|task| task.pane.sandbox = sandbox);
     let tiled = Layout::parse(args, "layout")? == Layout::Tiled;
     let timeout = crate::tools::common::run_timeout(args, TIMEOUT_MS)?;
     let cleanup = args.bool("cleanup")?.unwrap_or(CLEANUP);
-    let tails = Tails::parse(args)?;
+    let tails = Tails::parse(args, &ctx.config)?;
     let stop_asking = asking::stops(args)?;
 
     let place = Place::prepare(&ctx.mux, tiled)?;
     let mut jobs = start_all(&ctx.mux, &place, &tasks, responses, stop_asking);
     let end = loop {
         match wait_all(ctx, &mut jobs, started + timeout, started, stop_asking) {
-            End::Asked(i) => stop(&ctx.mux, &mut jobs[i], cleanup),
+            End::Asked(i) => stop(&ctx.mux, &mut jobs[i], cleanup, tails.bytes),
             end => break end,
         }
     };
@@ -197,7 +197,7 @@ struct ParallelAnswer {
 
 /// Checks every command before anything starts; a relative `cwd` is taken from `base`, the
 /// caller's directory.
-fn parse_tasks(args: &Args<'_>, base: &Path) -> Result<Vec<Task>> {
+fn parse_tasks(args: &Args<'_>, base: &Path, regex_limit: usize) -> Result<Vec<Task>> {
     let items = args.array("commands")?.ok_or_else(|| {
         Error::invalid("argument 'commands' is required: a list of {command, cwd?, name?, env?}")
     })?;
@@ -210,14 +210,14 @@ fn parse_tasks(args: &Args<'_>, base: &Path) -> Result<Vec<Task>> {
     let tasks = items
         .iter()
         .enumerate()
-        .map(|(i, item)| parse_task(base, i, item))
+        .map(|(i, item)| parse_task(base, i, item, regex_limit))
         .collect::<Result<Vec<_>>>()?;
     let names: Vec<String> = tasks.iter().map(|t| t.name.clone()).collect();
     check_unique(&names, "commands")?;
     Ok(tasks)
 }
 
-fn parse_task(base: &Path, index: usize, item: &Value) -> Result<Task> {
+fn parse_task(base: &Path, index: usize, item: &Value, regex_limit: usize) -> Result<Task> {
     let what = format!("commands[{index}]");
     let item = Args::object(&what, item)?;
     let unknown = item.unknown(&["command", "cwd", "name", "env", "responses"]);
@@ -237,7 +237,7 @@ fn parse_task(base: &Path, index: usize, item: &Value) -> Result<Task> {
     };
     let name = item.name("name")?.unwrap_or_else(|| format!("task-{}", index + 1));
     let env = item.env("env")?;
-    let responses = Responses::parse(&item)?;
+    let responses = Responses::parse(&item, regex_limit)?;
     Ok(Task {
         name,
         pane: PaneArgs {
@@ -320,9 +320,7 @@ fn start_all<'a>(
             let events = pane.as_ref().ok().map(|p| p.output().subscribe_status());
             let responder = responses.map(|r| Responder::new(r, 0));
             let watch = match &pane {
-                Ok(pane) if stop_asking || responder.is_some() => {
-                    Some(InputWatch::new(pane, quiet_period()))
-                }
+                Ok(pane) if stop_asking || responder.is_some() => Some(InputWatch::new(pane)),
                 _ => None,
             };
             Job { task, pane, events, timed_out: None, watch, responder, asked: None }
@@ -359,7 +357,7 @@ impl Job<'_> {
             return false;
         }
         if self.responder.as_mut().is_some_and(|r| r.reply(pane)) {
-            let mut watch = InputWatch::new(pane, quiet_period());
+            let mut watch = InputWatch::new(pane);
             watch.typed_at(Instant::now());
             self.watch = Some(watch);
             return false;
@@ -424,9 +422,9 @@ fn asking_job(jobs: &mut [Job<'_>], stop_asking: bool) -> Option<usize> {
 }
 
 /// Stops a command found asking, as the deadline would; with cleanup it leaves the registry too.
-fn stop(mux: &Mux, job: &mut Job<'_>, cleanup: bool) {
+fn stop(mux: &Mux, job: &mut Job<'_>, cleanup: bool, bytes: usize) {
     if let (Ok(pane), Some(watch)) = (&job.pane, &job.watch) {
-        job.asked = Some(Asked::now(pane, watch));
+        job.asked = Some(Asked::now(pane, watch, bytes));
         end_run_panes(mux, std::slice::from_ref(pane), cleanup);
     }
 }
@@ -518,7 +516,7 @@ mod tests {
 
     fn parse(value: Value) -> Result<Vec<Task>> {
         let map: Map<String, Value> = value.as_object().unwrap().clone();
-        parse_tasks(&Args::new(&map), Path::new("/"))
+        parse_tasks(&Args::new(&map), Path::new("/"), 1 << 20)
     }
 
     #[test]

@@ -108,7 +108,7 @@ pub(crate) const TOOL: Tool = Tool {
 
 fn run_pipeline(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let started = Instant::now();
-    let mut plan = parse_plan(args, ctx.cwd)?;
+    let mut plan = parse_plan(args, ctx.cwd, &ctx.config)?;
     let responses: Vec<Option<Responses>> =
         plan.steps.iter_mut().map(|s| s.responses.take()).collect();
     let sandbox = super::asked_sandbox(args)?;

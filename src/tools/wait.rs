@@ -11,7 +11,7 @@
 
 use crate::error::{Error, Result};
 use crate::pane::Pane;
-use crate::pane::activity::{InputWatch, quiet_period};
+use crate::pane::activity::InputWatch;
 use crate::pane::budget::{self, Budget, Output};
 use crate::pane::exit::{ExitFields, SignalField};
 use crate::pane::mark::{self, CATCH_UP};
@@ -136,7 +136,7 @@ impl Watched {
             wakes.push(pane.output().subscribe());
             Scan::new(regex.clone(), pane.output().end())
         });
-        let input = InputWatch::new(&pane, quiet_period());
+        let input = InputWatch::new(&pane);
         Watched { pane, scan, input, outcome: None, wakes, prompts_seen: None, ending: None }
     }
 
@@ -294,10 +294,11 @@ fn job_start(pane: &Pane) -> u64 {
 fn wait(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let started = Instant::now();
     let all = Mode::parse(args, "mode")? == Mode::All;
-    let pattern = args.str("until")?.map(compile).transpose()?;
+    let regex_limit = ctx.config.max_regex_bytes;
+    let pattern = args.str("until")?.map(|p| compile(p, regex_limit)).transpose()?;
     let timeout = args.u64("timeout_ms", 0, MAX_TIMEOUT_MS)?.unwrap_or(TIMEOUT_MS);
     let lines = args.u64("tail_lines", 0, MAX_TAIL_LINES)?.unwrap_or(TAIL_LINES) as usize;
-    let keep = crate::tools::common::keep(args)?;
+    let keep = crate::tools::common::keep(args, regex_limit)?;
     let deadline = started + Duration::from_millis(timeout);
     // The ids are looked up last: every argument is checked before anything is looked at.
     let panes = panes(ctx, args)?;
@@ -322,7 +323,8 @@ fn wait(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
         }
     };
     // The answer's budget is shared among the panes.
-    let bytes = (budget::default_bytes() / watched.len()).max(MIN_RESULT_BYTES);
+    let bytes = budget::default_bytes(ctx.config.max_output_bytes) / watched.len();
+    let bytes = bytes.max(MIN_RESULT_BYTES);
     let budget = Budget::tail(bytes, lines, keep.as_ref());
     let answer = WaitAnswer {
         status: if done { WaitStatus::Done } else { WaitStatus::Timeout },

@@ -48,8 +48,9 @@ pub(crate) struct Asked {
 }
 
 impl Asked {
-    pub(crate) fn now(pane: &Pane, watch: &InputWatch) -> Asked {
-        let budget = Budget::whole(budget::default_bytes(), None);
+    /// What `pane` shows as `watch` finds it asking; a screen within `bytes`.
+    pub(crate) fn now(pane: &Pane, watch: &InputWatch, bytes: usize) -> Asked {
+        let budget = Budget::whole(bytes, None);
         let screen = alternate_rows(pane).map(|rows| budget::screen(&rows, &budget));
         Asked { at: Instant::now(), end: pane.output().end(), screen, program: watch.program() }
     }

@@ -7,6 +7,7 @@
 pub(crate) mod asking;
 pub(crate) mod responses;
 
+use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::mux::Mux;
 use crate::pane::Pane;
@@ -109,9 +110,10 @@ pub(crate) fn tail(pane: &Pane, from: u64, to: u64, lines: usize) -> String {
 }
 
 /// The `keep` argument: a regex for lines that answers keep as they keep errors (see
-/// `pane::budget`); checked, like every pattern, before anything runs.
-pub(crate) fn keep(args: &Args<'_>) -> Result<Option<Regex>> {
-    args.str("keep")?.map(compile).transpose()
+/// `pane::budget`); checked, like every pattern, before anything runs, and compiled within
+/// `limit` bytes (`FUGUE_MAX_REGEX_BYTES`).
+pub(crate) fn keep(args: &Args<'_>, limit: usize) -> Result<Option<Regex>> {
+    args.str("keep")?.map(|keep| compile(keep, limit)).transpose()
 }
 
 /// The schema of `keep`.
@@ -126,18 +128,25 @@ pub(crate) struct Tails {
     /// Green results get one too (`tails: all`).
     pub(crate) all: bool,
     pub(crate) keep: Option<Regex>,
+    /// The answer's budget, shared among the tails (`budget::default_bytes`).
+    pub(crate) bytes: usize,
 }
 
 impl Tails {
-    /// The run tools' `tail_lines`, `tails` and `keep`.
-    pub(crate) fn parse(args: &Args<'_>) -> Result<Tails> {
-        Ok(Tails { lines: tail_lines(args)?, all: all_tails(args)?, keep: keep(args)? })
+    /// The run tools' `tail_lines`, `tails` and `keep`, within the limits `config` sets.
+    pub(crate) fn parse(args: &Args<'_>, config: &Config) -> Result<Tails> {
+        Ok(Tails {
+            lines: tail_lines(args)?,
+            all: all_tails(args)?,
+            keep: keep(args, config.max_regex_bytes)?,
+            bytes: budget::default_bytes(config.max_output_bytes),
+        })
     }
 
     /// The tail of what a command printed between `from` and `to`, one of `shown` tails in the
     /// answer. `stays`: the pane stays, so the lines left out can be read from it.
     pub(crate) fn of(&self, pane: &Pane, range: (u64, u64), shown: usize, stays: bool) -> Fitted {
-        let bytes = (budget::default_bytes() / shown.max(1)).max(MIN_TAIL_BYTES);
+        let bytes = (self.bytes / shown.max(1)).max(MIN_TAIL_BYTES);
         let tail = budget::output(
             pane,
             range.0,

@@ -81,7 +81,8 @@ struct Hit {
 impl Responses {
     /// The `responses` argument, checked before anything runs: an invalid key is `invalid_regex`,
     /// a wrong value `invalid_argument` naming the key.
-    pub(crate) fn parse(args: &Args<'_>) -> Result<Option<Responses>> {
+    /// Its keys are compiled within `limit` bytes (`FUGUE_MAX_REGEX_BYTES`).
+    pub(crate) fn parse(args: &Args<'_>, limit: usize) -> Result<Option<Responses>> {
         let Some(entries) = args.in_order("responses")? else { return Ok(None) };
         let at = args.at("responses");
         if entries.len() > MAX_KEYS {
@@ -92,7 +93,7 @@ impl Responses {
         }
         let rules = entries
             .into_iter()
-            .map(|(key, value)| Rule::parse(&at, key, value))
+            .map(|(key, value)| Rule::parse(&at, key, value, limit))
             .collect::<Result<Vec<_>>>()?;
         Ok(Some(Responses { rules }))
     }
@@ -113,8 +114,8 @@ impl Responses {
 }
 
 impl Rule {
-    fn parse(at: &str, key: &str, value: &Value) -> Result<Rule> {
-        let regex = compile(key)
+    fn parse(at: &str, key: &str, value: &Value, limit: usize) -> Result<Rule> {
+        let regex = compile(key, limit)
             .map_err(|e| Error::new(e.kind(), format!("argument '{at}': {}", e.message())))?;
         let wrong = |what: &str| Error::invalid(format!("argument '{at}' key {key:?}: {what}"));
         let (answers, every_time) = match value {
@@ -258,7 +259,7 @@ mod tests {
 
     fn parse(value: Value) -> Result<Option<Responses>> {
         let map: Map<String, Value> = json!({ "responses": value }).as_object().unwrap().clone();
-        Responses::parse(&Args::new(&map))
+        Responses::parse(&Args::new(&map), 1 << 20)
     }
 
     fn refused(value: Value) -> Error {
@@ -287,7 +288,7 @@ mod tests {
             crate::tool::order::parse(br#"{"responses": {"Overwrite": ["y"], "O": "other"}}"#)
                 .unwrap();
         let map = map.as_object().unwrap().clone();
-        let mut r = Responses::parse(&Args::new(&map)).unwrap().unwrap();
+        let mut r = Responses::parse(&Args::new(&map), 1 << 20).unwrap().unwrap();
         assert_eq!(answer(&mut r, "Overwrite x?").unwrap().0, "Overwrite", "the order written");
         assert_eq!(answer(&mut r, "Overwrite x?"), None, "its list decides, used up");
         assert_eq!(answer(&mut r, "Other?").unwrap().1, "other");

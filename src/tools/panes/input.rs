@@ -43,10 +43,10 @@ pub(super) fn send_input(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let keys = args.array("keys")?.map_or(&[][..], Vec::as_slice);
     let submit = args.bool("submit")?.unwrap_or(SUBMIT);
     let wait = crate::tools::command_wait::wait_ms(args)?;
-    let max_bytes = crate::tools::exec::max_bytes(args)?;
-    let keep = crate::tools::common::keep(args)?;
+    let max_bytes = crate::tools::exec::max_bytes(args, ctx.config.max_output_bytes)?;
+    let keep = crate::tools::common::keep(args, ctx.config.max_regex_bytes)?;
     let budget = Budget::whole(max_bytes, keep.as_ref());
-    let responses = Responses::parse(args)?;
+    let responses = Responses::parse(args, ctx.config.max_regex_bytes)?;
     if responses.is_some() && wait.is_none() {
         return Err(Error::invalid("responses are used while waiting: give wait_ms too"));
     }
@@ -114,7 +114,8 @@ pub(crate) fn type_answer(
     let seen = Live::of(&pane).map(|live| live.shell.with(|st| st.prompts));
     let parts: [&[u8]; 2] = [text.as_bytes(), b"\r"];
     let (offset, _) = pane.send(&parts)?;
-    let budget = Budget::whole(crate::pane::budget::default_bytes(), None);
+    let budget =
+        Budget::whole(crate::pane::budget::default_bytes(ctx.config.max_output_bytes), None);
     let mut answer = after_input(ctx, &pane, Some((offset, seen)), wait, &budget, None)?;
     answer.bytes = Some(text.len() + 1);
     answer.pane_id = Some(pane.id.clone());

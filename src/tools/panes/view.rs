@@ -1,7 +1,6 @@
 //! What the pane tools show of panes: the listing of sessions, windows and panes, a pane's status
 //! and a read of its output, each a typed answer.
 
-use crate::config::config;
 use crate::error::Result;
 use crate::ids::unix_ms;
 use crate::mux::Session;
@@ -166,7 +165,7 @@ pub(super) fn get_output(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
         Format::Raw => View::Raw,
         Format::Screen => View::Screen,
     };
-    let max_output = config().max_output_bytes as u64;
+    let max_output = ctx.config.max_output_bytes as u64;
     let req = ReadRequest {
         view,
         lines: args.u64("lines", 1, 1_000_000)?.unwrap_or(LINES) as usize,

@@ -1,6 +1,7 @@
 //! A `fugue_run_pipeline` call's arguments, checked and turned into the plan it runs: the steps,
 //! where the shell starts, and the options, each default read from the constant its schema declares.
 
+use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::tool::{self, args::Args};
 use crate::tools::common::responses::Responses;
@@ -38,7 +39,7 @@ pub(super) struct Plan {
     pub(super) stop_asking: bool,
 }
 
-pub(super) fn parse_plan(args: &Args<'_>, base: &Path) -> Result<Plan> {
+pub(super) fn parse_plan(args: &Args<'_>, base: &Path, config: &Config) -> Result<Plan> {
     let items = args.array("commands")?.ok_or_else(|| {
         Error::invalid("argument 'commands' is required: a list of {command, name?}")
     })?;
@@ -51,7 +52,7 @@ pub(super) fn parse_plan(args: &Args<'_>, base: &Path) -> Result<Plan> {
     let steps = items
         .iter()
         .enumerate()
-        .map(|(i, item)| parse_step(i, item))
+        .map(|(i, item)| parse_step(i, item, config.max_regex_bytes))
         .collect::<Result<Vec<_>>>()?;
     check_unique(&steps.iter().map(|s| s.name.clone()).collect::<Vec<_>>(), "steps")?;
     let cwd = match args.path("cwd")? {
@@ -69,7 +70,7 @@ pub(super) fn parse_plan(args: &Args<'_>, base: &Path) -> Result<Plan> {
         stop_on_error: args.bool("stop_on_error")?.unwrap_or(STOP_ON_ERROR),
         timeout: crate::tools::common::run_timeout(args, TIMEOUT_MS)?,
         cleanup: args.bool("cleanup")?.unwrap_or(CLEANUP),
-        tails: Tails::parse(args)?,
+        tails: Tails::parse(args, config)?,
         stop_asking: asking::stops(args)?,
     })
 }
@@ -96,7 +97,7 @@ impl Plan {
     }
 }
 
-fn parse_step(index: usize, item: &Value) -> Result<Step> {
+fn parse_step(index: usize, item: &Value, regex_limit: usize) -> Result<Step> {
     let what = format!("commands[{index}]");
     let item = Args::object(&what, item)?;
     if let Some(key) = item.unknown(&["command", "name", "responses"]).first() {
@@ -107,7 +108,7 @@ fn parse_step(index: usize, item: &Value) -> Result<Step> {
     }
     let command = command(&item, &what)?;
     let name = item.name("name")?.unwrap_or_else(|| format!("step-{}", index + 1));
-    let responses = Responses::parse(&item)?;
+    let responses = Responses::parse(&item, regex_limit)?;
     Ok(Step { name, command, responses })
 }
 
@@ -126,7 +127,7 @@ mod tests {
             stop_on_error,
             timeout: Duration::from_secs(1),
             cleanup: false,
-            tails: Tails { lines: 10, all: false, keep: None },
+            tails: Tails { lines: 10, all: false, keep: None, bytes: 3584 },
             stop_asking: true,
         }
     }

@@ -11,7 +11,7 @@
 use super::plan::Plan;
 use crate::error::{Error, Result};
 use crate::pane::Pane;
-use crate::pane::activity::{InputWatch, quiet_period};
+use crate::pane::activity::InputWatch;
 use crate::pane::exit::Exit;
 use crate::pane::mark::{self, CATCH_UP};
 use crate::runtime::Ctx;
@@ -89,7 +89,7 @@ impl Run<'_> {
             .until(deadline)
             .heartbeat(ctx.progress.heartbeat());
         let watched = self.plan.stop_asking || self.responses.iter().any(Option::is_some);
-        let mut watch = watched.then(|| InputWatch::new(&self.pane, quiet_period()));
+        let mut watch = watched.then(|| InputWatch::new(&self.pane));
         loop {
             if self.advance(ctx.progress)? {
                 return Ok(());
@@ -169,9 +169,9 @@ impl Run<'_> {
             return false;
         }
         if self.respond() {
-            *watch = Some(InputWatch::new(&self.pane, quiet_period()));
+            *watch = Some(InputWatch::new(&self.pane));
         } else if self.plan.stop_asking {
-            let asked = Asked::now(&self.pane, check);
+            let asked = Asked::now(&self.pane, check, self.plan.tails.bytes);
             *watch = None;
             self.interrupt(Some(asked));
             return true;
