@@ -2,9 +2,9 @@
 //!
 //! Each limit has a default that suits an agent on a laptop and an environment variable to change
 //! it. The environment is read once, on the first call of `config()`; the values are passed in at
-//! start-up: `Runtime::start` keeps a copy (`Runtime::config`) and hands the registry its `Limits`
+//! start-up: `Runtime::start` keeps a copy (`Runtime::config`) and hands the registry its `Setup`
 //! and the agent manager its `Settings`; `main` and the shared server give each rpc connection its
-//! `Limits` from it; the shared-server front reads its line limits as it starts.
+//! `Bounds` from it; the shared-server front reads its line limits as it starts.
 
 use std::path::PathBuf;
 use std::sync::OnceLock;

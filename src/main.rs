@@ -219,7 +219,7 @@ fn serve() -> ExitCode {
         })
         .ok();
     let writer = Arc::new(Writer::new(Box::new(std::io::stdout()), stop_tx.clone()));
-    let connection = Connection::new(mcp, writer, rpc::Limits::of(&runtime.config));
+    let connection = Connection::new(mcp, writer, rpc::Bounds::of(&runtime.config));
     let reader = connection.clone();
     let started = std::thread::Builder::new()
         .name("stdin".into())

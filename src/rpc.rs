@@ -78,7 +78,7 @@ struct Flights {
 /// (A "server" in fugue is a process serving MCP; `server/` is the shared kind.)
 pub(crate) struct Connection {
     mcp: Arc<Mcp>,
-    limits: Limits,
+    limits: Bounds,
     writer: Arc<Writer>,
     flights: Mutex<Flights>,
     /// Signalled when an answer has been written and its slot is free.
@@ -91,22 +91,22 @@ pub(crate) struct Connection {
 
 /// A connection's limits, given at start-up (from `Config`).
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Limits {
+pub(crate) struct Bounds {
     /// The longest line read (`FUGUE_MAX_LINE_BYTES`).
     pub(crate) max_line_bytes: usize,
     /// Tool calls running at once (`FUGUE_MAX_CALLS`).
     pub(crate) max_calls: usize,
 }
 
-impl Limits {
+impl Bounds {
     /// The limits `config` sets.
-    pub(crate) fn of(config: &crate::config::Config) -> Limits {
-        Limits { max_line_bytes: config.max_line_bytes, max_calls: config.max_calls }
+    pub(crate) fn of(config: &crate::config::Config) -> Bounds {
+        Bounds { max_line_bytes: config.max_line_bytes, max_calls: config.max_calls }
     }
 }
 
 impl Connection {
-    pub(crate) fn new(mcp: Arc<Mcp>, writer: Arc<Writer>, limits: Limits) -> Arc<Connection> {
+    pub(crate) fn new(mcp: Arc<Mcp>, writer: Arc<Writer>, limits: Bounds) -> Arc<Connection> {
         let push = writer.clone();
         mcp.set_push(Arc::new(move |message| push.send(&message)));
         Arc::new(Connection {
@@ -429,14 +429,14 @@ fn is_valid_id(id: &Value) -> bool {
     id.is_string() || id.is_number()
 }
 
-type Job = Box<dyn FnOnce() + Send>;
+type Work = Box<dyn FnOnce() + Send>;
 
 /// Worker threads for tool calls, grown on demand and retired when idle. Each submit either claims
 /// an idle worker or starts one, so a queued call never waits behind a slow one; the number of
 /// threads is bounded because calls in flight are (`FUGUE_MAX_CALLS`).
 struct Pool {
-    tx: Sender<Job>,
-    rx: Receiver<Job>,
+    tx: Sender<Work>,
+    rx: Receiver<Work>,
     /// (threads, idle and unclaimed)
     counts: Arc<Mutex<(usize, usize)>>,
 }
@@ -451,7 +451,7 @@ impl Default for Pool {
 const IDLE_RETIRE: Duration = Duration::from_secs(30);
 
 impl Pool {
-    fn submit(&self, job: Job) {
+    fn submit(&self, job: Work) {
         let spawn = {
             let mut counts = self.counts.lock();
             if counts.1 > 0 {
@@ -479,7 +479,7 @@ impl Pool {
     }
 }
 
-fn worker(rx: Receiver<Job>, counts: Arc<Mutex<(usize, usize)>>) {
+fn worker(rx: Receiver<Work>, counts: Arc<Mutex<(usize, usize)>>) {
     loop {
         match rx.recv_timeout(IDLE_RETIRE) {
             Ok(job) => {

@@ -9,7 +9,7 @@
 
 use crate::agent::{self, manager::Manager};
 use crate::config::Config;
-use crate::mux::{Limits, Mux};
+use crate::mux::{Mux, Setup};
 use crate::tempdir::TempDirs;
 use std::sync::Arc;
 
@@ -42,7 +42,7 @@ impl Runtime {
         crate::tempdir::sweep_stale();
         let config = crate::config::config().clone();
         let temp_dirs = Arc::<TempDirs>::default();
-        let mux = Arc::new(Mux::new(temp_dirs.clone(), Limits::of(&config)));
+        let mux = Arc::new(Mux::new(temp_dirs.clone(), Setup::of(&config)));
         let agents = agent::start(mux.clone(), agent::manager::Settings::of(&config), drive);
         let (shells, tasks) = (Default::default(), Default::default());
         Runtime { mux, agents, temp_dirs, shells, tasks, config }

@@ -32,7 +32,7 @@ use names::{session_not_found, window_index, window_not_found};
 use reserve::Slot;
 pub(crate) use reserve::{PaneArgs, Place, Reserved};
 use tree::Inner;
-pub(crate) use tree::{Limits, Session};
+pub(crate) use tree::{Session, Setup};
 
 /// The session that `fugue_run_parallel` and `fugue_run_pipeline` put their panes in by default.
 pub(crate) const ORCHESTRATION_SESSION: &str = "__orchestration__";
@@ -49,7 +49,7 @@ pub(crate) struct Mux {
 impl Mux {
     /// A registry whose live shells register their private directories in `temp_dirs`, held to
     /// `limits`.
-    pub(crate) fn new(temp_dirs: Arc<TempDirs>, limits: Limits) -> Mux {
+    pub(crate) fn new(temp_dirs: Arc<TempDirs>, limits: Setup) -> Mux {
         let inner = Inner::new(limits);
         Mux { inner: Mutex::new(inner), changes: Watch::default(), temp_dirs }
     }
@@ -321,7 +321,7 @@ fn close_all(panes: Vec<Arc<Pane>>) -> Vec<(Arc<Pane>, Option<Exit>)> {
 #[cfg(test)]
 impl Default for Mux {
     fn default() -> Mux {
-        Mux::new(Arc::default(), Limits::of(crate::config::config()))
+        Mux::new(Arc::default(), Setup::of(crate::config::config()))
     }
 }
 

@@ -3,7 +3,7 @@
 //! and windows, under a name of their own or the next free number; and the errors that say a key
 //! names nothing or a name is taken.
 
-use super::tree::{Inner, Limits, Session, Window};
+use super::tree::{Inner, Session, Setup, Window};
 use crate::error::{Error, ErrorKind, Result};
 use crate::ids::new_id;
 use crate::pane::Pane;
@@ -69,7 +69,7 @@ impl Inner {
                 }
             },
         };
-        let Limits { rows, cols, .. } = self.limits;
+        let Setup { rows, cols, .. } = self.limits;
         session.windows.push(Window { id: new_id(), name, rows, cols, panes: Vec::new() });
         Ok((s, session.windows.len() - 1))
     }

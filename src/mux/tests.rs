@@ -13,7 +13,7 @@ fn panes_reserved_together_get_their_final_tiles() {
     let mux = Mux::default();
     let session = mux.ensure_session("s").unwrap();
     let window = mux.add_window(&session, None).unwrap();
-    let Limits { rows, cols, .. } = mux.inner.lock().limits;
+    let Setup { rows, cols, .. } = mux.inner.lock().limits;
     let place = Place::Window { session: &session, window: &window };
     let shell = PaneArgs::shell("/".into());
     let three = mux.reserve(&place, &[shell.clone(), shell.clone(), shell.clone()]);

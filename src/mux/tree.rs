@@ -28,10 +28,10 @@ pub(crate) struct Window {
     pub(crate) panes: Vec<String>,
 }
 
-/// The registry's limits, the size of a new window and the shell its panes run in, given at
-/// start-up (from `Config`).
+/// How the registry is set up at start-up (from `Config`): its limits, and what each new window and
+/// pane gets — the size, the shell, its integration, the scrollback and the quiet period.
 #[derive(Clone, Debug)]
-pub(crate) struct Limits {
+pub(crate) struct Setup {
     /// Panes alive at once, over all sessions (`FUGUE_MAX_PANES`).
     pub(crate) max_panes: usize,
     /// Sessions alive at once (`FUGUE_MAX_SESSIONS`).
@@ -50,20 +50,20 @@ pub(crate) struct Limits {
     pub(crate) quiet: Duration,
 }
 
-impl Limits {
+impl Setup {
     /// The limits `config` sets.
-    pub(crate) fn of(config: &crate::config::Config) -> Limits {
+    pub(crate) fn of(config: &crate::config::Config) -> Setup {
         let (max_panes, max_sessions) = (config.max_panes, config.max_sessions);
         let (rows, cols, shell) = (config.rows, config.cols, config.shell.clone());
         let (integration, scrollback) = (config.shell_integration, config.scrollback_bytes);
         let quiet = Duration::from_millis(config.input_quiet_ms as u64);
-        Limits { max_panes, max_sessions, rows, cols, shell, integration, scrollback, quiet }
+        Setup { max_panes, max_sessions, rows, cols, shell, integration, scrollback, quiet }
     }
 }
 
 /// The tree and its indexes, behind `Mux`'s lock.
 pub(super) struct Inner {
-    pub(super) limits: Limits,
+    pub(super) limits: Setup,
     pub(super) sessions: Vec<Session>,
     pub(super) panes: HashMap<String, Arc<Pane>>,
     /// Pane names and slots held by spawns in progress.
@@ -74,7 +74,7 @@ pub(super) struct Inner {
 
 impl Inner {
     /// An empty registry held to `limits`.
-    pub(super) fn new(limits: Limits) -> Inner {
+    pub(super) fn new(limits: Setup) -> Inner {
         Inner {
             limits,
             sessions: Vec::new(),

@@ -55,7 +55,7 @@ enum Found {
 /// `fugue serve --shared NAME`: connects (starting the server if needed) and pipes until the
 /// client or the server is gone.
 pub(crate) fn serve(name: &str) -> ExitCode {
-    let limits = Limits::of(crate::config::config());
+    let limits = LineLimits::of(crate::config::config());
     match Paths::new(name).and_then(|paths| open(&paths)) {
         Ok(link) => pipe(link, limits),
         Err(e) => {
@@ -67,16 +67,19 @@ pub(crate) fn serve(name: &str) -> ExitCode {
 
 /// The front's limits on lines, given when it starts (from `Config`).
 #[derive(Clone, Copy)]
-struct Limits {
+struct LineLimits {
     /// The longest line taken from the client (`FUGUE_MAX_LINE_BYTES`, as the server takes it).
     max_line: usize,
     /// The longest line taken from the server (`max_answer`).
     max_answer: usize,
 }
 
-impl Limits {
-    fn of(config: &crate::config::Config) -> Limits {
-        Limits { max_line: config.max_line_bytes, max_answer: max_answer(config.max_output_bytes) }
+impl LineLimits {
+    fn of(config: &crate::config::Config) -> LineLimits {
+        LineLimits {
+            max_line: config.max_line_bytes,
+            max_answer: max_answer(config.max_output_bytes),
+        }
     }
 }
 
@@ -344,7 +347,7 @@ fn peek(line: &[u8]) -> Option<Peek> {
 }
 
 /// Copies stdin to the server and the server to stdout until one of them ends.
-fn pipe(link: Link, limits: Limits) -> ExitCode {
+fn pipe(link: Link, limits: LineLimits) -> ExitCode {
     let pending: Arc<Mutex<HashSet<String>>> = Arc::default();
     let to_server = link.stream;
     let from_server = link.input;

@@ -1,7 +1,7 @@
 //! The words and shapes the tools' answers share: one status vocabulary per meaning, and one
 //! result per command for the run tools.
 //!
-//! Where a command waited on stands when the wait ends (`Status`) is what `fugue_exec`,
+//! Where a command waited on stands when the wait ends (`ExecStatus`) is what `fugue_exec`,
 //! `fugue_send_input`'s wait and `fugue_wait`'s results report; how a run's command or step ended
 //! (`CommandEnd`), what the run tools' results report; a wait's outcome is what `fugue_wait`
 //! (`WaitStatus`) and `fugue_expect` (`ExpectStatus`) end with; a run's (`RunStatus`), what the
@@ -22,7 +22,7 @@ choice_enum! {
     /// Where a command waited on stands when the wait ends: it ended (`ok`, `failed`), the pane's
     /// process ended (`exited`), its program waits for the terminal (`input`), or it goes on
     /// (`running`; `ready`, `matched`: a pattern matched its output).
-    pub(crate) enum Status {
+    pub(crate) enum ExecStatus {
         Ok = "ok",
         Failed = "failed",
         Input = "input",
@@ -122,9 +122,9 @@ mod tests {
     #[test]
     fn every_word_is_serialized_as_its_schema_lists_it() {
         let words = |schema: Value| schema["enum"].as_array().unwrap().clone();
-        for (name, status) in Status::VALUES {
+        for (name, status) in ExecStatus::VALUES {
             assert_eq!(serde_json::to_value(status).unwrap(), json!(name));
-            assert!(words(Status::words()).contains(&json!(name)));
+            assert!(words(ExecStatus::words()).contains(&json!(name)));
         }
         for (name, end) in CommandEnd::VALUES {
             assert_eq!(serde_json::to_value(end).unwrap(), json!(name));

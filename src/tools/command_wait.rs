@@ -9,7 +9,7 @@
 //! look and the progress heartbeat. Out: an `Outcome`, and from it the `CommandAnswer` that holds
 //! `status` (ok, failed, input, running, exited, ready), `exit_code`, `cwd`, `output` and `offset`.
 
-use super::answer::Status;
+use super::answer::ExecStatus;
 use crate::error::{Error, Result};
 use crate::pane::activity::InputWatch;
 use crate::pane::budget::{self, Budget, Output};
@@ -268,7 +268,7 @@ pub(crate) fn after_input(
 /// `wait_ms`. The fields after `offset` are the calls' own.
 #[derive(Serialize)]
 pub(crate) struct CommandAnswer {
-    pub(crate) status: Status,
+    pub(crate) status: ExecStatus,
     #[serde(flatten)]
     pub(crate) exit: Option<ExitFields>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -300,7 +300,7 @@ impl CommandAnswer {
     /// The program that waits for input, when the answer is `input`: its question is the last
     /// line the output shows.
     pub(crate) fn asks(&self) -> Option<Asking> {
-        (self.status == Status::Input).then(|| Asking {
+        (self.status == ExecStatus::Input).then(|| Asking {
             pane_id: self.pane_id.clone().unwrap_or_default(),
             question: tail::question(&self.output.output).trim().to_string(),
             program: self.program.clone(),
@@ -333,7 +333,7 @@ pub(crate) fn answer(
         None => budget::output(pane, from, end, budget),
     };
     let mut answer = CommandAnswer {
-        status: Status::Running,
+        status: ExecStatus::Running,
         exit: None,
         cwd,
         program: None,
@@ -349,7 +349,7 @@ pub(crate) fn answer(
     };
     match outcome {
         Outcome::Ended { prompt, .. } => {
-            answer.status = if prompt.status == 0 { Status::Ok } else { Status::Failed };
+            answer.status = if prompt.status == 0 { ExecStatus::Ok } else { ExecStatus::Failed };
             answer.exit = Some(ExitFields {
                 exit_code: Some(prompt.status),
                 signal: None,
@@ -362,12 +362,12 @@ pub(crate) fn answer(
             answer.exit = Some(ExitFields::new(exit, SignalField::WhenSignalled));
         }
         Outcome::Input(program) => {
-            answer.status = Status::Input;
+            answer.status = ExecStatus::Input;
             answer.program = program;
         }
         Outcome::Running => {}
         Outcome::Ready(found) => {
-            answer.status = Status::Ready;
+            answer.status = ExecStatus::Ready;
             answer.alternate_screen = found.screen;
             answer.found = Some(found);
         }
@@ -375,18 +375,18 @@ pub(crate) fn answer(
     answer
 }
 
-fn exited_status(exit: Option<Exit>, shell_pane: bool) -> Status {
+fn exited_status(exit: Option<Exit>, shell_pane: bool) -> ExecStatus {
     match exit {
-        _ if shell_pane => Status::Exited,
-        Some(exit) if exit.success() => Status::Ok,
-        _ => Status::Failed,
+        _ if shell_pane => ExecStatus::Exited,
+        Some(exit) if exit.success() => ExecStatus::Ok,
+        _ => ExecStatus::Failed,
     }
 }
 
 /// The output schema's main keys of a `CommandAnswer`, with `extra` of the tool's own.
 pub(crate) fn answer_schema(extra: &[(&str, Value)]) -> Value {
     let mut keys = vec![
-        ("status", Status::words()),
+        ("status", ExecStatus::words()),
         ("exit_code", nullable("integer")),
         ("cwd", typed("string")),
         ("output", typed("string")),

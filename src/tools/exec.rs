@@ -11,7 +11,7 @@
 //! own output matches, and leaves it running. What is typed, in the shell's own syntax, and how a
 //! cancelled task's command is interrupted are the live shell's (`shell::live::Live`).
 
-use super::answer::{Status, denied};
+use super::answer::{ExecStatus, denied};
 use super::command_wait::{self, Outcome, Until, Wait};
 use crate::error::{Error, ErrorKind, Result};
 use crate::pane::budget::Budget;
@@ -136,7 +136,7 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let budget = Budget::whole(max_bytes, keep.as_ref());
     let mut answer = command_wait::answer(&pane, outcome, from, &budget, cwd, true);
     answer.sandbox_denied =
-        denied(&pane, answer.status == Status::Failed, Some(&answer.output.output));
+        denied(&pane, answer.status == ExecStatus::Failed, Some(&answer.output.output));
     answer.duration_ms = Some(started.elapsed().as_millis() as u64);
     answer.pane_id = Some(pane.id.clone());
     answer.answered = responder.map(|r| r.answered());

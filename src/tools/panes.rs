@@ -168,7 +168,7 @@ pub(crate) static TOOLS: &[Tool] = &[
             result(&[
                 ("bytes", typed("integer")),
                 ("offset", typed("integer")),
-                ("status", crate::tools::answer::Status::words()),
+                ("status", crate::tools::answer::ExecStatus::words()),
                 ("program", typed("string")),
             ])
         },

@@ -41,7 +41,7 @@ const CLEANUP: bool = true;
 
 choice_enum! {
     /// Where a run's panes go: a hidden session (the default), or tiled in a window of their own.
-    enum Layout {
+    enum Placement {
         Hidden = "hidden",
         Tiled = "tiled",
     }
@@ -76,7 +76,7 @@ pub(crate) const TOOL: Tool = Tool {
                     "commands",
                     json!({"type": "array", "items": item, "minItems": 1, "maxItems": MAX_COMMANDS}),
                 ),
-                ("layout", Layout::schema("Where the panes go")),
+                ("layout", Placement::schema("Where the panes go")),
                 timeout,
                 ("cleanup", boolean_or("Close the panes at the end", CLEANUP)),
                 ("sandbox", super::sandbox_arg()),
@@ -116,7 +116,7 @@ enum Place {
 }
 
 /// A command that was started (or failed to start) and what became of it.
-struct Job<'a> {
+struct Launched<'a> {
     task: &'a Task,
     pane: Result<Arc<Pane>>,
     events: Option<Receiver<()>>,
@@ -144,7 +144,7 @@ fn run_parallel(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let responses: Vec<Option<Responses>> = tasks.iter_mut().map(|t| t.responses.take()).collect();
     let sandbox = super::asked_sandbox(args)?;
     tasks.iter_mut().for_each(|task| task.pane.sandbox = sandbox);
-    let tiled = Layout::parse(args, "layout")? == Layout::Tiled;
+    let tiled = Placement::parse(args, "layout")? == Placement::Tiled;
     let timeout = crate::tools::common::run_timeout(args, TIMEOUT_MS)?;
     let cleanup = args.bool("cleanup")?.unwrap_or(CLEANUP);
     let tails = Tails::parse(args, &ctx.config)?;
@@ -297,7 +297,7 @@ fn start_all<'a>(
     tasks: &'a [Task],
     responses: Vec<Option<Responses>>,
     stop_asking: bool,
-) -> Vec<Job<'a>> {
+) -> Vec<Launched<'a>> {
     let mut slots = place.reserve(mux, tasks).into_iter();
     let first = slots.next();
     let panes: Vec<Result<Arc<Pane>>> = std::thread::scope(|scope| {
@@ -323,12 +323,12 @@ fn start_all<'a>(
                 Ok(pane) if stop_asking || responder.is_some() => Some(InputWatch::new(pane)),
                 _ => None,
             };
-            Job { task, pane, events, timed_out: None, watch, responder, asked: None }
+            Launched { task, pane, events, timed_out: None, watch, responder, asked: None }
         })
         .collect()
 }
 
-impl Job<'_> {
+impl Launched<'_> {
     /// The status its result gives, once it has ended or been stopped.
     fn status(&self) -> CommandEnd {
         let Ok(pane) = &self.pane else { return CommandEnd::Error };
@@ -371,7 +371,7 @@ impl Job<'_> {
 /// heartbeat, and the next look at /proc that a watch wants.
 fn wait_all(
     ctx: &Ctx<'_>,
-    jobs: &mut [Job<'_>],
+    jobs: &mut [Launched<'_>],
     deadline: Instant,
     started: Instant,
     stop_asking: bool,
@@ -385,7 +385,7 @@ fn wait_all(
         if let Some(i) = asking_job(jobs, stop_asking) {
             return End::Asked(i);
         }
-        let pending: Vec<&Job<'_>> = jobs.iter().filter(|j| j.running()).collect();
+        let pending: Vec<&Launched<'_>> = jobs.iter().filter(|j| j.running()).collect();
         let done = jobs.len() - pending.len();
         if done != reported {
             report(ctx, jobs, &pending, started);
@@ -408,7 +408,7 @@ fn wait_all(
 
 /// The first running command whose program asks a question its responses do not answer, if
 /// any (each watch looks only when due). With `on_input: wait` such a command waits, unwatched.
-fn asking_job(jobs: &mut [Job<'_>], stop_asking: bool) -> Option<usize> {
+fn asking_job(jobs: &mut [Launched<'_>], stop_asking: bool) -> Option<usize> {
     for (i, job) in jobs.iter_mut().enumerate() {
         if !job.asks() {
             continue;
@@ -422,7 +422,7 @@ fn asking_job(jobs: &mut [Job<'_>], stop_asking: bool) -> Option<usize> {
 }
 
 /// Stops a command found asking, as the deadline would; with cleanup it leaves the registry too.
-fn stop(mux: &Mux, job: &mut Job<'_>, cleanup: bool, bytes: usize) {
+fn stop(mux: &Mux, job: &mut Launched<'_>, cleanup: bool, bytes: usize) {
     if let (Ok(pane), Some(watch)) = (&job.pane, &job.watch) {
         job.asked = Some(Asked::now(pane, watch, bytes));
         end_run_panes(mux, std::slice::from_ref(pane), cleanup);
@@ -430,7 +430,7 @@ fn stop(mux: &Mux, job: &mut Job<'_>, cleanup: bool, bytes: usize) {
 }
 
 /// Progress: commands finished of the total, and which ones are still running.
-fn report(ctx: &Ctx<'_>, jobs: &[Job<'_>], pending: &[&Job<'_>], started: Instant) {
+fn report(ctx: &Ctx<'_>, jobs: &[Launched<'_>], pending: &[&Launched<'_>], started: Instant) {
     if !ctx.progress.is_wanted() {
         return;
     }
@@ -450,7 +450,7 @@ fn report(ctx: &Ctx<'_>, jobs: &[Job<'_>], pending: &[&Job<'_>], started: Instan
 }
 
 /// Ends what still runs at the deadline, all at once; with cleanup they leave the registry too.
-fn kill_unfinished(mux: &Mux, jobs: &mut [Job<'_>], cleanup: bool) {
+fn kill_unfinished(mux: &Mux, jobs: &mut [Launched<'_>], cleanup: bool) {
     let now = Instant::now();
     let mut doomed = Vec::new();
     for job in jobs.iter_mut().filter(|j| j.running()) {
@@ -462,13 +462,13 @@ fn kill_unfinished(mux: &Mux, jobs: &mut [Job<'_>], cleanup: bool) {
     end_run_panes(mux, &doomed, cleanup);
 }
 
-fn panes(jobs: &[Job<'_>]) -> Vec<Arc<Pane>> {
+fn panes(jobs: &[Launched<'_>]) -> Vec<Arc<Pane>> {
     jobs.iter().filter_map(|j| j.pane.as_ref().ok().cloned()).collect()
 }
 
 /// One command's entry in the answer; optional fields appear only when they say something. It is
 /// one of `shown` results with an `output_tail`; `stays`: its pane stays to be read.
-fn job_result(job: &Job<'_>, tails: &Tails, shown: usize, stays: bool) -> CommandResult {
+fn job_result(job: &Launched<'_>, tails: &Tails, shown: usize, stays: bool) -> CommandResult {
     let mut result = CommandResult {
         name: job.task.name.clone(),
         command: job.task.pane.command.clone().unwrap_or_default(),

@@ -23,7 +23,7 @@ use crate::shell::live::Live;
 use crate::tool::args::Args;
 use crate::tool::choice::{Choice, choice_enum};
 use crate::tool::{Answer, Asking, RUNS, schema::*};
-use crate::tools::answer::{Status, WaitStatus};
+use crate::tools::answer::{ExecStatus, WaitStatus};
 use crate::waiter::{Waiter, Woke};
 use crossbeam_channel::Receiver;
 use regex::Regex;
@@ -88,7 +88,10 @@ pub(crate) const TOOL: Tool = Tool {
         result(&[
             ("status", WaitStatus::words()),
             ("fired", typed("array")),
-            ("results", json!({"type": "array", "items": result(&[("status", Status::words())])})),
+            (
+                "results",
+                json!({"type": "array", "items": result(&[("status", ExecStatus::words())])}),
+            ),
             ("duration_ms", typed("integer")),
         ])
     },
@@ -98,7 +101,7 @@ pub(crate) const TOOL: Tool = Tool {
 };
 
 /// What happened to one pane.
-enum Outcome {
+enum Fired {
     /// Its shell's command ended and the shell is back at its prompt; the command's output ends
     /// at `end`.
     Ended { status: i32, cwd: String, end: u64 },
@@ -115,7 +118,7 @@ struct Watched {
     pane: Arc<Pane>,
     scan: Option<Scan>,
     input: InputWatch,
-    outcome: Option<Outcome>,
+    outcome: Option<Fired>,
     /// What wakes the wait for this pane: how it ends, its shell's records, and with a pattern
     /// its output.
     wakes: Vec<Receiver<()>>,
@@ -142,24 +145,24 @@ impl Watched {
 
     /// The pane's outcome now, if it has one: a match first, then its end, its shell back at
     /// the prompt, a question.
-    fn look(&mut self) -> Option<Outcome> {
+    fn look(&mut self) -> Option<Fired> {
         if let Some(found) = self.scan.as_mut().and_then(|scan| scan.catch_up(&self.pane)) {
-            return Some(Outcome::Matched(found));
+            return Some(Fired::Matched(found));
         }
         if !self.pane.is_running() {
-            return Some(Outcome::Exited);
+            return Some(Fired::Exited);
         }
         if let Some(ended) = self.command_end() {
             return Some(ended);
         }
-        self.input.check().then(|| Outcome::Input(self.input.program()))
+        self.input.check().then(|| Fired::Input(self.input.program()))
     }
 
     /// The end of the shell's command: its prompt record says the command ended, and the output
     /// holds the mark where the command's output ends. A command whose record has come but whose
     /// output is still on its way through the terminal is waited for, so that the answer holds
     /// its output — up to `CATCH_UP`, for a mark that never comes.
-    fn command_end(&mut self) -> Option<Outcome> {
+    fn command_end(&mut self) -> Option<Fired> {
         let pane = self.pane.clone();
         let live = Live::of(&pane)?;
         let shell = live.shell;
@@ -179,7 +182,7 @@ impl Watched {
             None if Instant::now() >= *by => self.pane.output().end(),
             None => return None,
         };
-        Some(Outcome::Ended { status: prompt.status, cwd: prompt.cwd.clone(), end })
+        Some(Fired::Ended { status: prompt.status, cwd: prompt.cwd.clone(), end })
     }
 
     /// When this pane must be looked at again, whatever its channels say.
@@ -192,7 +195,7 @@ impl Watched {
     fn result(&self, budget: &Budget<'_>) -> PaneResult<'_> {
         let mut result = PaneResult {
             pane_id: &self.pane.id,
-            status: Status::Running,
+            status: ExecStatus::Running,
             exit: None,
             cwd: None,
             program: None,
@@ -203,8 +206,8 @@ impl Watched {
         };
         match &self.outcome {
             None => {}
-            Some(Outcome::Ended { status, cwd, end }) => {
-                result.status = if *status == 0 { Status::Ok } else { Status::Failed };
+            Some(Fired::Ended { status, cwd, end }) => {
+                result.status = if *status == 0 { ExecStatus::Ok } else { ExecStatus::Failed };
                 result.exit = Some(ExitFields {
                     exit_code: Some(*status),
                     signal: None,
@@ -215,25 +218,25 @@ impl Watched {
                 result.output = budget::output(&self.pane, from, *end, budget).into();
                 return result;
             }
-            Some(Outcome::Exited) => {
-                result.status = Status::Exited;
+            Some(Fired::Exited) => {
+                result.status = ExecStatus::Exited;
                 let exit = self.pane.output().exit();
                 result.exit = Some(ExitFields::new(exit, SignalField::WhenSignalled));
             }
-            Some(Outcome::Input(program)) => {
-                result.status = Status::Input;
+            Some(Fired::Input(program)) => {
+                result.status = ExecStatus::Input;
                 result.program = program.as_deref();
             }
-            Some(Outcome::Matched(found)) => {
-                result.status = Status::Matched;
+            Some(Fired::Matched(found)) => {
+                result.status = ExecStatus::Matched;
                 result.found = Some(found);
             }
         }
         let shown = tail::shown_since(&self.pane, job_start(&self.pane), budget);
-        if result.status == Status::Input {
+        if result.status == ExecStatus::Input {
             result.line = Some(tail::question(shown.text()).to_string());
         }
-        let found_on_screen = matches!(&self.outcome, Some(Outcome::Matched(f)) if f.screen);
+        let found_on_screen = matches!(&self.outcome, Some(Fired::Matched(f)) if f.screen);
         result.alternate_screen = shown.alternate || found_on_screen;
         result.output = shown.fitted.into();
         result
@@ -244,7 +247,7 @@ impl Watched {
 #[derive(Serialize)]
 struct PaneResult<'a> {
     pane_id: &'a str,
-    status: Status,
+    status: ExecStatus,
     #[serde(flatten)]
     exit: Option<ExitFields>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -274,7 +277,7 @@ struct WaitAnswer<'a> {
 impl WaitAnswer<'_> {
     /// The first pane whose program asks, and its question.
     fn asks(&self) -> Option<Asking> {
-        let asked = self.results.iter().find(|r| r.status == Status::Input)?;
+        let asked = self.results.iter().find(|r| r.status == ExecStatus::Input)?;
         Some(Asking {
             pane_id: asked.pane_id.to_string(),
             question: asked.line.as_deref().unwrap_or_default().trim().to_string(),

@@ -187,7 +187,7 @@ pub(super) fn get_output(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
 
 /// What `fugue_get_status` answers.
 #[derive(Serialize)]
-struct Status {
+struct StatusAnswer {
     pane_id: String,
     name: Option<String>,
     session_id: String,
@@ -214,7 +214,7 @@ pub(super) fn get_status(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let (offset, exited_at) = pane.output().with(|s| (s.ring.end(), s.exited_at));
     let runtime = exited_at.unwrap_or_else(std::time::Instant::now) - pane.started;
     let mut live = crate::shell::status::doing(&pane);
-    Answer::of(&Status {
+    Answer::of(&StatusAnswer {
         pane_id: pane.id.clone(),
         name: pane.name.clone(),
         session_id: pane.session_id.clone(),
