@@ -184,12 +184,19 @@ fn a_declined_question_or_a_client_without_forms_ends_the_task_with_the_question
 #[test]
 fn a_cancelled_task_stops_its_command_and_leaves_the_shell_free() {
     // A program with the terminal in raw mode is stopped too: a typed C-c would be only a byte.
-    let raw = have("python3").then(|| raw_mode("time.sleep(60)"));
+    // It says `ready` once it runs: a Python interrupted while it starts ends with 1, not as by
+    // C-c.
+    let raw = have("python3").then(|| raw_mode("print('ready', flush=True); time.sleep(60)"));
     crate::exec::each_shell(|name, f, shell| {
         f.call("fugue_exec", json!({"command": "true", "pane_id": shell, "timeout_ms": 20000}));
         for command in std::iter::once("sleep 60").chain(raw.as_deref()) {
             let running = json!({"command": command, "pane_id": shell});
             let id = task_id(&call(f, declaring(), "fugue_exec", running));
+            if command != "sleep 60" {
+                let ready = json!({"pane_id": shell, "pattern": "^ready", "timeout_ms": 20000});
+                let ready = f.call("fugue_expect", ready);
+                assert_eq!(ready["status"], "matched", "{name}: {ready}");
+            }
             let started = Instant::now();
             let ack = tasks_request(f, "tasks/cancel", json!({"taskId": id}));
             assert_eq!(ack["result"]["resultType"], "complete", "{name}: {ack}");

@@ -169,18 +169,21 @@ impl<'a> Live<'a> {
     }
 
     /// Interrupts what the shell runs, as Ctrl-C does (`Pane::interrupt`), and waits until the
-    /// shell is back at its prompt, at most `INTERRUPT_WAIT`; says whether it is. A command fugue typed is
-    /// interrupted only once its output began (its begin mark): sent while the typed line still
-    /// sits in the line editor, the interrupt would discard the line, and no record would ever
-    /// name the command. Until its record comes the interrupt goes again every
-    /// `INTERRUPT_SETTLE`, since one sent while the shell forks reaches neither. A job that was
-    /// typed as keys is interrupted at once, and again while it holds the terminal.
+    /// shell is back at its prompt, at most `INTERRUPT_WAIT`; says whether it is. A command fugue
+    /// typed is interrupted only once its output began (its begin mark): sent while the typed line
+    /// still sits in the line editor, the interrupt would discard the line, and no record would
+    /// ever name the command. The interrupt goes again every `INTERRUPT_SETTLE` while a job still
+    /// holds the terminal, since one sent while the shell forks reaches neither; never while the
+    /// shell has the terminal back, where it would cut short the prompt's hooks and with them the
+    /// record that says the command ended. A job that was typed as keys is interrupted at once,
+    /// and again while it holds the terminal.
     pub(crate) fn interrupt(&self) -> bool {
         let mut waiter = Waiter::new()
             .until(Instant::now() + INTERRUPT_WAIT)
             .on(self.shell.subscribe())
             .on(self.pane.output().subscribe());
         let mut next = Instant::now();
+        let mut sent = false;
         loop {
             if !self.pane.is_running() {
                 return false;
@@ -195,8 +198,9 @@ impl<'a> Live<'a> {
                 }
             };
             let now = Instant::now();
-            if begun && now >= next {
+            if begun && now >= next && (!sent || self.pane.foreground_job().is_some()) {
                 self.pane.interrupt();
+                sent = true;
                 next = now + INTERRUPT_SETTLE;
             }
             if waiter.sleep(begun.then_some(next)) == Woke::Deadline {
