@@ -25,9 +25,8 @@ const PROMPT_LOOK_BACK: u64 = 64 << 10;
 /// then is killed with its pane.
 pub(crate) const INTERRUPT_WAIT: Duration = Duration::from_secs(2);
 
-/// How long after an interrupt a command that has not given the prompt back gets another: one
-/// sent while the shell forks the command reaches neither (the child is not yet the terminal's
-/// foreground).
+/// How long after an interrupt a job that still holds the terminal gets another: one sent while
+/// the shell forks the command reaches neither (the child is not yet the terminal's foreground).
 const INTERRUPT_SETTLE: Duration = Duration::from_millis(100);
 
 /// A pane and the live shell that stands above it.

@@ -109,6 +109,9 @@ impl SessionView {
 impl PaneView {
     fn new(pane: &Pane) -> PaneView {
         let (rows, cols) = pane.size();
+        // How it ended, before what it does: one that ends in between shows no activity beside
+        // `exited`.
+        let state = PaneState::new(pane.output().exit());
         let mut live = crate::shell::status::doing(pane);
         PaneView {
             id: pane.id.clone(),
@@ -120,7 +123,7 @@ impl PaneView {
             rows,
             cols,
             sandbox: sandbox(pane),
-            state: PaneState::new(pane.output().exit()),
+            state,
             live,
         }
     }
@@ -213,6 +216,8 @@ pub(super) fn get_status(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let (rows, cols) = pane.size();
     let (offset, exited_at) = pane.output().with(|s| (s.ring.end(), s.exited_at));
     let runtime = exited_at.unwrap_or_else(std::time::Instant::now) - pane.started;
+    // How it ended, before what it does (see `PaneView::new`).
+    let state = PaneState::new(pane.output().exit());
     let mut live = crate::shell::status::doing(&pane);
     Answer::of(&StatusAnswer {
         pane_id: pane.id.clone(),
@@ -229,7 +234,7 @@ pub(super) fn get_status(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
         started_at: unix_ms(pane.created_at),
         runtime_ms: runtime.as_millis() as u64,
         sandbox: sandbox(&pane),
-        state: PaneState::new(pane.output().exit()),
+        state,
         live,
     })
 }
