@@ -21,13 +21,16 @@ pub(crate) const SCHEMA_VERSION: u32 = 1;
 /// Events kept in the state file; older ones are dropped and counted.
 pub(crate) const MAX_EVENTS: usize = 200;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum StageType {
-    Implementer,
-    Analyzer,
-    Qa,
-    Merger,
+choice_enum! {
+    /// A stage of the pipeline, in the order they run. Its words, here only, are the saved
+    /// record's and the answers'.
+    #[derive(Hash)]
+    pub(crate) enum StageType {
+        Implementer = "implementer",
+        Analyzer = "analyzer",
+        Qa = "qa",
+        Merger = "merger",
+    }
 }
 
 impl StageType {
@@ -35,12 +38,7 @@ impl StageType {
         [StageType::Implementer, StageType::Analyzer, StageType::Qa, StageType::Merger];
 
     pub(crate) fn name(self) -> &'static str {
-        match self {
-            StageType::Implementer => "implementer",
-            StageType::Analyzer => "analyzer",
-            StageType::Qa => "qa",
-            StageType::Merger => "merger",
-        }
+        word(self)
     }
 
     pub(crate) fn index(self) -> usize {
@@ -66,13 +64,14 @@ pub(crate) enum StageStatus {
     Skipped,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum PipelineStatus {
-    Running,
-    Blocked,
-    Complete,
-    Cancelled,
+choice_enum! {
+    /// Where a pipeline stands. Its words, here only, are the saved record's and the answers'.
+    pub(crate) enum PipelineStatus {
+        Running = "running",
+        Blocked = "blocked",
+        Complete = "complete",
+        Cancelled = "cancelled",
+    }
 }
 
 impl PipelineStatus {
@@ -81,12 +80,7 @@ impl PipelineStatus {
     }
 
     pub(crate) fn name(self) -> &'static str {
-        match self {
-            PipelineStatus::Running => "running",
-            PipelineStatus::Blocked => "blocked",
-            PipelineStatus::Complete => "complete",
-            PipelineStatus::Cancelled => "cancelled",
-        }
+        word(self)
     }
 }
 
@@ -153,7 +147,7 @@ macro_rules! serde_by_word {
         }
     )+};
 }
-serde_by_word!(AnalyzerVerdict, Action);
+serde_by_word!(StageType, PipelineStatus, AnalyzerVerdict, Action);
 
 /// The bounds on a pipeline's loops, time and money. Each one, when reached, blocks the pipeline.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -438,4 +432,34 @@ pub(crate) fn sample(id: &str, name: Option<String>) -> AgentPipeline {
     };
     let agents = Agents { implementer: "true".into(), ..Agents::default() };
     AgentPipeline::new(id.into(), name, None, job, agents, Limits::default(), 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every state word is written and read back by the same list, and a word of another
+    /// version is refused by name, not misread.
+    fn round_trips<C>()
+    where
+        C: Choice + PartialEq + std::fmt::Debug + Serialize + for<'de> Deserialize<'de>,
+    {
+        for (name, value) in C::VALUES {
+            assert_eq!(serde_json::to_value(value).unwrap(), serde_json::json!(name));
+            let read: C = serde_json::from_value(serde_json::json!(name)).unwrap();
+            assert_eq!(read, *value);
+        }
+        let err = serde_json::from_value::<C>(serde_json::json!("someday")).unwrap_err();
+        assert!(err.to_string().contains("\"someday\" is not one of"), "{err}");
+    }
+
+    #[test]
+    fn state_words_are_written_and_read_by_one_list() {
+        round_trips::<StageType>();
+        round_trips::<PipelineStatus>();
+        round_trips::<AnalyzerVerdict>();
+        round_trips::<Action>();
+        assert_eq!(StageType::Qa.name(), "qa");
+        assert_eq!(PipelineStatus::Cancelled.name(), "cancelled");
+    }
 }
