@@ -10,9 +10,11 @@ use std::time::Duration;
 
 pub const START_FIG: &str =
     "sandboxed pane start: `fugue_run_parallel` of one `true` under workspace-write";
-const START_TARGET: &str = "median ≤ unsandboxed + 2 ms";
+const START_TARGET: &str = "median ≤ unsandboxed + 3 ms";
+const START_BOUND: Duration = Duration::from_millis(3);
 pub const EXEC_FIG: &str = "sandboxed `fugue_exec` of `true` in fugue's own shell";
-const EXEC_TARGET: &str = "median ≤ unsandboxed + 2 ms";
+const EXEC_TARGET: &str = "median ≤ unsandboxed + 0.5 ms";
+const EXEC_BOUND: Duration = Duration::from_micros(500);
 
 pub fn sandbox(b: &Bench) -> R<Vec<Row>> {
     let mut plain = Fugue::start(&b.fugue)?;
@@ -33,7 +35,10 @@ pub fn sandbox(b: &Bench) -> R<Vec<Row>> {
     }
     plain.close()?;
     boxed.close()?;
-    Ok(vec![row(START_FIG, START_TARGET, &starts), row(EXEC_FIG, EXEC_TARGET, &execs)])
+    Ok(vec![
+        row(START_FIG, START_TARGET, START_BOUND, &starts),
+        row(EXEC_FIG, EXEC_TARGET, EXEC_BOUND, &execs),
+    ])
 }
 
 fn timed(fugue: &mut Fugue, tool: &str, args: &Value) -> R<Duration> {
@@ -51,7 +56,13 @@ fn check(answer: Value) -> R<()> {
     Ok(())
 }
 
-fn row(figure: &str, target: &str, (plain, boxed): &(Vec<Duration>, Vec<Duration>)) -> Row {
+/// The row of one figure: the sandboxed median may exceed the unsandboxed one by `bound`.
+fn row(
+    figure: &str,
+    target: &str,
+    bound: Duration,
+    (plain, boxed): &(Vec<Duration>, Vec<Duration>),
+) -> Row {
     let (m_plain, m_boxed) = (median(plain), median(boxed));
     let p99 = |s: &[Duration]| ms(quantile(s, 0.99));
     Row {
@@ -60,5 +71,5 @@ fn row(figure: &str, target: &str, (plain, boxed): &(Vec<Duration>, Vec<Duration
         ratio: format!("+{:.2} ms", ms(m_boxed) - ms(m_plain)),
         ..Row::new(figure, target)
     }
-    .judge(m_boxed <= m_plain + Duration::from_millis(2))
+    .judge(m_boxed <= m_plain + bound)
 }
