@@ -71,6 +71,15 @@ impl Default for Policy {
     }
 }
 
+impl Policy {
+    /// Whether two policies confine alike: the same mode, roots, network and `.git` rule (what
+    /// fugue found on disk for them may differ with the moment it looked).
+    pub(crate) fn same(&self, other: &Policy) -> bool {
+        (self.mode, &self.writable, self.network, self.writable_git)
+            == (other.mode, &other.writable, other.network, other.writable_git)
+    }
+}
+
 /// The policy in one line, for the agent.
 pub(crate) fn report(policy: &Policy) -> String {
     if policy.mode == Mode::Off {

@@ -1,0 +1,130 @@
+//! Escapes through a call's own sandbox (issue 30, item 1), tried for real as root and as nobody:
+//! a call's `sandbox` on a server without one must be the whole sandbox (`.git` read-only, the
+//! network off). The tests look at the file system and the host's listeners, not only at
+//! answers.
+
+use crate::sandbox::{nobodys, outside, run, sandboxed, sandboxed_as_nobody};
+use crate::util::{Fugue, GIT_ENV, git_repo, path_str};
+use serde_json::json;
+use std::path::Path;
+use std::process::Command;
+
+/// `chown -R nobody:nogroup path`.
+fn give_to_nobody(path: &Path) {
+    let ok = Command::new("chown").args(["-R", "nobody:nogroup", path_str(path)]).status();
+    assert!(ok.is_ok_and(|s| s.success()), "chown nobody {}", path.display());
+}
+
+/// A listener on the host's loopback that a sandboxed pane must not reach, and the command that
+/// tries.
+fn host_listener() -> (std::net::TcpListener, String) {
+    let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    tcp.set_nonblocking(true).unwrap();
+    let port = tcp.local_addr().unwrap().port();
+    let dial = format!(
+        "python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 3)\" \
+         2>/dev/null"
+    );
+    (tcp, dial)
+}
+
+/// Item 1: on a server started without `--sandbox`, a call's `sandbox` gives the whole sandbox in
+/// every tool that takes one: `fugue_exec` works in its shell (it timed out waiting for the first
+/// prompt), `.git` stays read-only and the host's loopback is out of reach (only Landlock applied
+/// before), and the answer and `fugue_get_status` say the whole policy. As root and as nobody.
+#[test]
+fn a_calls_sandbox_is_whole_on_a_server_without_one() {
+    let dir = outside("call-whole");
+    let repo = git_repo(&dir);
+    let mut f = sandboxed(&repo, &[], &GIT_ENV);
+    whole_case(&mut f, &repo, "root");
+}
+
+#[test]
+fn a_calls_sandbox_is_whole_on_a_server_without_one_as_nobody() {
+    let dir = nobodys("call-whole-nobody");
+    let repo = git_repo(&dir);
+    give_to_nobody(&repo);
+    if let Some(mut f) = sandboxed_as_nobody(&repo, &[]) {
+        whole_case(&mut f, &repo, "nobody");
+    }
+}
+
+fn whole_case(f: &mut Fugue, repo: &Path, who: &str) {
+    let (tcp, dial) = host_listener();
+    let attack = |name: &str| format!("touch .git/hooks/{name}; {dial}; echo tried-{name}");
+    let policy = json!({"mode": "workspace-write", "writable": [repo.canonicalize().unwrap()],
+                        "network": "off", "git": "read-only"});
+    let sandbox = json!("workspace-write");
+    let done = f.call(
+        "fugue_exec",
+        json!({"command": attack("exec"), "sandbox": sandbox, "timeout_ms": 20000}),
+    );
+    assert_eq!(done["status"], "ok", "{who}: {done}");
+    assert!(done["output"].as_str().unwrap().ends_with("tried-exec"), "{who}: {done}");
+    assert_eq!(done["sandbox"], policy, "{who}: the answer says the whole policy: {done}");
+    let par = f.call(
+        "fugue_run_parallel",
+        json!({"commands": [{"command": attack("parallel")}], "sandbox": sandbox}),
+    );
+    assert_eq!(par["results"][0]["exit_code"], 0, "{who}: {par}");
+    assert_eq!(par["sandbox"], policy, "{who}: {par}");
+    let pipe = f.call(
+        "fugue_run_pipeline",
+        json!({"commands": [{"command": attack("pipeline")}], "sandbox": sandbox}),
+    );
+    assert_eq!(pipe["steps"][0]["exit_code"], 0, "{who}: {pipe}");
+    let command = format!("{}; exec sleep 60", attack("session"));
+    let pane = f.call("fugue_create_session", json!({"command": command, "sandbox": sandbox}));
+    assert_eq!(pane["sandbox"], policy, "{who}: {pane}");
+    let pane = pane["pane_id"].as_str().unwrap().to_string();
+    f.expect(&pane, "tried-session");
+    let status = f.call("fugue_get_status", json!({"pane_id": pane}));
+    assert_eq!(status["sandbox"], policy, "{who}: {status}");
+    for name in ["exec", "parallel", "pipeline", "session"] {
+        assert!(!repo.join(".git/hooks").join(name).exists(), "{who}: {name} wrote .git/hooks");
+    }
+    assert!(tcp.accept().is_err(), "{who}: a sandboxed call reached the host's loopback");
+    // Without `sandbox`, the same server's shell is not sandboxed: the call's policy is its own.
+    let plain = run(f, "touch .git/hooks/plain && echo wrote");
+    assert_eq!(plain["output"], "wrote", "{who}: {plain}");
+}
+
+/// A call's object `sandbox` tightens the server's policy and never loosens it: the network off
+/// on a server whose network is on, one root within the server's, refused past that.
+#[test]
+fn a_calls_sandbox_object_tightens_only() {
+    // Outside the temporary directory, which workspace-write may write.
+    let root = outside("call-tighten");
+    std::fs::create_dir_all(root.join("sub")).unwrap();
+    let mut f = sandboxed(&root.path, &["--sandbox", "workspace-write", "--network", "on"], &[]);
+    let (tcp, dial) = host_listener();
+    let sandbox = json!({"mode": "workspace-write", "network": "off", "writable": ["sub"]});
+    let command = format!("touch sub/in; touch out; {dial} && echo REACHED; echo tried");
+    let done = f.call("fugue_exec", json!({"command": command, "sandbox": sandbox}));
+    assert_eq!(done["output"], "touch: cannot touch 'out': Permission denied\ntried", "{done}");
+    assert!(root.join("sub/in").exists() && !root.join("out").exists(), "{done}");
+    assert!(tcp.accept().is_err(), "network off on a network-on server reached the host");
+    let sub = root.join("sub").canonicalize().unwrap();
+    assert_eq!(done["sandbox"]["writable"], json!([sub]), "{done}");
+    assert_eq!(done["sandbox"]["network"], "off", "{done}");
+    let outside_root = outside("call-tighten-out");
+    for (sandbox, says) in [
+        (json!({"mode": "workspace-write", "writable": [outside_root.path_str()]}), "looser"),
+        (json!({"mode": "read-only", "writable": ["sub"]}), "writable needs"),
+        (json!({"mode": "workspace-write", "network": "maybe"}), "on or off"),
+        (json!({"mode": "workspace-write", "paths": []}), "sandbox.paths"),
+        (json!({"network": "off"}), "mode"),
+        (json!(["read-only"]), "or an object"),
+    ] {
+        let err = f.call_err("fugue_exec", json!({"command": "true", "sandbox": sandbox}));
+        assert_eq!(err["code"], "invalid_argument", "{sandbox}: {err}");
+        assert!(err["message"].as_str().unwrap().contains(says), "{sandbox}: {err}");
+    }
+    drop(f);
+    let mut f = sandboxed(&root.path, &["--sandbox", "workspace-write"], &[]);
+    let on = json!({"mode": "workspace-write", "network": "on"});
+    let err = f.call_err("fugue_create_session", json!({"command": "true", "sandbox": on}));
+    assert_eq!(err["code"], "invalid_argument", "{err}");
+    assert!(err["message"].as_str().unwrap().contains("network off"), "names the server's: {err}");
+}
