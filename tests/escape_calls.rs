@@ -1,12 +1,12 @@
-//! Escapes through a call's own sandbox (issue 30, item 1), tried for real as root and as nobody:
-//! a call's `sandbox` on a server without one must be the whole sandbox (`.git` read-only, the
-//! network off). The tests look at the file system and the host's listeners, not only at
-//! answers.
+//! Escapes through a call's own sandbox and a worktree's `.git` file (issue 30, items 1 and 3),
+//! each tried for real as root and as nobody: a call's `sandbox` on a server without one must be
+//! the whole sandbox (`.git` read-only, the network off); a worktree root's `.git` file must stay
+//! what it is. The tests look at the file system and the host's listeners, not only at answers.
 
-use crate::sandbox::{nobodys, outside, run, sandboxed, sandboxed_as_nobody};
-use crate::util::{Fugue, GIT_ENV, git_repo, path_str};
+use crate::sandbox::{failed, nobodys, outside, run, sandboxed, sandboxed_as_nobody};
+use crate::util::{Dir, Fugue, GIT_ENV, git, git_repo, path_str};
 use serde_json::json;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// `chown -R nobody:nogroup path`.
@@ -127,4 +127,64 @@ fn a_calls_sandbox_object_tightens_only() {
     let err = f.call_err("fugue_create_session", json!({"command": "true", "sandbox": on}));
     assert_eq!(err["code"], "invalid_argument", "{err}");
     assert!(err["message"].as_str().unwrap().contains("network off"), "names the server's: {err}");
+}
+
+/// A repository in `dir` with a worktree `wt` beside it; returns the worktree.
+fn repo_and_worktree(dir: &Dir) -> PathBuf {
+    let repo = git_repo(dir);
+    let wt = dir.join("wt");
+    git(&repo, &["worktree", "add", "-q", path_str(&wt), "-b", "wt"]);
+    wt
+}
+
+/// What a pane does to take over the user's next git command in a worktree root: a git directory
+/// of its own whose config runs a command, and the root's `.git` file pointed at it.
+fn forge_git_file(marker: &Path) -> String {
+    format!(
+        "git init -q forged && git -C forged config core.fsmonitor 'touch {}; true' && \
+         printf 'gitdir: %s\\n' \"$PWD/forged/.git\" > .git && echo FORGED",
+        path_str(marker)
+    )
+}
+
+/// Item 3: a worktree root's `.git` file is read-only, so the user's next `git status` there runs
+/// nothing the pane planted. As root and as nobody.
+#[test]
+fn a_worktree_roots_git_file_stays_as_it_was() {
+    let dir = outside("wt-file");
+    let wt = repo_and_worktree(&dir);
+    let marker_dir = outside("wt-file-marker");
+    let mut f = sandboxed(&wt, &["--sandbox", "workspace-write"], &GIT_ENV);
+    git_file_case(&mut f, &wt, &marker_dir.join("ran"), None);
+}
+
+#[test]
+fn a_worktree_roots_git_file_stays_as_it_was_as_nobody() {
+    let dir = nobodys("wt-file-nobody");
+    let wt = repo_and_worktree(&dir);
+    give_to_nobody(&dir.path);
+    let marker_dir = outside("wt-file-marker-nobody");
+    give_to_nobody(&marker_dir.path);
+    if let Some(mut f) = sandboxed_as_nobody(&wt, &["--sandbox", "workspace-write"]) {
+        git_file_case(&mut f, &wt, &marker_dir.join("ran"), Some("nobody"));
+    }
+}
+
+fn git_file_case(f: &mut Fugue, wt: &Path, marker: &Path, user: Option<&str>) {
+    let who = user.unwrap_or("root");
+    let before = std::fs::read_to_string(wt.join(".git")).unwrap();
+    let forged = run(f, &forge_git_file(marker));
+    assert!(failed(&forged), "{who}: {forged}");
+    assert_eq!(std::fs::read_to_string(wt.join(".git")).unwrap(), before, "{who}");
+    // The user's next git status in the worktree, as the user who owns it.
+    let mut status = match user {
+        Some(user) => {
+            let mut cmd = Command::new("setpriv");
+            cmd.args(["--reuid", user, "--regid=nogroup", "--clear-groups", "git"]);
+            cmd
+        }
+        None => Command::new("git"),
+    };
+    let _ = status.arg("-C").arg(wt).arg("status").envs(GIT_ENV).output().unwrap();
+    assert!(!marker.exists(), "{who}: git status ran what the pane planted");
 }

@@ -49,7 +49,8 @@ pub(crate) struct Policy {
     pub(crate) pass_env: Vec<String>,
     /// fugue's private directories (control sockets, state, temporary files), hidden from panes.
     pub(crate) hidden: Vec<PathBuf>,
-    /// The `.git` directories of the roots, found when the policy is set.
+    /// The `.git` directories (and a worktree's `.git` file) of the roots, found when the policy
+    /// is set.
     pub(crate) git: Vec<PathBuf>,
     /// fugue's private directory for its temporary files (hidden like the others); a read-only
     /// pane's `TMPDIR` is made inside the empty file system that hides it.
@@ -297,13 +298,18 @@ pub(crate) fn git_dirs(roots: &[PathBuf]) -> Vec<PathBuf> {
     dirs
 }
 
-/// Adds `dir`'s `.git`, or for a worktree what its `.git` file points to, to `dirs`.
+/// Adds `dir`'s `.git`, or for a worktree its `.git` file and what that points to, to `dirs`.
+/// The file too: rewritten to name a git directory of the pane's own, whose config runs a
+/// command (`core.fsmonitor`), it would have the user's next `git status` run it.
 fn add_git_dir(dir: &Path, dirs: &mut Vec<PathBuf>) {
     let dot_git = dir.join(".git");
     let Ok(meta) = std::fs::symlink_metadata(&dot_git) else { return };
     if meta.is_dir() {
         dirs.push(dot_git);
         return;
+    }
+    if meta.is_file() {
+        dirs.push(dot_git.clone());
     }
     let Ok(text) = std::fs::read_to_string(&dot_git) else { return };
     let Some(gitdir) = text.lines().find_map(|l| l.strip_prefix("gitdir:")) else { return };
@@ -381,7 +387,12 @@ mod tests {
         let real = |p: &str| base.join(p).canonicalize().unwrap();
         assert_eq!(
             found,
-            vec![real("root/.git"), real("root/.git/worktrees/wt"), real("root/vendor/lib/.git")]
+            vec![
+                real("root/.git"),
+                real("root/.git/worktrees/wt"),
+                real("root/vendor/lib/.git"),
+                real("wt/.git")
+            ]
         );
         std::fs::remove_dir_all(&base).unwrap();
     }
