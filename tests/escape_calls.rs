@@ -1,11 +1,13 @@
-//! Escapes through a call's own sandbox and a worktree's `.git` file (issue 30, items 1 and 3),
-//! each tried for real as root and as nobody: a call's `sandbox` on a server without one must be
-//! the whole sandbox (`.git` read-only, the network off); a worktree root's `.git` file must stay
-//! what it is. The tests look at the file system and the host's listeners, not only at answers.
+//! Escapes through a call's own sandbox and through fugue's own work on a sandboxed tree (issue
+//! 30, items 1, 3, 4 and 5), each tried for real as root and as nobody: a call's `sandbox` on a
+//! server without one must be the whole sandbox (`.git` read-only, the network off); a worktree
+//! root's `.git` file must stay what it is; fugue's own git must not run what a stage planted;
+//! fugue's state must not follow a `.state` link out of the repository. The tests look at the
+//! file system and the host's listeners, not only at answers.
 
 use crate::sandbox::{failed, nobodys, outside, run, sandboxed, sandboxed_as_nobody};
 use crate::util::{Dir, Fugue, GIT_ENV, git, git_repo, path_str};
-use serde_json::json;
+use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -187,4 +189,125 @@ fn git_file_case(f: &mut Fugue, wt: &Path, marker: &Path, user: Option<&str>) {
     };
     let _ = status.arg("-C").arg(wt).arg("status").envs(GIT_ENV).output().unwrap();
     assert!(!marker.exists(), "{who}: git status ran what the pane planted");
+}
+
+/// Item 4: an implementer that points its worktree's `.git` at a git directory of its own does
+/// not get fugue's own git to run the command in that directory's config: the `.git` file is
+/// read-only in the sandbox, and fugue's git checks it and turns such configuration off. With
+/// `--writable-git` (no read-only `.git`) the forged file is refused, naming it. As root and as
+/// nobody.
+#[test]
+fn fugues_own_git_runs_nothing_a_stage_planted() {
+    for writable_git in [false, true] {
+        let dir = outside("stage-git");
+        let marker_dir = outside("stage-git-marker");
+        let mut f = stage_server(&dir, writable_git, None).unwrap();
+        stage_case(&mut f, &dir, &marker_dir.join("ran"), writable_git, "root");
+    }
+}
+
+#[test]
+fn fugues_own_git_runs_nothing_a_stage_planted_as_nobody() {
+    for writable_git in [false, true] {
+        let dir = nobodys("stage-git-nobody");
+        let marker_dir = outside("stage-git-marker-nobody");
+        give_to_nobody(&marker_dir.path);
+        if let Some(mut f) = stage_server(&dir, writable_git, Some(())) {
+            stage_case(&mut f, &dir, &marker_dir.join("ran"), writable_git, "nobody");
+        }
+    }
+}
+
+/// A sandboxed server in `dir`'s repository (made now), as root or as nobody.
+fn stage_server(dir: &Dir, writable_git: bool, nobody: Option<()>) -> Option<Fugue> {
+    let repo = git_repo(dir);
+    let mut args = vec!["--sandbox", "workspace-write"];
+    if writable_git {
+        args.push("--writable-git");
+    }
+    match nobody {
+        None => Some(sandboxed(&repo, &args, &GIT_ENV)),
+        Some(()) => {
+            give_to_nobody(&dir.path);
+            sandboxed_as_nobody(&repo, &args)
+        }
+    }
+}
+
+fn stage_case(f: &mut Fugue, dir: &Dir, marker: &Path, writable_git: bool, who: &str) {
+    let repo = dir.join("repo");
+    // Where the forgery fails, its git directory goes too: an empty nested repository is no work.
+    let body = format!(
+        "{} || rm -rf forged\necho done >> feature.txt\necho implemented\n",
+        forge_git_file(marker)
+    );
+    let implementer = crate::agent::script(dir, "implementer", &body);
+    let analyzer = crate::agent::approving_analyzer(dir);
+    give_to_nobody_if(who, &dir.path);
+    let id = crate::agent::create(
+        f,
+        json!({"repo": path_str(&repo), "task": "t", "implementer": implementer,
+               "analyzer": analyzer}),
+    );
+    let p = crate::agent::settle(f, &id);
+    assert!(!marker.exists(), "{who}: fugue's git ran what the stage planted: {p}");
+    if writable_git {
+        assert_eq!(p["status"], "blocked", "{who}: {p}");
+        let said = p.to_string();
+        assert!(said.contains("is not the .git fugue made"), "{who}: names the .git: {p}");
+    } else {
+        assert_eq!(p["status"], "complete", "{who}: {p}");
+    }
+}
+
+fn give_to_nobody_if(who: &str, path: &Path) {
+    if who == "nobody" {
+        give_to_nobody(path);
+    }
+}
+
+/// Item 5: a `.state` that a pane made a link to a directory outside is refused, named, by the
+/// next `fugue_agent_pipeline_create`, and nothing in that directory changes (fugue chmodded it
+/// 0700 and filled it). As root and as nobody.
+#[test]
+fn a_state_link_is_refused_and_nothing_outside_changes() {
+    let dir = outside("state-link");
+    let repo = git_repo(&dir);
+    let victim = outside("state-link-victim");
+    let mut f = sandboxed(&repo, &["--sandbox", "workspace-write"], &GIT_ENV);
+    state_case(&mut f, &dir, &victim, "root");
+}
+
+#[test]
+fn a_state_link_is_refused_and_nothing_outside_changes_as_nobody() {
+    let dir = nobodys("state-link-nobody");
+    let repo = git_repo(&dir);
+    let victim = outside("state-link-victim-nobody");
+    give_to_nobody(&dir.path);
+    give_to_nobody(&victim.path);
+    if let Some(mut f) = sandboxed_as_nobody(&repo, &["--sandbox", "workspace-write"]) {
+        state_case(&mut f, &dir, &victim, "nobody");
+    }
+}
+
+fn state_case(f: &mut Fugue, dir: &Dir, victim: &Dir, who: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let _ = Command::new("chmod").args(["755", victim.path_str()]).status();
+    let linked = run(f, &format!("ln -s {} .state && echo linked", victim.path_str()));
+    assert_eq!(linked["output"], "linked", "{who}: {linked}");
+    let implementer = crate::agent::script(dir, "implementer", "echo x >> f\n");
+    give_to_nobody_if(who, &dir.path);
+    let err = f.call_err(
+        "fugue_agent_pipeline_create",
+        json!({"repo": path_str(&dir.join("repo")), "task": "t", "implementer": implementer}),
+    );
+    let message = err["message"].as_str().unwrap_or_default();
+    assert!(message.contains(".state is a symbolic link"), "{who}: names the link: {err}");
+    let mode = std::fs::metadata(&victim.path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o755, "{who}: fugue changed the mode of a directory outside");
+    let entries: Vec<Value> = std::fs::read_dir(&victim.path)
+        .unwrap()
+        .map(|e| json!(e.unwrap().file_name().to_string_lossy()))
+        .collect();
+    assert!(entries.is_empty(), "{who}: fugue made {entries:?} outside");
 }

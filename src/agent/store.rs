@@ -18,6 +18,41 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// Makes `dir` (0700) if it is not there, and checks that it is a directory of this user's, not a
+/// link; made private through a descriptor opened without following links, so that a link put
+/// in its place in between changes the mode of nothing else.
+fn own_dir(dir: &Path) -> Result<()> {
+    private_dir(dir, Existing::Keep)?;
+    let refuse = |why: &str| {
+        Error::new(
+            ErrorKind::InvalidState,
+            format!(
+                "{} {why}; fugue keeps its state only in a directory of its own",
+                dir.display()
+            ),
+        )
+    };
+    let opened = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(dir);
+    let file = match opened {
+        Ok(file) => file,
+        // O_NOFOLLOW with O_DIRECTORY refuses a link with ENOTDIR, or ELOOP.
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ELOOP | libc::ENOTDIR)) => {
+            let link = fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink());
+            return Err(refuse(if link { "is a symbolic link" } else { "is not a directory" }));
+        }
+        Err(e) => return Err(io_error(dir, &e)),
+    };
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let meta = file.metadata().map_err(|e| io_error(dir, &e))?;
+    if meta.uid() != crate::procfs::euid() {
+        return Err(refuse("belongs to another user"));
+    }
+    file.set_permissions(fs::Permissions::from_mode(0o700)).map_err(|e| io_error(dir, &e))
+}
+
 /// A state file larger than this is not ours.
 const MAX_STATE_BYTES: u64 = 16 << 20;
 
@@ -46,16 +81,22 @@ pub(crate) struct Loaded {
 impl Store {
     /// Opens (creating if needed) the state root and its directories. When the root sits inside a
     /// repository, a `.gitignore` of `*` keeps git from ever seeing it.
+    /// A root in a repository is in a directory that sandboxed panes may write, so none of it is
+    /// followed through a link: a `.state` a pane made a link to a directory elsewhere is refused,
+    /// named, and nothing there is touched.
     pub(crate) fn open(root: &Path) -> Result<Store> {
         let store = Store { root: root.to_path_buf() };
-        private_dir(root, Existing::Repair)?;
+        if let Some(parent) = root.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| io_error(parent, &e))?;
+        }
+        own_dir(root)?;
         let ignore = root.join(".gitignore");
-        if !ignore.exists() {
+        if std::fs::symlink_metadata(&ignore).is_err() {
             write_atomic(&ignore, b"# fugue's pipeline state; never committed\n*\n")
                 .map_err(|e| io_error(&ignore, &e))?;
         }
         for dir in [store.pipelines_dir(), store.root.join("runs"), store.root.join("worktrees")] {
-            private_dir(&dir, Existing::Repair)?;
+            own_dir(&dir)?;
         }
         Ok(store)
     }
