@@ -180,9 +180,10 @@ fn confine(cmd: &mut CommandBuilder, spec: &Spec) -> Result<Arc<Policy>> {
     if policy.mode == Mode::Off {
         return Ok(policy);
     }
-    let policy = match &spec.roots {
-        Some(roots) => Arc::new(sandbox::for_roots(&policy, roots)),
-        None => policy,
+    let policy = match (&spec.roots, &spec.sandbox) {
+        (Some(roots), _) => Arc::new(sandbox::for_roots(&policy, roots)),
+        (None, Some(_)) => Arc::new(sandbox::with_git_now(&policy)),
+        (None, None) => policy,
     };
     sandbox::check_available()?;
     let mut keep = spec.keep.clone();

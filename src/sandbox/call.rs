@@ -35,16 +35,24 @@ pub(crate) fn for_call(asked: &Asked, dir: &Path) -> Result<Policy> {
         // An unsandboxed server's network is on, but a sandbox's is off unless said otherwise.
         None => server.mode != Mode::Off && server.network,
     };
-    let git = if server.writable_git {
-        Vec::new()
-    } else if server.mode != Mode::Off && writable == server.writable {
-        server.git.clone()
-    } else {
-        git_dirs(&writable)
-    };
     let mut hidden = server.hidden.clone();
     hidden.extend(state_dirs(&writable).filter(|d| !server.hidden.contains(d)));
-    Ok(Policy { mode, writable, network, git, hidden, ..Policy::clone(server) })
+    // The `.git` to keep read-only is found when a pane starts (`with_git_now`): a call that
+    // runs in a shell already started under the same policy pays nothing for it.
+    Ok(Policy { mode, writable, network, git: Vec::new(), hidden, ..Policy::clone(server) })
+}
+
+/// A call's policy with the `.git` of its roots found now, as its pane starts.
+pub(crate) fn with_git_now(policy: &Policy) -> Policy {
+    let server = server();
+    let git = if policy.writable_git {
+        Vec::new()
+    } else if server.mode != Mode::Off && policy.writable == server.writable {
+        server.git.clone()
+    } else {
+        git_dirs(&policy.writable)
+    };
+    Policy { git, ..policy.clone() }
 }
 
 /// The roots a call's pane writes: those it named, each within the server's roots (any, when the

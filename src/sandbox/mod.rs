@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
-pub(crate) use call::{Asked, for_call, for_roots, state_dirs};
+pub(crate) use call::{Asked, for_call, for_roots, state_dirs, with_git_now};
 pub(crate) use policy::{Flags, Mode, Policy, flags_of, report};
 
 static SERVER: OnceLock<Arc<Policy>> = OnceLock::new();
