@@ -4,8 +4,7 @@
 //! policy would give it — `.git` found for its roots at that moment, fugue's directories covered,
 //! the network off unless the server's is on — so a call's sandbox is never half of one.
 
-use super::policy::{Mode, Policy, git_dirs, report};
-use super::server;
+use super::policy::{Mode, Policy, git_dirs, report, server};
 use crate::error::{Error, Result};
 use std::path::{Path, PathBuf};
 

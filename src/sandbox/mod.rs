@@ -1,5 +1,6 @@
-//! Sandboxed panes: the person's policy, set when fugue starts, and what each pane's launcher is
-//! told to do with it.
+//! Sandboxed panes: the person's policy, set when fugue starts; a pane's own whole policy within
+//! it, from a call's `sandbox` or an agent stage's worktree (`call`); and what each pane's launcher
+//! is told to do with the pane's policy.
 //!
 //! fugue itself never runs sandboxed. Each pane's process is started through a launcher — fugue's
 //! own binary as `fugue __sandbox-exec PLAN -- PROGRAM ARGS` (see `launch`) — which, between the
@@ -19,28 +20,14 @@ pub(crate) mod seccomp;
 
 use crate::error::{Error, ErrorKind, Result};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
 
 pub(crate) use call::{Asked, for_call, for_roots, state_dirs, with_git_now};
-pub(crate) use policy::{Flags, Mode, Policy, flags_of, report};
-
-static SERVER: OnceLock<Arc<Policy>> = OnceLock::new();
+pub(crate) use policy::{Flags, Mode, Policy, flags_of, install, report, server};
 
 /// Whether a pane was ever sandboxed here (a call's sandbox, on a server without one).
 static SANDBOXED: AtomicBool = AtomicBool::new(false);
-
-/// Sets the server's policy, once, before any pane starts: with `off`, fugue's directories (for a
-/// call's own sandbox to cover) and nothing else.
-pub(crate) fn install(policy: Policy) {
-    let _ = SERVER.set(Arc::new(policy));
-}
-
-/// The server's policy (`off` unless one was installed).
-pub(crate) fn server() -> &'static Arc<Policy> {
-    static OFF: OnceLock<Arc<Policy>> = OnceLock::new();
-    SERVER.get().unwrap_or_else(|| OFF.get_or_init(Arc::default))
-}
 
 /// What a pane's status and a call's answer say of its sandbox: mode, writable roots, network,
 /// `.git`; `None` when off.

@@ -1,10 +1,25 @@
-//! The sandbox's policy: its modes, what the person set, and the policy in one line; the flags of
-//! `fugue serve` (`--sandbox`, `--writable`, `--network`, `--writable-git`, `--pass-env`, and
-//! `FUGUE_SANDBOX`), parsed and resolved against the directory into a `Policy`, and written back
-//! out for a shared server; with the `.git` directories under the writable roots that the policy
-//! keeps read-only.
+//! The sandbox's policy: its modes, what the person set (the server's, installed once), and the
+//! policy in one line; the flags of `fugue serve` (`--sandbox`, `--writable`, `--network`,
+//! `--writable-git`, `--pass-env`, and `FUGUE_SANDBOX`), parsed and resolved against the directory
+//! into a `Policy`, and written back out for a shared server; with the `.git` directories under the
+//! writable roots that the policy keeps read-only.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+static SERVER: OnceLock<Arc<Policy>> = OnceLock::new();
+
+/// Sets the server's policy, once, before any pane starts: with `off`, fugue's directories (for a
+/// call's own sandbox to cover) and nothing else.
+pub(crate) fn install(policy: Policy) {
+    let _ = SERVER.set(Arc::new(policy));
+}
+
+/// The server's policy (`off` unless one was installed).
+pub(crate) fn server() -> &'static Arc<Policy> {
+    static OFF: OnceLock<Arc<Policy>> = OnceLock::new();
+    SERVER.get().unwrap_or_else(|| OFF.get_or_init(Arc::default))
+}
 
 /// How much a pane may write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
