@@ -268,7 +268,8 @@ fn give_to_nobody_if(who: &str, path: &Path) {
 
 /// Item 5: a `.state` that a pane made a link to a directory outside is refused, named, by the
 /// next `fugue_agent_pipeline_create`, and nothing in that directory changes (fugue chmodded it
-/// 0700 and filled it). As root and as nobody.
+/// 0700 and filled it); so is a link put in place of a `.state` fugue had opened. As root and as
+/// nobody.
 #[test]
 fn a_state_link_is_refused_and_nothing_outside_changes() {
     let dir = outside("state-link");
@@ -303,6 +304,18 @@ fn state_case(f: &mut Fugue, dir: &Dir, victim: &Dir, who: &str) {
     );
     let message = err["message"].as_str().unwrap_or_default();
     assert!(message.contains(".state is a symbolic link"), "{who}: names the link: {err}");
+    // After fugue opened a real `.state`, a link the pane puts in its place is caught too.
+    assert_eq!(run(f, "rm .state")["exit_code"], 0, "{who}");
+    let repo = path_str(&dir.join("repo")).to_string();
+    let args = json!({"repo": repo, "task": "t", "implementer": implementer});
+    let id = crate::agent::create(f, args.clone());
+    crate::agent::settle(f, &id);
+    let swap =
+        format!("mv .state .state-old && ln -s {} .state && echo swapped", victim.path_str());
+    assert_eq!(run(f, &swap)["output"], "swapped", "{who}");
+    let err = f.call_err("fugue_agent_pipeline_create", args);
+    let message = err["message"].as_str().unwrap_or_default();
+    assert!(message.contains("no longer the directory fugue opened"), "{who}: {err}");
     let mode = std::fs::metadata(&victim.path).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o755, "{who}: fugue changed the mode of a directory outside");
     let entries: Vec<Value> = std::fs::read_dir(&victim.path)

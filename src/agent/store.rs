@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// Makes `dir` (0700) if it is not there, and checks that it is a directory of this user's, not a
 /// link; made private through a descriptor opened without following links, so that a link put
 /// in its place in between changes the mode of nothing else.
-fn own_dir(dir: &Path) -> Result<()> {
+fn own_dir(dir: &Path) -> Result<(u64, u64)> {
     private_dir(dir, Existing::Keep)?;
     let refuse = |why: &str| {
         Error::new(
@@ -50,7 +50,8 @@ fn own_dir(dir: &Path) -> Result<()> {
     if meta.uid() != crate::procfs::euid() {
         return Err(refuse("belongs to another user"));
     }
-    file.set_permissions(fs::Permissions::from_mode(0o700)).map_err(|e| io_error(dir, &e))
+    file.set_permissions(fs::Permissions::from_mode(0o700)).map_err(|e| io_error(dir, &e))?;
+    Ok((meta.dev(), meta.ino()))
 }
 
 /// A state file larger than this is not ours.
@@ -60,6 +61,9 @@ const MAX_STATE_BYTES: u64 = 16 << 20;
 #[derive(Debug)]
 pub(crate) struct Store {
     root: PathBuf,
+    /// The root and its directories as fugue opened them (device, inode): a pane that renames
+    /// `.state` away and puts a link in its place later is caught before each write.
+    opened: Vec<(PathBuf, (u64, u64))>,
 }
 
 /// A state file that could not be used, and what became of it.
@@ -85,20 +89,40 @@ impl Store {
     /// followed through a link: a `.state` a pane made a link to a directory elsewhere is refused,
     /// named, and nothing there is touched.
     pub(crate) fn open(root: &Path) -> Result<Store> {
-        let store = Store { root: root.to_path_buf() };
         if let Some(parent) = root.parent() {
             std::fs::create_dir_all(parent).map_err(|e| io_error(parent, &e))?;
         }
-        own_dir(root)?;
+        let mut opened = vec![(root.to_path_buf(), own_dir(root)?)];
         let ignore = root.join(".gitignore");
         if std::fs::symlink_metadata(&ignore).is_err() {
             write_atomic(&ignore, b"# fugue's pipeline state; never committed\n*\n")
                 .map_err(|e| io_error(&ignore, &e))?;
         }
-        for dir in [store.pipelines_dir(), store.root.join("runs"), store.root.join("worktrees")] {
-            own_dir(&dir)?;
+        for dir in ["pipelines", "runs", "worktrees"].map(|d| root.join(d)) {
+            let id = own_dir(&dir)?;
+            opened.push((dir, id));
         }
-        Ok(store)
+        Ok(Store { root: root.to_path_buf(), opened })
+    }
+
+    /// Checks that the root and its directories are still the ones fugue opened, not links or
+    /// other directories put in their place.
+    fn unchanged(&self) -> Result<()> {
+        use std::os::unix::fs::MetadataExt;
+        for (dir, id) in &self.opened {
+            let now = fs::symlink_metadata(dir).ok().filter(|m| m.is_dir());
+            if now.map(|m| (m.dev(), m.ino())) != Some(*id) {
+                return Err(Error::new(
+                    ErrorKind::InvalidState,
+                    format!(
+                        "{} is no longer the directory fugue opened (a link or another directory \
+                         took its place); fugue keeps its state only in a directory of its own",
+                        dir.display()
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     fn pipelines_dir(&self) -> PathBuf {
@@ -109,12 +133,14 @@ impl Store {
         self.pipelines_dir().join(format!("{id}.json"))
     }
 
-    pub(crate) fn worktree_path(&self, id: &str) -> PathBuf {
-        self.root.join("worktrees").join(id)
+    pub(crate) fn worktree_path(&self, id: &str) -> Result<PathBuf> {
+        self.unchanged()?;
+        Ok(self.root.join("worktrees").join(id))
     }
 
     /// The private directory for one attempt's files, emptied so nothing of an earlier run is read.
     pub(crate) fn run_dir(&self, id: &str, name: &str) -> Result<PathBuf> {
+        self.unchanged()?;
         let pipeline = self.root.join("runs").join(id);
         private_dir(&pipeline, Existing::Repair)?;
         let dir = pipeline.join(name);
@@ -138,6 +164,7 @@ impl Store {
         let text = serde_json::to_vec_pretty(pipeline)
             .map_err(|e| Error::internal(format!("cannot encode the pipeline state: {e}")))?;
         let path = self.state_file(&pipeline.id);
+        self.unchanged()?;
         write_atomic(&path, &text).map_err(|e| io_error(&path, &e))
     }
 
@@ -209,6 +236,7 @@ impl Store {
     /// Takes the pipeline's lock; `None` when another process holds it.
     pub(crate) fn lock(&self, id: &str) -> Result<Option<FileLock>> {
         check_id(id)?;
+        self.unchanged()?;
         FileLock::try_take(&self.pipelines_dir().join(format!("{id}.lock")))
     }
 }
