@@ -174,29 +174,26 @@ fn serve_command(words: &[&str]) -> ExitCode {
 }
 
 /// Sets the sandbox policy before anything starts; with a sandbox, fugue's temporary directories
-/// go into one private directory that the panes cannot see.
+/// go into one private directory that the panes cannot see. Without one, fugue's directories are
+/// known all the same, for a call that asks for a sandbox of its own to cover them.
 fn install_sandbox(flags: sandbox::Flags) -> Result<(), String> {
     let policy = flags.policy(&own_cwd(), Vec::new())?;
-    if policy.mode == sandbox::Mode::Off {
-        return Ok(());
-    }
     let mut hidden = vec![control::dir::path()];
-    match &config::config().state_dir {
-        Some(dir) => hidden.push(dir.clone()),
-        // Agent pipelines keep their state in the repository: a root's own is hidden too (a
-        // stage's run directory is bound back for it).
-        None => {
-            for root in &policy.writable {
-                hidden.extend(["pipelines", "runs"].map(|d| root.join(".state").join(d)));
-            }
-        }
+    if let Some(dir) = &config::config().state_dir {
+        hidden.push(dir.clone());
     }
+    hidden.extend(sandbox::state_dirs(&policy.writable));
     if let Ok(log) = server::log_path("default")
         && let Some(dir) = log.parent().and_then(std::path::Path::parent)
     {
         hidden.push(dir.to_path_buf());
     }
-    let private = tempdir::private_base().map_err(|e| e.to_string())?;
+    let private = if policy.mode == sandbox::Mode::Off {
+        tempdir::private_path(false)
+    } else {
+        tempdir::private_base()
+    };
+    let private = private.map_err(|e| e.to_string())?;
     hidden.push(private.clone());
     sandbox::install(sandbox::Policy { hidden, private, ..policy });
     Ok(())

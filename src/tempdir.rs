@@ -96,19 +96,32 @@ fn own_start() -> &'static str {
 /// cannot see, rather than the shared temporary directory they can write. Set when fugue starts.
 static PRIVATE_BASE: OnceLock<PathBuf> = OnceLock::new();
 
+/// `$TMPDIR/fugue-private-UID`, where a sandboxed fugue keeps its temporary directories; made
+/// by `private_base`, or `made` here when `true` (for an unsandboxed fugue's per-call sandbox,
+/// which uses it without moving fugue's own directories into it).
+pub(crate) fn private_path(made: bool) -> Result<PathBuf> {
+    let uid = crate::procfs::euid();
+    let dir = temp_base()?.join(format!("fugue-private-{uid}"));
+    if made {
+        private_dir(&dir, Existing::Keep)?;
+        let meta = std::fs::symlink_metadata(&dir)?;
+        if !meta.is_dir() || meta.uid() != uid || meta.mode() & 0o077 != 0 {
+            return Err(Error::new(
+                ErrorKind::InvalidState,
+                format!(
+                    "{} is not a private directory of yours; refusing to use it",
+                    dir.display()
+                ),
+            ));
+        }
+    }
+    Ok(dir)
+}
+
 /// Makes (0700) and from now on uses `$TMPDIR/fugue-private-UID` for fugue's temporary
 /// directories; returns it.
 pub(crate) fn private_base() -> Result<PathBuf> {
-    let uid = crate::procfs::euid();
-    let dir = temp_base()?.join(format!("fugue-private-{uid}"));
-    private_dir(&dir, Existing::Keep)?;
-    let meta = std::fs::symlink_metadata(&dir)?;
-    if !meta.is_dir() || meta.uid() != uid || meta.mode() & 0o077 != 0 {
-        return Err(Error::new(
-            ErrorKind::InvalidState,
-            format!("{} is not a private directory of yours; refusing to use it", dir.display()),
-        ));
-    }
+    let dir = private_path(true)?;
     Ok(PRIVATE_BASE.get_or_init(|| dir).clone())
 }
 

@@ -37,6 +37,8 @@ mod hygiene;
 mod sandbox;
 // The well-known ways out of a sandboxed pane, each expected to fail.
 mod escape;
+// Escapes through a call's own sandbox and through fugue's own work on a sandboxed tree.
+mod escape_calls;
 // Security: no network, private files, arguments are data, env names validated.
 mod security;
 // The soak (ignored; `make soak`): thousands of mixed calls, resources flat from start to end.

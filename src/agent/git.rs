@@ -9,6 +9,12 @@
 //! OLD`), or by `merge --ff-only` in the clean worktree where the base is checked out — all under
 //! a per-repository lock, so two pipelines never merge at once. A conflict changes nothing and
 //! names the files. The pipeline's worktree is removed only after its branch is in the base.
+//!
+//! The worktree is written by a stage that may be hostile (sandboxed, but fugue's own git is not):
+//! every command runs with the configuration that runs programs turned off (`NO_PROGRAMS`), and in
+//! the pipeline's worktree git is told its git directory outright, after fugue has checked that the
+//! worktree's `.git` file still names the one fugue made — a `.git` rewritten to point at a
+//! directory of the stage's own, whose config says `core.fsmonitor = CMD`, would have git run CMD.
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::files::FileLock;
@@ -22,9 +28,34 @@ struct Run {
     stderr: String,
 }
 
+/// Configuration that makes git run a program, a pager or an editor, each turned off: whatever a
+/// repository's, the user's or a stage's configuration says. (A stage cannot write a repository's
+/// config, read-only in its sandbox; fugue's own git turns these off all the same.)
+const NO_PROGRAMS: [&str; 18] = [
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.sshCommand=false",
+    "-c",
+    "core.pager=cat",
+    "-c",
+    "core.editor=true",
+    "-c",
+    "sequence.editor=true",
+    "-c",
+    "commit.gpgSign=false",
+    "-c",
+    "diff.external=",
+    "-c",
+    "credential.helper=",
+];
+
 fn run(dir: &Path, args: &[&str]) -> Result<Run> {
     let mut cmd = Command::new("git");
-    cmd.arg("-C")
+    cmd.args(NO_PROGRAMS)
+        .arg("-C")
         .arg(dir)
         .args(args)
         .env("GIT_TERMINAL_PROMPT", "0")
@@ -53,6 +84,10 @@ fn git(dir: &Path, args: &[&str]) -> Result<String> {
     } else {
         Err(Error::new(ErrorKind::Git, format!("git {} failed: {}", args.join(" "), r.stderr)))
     }
+}
+
+fn git_strings(dir: &Path, args: &[String]) -> Result<String> {
+    git(dir, &args.iter().map(String::as_str).collect::<Vec<&str>>())
 }
 
 /// The repository's main working tree (the directory holding `.git`), from any path inside it or
@@ -154,23 +189,70 @@ fn identity(dir: &Path) -> Result<Vec<&'static str>> {
     })
 }
 
-/// Commits whatever the agent left uncommitted in the worktree. Returns whether it committed.
-pub(crate) fn commit_all(worktree: &Path, message: &str) -> Result<bool> {
-    git(worktree, &["add", "--all"])?;
-    if run(worktree, &["diff", "--cached", "--quiet"])?.ok {
+/// Commits whatever the agent left uncommitted in `repo`'s pipeline worktree `worktree`. Returns
+/// whether it committed.
+pub(crate) fn commit_all(repo: &Path, worktree: &Path, message: &str) -> Result<bool> {
+    let at = checked_worktree(repo, worktree)?;
+    let with = |args: &[&'static str]| -> Vec<String> {
+        at.iter().cloned().chain(args.iter().map(|a| (*a).to_string())).collect()
+    };
+    git_strings(worktree, &with(&["add", "--all"]))?;
+    let diff = with(&["diff", "--cached", "--quiet", "--no-ext-diff", "--no-textconv"]);
+    let diff: Vec<&str> = diff.iter().map(String::as_str).collect();
+    if run(worktree, &diff)?.ok {
         return Ok(false);
     }
-    let mut args = identity(worktree)?;
-    args.extend(["commit", "--quiet", "--no-verify", "-m", message]);
-    git(worktree, &args)?;
+    let mut args: Vec<String> = identity(repo)?.into_iter().map(String::from).collect();
+    args.extend(with(&["commit", "--quiet", "--no-verify", "-m"]));
+    args.push(message.to_string());
+    git_strings(worktree, &args)?;
     Ok(true)
 }
 
-/// Commits on the worktree's HEAD that `base` lacks.
-pub(crate) fn commits_ahead(worktree: &Path, base: &str) -> Result<u64> {
+/// Commits on the HEAD of `repo`'s pipeline worktree `worktree` that `base` lacks.
+pub(crate) fn commits_ahead(repo: &Path, worktree: &Path, base: &str) -> Result<u64> {
     let range = format!("{base}..HEAD");
-    let count = git(worktree, &["rev-list", "--count", &range])?;
+    let mut args = checked_worktree(repo, worktree)?;
+    args.extend(["rev-list", "--count", &range].map(String::from));
+    let count = git_strings(worktree, &args)?;
     count.parse().map_err(|_| Error::new(ErrorKind::Git, format!("rev-list said {count:?}")))
+}
+
+/// The arguments that point git at `repo`'s pipeline worktree `worktree` and its own git
+/// directory, once checked that the worktree's `.git` is the one fugue made: a plain file (not a
+/// link) naming a directory in the repository's `worktrees/` whose `gitdir` names this worktree's
+/// `.git` back. Anything else is refused, naming the `.git`.
+fn checked_worktree(repo: &Path, worktree: &Path) -> Result<Vec<String>> {
+    let dot_git = worktree.join(".git");
+    let refuse = |why: &str| {
+        Error::new(
+            ErrorKind::Git,
+            format!(
+                "{} is not the .git fugue made for the pipeline's worktree ({why}); fugue runs no \
+                 git command there",
+                dot_git.display()
+            ),
+        )
+    };
+    let meta = std::fs::symlink_metadata(&dot_git).map_err(|e| refuse(&e.to_string()))?;
+    if !meta.is_file() || meta.len() > 4096 {
+        return Err(refuse("not a small plain file"));
+    }
+    let text = std::fs::read_to_string(&dot_git).map_err(|e| refuse(&e.to_string()))?;
+    let named = text.strip_prefix("gitdir:").map(str::trim).ok_or_else(|| refuse("no gitdir"))?;
+    let gitdir = worktree.join(named).canonicalize().map_err(|e| refuse(&e.to_string()))?;
+    let common = git(repo, &["rev-parse", "--path-format=absolute", "--git-common-dir"])?;
+    let worktrees = Path::new(&common).join("worktrees").canonicalize()?;
+    if gitdir.parent() != Some(worktrees.as_path()) {
+        return Err(refuse(&format!("it names {}", gitdir.display())));
+    }
+    let back = std::fs::read_to_string(gitdir.join("gitdir")).unwrap_or_default();
+    let ours = worktree.canonicalize()?.join(".git");
+    if Path::new(back.trim()).canonicalize().ok() != Some(ours) {
+        return Err(refuse(&format!("{} names another worktree", gitdir.display())));
+    }
+    let (gitdir, worktree) = (path_arg(&gitdir)?, path_arg(worktree)?);
+    Ok(vec![format!("--git-dir={gitdir}"), format!("--work-tree={worktree}")])
 }
 
 /// How a merge ended.

@@ -315,7 +315,7 @@ impl Manager {
         let base_commit = git::branch_commit(repo, &base_branch)?;
         let id = new_id();
         let branch = format!("fugue/{}", short_id(&id));
-        let worktree = store.worktree_path(&id);
+        let worktree = store.worktree_path(&id)?;
         let lock = store.lock(&id)?.ok_or_else(|| Error::internal("a new pipeline id is taken"))?;
         if let Err(e) = git::add_worktree(repo, &worktree, &branch, &base_commit) {
             store.discard_lock(&id, lock);

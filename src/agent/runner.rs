@@ -412,8 +412,9 @@ impl Runner {
     /// After the implementer exits 0: commit what it left, and insist the branch has work on it.
     fn check_work(&mut self, attempt: u32) -> StageOutcome {
         let worktree = PathBuf::from(&self.pipeline.job.worktree);
+        let repo = PathBuf::from(&self.pipeline.job.repo);
         let message = format!("fugue pipeline {}: implementer attempt {attempt}", self.id8());
-        match git::commit_all(&worktree, &message) {
+        match git::commit_all(&repo, &worktree, &message) {
             Ok(true) => self.note(
                 "committed",
                 Some(StageType::Implementer),
@@ -422,7 +423,7 @@ impl Runner {
             Ok(false) => {}
             Err(e) => return StageOutcome::Failed(e.message().to_string()),
         }
-        match git::commits_ahead(&worktree, &self.pipeline.job.base_commit) {
+        match git::commits_ahead(&repo, &worktree, &self.pipeline.job.base_commit) {
             Ok(0) => StageOutcome::Failed(
                 "the implementer exited 0 but the branch has no commits ahead of the base: \
                  nothing changed"

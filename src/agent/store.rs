@@ -18,6 +18,42 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// Makes `dir` (0700) if it is not there, and checks that it is a directory of this user's, not a
+/// link; made private through a descriptor opened without following links, so that a link put
+/// in its place in between changes the mode of nothing else.
+fn own_dir(dir: &Path) -> Result<(u64, u64)> {
+    private_dir(dir, Existing::Keep)?;
+    let refuse = |why: &str| {
+        Error::new(
+            ErrorKind::InvalidState,
+            format!(
+                "{} {why}; fugue keeps its state only in a directory of its own",
+                dir.display()
+            ),
+        )
+    };
+    let opened = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(dir);
+    let file = match opened {
+        Ok(file) => file,
+        // O_NOFOLLOW with O_DIRECTORY refuses a link with ENOTDIR, or ELOOP.
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ELOOP | libc::ENOTDIR)) => {
+            let link = fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink());
+            return Err(refuse(if link { "is a symbolic link" } else { "is not a directory" }));
+        }
+        Err(e) => return Err(io_error(dir, &e)),
+    };
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let meta = file.metadata().map_err(|e| io_error(dir, &e))?;
+    if meta.uid() != crate::procfs::euid() {
+        return Err(refuse("belongs to another user"));
+    }
+    file.set_permissions(fs::Permissions::from_mode(0o700)).map_err(|e| io_error(dir, &e))?;
+    Ok((meta.dev(), meta.ino()))
+}
+
 /// A state file larger than this is not ours.
 const MAX_STATE_BYTES: u64 = 16 << 20;
 
@@ -25,6 +61,9 @@ const MAX_STATE_BYTES: u64 = 16 << 20;
 #[derive(Debug)]
 pub(crate) struct Store {
     root: PathBuf,
+    /// The root and its directories as fugue opened them (device, inode): a pane that renames
+    /// `.state` away and puts a link in its place later is caught before each write.
+    opened: Vec<(PathBuf, (u64, u64))>,
 }
 
 /// A state file that could not be used, and what became of it.
@@ -46,18 +85,44 @@ pub(crate) struct Loaded {
 impl Store {
     /// Opens (creating if needed) the state root and its directories. When the root sits inside a
     /// repository, a `.gitignore` of `*` keeps git from ever seeing it.
+    /// A root in a repository is in a directory that sandboxed panes may write, so none of it is
+    /// followed through a link: a `.state` a pane made a link to a directory elsewhere is refused,
+    /// named, and nothing there is touched.
     pub(crate) fn open(root: &Path) -> Result<Store> {
-        let store = Store { root: root.to_path_buf() };
-        private_dir(root, Existing::Repair)?;
+        if let Some(parent) = root.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| io_error(parent, &e))?;
+        }
+        let mut opened = vec![(root.to_path_buf(), own_dir(root)?)];
         let ignore = root.join(".gitignore");
-        if !ignore.exists() {
+        if std::fs::symlink_metadata(&ignore).is_err() {
             write_atomic(&ignore, b"# fugue's pipeline state; never committed\n*\n")
                 .map_err(|e| io_error(&ignore, &e))?;
         }
-        for dir in [store.pipelines_dir(), store.root.join("runs"), store.root.join("worktrees")] {
-            private_dir(&dir, Existing::Repair)?;
+        for dir in ["pipelines", "runs", "worktrees"].map(|d| root.join(d)) {
+            let id = own_dir(&dir)?;
+            opened.push((dir, id));
         }
-        Ok(store)
+        Ok(Store { root: root.to_path_buf(), opened })
+    }
+
+    /// Checks that the root and its directories are still the ones fugue opened, not links or
+    /// other directories put in their place.
+    fn unchanged(&self) -> Result<()> {
+        use std::os::unix::fs::MetadataExt;
+        for (dir, id) in &self.opened {
+            let now = fs::symlink_metadata(dir).ok().filter(|m| m.is_dir());
+            if now.map(|m| (m.dev(), m.ino())) != Some(*id) {
+                return Err(Error::new(
+                    ErrorKind::InvalidState,
+                    format!(
+                        "{} is no longer the directory fugue opened (a link or another directory \
+                         took its place); fugue keeps its state only in a directory of its own",
+                        dir.display()
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     fn pipelines_dir(&self) -> PathBuf {
@@ -68,12 +133,14 @@ impl Store {
         self.pipelines_dir().join(format!("{id}.json"))
     }
 
-    pub(crate) fn worktree_path(&self, id: &str) -> PathBuf {
-        self.root.join("worktrees").join(id)
+    pub(crate) fn worktree_path(&self, id: &str) -> Result<PathBuf> {
+        self.unchanged()?;
+        Ok(self.root.join("worktrees").join(id))
     }
 
     /// The private directory for one attempt's files, emptied so nothing of an earlier run is read.
     pub(crate) fn run_dir(&self, id: &str, name: &str) -> Result<PathBuf> {
+        self.unchanged()?;
         let pipeline = self.root.join("runs").join(id);
         private_dir(&pipeline, Existing::Repair)?;
         let dir = pipeline.join(name);
@@ -97,6 +164,7 @@ impl Store {
         let text = serde_json::to_vec_pretty(pipeline)
             .map_err(|e| Error::internal(format!("cannot encode the pipeline state: {e}")))?;
         let path = self.state_file(&pipeline.id);
+        self.unchanged()?;
         write_atomic(&path, &text).map_err(|e| io_error(&path, &e))
     }
 
@@ -168,6 +236,7 @@ impl Store {
     /// Takes the pipeline's lock; `None` when another process holds it.
     pub(crate) fn lock(&self, id: &str) -> Result<Option<FileLock>> {
         check_id(id)?;
+        self.unchanged()?;
         FileLock::try_take(&self.pipelines_dir().join(format!("{id}.lock")))
     }
 }

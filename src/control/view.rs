@@ -311,7 +311,8 @@ fn pane_view(pane: &Pane, rect: Rect, view: Size) -> PaneView {
         cursor: Cursor { row, col, visible },
         application_cursor: styled.application_cursor,
         lines: if rows == 0 || cols == 0 { Vec::new() } else { styled.rows },
-        sandbox: (pane.sandbox != crate::sandbox::Mode::Off).then(|| pane.sandbox.name().into()),
+        sandbox: (pane.sandbox.mode != crate::sandbox::Mode::Off)
+            .then(|| pane.sandbox.mode.name().into()),
     }
 }
 

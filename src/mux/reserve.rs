@@ -25,8 +25,8 @@ pub(crate) struct PaneArgs {
     pub(crate) env: Vec<(String, String)>,
     /// An interactive shell gets fugue's shell integration (on unless `integration: false`).
     pub(crate) integration: bool,
-    /// A sandbox stricter than the server's (`None`: the server's).
-    pub(crate) sandbox: Option<crate::sandbox::Mode>,
+    /// The call's own whole sandbox policy, stricter than the server's (`None`: the server's).
+    pub(crate) sandbox: Option<Arc<crate::sandbox::Policy>>,
     /// In a sandbox, the only writable roots, in place of the server's (an agent stage's
     /// worktree).
     pub(crate) roots: Option<Vec<PathBuf>>,
@@ -168,7 +168,7 @@ impl Inner {
             scrollback: self.limits.scrollback,
             quiet: self.limits.quiet,
             above: None,
-            sandbox: args.sandbox,
+            sandbox: args.sandbox.clone(),
             roots: args.roots.clone(),
             keep: Vec::new(),
         };

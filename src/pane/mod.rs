@@ -67,10 +67,8 @@ pub(crate) struct Pane {
     pub(crate) command: Option<String>,
     pub(crate) cwd: PathBuf,
     pub(crate) pid: u32,
-    /// The sandbox its processes run in (`Off`: none).
-    pub(crate) sandbox: Mode,
-    /// Its own writable roots in the sandbox, in place of the server's.
-    pub(crate) roots: Option<Vec<PathBuf>>,
+    /// The whole sandbox policy its processes run under (mode `Off`: none).
+    pub(crate) sandbox: Arc<sandbox::Policy>,
     pub(crate) created_at: SystemTime,
     pub(crate) started: Instant,
     /// How long its program must have printed nothing before a wait for the terminal counts as
@@ -105,7 +103,6 @@ impl Pane {
             cwd: started.cwd,
             pid: started.pid,
             sandbox: started.sandbox,
-            roots: spec.roots,
             created_at: SystemTime::now(),
             started: Instant::now(),
             quiet: spec.quiet,
@@ -323,7 +320,7 @@ pub(crate) fn close_panes(panes: &[&Pane]) -> Vec<Option<Exit>> {
 /// every process that carries a pane's mark (see `sandbox::tag`).
 fn end_escapees(panes: &[&Pane]) {
     let tags: Vec<String> =
-        panes.iter().filter(|p| p.sandbox != Mode::Off).map(|p| sandbox::tag(&p.id)).collect();
+        panes.iter().filter(|p| p.sandbox.mode != Mode::Off).map(|p| sandbox::tag(&p.id)).collect();
     tags.iter().for_each(|tag| sandbox::forget(tag));
     // A process forking as it is killed leaves a child; a few rounds end a fork loop too.
     for _ in 0..10 {

@@ -10,7 +10,7 @@ use super::output::Output;
 use super::{fd, process};
 use crate::error::{Error, ErrorKind, Result};
 use crate::ids::short_id;
-use crate::sandbox::{self, Mode};
+use crate::sandbox::{self, Mode, Policy};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use portable_pty::{CommandBuilder, MasterPty, PtySize};
 use std::any::Any;
@@ -70,9 +70,9 @@ pub(crate) struct Spec {
     pub(crate) quiet: Duration,
     /// What stands above the pane (a live shell), if anything.
     pub(crate) above: Option<Arc<dyn Above>>,
-    /// A sandbox stricter than the server's, asked for by the call.
-    pub(crate) sandbox: Option<Mode>,
-    /// The only writable roots, in place of the server's.
+    /// The pane's whole sandbox policy, when the call asked for one stricter than the server's.
+    pub(crate) sandbox: Option<Arc<Policy>>,
+    /// The only writable roots, in place of the policy's (an agent stage's worktree).
     pub(crate) roots: Option<Vec<PathBuf>>,
     /// The pane's own private directories, reachable from inside its sandbox.
     pub(crate) keep: Vec<PathBuf>,
@@ -83,8 +83,8 @@ pub(crate) struct Started {
     /// Where it started, made absolute.
     pub(crate) cwd: PathBuf,
     pub(crate) pid: u32,
-    /// The sandbox it runs in (`Off`: none).
-    pub(crate) sandbox: Mode,
+    /// The whole sandbox policy it runs under (mode `Off`: none).
+    pub(crate) sandbox: Arc<Policy>,
     pub(crate) master: Box<dyn MasterPty + Send>,
     pub(crate) output: Arc<Output>,
     pub(crate) input: Arc<Input>,
@@ -173,19 +173,25 @@ fn command_builder(spec: &Spec, cwd: &std::path::Path) -> CommandBuilder {
 }
 
 /// Runs the pane's process through the sandbox launcher unless its policy is `off`, and withholds
-/// secret-looking variables that neither `--pass-env` nor the call named. Returns the policy.
-fn confine(cmd: &mut CommandBuilder, spec: &Spec) -> Result<Mode> {
-    let mode = sandbox::effective(spec.sandbox)?;
-    if mode == Mode::Off {
-        return Ok(mode);
+/// secret-looking variables that neither `--pass-env` nor the call named. Returns the policy: the
+/// call's own whole one or the server's, narrowed to the spec's roots when it has some.
+fn confine(cmd: &mut CommandBuilder, spec: &Spec) -> Result<Arc<Policy>> {
+    let policy = spec.sandbox.clone().unwrap_or_else(|| sandbox::server().clone());
+    if policy.mode == Mode::Off {
+        return Ok(policy);
     }
+    let policy = match (&spec.roots, &spec.sandbox) {
+        (Some(roots), _) => Arc::new(sandbox::for_roots(&policy, roots)),
+        (None, Some(_)) => Arc::new(sandbox::with_git_now(&policy)),
+        (None, None) => policy,
+    };
     sandbox::check_available()?;
     let mut keep = spec.keep.clone();
     keep.extend(spec.roots.iter().flatten().cloned());
-    let plan = sandbox::plan(mode, &keep, sandbox::tag(&spec.id), spec.roots.as_deref())?;
+    let plan = sandbox::plan(&policy, &keep, sandbox::tag(&spec.id))?;
     let argv = sandbox::launch::wrap(&plan, cmd.get_argv());
     *cmd.get_argv_mut() = argv;
-    let pass = &sandbox::server().pass_env;
+    let pass = &policy.pass_env;
     let withheld: Vec<String> = cmd
         .iter_full_env_as_str()
         .map(|(key, _)| key)
@@ -196,7 +202,7 @@ fn confine(cmd: &mut CommandBuilder, spec: &Spec) -> Result<Mode> {
     for key in withheld {
         cmd.env_remove(key);
     }
-    Ok(mode)
+    Ok(policy)
 }
 
 /// The reader: drain the PTY into the output, answer cursor-position queries, and drop `eof` at the

@@ -158,9 +158,14 @@ fn confine(plan: &Plan) -> Result<(), String> {
         let from = PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()));
         mount(Some(&from.to_string_lossy()), path, None, libc::MS_BIND | libc::MS_REC, None)?;
     }
-    for dir in plan.git.iter().filter(|d| d.is_dir()) {
+    // A worktree's `.git` is a file, bound read-only like a directory.
+    for dir in plan.git.iter().filter(|d| d.exists()) {
         bind_read_only(dir)?;
     }
+    // The working directory was entered before the mounts, so it still lies on the mount beneath
+    // them, where a relative `.git` is the writable one: entered again, through the mounts.
+    let cwd = std::env::current_dir().map_err(|e| format!("getcwd: {e}"))?;
+    std::env::set_current_dir(&cwd).map_err(|e| format!("chdir {}: {e}", cwd.display()))?;
     no_new_privs()?;
     let write: Vec<&Path> = plan.write.iter().map(PathBuf::as_path).collect();
     landlock::restrict(abi, &write)

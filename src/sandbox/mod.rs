@@ -1,5 +1,6 @@
-//! Sandboxed panes: the person's policy, set when fugue starts, and what each pane's launcher is
-//! told to do with it.
+//! Sandboxed panes: the person's policy, set when fugue starts; a pane's own whole policy within
+//! it, from a call's `sandbox` or an agent stage's worktree (`call`); and what each pane's launcher
+//! is told to do with the pane's policy.
 //!
 //! fugue itself never runs sandboxed. Each pane's process is started through a launcher — fugue's
 //! own binary as `fugue __sandbox-exec PLAN -- PROGRAM ARGS` (see `launch`) — which, between the
@@ -10,6 +11,7 @@
 //! launcher execs the program in the same process, so the pane's pid, session and terminal are
 //! what they are without a sandbox. Nothing here runs when the policy is `off`.
 
+mod call;
 pub(crate) mod landlock;
 pub(crate) mod launch;
 pub(crate) mod net;
@@ -19,37 +21,30 @@ pub(crate) mod seccomp;
 use crate::error::{Error, ErrorKind, Result};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use policy::git_dirs;
-pub(crate) use policy::{Flags, Mode, Policy, flags_of, report};
+pub(crate) use call::{Asked, for_call, for_roots, state_dirs, with_git_now};
+pub(crate) use policy::{Flags, Mode, Policy, flags_of, install, report, server};
 
-static SERVER: OnceLock<Policy> = OnceLock::new();
+/// Whether a pane was ever sandboxed here (a call's sandbox, on a server without one).
+static SANDBOXED: AtomicBool = AtomicBool::new(false);
 
-/// Sets the server's policy, once, before any pane starts.
-pub(crate) fn install(policy: Policy) {
-    let _ = SERVER.set(policy);
-}
-
-/// The server's policy (`off` unless one was installed).
-pub(crate) fn server() -> &'static Policy {
-    static OFF: OnceLock<Policy> = OnceLock::new();
-    SERVER.get().unwrap_or_else(|| OFF.get_or_init(Policy::default))
-}
-
-/// What a pane's status says of its sandbox: mode, writable roots (`roots`, the pane's own, or
-/// the server's), network; `None` when off.
-pub(crate) fn view(mode: Mode, roots: Option<&[PathBuf]>) -> Option<serde_json::Value> {
-    let policy = server();
-    let writable = match mode {
-        Mode::WorkspaceWrite => roots.unwrap_or(&policy.writable),
-        _ => &[],
-    };
-    (mode != Mode::Off).then(|| {
-        serde_json::json!({
-            "mode": mode.name(),
+/// What a pane's status and a call's answer say of its sandbox: mode, writable roots, network,
+/// `.git`; `None` when off.
+pub(crate) fn view(policy: &Policy) -> Option<serde_json::Value> {
+    let writes = policy.mode == Mode::WorkspaceWrite;
+    let writable: &[PathBuf] = if writes { &policy.writable } else { &[] };
+    let git = if policy.writable_git { "writable" } else { "read-only" };
+    (policy.mode != Mode::Off).then(|| {
+        let mut view = serde_json::json!({
+            "mode": policy.mode.name(),
             "writable": writable,
             "network": if policy.network { "on" } else { "off" },
-        })
+        });
+        if writes {
+            view["git"] = git.into();
+        }
+        view
     })
 }
 
@@ -57,11 +52,11 @@ pub(crate) fn view(mode: Mode, roots: Option<&[PathBuf]>) -> Option<serde_json::
 /// fugue can tell: a read-only file system (the `.git` mounts), a permission denied on a path
 /// outside the writable roots (anywhere, in read-only), a refused or unreachable connection with
 /// the network off. At most 200 bytes of it.
-pub(crate) fn denied(mode: Mode, output: &str) -> Option<String> {
+pub(crate) fn denied(policy: &Policy, output: &str) -> Option<String> {
+    let mode = policy.mode;
     if mode == Mode::Off {
         return None;
     }
-    let policy = server();
     let outside = |line: &str| {
         let paths = line.split(|c: char| c.is_whitespace() || "'\"‘’:`".contains(c));
         let mut absolute = paths.filter(|w| w.starts_with('/')).map(Path::new);
@@ -98,23 +93,6 @@ pub(crate) fn is_secret(name: &str) -> bool {
     ["KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL"].iter().any(|w| upper.contains(w))
 }
 
-/// The policy a pane runs under: the server's, or a stricter `asked` one. Asking for more than the
-/// server allows is refused, naming the server's policy.
-pub(crate) fn effective(asked: Option<Mode>) -> Result<Mode> {
-    let allowed = server().mode;
-    match asked {
-        None => Ok(allowed),
-        Some(mode) if mode <= allowed => Ok(mode),
-        Some(mode) => Err(Error::invalid(format!(
-            "sandbox {:?} is looser than the server's policy ({}); a call can only tighten it",
-            mode.name(),
-            report(server())
-        ))),
-    }
-}
-
-/// The launcher's plan for one pane of mode `mode`; `keep` are the pane's own private directories
-/// (its shell's records, its pipeline's files), which stay reachable and writable.
 /// The mark of pane `id`'s processes: the source name of the file systems its launcher mounts,
 /// which every process of the pane sees in its `/proc/PID/mountinfo` — new namespaces copy it and
 /// Landlock forbids unmounting it — so that closing the pane finds the ones that left its session.
@@ -140,20 +118,22 @@ pub(crate) fn means() -> std::result::Result<Means, String> {
 }
 
 fn find_means() -> std::result::Result<Means, String> {
-    let mode = server().mode;
-    let tried = plan_with(Means::Namespaces, mode, &[], tag("probe"), None)
+    // A server without a sandbox probes what a call's sandbox would be: network off. The `.git`
+    // a plan must keep read-only is each plan's own question (see `fallback_plan`).
+    let server = server();
+    // Made before anything is covered: a server without a sandbox has not made it.
+    crate::tempdir::private_path(true).map_err(|e| e.message().to_string())?;
+    let probe = match server.mode {
+        Mode::Off => Policy { mode: Mode::WorkspaceWrite, network: false, ..Policy::clone(server) },
+        _ => Policy { git: Vec::new(), ..Policy::clone(server) },
+    };
+    let tried = plan_with(Means::Namespaces, &probe, &[], tag("probe"))
         .map_err(|e| e.message().to_string())
         .and_then(|plan| launch::probe(&plan));
     match tried {
         Ok(()) => Ok(Means::Namespaces),
         Err(why) if why.contains(net::NO_USERNS) => {
-            if !server().git.is_empty() {
-                return Err(format!(
-                    "{why}; without them .git cannot be kept read-only: start fugue with \
-                     --writable-git to go without that protection"
-                ));
-            }
-            let plan = plan_with(Means::Fallback, mode, &[], tag("probe"), None)
+            let plan = plan_with(Means::Fallback, &probe, &[], tag("probe"))
                 .map_err(|e| e.message().to_string())?;
             let probed = launch::probe(&plan);
             forget(&tag("probe"));
@@ -166,42 +146,30 @@ fn find_means() -> std::result::Result<Means, String> {
 /// Removes what a pane's sandbox left in fugue's private directory (the fallback's TMPDIR).
 pub(crate) fn forget(tag: &str) {
     let policy = server();
-    if policy.mode != Mode::Off && !policy.private.as_os_str().is_empty() {
+    if SANDBOXED.load(Ordering::Relaxed) && !policy.private.as_os_str().is_empty() {
         let _ = std::fs::remove_dir_all(policy.private.join(tag));
     }
 }
 
-/// `roots`, when given, are the pane's only writable roots in place of the server's (an agent
-/// stage's worktree), with their own `.git` read-only.
-pub(crate) fn plan(
-    mode: Mode,
-    keep: &[PathBuf],
-    tag: String,
-    roots: Option<&[PathBuf]>,
-) -> Result<launch::Plan> {
+/// The launcher's plan for one pane under `policy` (the server's, or the pane's own whole one);
+/// `keep` are the pane's own private directories (its shell's records, its pipeline's files),
+/// which stay reachable and writable.
+pub(crate) fn plan(policy: &Policy, keep: &[PathBuf], tag: String) -> Result<launch::Plan> {
     let means = means().map_err(|why| Error::new(ErrorKind::SandboxUnavailable, why))?;
-    plan_with(means, mode, keep, tag, roots)
+    // fugue's private directory exists before it is covered, whether or not fugue itself uses it.
+    crate::tempdir::private_path(true)?;
+    SANDBOXED.store(true, Ordering::Relaxed);
+    plan_with(means, policy, keep, tag)
 }
 
-fn plan_with(
-    means: Means,
-    mode: Mode,
-    keep: &[PathBuf],
-    tag: String,
-    roots: Option<&[PathBuf]>,
-) -> Result<launch::Plan> {
+fn plan_with(means: Means, policy: &Policy, keep: &[PathBuf], tag: String) -> Result<launch::Plan> {
     if means == Means::Fallback {
-        return fallback_plan(mode, keep, tag, roots);
+        return fallback_plan(policy, keep, tag);
     }
-    let policy = server();
+    let mode = policy.mode;
     let mut write: Vec<PathBuf> = Vec::new();
-    let git = match roots {
-        Some(roots) if !policy.writable_git => git_dirs(roots),
-        Some(_) => Vec::new(),
-        None => policy.git.clone(),
-    };
     if mode == Mode::WorkspaceWrite {
-        write.extend(roots.unwrap_or(&policy.writable).iter().cloned());
+        write.extend(policy.writable.iter().cloned());
         write.extend(temp_dirs());
         write.push("/dev/shm".into());
     }
@@ -210,7 +178,8 @@ fn plan_with(
     write.extend(devices());
     write.extend(keep.iter().cloned());
     let net = if policy.network { None } else { Some(net::holder()?) };
-    let hide = hidden_now(policy);
+    let hide = hidden_now(policy, keep);
+    let git = policy.git.clone();
     Ok(launch::Plan { tmp, tag, write, git, hide, keep: keep.to_vec(), net, ..Default::default() })
 }
 
@@ -224,27 +193,23 @@ fn devices() -> impl Iterator<Item = PathBuf> {
 
 /// The fallback's plan: writes to the roots (workspace-write), a TMPDIR of the pane's own, the
 /// devices and its own directories; the network refused by seccomp.
-fn fallback_plan(
-    mode: Mode,
-    keep: &[PathBuf],
-    tag: String,
-    roots: Option<&[PathBuf]>,
-) -> Result<launch::Plan> {
-    let policy = server();
-    if let Some(roots) = roots
-        && !policy.writable_git
-        && !git_dirs(roots).is_empty()
-    {
+fn fallback_plan(policy: &Policy, keep: &[PathBuf], tag: String) -> Result<launch::Plan> {
+    if policy.mode == Mode::WorkspaceWrite && !policy.git.is_empty() {
         return Err(Error::new(
             ErrorKind::SandboxUnavailable,
-            "without user namespaces the worktree's .git cannot be kept read-only",
+            format!(
+                "{}; without them {} cannot be kept read-only: start fugue with --writable-git \
+                 to go without that protection",
+                net::NO_USERNS,
+                policy.git[0].display()
+            ),
         ));
     }
     let tmp = policy.private.join(&tag);
     crate::files::private_dir(&tmp, crate::files::Existing::Keep)?;
     let mut write: Vec<PathBuf> = Vec::new();
-    if mode == Mode::WorkspaceWrite {
-        write.extend(roots.unwrap_or(&policy.writable).iter().cloned());
+    if policy.mode == Mode::WorkspaceWrite {
+        write.extend(policy.writable.iter().cloned());
     }
     write.push(tmp.clone());
     write.extend(devices());
@@ -271,9 +236,11 @@ fn temp_dirs() -> Vec<PathBuf> {
 
 /// What to hide from a pane starting now: fugue's own directories, and the private directories
 /// other fugues of this user keep in the temporary directory (a command file there is run by
-/// that fugue's shell; a control socket there drives it). Never a writable root or a directory
-/// that holds one.
-fn hidden_now(policy: &Policy) -> Vec<PathBuf> {
+/// that fugue's shell; a control socket there drives it). Never one of the pane's own `keep`
+/// directories: a recursive bind of it back would bring its cover along (on a server without a
+/// sandbox, a shell's directory lies in the temporary directory itself, and its records never
+/// came back). Never a writable root or a directory that holds one, unless the root is bound back.
+fn hidden_now(policy: &Policy, keep: &[PathBuf]) -> Vec<PathBuf> {
     let mut hide: Vec<PathBuf> = policy.hidden.iter().filter(|p| p.exists()).cloned().collect();
     let uid = crate::procfs::euid();
     for tmp in temp_dirs() {
@@ -287,7 +254,9 @@ fn hidden_now(policy: &Policy) -> Vec<PathBuf> {
             }
         }
     }
-    hide.retain(|dir| !policy.writable.iter().any(|root| root.starts_with(dir)));
+    let exposed = policy.writable.iter().filter(|root| !keep.contains(root));
+    let exposed: Vec<&PathBuf> = exposed.collect();
+    hide.retain(|dir| !keep.contains(dir) && !exposed.iter().any(|root| root.starts_with(dir)));
     hide
 }
 
@@ -321,10 +290,10 @@ pub(crate) fn report_here() -> String {
 }
 
 /// Whether a connection to fugue's control or shared socket comes from a sandboxed process: one
-/// in another user namespace, or under more seccomp filters than fugue. Only a sandboxed fugue
-/// asks (with the sandbox off nothing changes).
+/// in another user namespace, or under more seccomp filters than fugue. Only a fugue that has
+/// sandboxed a pane asks (with the sandbox never used nothing changes).
 pub(crate) fn refuses_peer(pid: i32) -> bool {
-    if server().mode == Mode::Off {
+    if server().mode == Mode::Off && !SANDBOXED.load(Ordering::Relaxed) {
         return false;
     }
     let ns = |p: &str| std::fs::read_link(format!("/proc/{p}/ns/user")).ok();
@@ -362,18 +331,22 @@ mod tests {
         }
     }
 
+    fn of(mode: Mode) -> Policy {
+        Policy { mode, network: false, ..Policy::default() }
+    }
+
     #[test]
     fn refusals_are_told_from_other_failures() {
         let ro = "touch: cannot touch 'notes': Permission denied";
-        assert_eq!(denied(Mode::ReadOnly, ro).as_deref(), Some(ro));
+        assert_eq!(denied(&of(Mode::ReadOnly), ro).as_deref(), Some(ro));
         let git = "bash: .git/config: Read-only file system";
-        assert_eq!(denied(Mode::WorkspaceWrite, git).as_deref(), Some(git));
+        assert_eq!(denied(&of(Mode::WorkspaceWrite), git).as_deref(), Some(git));
         let outside = "cp: cannot create regular file '/etc/x': Permission denied";
-        assert_eq!(denied(Mode::WorkspaceWrite, outside).as_deref(), Some(outside));
-        assert_eq!(denied(Mode::WorkspaceWrite, "make: *** [all] Error 2"), None);
-        assert_eq!(denied(Mode::Off, git), None, "no sandbox, no refusal");
+        assert_eq!(denied(&of(Mode::WorkspaceWrite), outside).as_deref(), Some(outside));
+        assert_eq!(denied(&of(Mode::WorkspaceWrite), "make: *** [all] Error 2"), None);
+        assert_eq!(denied(&of(Mode::Off), git), None, "no sandbox, no refusal");
         let long = format!("{}é: Read-only file system", "x".repeat(199));
-        assert!(denied(Mode::ReadOnly, &long).is_some_and(|l| l.len() <= 200));
+        assert!(denied(&of(Mode::ReadOnly), &long).is_some_and(|l| l.len() <= 200));
     }
 
     #[test]

@@ -1,10 +1,25 @@
-//! The sandbox's policy: its modes, what the person set, and the policy in one line; the flags of
-//! `fugue serve` (`--sandbox`, `--writable`, `--network`, `--writable-git`, `--pass-env`, and
-//! `FUGUE_SANDBOX`), parsed and resolved against the directory into a `Policy`, and written back
-//! out for a shared server; with the `.git` directories under the writable roots that the policy
-//! keeps read-only.
+//! The sandbox's policy: its modes, what the person set (the server's, installed once), and the
+//! policy in one line; the flags of `fugue serve` (`--sandbox`, `--writable`, `--network`,
+//! `--writable-git`, `--pass-env`, and `FUGUE_SANDBOX`), parsed and resolved against the directory
+//! into a `Policy`, and written back out for a shared server; with the `.git` directories under the
+//! writable roots that the policy keeps read-only.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+static SERVER: OnceLock<Arc<Policy>> = OnceLock::new();
+
+/// Sets the server's policy, once, before any pane starts: with `off`, fugue's directories (for a
+/// call's own sandbox to cover) and nothing else.
+pub(crate) fn install(policy: Policy) {
+    let _ = SERVER.set(Arc::new(policy));
+}
+
+/// The server's policy (`off` unless one was installed).
+pub(crate) fn server() -> &'static Arc<Policy> {
+    static OFF: OnceLock<Arc<Policy>> = OnceLock::new();
+    SERVER.get().unwrap_or_else(|| OFF.get_or_init(Arc::default))
+}
 
 /// How much a pane may write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -49,7 +64,8 @@ pub(crate) struct Policy {
     pub(crate) pass_env: Vec<String>,
     /// fugue's private directories (control sockets, state, temporary files), hidden from panes.
     pub(crate) hidden: Vec<PathBuf>,
-    /// The `.git` directories of the roots, found when the policy is set.
+    /// The `.git` directories (and a worktree's `.git` file) of the roots, found when the policy
+    /// is set.
     pub(crate) git: Vec<PathBuf>,
     /// fugue's private directory for its temporary files (hidden like the others); a read-only
     /// pane's `TMPDIR` is made inside the empty file system that hides it.
@@ -68,6 +84,15 @@ impl Default for Policy {
             git: Vec::new(),
             private: PathBuf::new(),
         }
+    }
+}
+
+impl Policy {
+    /// Whether two policies confine alike: the same mode, roots, network and `.git` rule (what
+    /// fugue found on disk for them may differ with the moment it looked).
+    pub(crate) fn same(&self, other: &Policy) -> bool {
+        (self.mode, &self.writable, self.network, self.writable_git)
+            == (other.mode, &other.writable, other.network, other.writable_git)
     }
 }
 
@@ -288,13 +313,18 @@ pub(crate) fn git_dirs(roots: &[PathBuf]) -> Vec<PathBuf> {
     dirs
 }
 
-/// Adds `dir`'s `.git`, or for a worktree what its `.git` file points to, to `dirs`.
+/// Adds `dir`'s `.git`, or for a worktree its `.git` file and what that points to, to `dirs`.
+/// The file too: rewritten to name a git directory of the pane's own, whose config runs a
+/// command (`core.fsmonitor`), it would have the user's next `git status` run it.
 fn add_git_dir(dir: &Path, dirs: &mut Vec<PathBuf>) {
     let dot_git = dir.join(".git");
     let Ok(meta) = std::fs::symlink_metadata(&dot_git) else { return };
     if meta.is_dir() {
         dirs.push(dot_git);
         return;
+    }
+    if meta.is_file() {
+        dirs.push(dot_git.clone());
     }
     let Ok(text) = std::fs::read_to_string(&dot_git) else { return };
     let Some(gitdir) = text.lines().find_map(|l| l.strip_prefix("gitdir:")) else { return };
@@ -372,7 +402,12 @@ mod tests {
         let real = |p: &str| base.join(p).canonicalize().unwrap();
         assert_eq!(
             found,
-            vec![real("root/.git"), real("root/.git/worktrees/wt"), real("root/vendor/lib/.git")]
+            vec![
+                real("root/.git"),
+                real("root/.git/worktrees/wt"),
+                real("root/vendor/lib/.git"),
+                real("wt/.git")
+            ]
         );
         std::fs::remove_dir_all(&base).unwrap();
     }

@@ -55,20 +55,21 @@ impl Drop for Claim<'_> {
 impl Pool {
     /// The first free shell of `dir`'s callers, or a new one while they have fewer than
     /// `MAX_SHELLS`; `limit_reached`, naming what each one runs, past that.
-    /// Shells are kept apart per sandbox: `sandbox` is the call's own, if stricter.
+    /// Shells are kept apart per sandbox: `sandbox` is the call's own whole policy, if it asked
+    /// for one.
     pub(crate) fn claim(
         &self,
         mux: &Mux,
         dir: &Path,
-        sandbox: Option<crate::sandbox::Mode>,
+        sandbox: Option<Arc<crate::sandbox::Policy>>,
     ) -> Result<Claim<'_>> {
-        let policy = crate::sandbox::effective(sandbox)?;
+        let policy = sandbox.clone().unwrap_or_else(|| crate::sandbox::server().clone());
         let mut shells = self.shells.lock();
         // Shells that were closed or exited leave the pool on every use, so it holds no more than
         // the shells still running.
         shells.retain(|e| e.pane.is_running() && mux.pane(&e.pane.id).is_ok());
         let mine: Vec<usize> = (0..shells.len())
-            .filter(|&i| shells[i].dir == dir && shells[i].pane.sandbox == policy)
+            .filter(|&i| shells[i].dir == dir && shells[i].pane.sandbox.same(&policy))
             .collect();
         let free = mine.iter().copied().find(|&i| !shells[i].claimed && is_free(&shells[i].pane));
         let pane = match free {

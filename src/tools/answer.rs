@@ -111,7 +111,7 @@ pub(crate) fn denied(pane: &Pane, failed: bool, output: Option<&str>) -> Option<
     if !failed {
         return None;
     }
-    crate::sandbox::denied(pane.sandbox, output?)
+    crate::sandbox::denied(&pane.sandbox, output?)
 }
 
 #[cfg(test)]

@@ -285,6 +285,9 @@ pub(crate) struct CommandAnswer {
     pub(crate) offset: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) answered: Option<Vec<Answered>>,
+    /// The pane's whole sandbox policy, when the call asked for one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) sandbox: Option<serde_json::Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) sandbox_denied: Option<String>,
     /// What `fugue_send_input` wrote.
@@ -342,6 +345,7 @@ pub(crate) fn answer(
         alternate_screen,
         offset: pane.output().end(),
         answered: None,
+        sandbox: None,
         sandbox_denied: None,
         bytes: None,
         duration_ms: None,

@@ -102,11 +102,11 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     // the command's own time: a short timeout_ms asks to leave a job running, not to fail it.
     let started_by = started + timeout.max(SHELL_START);
     // A shell of fugue's own is held from the choice until the command is typed.
-    let asked = super::asked_sandbox(args)?;
+    let asked = super::asked_sandbox(args, ctx.cwd)?;
     let (pane, claim) = match args.str("pane_id")? {
-        Some(id) => (super::check_pane(ctx.mux.pane(id)?, asked)?, None),
+        Some(id) => (super::check_pane(ctx.mux.pane(id)?, asked.as_ref())?, None),
         None => {
-            let claim = ctx.shells.claim(&ctx.mux, ctx.cwd, asked)?;
+            let claim = ctx.shells.claim(&ctx.mux, ctx.cwd, asked.clone())?;
             (claim.pane.clone(), Some(claim))
         }
     };
@@ -139,6 +139,7 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
         denied(&pane, answer.status == ExecStatus::Failed, Some(&answer.output.output));
     answer.duration_ms = Some(started.elapsed().as_millis() as u64);
     answer.pane_id = Some(pane.id.clone());
+    answer.sandbox = asked.and_then(|_| crate::sandbox::view(&pane.sandbox));
     answer.answered = responder.map(|r| r.answered());
     Ok(Answer::of(&answer)?.asking(answer.asks()))
 }

@@ -30,45 +30,74 @@ pub(crate) mod pipeline;
 pub(crate) mod wait;
 
 use crate::error::{Error, Result};
-use crate::sandbox::{self, Mode};
+use crate::pane::Pane;
+use crate::sandbox::{self, Asked, Mode, Policy};
 use crate::tool::args::Args;
 use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-/// The `sandbox` argument of the tools that start work: a policy stricter than the server's.
+/// The `sandbox` argument of the tools that start work: a policy stricter than the server's, a
+/// mode or an object (tools/list has room for no more than its keys; errors say their values).
 pub(crate) fn sandbox_arg() -> Value {
-    json!({"type": "string", "enum": ["read-only", "workspace-write"],
-           "description": "Stricter than the server's sandbox"})
+    json!({"type": ["string", "object"],
+           "description": "Tighter: read-only|workspace-write|{mode,network,writable}"})
 }
 
-/// `pane` for a call that asked for `sandbox`: refused when the pane runs under another one.
-pub(crate) fn check_pane(
-    pane: std::sync::Arc<crate::pane::Pane>,
-    sandbox: Option<Mode>,
-) -> Result<std::sync::Arc<crate::pane::Pane>> {
+/// `pane` for a call that asked for `sandbox`: refused when the pane runs under another policy.
+pub(crate) fn check_pane(pane: Arc<Pane>, sandbox: Option<&Arc<Policy>>) -> Result<Arc<Pane>> {
     match sandbox {
-        Some(mode) if pane.sandbox != mode => Err(Error::invalid(format!(
-            "pane {} runs under sandbox {}, not {}; omit pane_id to run in a shell of fugue's \
-             own under {}",
+        Some(policy) if !pane.sandbox.same(policy) => Err(Error::invalid(format!(
+            "pane {} runs under another sandbox ({}); omit pane_id to run in a shell of fugue's \
+             own under the one asked for",
             pane.id,
-            pane.sandbox.name(),
-            mode.name(),
-            mode.name()
+            sandbox::view(&pane.sandbox).map_or_else(|| "off".into(), |v| v.to_string()),
         ))),
         _ => Ok(pane),
     }
 }
 
-/// The `sandbox` a call asked for, checked against the server's policy: asking for more than
-/// it allows is `invalid_argument`, naming it.
-pub(crate) fn asked_sandbox(args: &Args<'_>) -> Result<Option<Mode>> {
-    let Some(text) = args.str("sandbox")? else { return Ok(None) };
-    let mode = match Mode::parse(text) {
-        Some(mode) if mode != Mode::Off => mode,
-        _ => {
-            return Err(Error::invalid(format!(
-                "sandbox {text:?}: it is read-only or workspace-write"
-            )));
+/// The `sandbox` a call asked for, a word or `{mode, network, writable}`, as the pane's whole
+/// policy (relative roots against `dir`, the caller's directory): the server's, tightened. Asking
+/// for more than it allows is `invalid_argument`, naming it.
+pub(crate) fn asked_sandbox(args: &Args<'_>, dir: &Path) -> Result<Option<Arc<Policy>>> {
+    let Some(value) = args.value("sandbox") else { return Ok(None) };
+    let asked = match value {
+        Value::String(word) => Asked { mode: Some(mode_of(word)?), ..Asked::default() },
+        Value::Object(_) => asked_object(&Args::object("sandbox", value)?)?,
+        _ => return Err(Error::invalid(SANDBOX_FORMS)),
+    };
+    sandbox::for_call(&asked, dir).map(|policy| Some(Arc::new(policy)))
+}
+
+const SANDBOX_FORMS: &str = "sandbox is \"read-only\", \"workspace-write\", or an object \
+                             {mode, network: \"on\"|\"off\", writable: [directories]}";
+
+fn asked_object(inner: &Args<'_>) -> Result<Asked> {
+    if let Some(key) = inner.unknown(&["mode", "network", "writable"]).first() {
+        return Err(Error::invalid(format!("unknown argument 'sandbox.{key}'; {SANDBOX_FORMS}")));
+    }
+    let network = match inner.str("network")? {
+        None => None,
+        Some("on") => Some(true),
+        Some("off") => Some(false),
+        Some(other) => {
+            return Err(Error::invalid(format!("sandbox.network {other:?}: it is on or off")));
         }
     };
-    sandbox::effective(Some(mode)).map(Some)
+    let mut writable = Vec::new();
+    for root in inner.strings("writable")? {
+        if root.is_empty() || root.contains('\0') {
+            return Err(Error::invalid("sandbox.writable: a directory is a non-empty path"));
+        }
+        writable.push(PathBuf::from(root));
+    }
+    Ok(Asked { mode: Some(mode_of(inner.required_str("mode")?)?), network, writable })
+}
+
+fn mode_of(word: &str) -> Result<Mode> {
+    match Mode::parse(word) {
+        Some(mode) if mode != Mode::Off => Ok(mode),
+        _ => Err(Error::invalid(format!("sandbox {word:?}: {SANDBOX_FORMS}"))),
+    }
 }

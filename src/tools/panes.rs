@@ -331,7 +331,7 @@ fn pane_args(ctx: &Ctx<'_>, args: &Args<'_>, name_key: Option<&str>) -> Result<P
         cwd: ctx.dir(args.path("cwd")?),
         env: args.env("env")?,
         integration: args.bool("integration")?.unwrap_or(INTEGRATION),
-        sandbox: super::asked_sandbox(args)?,
+        sandbox: super::asked_sandbox(args, ctx.cwd)?,
         roots: None,
     })
 }
@@ -353,34 +353,44 @@ struct Created {
     window_id: Option<String>,
     pane_id: String,
     pid: u32,
+    /// The pane's whole sandbox policy, when the call asked for one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sandbox: Option<Value>,
+}
+
+impl Created {
+    fn of(pane: &crate::pane::Pane, asked: bool) -> Created {
+        Created {
+            session_id: None,
+            window_id: None,
+            pane_id: pane.id.clone(),
+            pid: pane.pid,
+            sandbox: asked.then(|| crate::sandbox::view(&pane.sandbox)).flatten(),
+        }
+    }
 }
 
 fn create_session(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let name = args.name("name")?;
     let (session_id, window_id, pane) =
         ctx.mux.create_session(name, pane_args(ctx, args, None)?)?;
-    let (pane_id, pid) = (pane.id.clone(), pane.pid);
-    Answer::of(&Created { session_id: Some(session_id), window_id: Some(window_id), pane_id, pid })
+    let created = Created::of(&pane, args.has("sandbox"));
+    Answer::of(&Created { session_id: Some(session_id), window_id: Some(window_id), ..created })
 }
 
 fn create_window(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let session = args.required_str("session_id")?;
     let name = args.name("name")?;
     let pane = ctx.mux.create_window(session, name, pane_args(ctx, args, None)?)?;
-    let (window_id, pane_id, pid) = (Some(pane.window_id.clone()), pane.id.clone(), pane.pid);
-    Answer::of(&Created { session_id: None, window_id, pane_id, pid })
+    let created = Created::of(&pane, args.has("sandbox"));
+    Answer::of(&Created { window_id: Some(pane.window_id.clone()), ..created })
 }
 
 fn create_pane(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let session = args.required_str("session_id")?;
     let window = args.required_str("window_id")?;
     let pane = ctx.mux.create_pane(session, window, pane_args(ctx, args, Some("name"))?)?;
-    Answer::of(&Created {
-        session_id: None,
-        window_id: None,
-        pane_id: pane.id.clone(),
-        pid: pane.pid,
-    })
+    Answer::of(&Created::of(&pane, args.has("sandbox")))
 }
 
 #[derive(Serialize)]

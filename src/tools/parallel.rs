@@ -142,8 +142,8 @@ fn run_parallel(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let started = Instant::now();
     let mut tasks = parse_tasks(args, ctx.cwd, ctx.config.max_regex_bytes)?;
     let responses: Vec<Option<Responses>> = tasks.iter_mut().map(|t| t.responses.take()).collect();
-    let sandbox = super::asked_sandbox(args)?;
-    tasks.iter_mut().for_each(|task| task.pane.sandbox = sandbox);
+    let sandbox = super::asked_sandbox(args, ctx.cwd)?;
+    tasks.iter_mut().for_each(|task| task.pane.sandbox.clone_from(&sandbox));
     let tiled = Placement::parse(args, "layout")? == Placement::Tiled;
     let timeout = crate::tools::common::run_timeout(args, TIMEOUT_MS)?;
     let cleanup = args.bool("cleanup")?.unwrap_or(CLEANUP);
@@ -184,7 +184,8 @@ fn run_parallel(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
         _ => RunStatus::Timeout,
     };
     let total_duration_ms = started.elapsed().as_millis() as u64;
-    Answer::of(&ParallelAnswer { status, results, total_duration_ms })
+    let sandbox = sandbox.and_then(|policy| crate::sandbox::view(&policy));
+    Answer::of(&ParallelAnswer { status, results, total_duration_ms, sandbox })
 }
 
 /// `fugue_run_parallel`'s answer.
@@ -193,6 +194,9 @@ struct ParallelAnswer {
     status: RunStatus,
     results: Vec<CommandResult>,
     total_duration_ms: u64,
+    /// Every pane's whole sandbox policy, when the call asked for one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sandbox: Option<serde_json::Value>,
 }
 
 /// Checks every command before anything starts; a relative `cwd` is taken from `base`, the

@@ -111,7 +111,8 @@ fn run_pipeline(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let mut plan = parse_plan(args, ctx.cwd, &ctx.config)?;
     let responses: Vec<Option<Responses>> =
         plan.steps.iter_mut().map(|s| s.responses.take()).collect();
-    let sandbox = super::asked_sandbox(args)?;
+    let sandbox = super::asked_sandbox(args, ctx.cwd)?;
+    let asked = sandbox.is_some();
     let user = &ctx.config.shell;
     let runs_steps = crate::shell::posix(user);
     // The call's own directory, holding its steps as they were given, for the call's lifetime.
@@ -160,8 +161,9 @@ fn run_pipeline(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let answer = run.answer(started).map(|mut answer| {
         if answer.status == RunStatus::Failed {
             let output = answer.told.text().unwrap_or_default();
-            answer.sandbox_denied = crate::sandbox::denied(run.pane.sandbox, output);
+            answer.sandbox_denied = crate::sandbox::denied(&run.pane.sandbox, output);
         }
+        answer.sandbox = asked.then(|| crate::sandbox::view(&run.pane.sandbox)).flatten();
         answer
     });
     // A shell that never ran a step leaves nothing worth inspecting.
@@ -188,6 +190,9 @@ struct PipelineAnswer {
     failed_at: Option<String>,
     #[serde(flatten)]
     told: Told,
+    /// The pane's whole sandbox policy, when the call asked for one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sandbox: Option<serde_json::Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     sandbox_denied: Option<String>,
 }
@@ -201,7 +206,7 @@ fn start_pane(
     launch: &Launch,
     owned: Option<Arc<Shell>>,
     keep: impl Iterator<Item = std::path::PathBuf>,
-    sandbox: Option<crate::sandbox::Mode>,
+    sandbox: Option<Arc<crate::sandbox::Policy>>,
 ) -> Result<Arc<Pane>> {
     let session = ctx.mux.ensure_session(ORCHESTRATION_SESSION)?;
     // The pane runs the line with the user's shell.
@@ -257,6 +262,7 @@ impl Run<'_> {
             cwd: self.cwd.clone(),
             failed_at: None,
             told: Told::default(),
+            sandbox: None,
             sandbox_denied: None,
         };
         if let Some(i) = failed {

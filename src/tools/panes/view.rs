@@ -136,7 +136,7 @@ pub(crate) fn session_json(session: &Session, pane: &dyn Fn(&str) -> Option<Arc<
 
 /// `sandbox` (mode, writable roots, network) of a sandboxed pane; none otherwise.
 fn sandbox(pane: &Pane) -> Option<Value> {
-    crate::sandbox::view(pane.sandbox, pane.roots.as_deref())
+    crate::sandbox::view(&pane.sandbox)
 }
 
 /// What `fugue_get_output` answers.
