@@ -20,7 +20,7 @@ pub(crate) fn activity(pane: &Pane) -> Option<Activity> {
     if Live::of(pane).and_then(|live| live.idle()).is_some() {
         return Some(Activity::Prompt);
     }
-    Some(activity::probe(pane))
+    Some(activity::probe(pane).0)
 }
 
 /// What a running pane is doing, as its views give it: one struct for `fugue_get_status`,

@@ -15,6 +15,7 @@
 //! its quiet period since the answer (`InputWatch::typed_at`).
 
 use crate::error::{Error, Result};
+use crate::pane::activity::InputWatch;
 use crate::pane::budget::Budget;
 use crate::pane::search::compile;
 use crate::pane::{Pane, tail};
@@ -194,9 +195,13 @@ impl Responder {
         self.last.as_ref().map(|t| t.when)
     }
 
-    /// The program asks: types the answer and Enter if a key matches its question. True when it
-    /// did; false leaves the question to the caller (`input`).
-    pub(crate) fn reply(&mut self, pane: &Pane) -> bool {
+    /// The program `watch` found asking: types the answer and Enter if a key matches its
+    /// question. True when it did; false leaves the question to the caller (`input`). An
+    /// interactive shell at its own prompt is never answered: no program reads there.
+    pub(crate) fn reply(&mut self, pane: &Pane, watch: &InputWatch) -> bool {
+        if !watch.answerable() {
+            return false;
+        }
         let Some(question) = self.question(pane) else { return false };
         let Some(hit) = self.responses.take(&question) else { return false };
         let shown = pane.shows_typing();
