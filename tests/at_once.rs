@@ -214,7 +214,7 @@ fn ask_and_answer(f: &mut Fugue, pane: &str, command: &str, what: &str) -> u64 {
 /// at its prompt, but a command fugue typed runs in it, so its wait is the command's question and
 /// is seen at once, as a child's is. The quiet period is a minute: an `input` at all is the fast
 /// path. Its median is 300 ms at most, or, on a machine so busy that a child's `read` (measured
-/// in turn with it) takes longer, at most 100 ms more than the child's. Quick commands in between
+/// in turn with it) takes over 150 ms, at most twice the child's. Quick commands in between
 /// and looks at the prompt never say `input`.
 #[test]
 fn the_live_shells_own_read_is_seen_at_once_in_every_shell() {
@@ -252,7 +252,7 @@ fn the_live_shells_own_read_is_seen_at_once_in_every_shell() {
         let (median, child_median) = (median(own.clone()), median(child.clone()));
         eprintln!("{name}: own read seen in {own:?} ms (median {median}), a child's {child:?}");
         assert!(
-            median <= 300.max(child_median + 100),
+            median <= 300.max(2 * child_median),
             "{name}: median {median} ms of {own:?}; a child's {child_median} of {child:?}"
         );
     }
@@ -322,8 +322,8 @@ func main() {
 }
 "#;
 
-/// How long a plain program's question takes to be seen here, as `answer_all` measures it: the
-/// bound for a Go program's on a machine too busy for 300 ms.
+/// How long a plain program's question takes to be seen here, as `answer_all` measures it: twice
+/// it bounds a Go program's on a machine too busy for 300 ms.
 fn plain_baseline(f: &mut Fugue) -> u64 {
     let plain = "sh -c 'for i in 1 2 3 4 5 6 7; do printf \"Enter a value: \"; read x; done'";
     let (pane, _) = first_question(f, plain);
@@ -369,7 +369,7 @@ fn a_go_program_reading_the_terminal_is_seen_at_once() {
     assert_eq!(first["program"], "asks", "{first}");
     let took = answer_all(&mut f, &pane, "asks");
     let baseline = plain_baseline(&mut f);
-    let bound = 300.max(baseline + 100);
+    let bound = 300.max(2 * baseline);
     eprintln!("{}: seen in {took:?} ms; a plain program's median {baseline}", first["program"]);
     assert!(median(took.clone()) <= bound, "seen in {took:?} ms; a plain program in {baseline}");
     let pane = f.pane(&ticks);
@@ -459,7 +459,7 @@ fn the_go_runtimes_sleeping_threads_do_not_hold_a_question_back() {
     assert_eq!(first["program"], "golike", "{first}");
     let took = answer_all(&mut f, &pane, "golike");
     let baseline = plain_baseline(&mut f);
-    let bound = 300.max(baseline + 100);
+    let bound = 300.max(2 * baseline);
     eprintln!("{}: seen in {took:?} ms; a plain program's median {baseline}", first["program"]);
     assert!(median(took.clone()) <= bound, "seen in {took:?} ms; a plain program in {baseline}");
     let pane = f.pane(&not_go);
