@@ -7,8 +7,9 @@
 //! but cannot print to the terminal is left out. The answer comes from one look at /proc per
 //! question (`look`), in which a thread caught awake gets a few more looks milliseconds apart
 //! before it counts as working; nothing looks in the background. A wait that nothing but a key
-//! press can end (no timeout in the call, no thread on a timer, nothing typed still on its way) is
-//! a question at once; any other only once the pane has been quiet for the quiet period. Waiters
+//! press can end (no timeout in the call, no thread on a timer but a runtime's own, nothing typed
+//! still on its way, and not a live shell at its own prompt) is a question at once; any other only
+//! once the pane has been quiet for the quiet period. Waiters
 //! apply that rule in `InputWatch`, which spaces its looks (at most twenty a second) and wants two
 //! agreeing looks with no output between them. When in doubt the answer is "busy": a false
 //! "input" stops real work, a missed one only costs a wait.

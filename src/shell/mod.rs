@@ -333,41 +333,43 @@ pub(crate) fn stand_above(
 }
 
 impl Feed {
-    /// The reader thread: records into state until fugue's own `q`. Each read of the FIFO and
-    /// the records it completes are applied under the state's lock (see `runs_command`).
+    /// The reader thread: records into state until fugue's own `q`, waking subscribers after
+    /// each read that completed one.
     fn read_records(&self, mut fifo: File) {
         let mut partial = Vec::new();
-        let mut buf = [0u8; 4096];
-        loop {
-            if !wait_readable(&fifo) {
-                return;
-            }
-            let mut state = self.state.lock();
-            let read = match fifo.read(&mut buf) {
-                Ok(0) | Err(_) => return,
-                Ok(read) => read,
-            };
-            partial.extend_from_slice(&buf[..read]);
-            let mut applied = false;
-            while let Some(end) = partial.iter().position(|b| *b == 0) {
-                let record: Vec<u8> = partial.drain(..=end).collect();
-                if record.as_slice() == b"q\0" {
-                    return;
-                }
-                if let Some(prompt) = parse_record(&record, &self.nonce) {
-                    apply(&mut state, prompt);
-                    applied = true;
-                }
-            }
-            if partial.len() as u64 > MAX_RECORD {
-                // No record is that long: junk, dropped.
-                partial.clear();
-            }
-            drop(state);
-            if applied {
-                self.watch.notify();
+        while wait_readable(&fifo) {
+            match self.read_some(&mut fifo, &mut partial) {
+                Some(true) => self.watch.notify(),
+                Some(false) => {}
+                None => return,
             }
         }
+    }
+
+    /// One read of the FIFO, and the records it completes applied, all under the state's lock
+    /// (see `runs_command`): whether one was applied; None at fugue's `q` or the FIFO's end.
+    /// `partial` holds the start of a record the next read completes.
+    fn read_some(&self, fifo: &mut File, partial: &mut Vec<u8>) -> Option<bool> {
+        let mut buf = [0u8; 4096];
+        let mut state = self.state.lock();
+        let read = fifo.read(&mut buf).ok().filter(|read| *read > 0)?;
+        partial.extend_from_slice(&buf[..read]);
+        let mut applied = false;
+        while let Some(end) = partial.iter().position(|b| *b == 0) {
+            let record: Vec<u8> = partial.drain(..=end).collect();
+            if record.as_slice() == b"q\0" {
+                return None;
+            }
+            if let Some(prompt) = parse_record(&record, &self.nonce) {
+                apply(&mut state, prompt);
+                applied = true;
+            }
+        }
+        if partial.len() as u64 > MAX_RECORD {
+            // No record is that long: junk, dropped.
+            partial.clear();
+        }
+        Some(applied)
     }
 }
 

@@ -32,8 +32,7 @@ pub(crate) static TOOLS: &[Tool] = &[
         name: "fugue_list_sessions",
         title: "List sessions",
         description: "List sessions -> windows -> panes. Each pane: id, name, command, cwd, pid, \
-                      status (running/exited), exit_code, signal, rows, cols, activity \
-                      (program when input).",
+                      status (running/exited), exit_code, signal, rows, cols.",
         hints: READS,
         input: || object(&[], &[]),
         output: || result(&[("sessions", typed("array"))]),
@@ -219,8 +218,8 @@ pub(crate) static TOOLS: &[Tool] = &[
         name: "fugue_get_status",
         title: "Get pane status",
         description: "A pane's status (running/exited), exit_code, signal, pid, command, size, \
-                      output offset and timings; while running: activity (prompt/busy/input, \
-                      with the program that asks), cwd, last_exit_code, current_command.",
+                      offset, timings; while running: activity (prompt/busy/input + program), \
+                      cwd, last_exit_code, current_command.",
         hints: READS,
         input: || object(&[("pane_id", string("Pane id or name"))], &["pane_id"]),
         output: || {
@@ -235,7 +234,6 @@ pub(crate) static TOOLS: &[Tool] = &[
                 ("cols", typed("integer")),
                 ("runtime_ms", typed("integer")),
                 ("activity", typed("string")),
-                ("program", typed("string")),
             ])
         },
         durable: false,
