@@ -338,7 +338,7 @@ fn ls_lists_servers_with_their_sessions_windows_and_panes() {
     assert!(lines[3].ends_with("printf ready; exit 3"), "{text}");
     assert_eq!(lines[4], "    window build:logs  80x24  1 pane");
     // A running pane shows its activity: cat is busy starting, then waits for input.
-    let active = lines[5].contains("  busy  ") || lines[5].contains("  input  ");
+    let active = lines[5].contains("  busy  ") || lines[5].contains("  input (cat)  ");
     assert!(active && lines[5].ends_with("exec cat"), "{text}");
 
     let out = w.ls(&["--json"]);
@@ -734,4 +734,36 @@ fn attach_shows_a_sandboxed_panes_mode() {
     w.fugue.call("fugue_create_session", json!({"name": "boxed", "command": "exec sleep 30"}));
     let mut d = Driver::attach(&w, "boxed");
     d.until("the sandbox in the status line", |s| Driver::status(s).contains("sandbox read-only"));
+}
+
+/// Every place that says a program asks names it (issue 31 §6): `fugue_get_status`, the listing,
+/// `fugue ls` and `fugue attach`'s status line.
+#[test]
+fn every_view_of_a_pane_that_asks_names_the_program() {
+    let mut w = Watched::start();
+    let created =
+        w.fugue.call("fugue_create_session", json!({"name": "asks", "command": "exec cat"}));
+    let pane = created["pane_id"].as_str().unwrap().to_string();
+    let asked = w.fugue.call("fugue_send_input", json!({"pane_id": pane, "wait_ms": 20000}));
+    assert_eq!((asked["status"].as_str(), asked["program"].as_str()), (Some("input"), Some("cat")));
+    let status = w.fugue.call("fugue_get_status", json!({"pane_id": pane}));
+    assert_eq!(status["activity"], "input", "{status}");
+    assert_eq!(status["program"], "cat", "{status}");
+    let listed = w.fugue.call("fugue_list_sessions", json!({}));
+    let listed = &listed["sessions"][0]["windows"][0]["panes"][0];
+    assert_eq!(
+        (listed["activity"].as_str(), listed["program"].as_str()),
+        (Some("input"), Some("cat"))
+    );
+    let out = w.ls(&[]);
+    let text = stdout(&out);
+    assert!(text.lines().any(|l| l.contains("  input (cat)  ")), "{text}");
+    let mut d = Driver::attach(&w, "asks");
+    d.until("the status line naming cat", |s| Driver::status(s).contains("input (cat)"));
+    d.prefix("d");
+    d.finished();
+    // A pane that does not ask names no program.
+    let busy = w.fugue.pane("sleep 30");
+    let status = w.fugue.call("fugue_get_status", json!({"pane_id": busy}));
+    assert!(status.get("program").is_none(), "{status}");
 }

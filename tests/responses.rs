@@ -532,3 +532,60 @@ fn with_on_input_wait_a_question_no_key_matches_waits_for_the_timeout() {
     assert_eq!(run["steps"][0]["status"], "timeout", "{run}");
     assert_eq!(answered(&run["steps"][0]), pairs(&[("Name?", "Name")]), "{run}");
 }
+
+/// A key is tried against the lines printed with the question too (issue 31 §5): a bash `select`
+/// menu's title is above its `#?` prompt, and `answered` names the line that matched. Lines more
+/// than three above the question's are not tried.
+#[test]
+fn a_key_matches_a_line_printed_with_the_question() {
+    let home = Dir::new("responses-select");
+    let mut f = fugue_with("/bin/bash", &home);
+    let menu = "echo 'Choose a port:'; select p in 80 443; do echo \"port=$p\"; break; done";
+    let done = f.call(
+        "fugue_exec",
+        json!({"command": menu, "responses": {"(?i)port": "2"}, "timeout_ms": 20000}),
+    );
+    assert_eq!(done["status"], "ok", "{done}");
+    assert!(done["output"].as_str().unwrap().ends_with("port=443"), "{done}");
+    assert_eq!(answered(&done), pairs(&[("Choose a port:", "(?i)port")]), "{done}");
+    let far = "echo 'Choose a port:'; echo one; echo two; echo three; echo four; \
+               printf 'Which? '; read p; echo \"got=$p\"";
+    let asked = f.call(
+        "fugue_exec",
+        json!({"command": far, "responses": {"(?i)port": "2"}, "timeout_ms": 20000}),
+    );
+    assert_eq!(asked["status"], "input", "four lines up is not the question's: {asked}");
+    assert_eq!(asked["answered"], json!([]), "{asked}");
+}
+
+/// A catch-all key never answers the interactive shell at its own prompt (issue 31 §10): on a
+/// pane without integration, the shell back at its prompt after the command is `input`, named,
+/// with nothing typed; a program that reads in the same pane is answered by the same key.
+#[test]
+fn a_key_never_answers_the_shell_at_its_own_prompt() {
+    let home = Dir::new("responses-prompt");
+    let mut f = fugue_with("/bin/bash", &home);
+    let created = f.call("fugue_create_session", json!({"integration": false}));
+    let pane = created["pane_id"].as_str().unwrap().to_string();
+    f.expect(&pane, "[$#]\\s*$");
+    let ran = f.call(
+        "fugue_send_input",
+        json!({"pane_id": pane, "input": "echo typed-$((6*7))", "submit": true,
+               "wait_ms": 20000, "responses": {".*": "oops"}}),
+    );
+    assert_eq!(ran["status"], "input", "{ran}");
+    assert_eq!(ran["program"], "bash", "{ran}");
+    assert_eq!(ran["answered"], json!([]), "{ran}");
+    let output = ran["output"].as_str().unwrap();
+    assert!(output.contains("typed-42") && !output.contains("oops"), "{ran}");
+    let read = "bash -c 'read -p \"Name? \" n; echo got-$n'";
+    let asked = f.call(
+        "fugue_send_input",
+        json!({"pane_id": pane, "input": read, "submit": true, "wait_ms": 20000,
+               "responses": {".*": "ada"}}),
+    );
+    assert_eq!(asked["status"], "input", "back at the prompt: {asked}");
+    assert_eq!(answered(&asked), pairs(&[("Name?", ".*")]), "{asked}");
+    assert!(asked["output"].as_str().unwrap().contains("got-ada"), "{asked}");
+    assert!(!f.text(&pane).contains("oops"), "{}", f.text(&pane));
+}

@@ -113,11 +113,15 @@ pub(crate) struct TreePane {
 
 /// A pane's state in a few words, as `fugue ls` and `fugue attach` show it: `exited 3`, `killed by
 /// SIGTERM` or `exited` once it ended; while it runs, its activity (`prompt`, `busy`, `input`, or
-/// `running` where fugue cannot tell), with the shell's last exit code at its prompt.
+/// `running` where fugue cannot tell), with the shell's last exit code at its prompt and the
+/// program that asks at `input` (`input (python3)`).
 pub(crate) fn state_words(state: &PaneState, doing: &Doing) -> String {
     match (state.status.as_str(), state.exit.exit_code, &state.exit.signal) {
         ("running", _, _) => match (doing.activity, doing.last_exit_code) {
             (Some(Activity::Prompt), Some(code)) => format!("prompt (last exit {code})"),
+            (Some(Activity::Input), _) if doing.program.is_some() => {
+                format!("input ({})", doing.program.as_deref().unwrap_or_default())
+            }
             (Some(activity), _) => activity.as_str().to_string(),
             (None, _) => "running".to_string(),
         },

@@ -7,8 +7,9 @@
 //! but cannot print to the terminal is left out. The answer comes from one look at /proc per
 //! question (`look`), in which a thread caught awake gets a few more looks milliseconds apart
 //! before it counts as working; nothing looks in the background. A wait that nothing but a key
-//! press can end (no timeout in the call, no thread on a timer, nothing typed still on its way) is
-//! a question at once; any other only once the pane has been quiet for the quiet period. Waiters
+//! press can end (no timeout in the call, no thread on a timer but a runtime's own, nothing typed
+//! still on its way, and not a live shell at its own prompt) is a question at once; any other only
+//! once the pane has been quiet for the quiet period. Waiters
 //! apply that rule in `InputWatch`, which spaces its looks (at most twenty a second) and wants two
 //! agreeing looks with no output between them. When in doubt the answer is "busy": a false
 //! "input" stops real work, a missed one only costs a wait.
@@ -21,6 +22,8 @@ use std::fs;
 use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
 
+mod goruntime;
+mod interactive;
 mod proc;
 mod syscalls;
 mod terminal;
@@ -86,30 +89,31 @@ impl<'de> serde::Deserialize<'de> for Activity {
     }
 }
 
-/// Busy or Input for a live pane right now: Input if its foreground is blocked on the terminal
-/// with no timeout and printed nothing for `FAST_QUIET`, or waits for the terminal (where the
-/// kernel cannot say for how long) and printed nothing for its quiet period (`Pane::quiet`). Never Prompt: shell
-/// integration knows when a shell sits at its prompt and says so itself.
-pub(crate) fn probe(pane: &Pane) -> Activity {
+/// Busy or Input for a live pane right now, and the program that asks: Input if its foreground is
+/// blocked on the terminal with no timeout and printed nothing for `FAST_QUIET`, or waits for the
+/// terminal (where the kernel cannot say for how long) and printed nothing for its quiet period
+/// (`Pane::quiet`). Never Prompt: shell integration knows when a shell sits at its prompt and says
+/// so itself.
+pub(crate) fn probe(pane: &Pane) -> (Activity, Option<String>) {
     let quiet_for = pane.output().last_print().elapsed();
     if quiet_for < FAST_QUIET || !pane.is_running() {
-        return Activity::Busy;
+        return (Activity::Busy, None);
     }
     let end = pane.output().end();
     let mut probes = PROBES.lock();
     probes.retain(|_, probe| probe.at.elapsed() < PROBE_REUSE);
     if let Some(probe) = probes.get(&pane.id).filter(|p| p.end == end) {
-        return probe.activity;
+        return (probe.activity, probe.program.clone());
     }
     drop(probes);
-    let activity = match look(pane) {
-        Look::Asks(_) => Activity::Input,
-        Look::Quiet(_) if quiet_for >= pane.quiet => Activity::Input,
-        Look::Quiet(_) | Look::Busy => Activity::Busy,
+    let (activity, program) = match look(pane) {
+        Look::Asks(asker) => (Activity::Input, asker.program),
+        Look::Quiet(asker) if quiet_for >= pane.quiet => (Activity::Input, asker.program),
+        Look::Quiet(_) | Look::Busy => (Activity::Busy, None),
     };
-    let probe = Probe { at: Instant::now(), end, activity };
+    let probe = Probe { at: Instant::now(), end, activity, program: program.clone() };
     PROBES.lock().insert(pane.id.clone(), probe);
-    activity
+    (activity, program)
 }
 
 /// A status probe's verdict of a pane, while it stands (`PROBE_REUSE`).
@@ -118,6 +122,8 @@ struct Probe {
     /// The pane's output end when it was made: a pane that printed since is looked at again.
     end: u64,
     activity: Activity,
+    /// The program that asks, with `Input`.
+    program: Option<String>,
 }
 
 /// What one look at /proc says about the pane's terminal foreground.
@@ -127,18 +133,30 @@ pub(crate) enum Look {
     Busy,
     /// It waits for the terminal, but on a timer or where the kernel cannot say how (a shell at
     /// its own prompt, a password prompt /proc will not show): a question once it has been quiet
-    /// for the quiet period. The name of the program that waits.
-    Quiet(Option<String>),
+    /// for the quiet period.
+    Quiet(Asker),
     /// Blocked on the terminal with no timeout, nothing typed still unread: only a key press ends
     /// the wait. A question at once.
-    Asks(Option<String>),
+    Asks(Asker),
 }
 
-/// Whether the pane's shell, run with fugue's integration, is its terminal's foreground itself
-/// (at its prompt, or in a builtin), not a job it started.
-fn shell_in_front(pane: &Pane) -> bool {
-    pane.above().is_some()
-        && Terminal::group(pane).is_some_and(|group| u32::try_from(group) == Ok(pane.pid))
+/// The process that waits for the terminal.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Asker {
+    /// Its name (`/proc/PID/comm`).
+    pub(crate) program: Option<String>,
+    /// It is an interactive shell at its own prompt, or in a builtin fugue cannot tell from it:
+    /// no program reads, so no `responses` key may answer it.
+    pub(crate) shell_prompt: bool,
+}
+
+/// Whether the pane's live shell is its terminal's foreground itself and, as far as its
+/// integration knows, at its own prompt: no command it was given runs.
+fn shell_at_prompt(pane: &Pane) -> bool {
+    pane.above().is_some_and(|above| {
+        Terminal::group(pane).is_some_and(|group| u32::try_from(group) == Ok(pane.pid))
+            && !above.runs_command(pane.output())
+    })
 }
 
 /// One look at /proc: does the pane's terminal foreground process group wait for the terminal and
@@ -148,26 +166,35 @@ pub(crate) fn look(pane: &Pane) -> Look {
     let (verdict, asker) = group_wait(&terminal);
     // The bench counts these lines to check that nothing looks while nothing waits.
     log::debug(&format!("activity probe of pane {}: {verdict:?}", pane.id));
-    let name = |pid: u32| {
-        fs::read_to_string(format!("/proc/{pid}/comm")).ok().map(|c| c.trim_end().to_string())
-    };
+    let own = u32::try_from(terminal.group) == Ok(pane.pid);
     match verdict {
-        // A shell with fugue's integration at its own prompt (or in its builtin `read`): its
-        // prompt record, not the kernel, says which.
-        Wait::Terminal { .. }
-            if pane.above().is_some() && u32::try_from(terminal.group) == Ok(pane.pid) =>
-        {
-            Look::Quiet(asker.and_then(name))
+        Wait::Terminal { timed } => {
+            let asker = asker.map(|pid| who(pane, pid)).unwrap_or_default();
+            // A shell with fugue's integration at its own prompt: its prompt record, not the
+            // kernel, says when; in a command it was given (its builtin `read`), that asks as a
+            // child would.
+            let at_prompt =
+                own && pane.above().is_some_and(|above| !above.runs_command(pane.output()));
+            if !timed && terminal.settled && !at_prompt {
+                Look::Asks(asker)
+            } else {
+                Look::Quiet(asker)
+            }
         }
-        Wait::Terminal { timed: false } if terminal.settled => Look::Asks(asker.and_then(name)),
-        Wait::Terminal { .. } => Look::Quiet(asker.and_then(name)),
         // /proc would not say what the threads wait in: a cooked terminal without echo is a
         // password prompt, anything else stays busy.
         Wait::Denied if terminal.secret_prompt => {
-            Look::Quiet(u32::try_from(terminal.group).ok().and_then(name))
+            Look::Quiet(u32::try_from(terminal.group).map(|pid| who(pane, pid)).unwrap_or_default())
         }
         Wait::Denied | Wait::Busy | Wait::Neutral | Wait::Timer => Look::Busy,
     }
+}
+
+/// Process `pid` of `pane`'s foreground, which waits for the terminal, as an `Asker`.
+fn who(pane: &Pane, pid: u32) -> Asker {
+    let program =
+        fs::read_to_string(format!("/proc/{pid}/comm")).ok().map(|c| c.trim_end().to_string());
+    Asker { program, shell_prompt: interactive::at_prompt(pane, pid) }
 }
 
 /// The rule for one waiting call: the waiter blocks on the pane's events with the deadline
@@ -188,8 +215,8 @@ pub(crate) struct InputWatch {
     /// When input was last typed: it may still sit unread while the program's last print is long
     /// past, so the quiet period of a look that cannot vouch counts from then too.
     typed: Option<Instant>,
-    /// The program the confirming looks found waiting.
-    program: Option<String>,
+    /// The process the confirming looks found waiting.
+    asker: Asker,
 }
 
 /// What a look that found the program waiting said.
@@ -211,7 +238,7 @@ impl InputWatch {
             next_probe: Instant::now(),
             first_yes: None,
             typed: None,
-            program: None,
+            asker: Asker::default(),
         }
     }
 
@@ -222,7 +249,13 @@ impl InputWatch {
 
     /// The name of the program found asking, once `check` said so.
     pub(crate) fn program(&self) -> Option<String> {
-        self.program.clone()
+        self.asker.program.clone()
+    }
+
+    /// Whether what was found asking is a program that reads, which a `responses` key may
+    /// answer: not an interactive shell at its own prompt (`Asker::shell_prompt`).
+    pub(crate) fn answerable(&self) -> bool {
+        !self.asker.shell_prompt
     }
 
     /// When the waiter should wake next to call `check`; None when there is nothing to watch
@@ -259,7 +292,7 @@ impl InputWatch {
             return false;
         }
         if Instant::now() < self.quiet_from() + self.quiet.saturating_sub(CONFIRM_GAP)
-            && shell_in_front(&self.pane)
+            && shell_at_prompt(&self.pane)
         {
             // Only its prompt record or the quiet period tells a shell's prompt from its `read`:
             // a look at /proc now could not answer, and would hold up the wait for the record.
@@ -269,10 +302,10 @@ impl InputWatch {
         }
         let look = look(&self.pane);
         let now = Instant::now();
-        let (yes, program) = match look {
-            Look::Asks(program) => (Some(Yes::AtOnce), program),
-            Look::Quiet(program) => (Some(Yes::AfterQuiet), program),
-            Look::Busy => (None, None),
+        let (yes, asker) = match look {
+            Look::Asks(asker) => (Some(Yes::AtOnce), asker),
+            Look::Quiet(asker) => (Some(Yes::AfterQuiet), asker),
+            Look::Busy => (None, Asker::default()),
         };
         // Every look spaces the next one, whatever follows.
         self.next_probe = now
@@ -294,7 +327,7 @@ impl InputWatch {
             self.next_probe = now + RETRY_GAP;
             return false;
         }
-        self.program = program;
+        self.asker = asker;
         match (self.first_yes, yes) {
             (Some(Yes::AtOnce), Some(Yes::AtOnce)) => true,
             (Some(Yes::AfterQuiet), Some(_)) => now >= self.quiet_from() + self.quiet,

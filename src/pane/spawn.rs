@@ -42,6 +42,10 @@ pub(crate) trait Above: Any + Send + Sync {
     fn typed_line(&self, line: &str) -> bool;
     /// The pane is released: its processes are gone.
     fn release(&self);
+    /// Whether a command this gave the pane's own process runs in it now (its begin is in the
+    /// pane's `output`), so that the process itself waiting for the terminal is that command
+    /// asking (a shell's builtin `read`), not the process at its own prompt.
+    fn runs_command(&self, output: &Output) -> bool;
 }
 
 /// Everything needed to start a pane.

@@ -27,6 +27,7 @@ pub(crate) use init::{Kind, Launch, is_stub, posix, quote};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::ids::new_id;
+use crate::pane::output::Output;
 use crate::pane::{Above, Spec};
 use crate::tempdir::{PrivateDir, TempDirs};
 use crate::watch::Watch;
@@ -34,7 +35,7 @@ use crossbeam_channel::Receiver;
 use parking_lot::Mutex;
 use std::collections::VecDeque;
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -76,6 +77,8 @@ pub(crate) struct Pending {
     dir: Option<String>,
     /// The output offset where its line was typed, once it is.
     pub(crate) typed: Option<u64>,
+    /// Its begin mark was found in the output: it runs (`runs_command`).
+    begun: bool,
 }
 
 impl Records {
@@ -197,8 +200,13 @@ impl Shell {
             dir.as_ref().ok_or_else(|| Error::new(ErrorKind::PaneClosed, "the pane is closing"))?;
         dir.write(&format!("c{id}"), command)?;
         let mut state = self.feed.state.lock();
-        state.pending =
-            Some(Pending { id, command: command.to_string(), dir: sent_to, typed: None });
+        state.pending = Some(Pending {
+            id,
+            command: command.to_string(),
+            dir: sent_to,
+            typed: None,
+            begun: false,
+        });
         Ok((id, self.kind.stub(id)))
     }
 
@@ -242,6 +250,56 @@ impl Above for Shell {
     fn release(&self) {
         self.stop();
     }
+
+    /// A `fugue_exec` (or a step) whose output began (its begin mark is in the output) and whose
+    /// record has not come runs in the shell. Under the state's lock the reader is not halfway
+    /// through a record, so a record the shell wrote is either applied or still in the FIFO: a
+    /// shell back at its prompt, whose record is on its way, is never taken for its command.
+    fn runs_command(&self, output: &Output) -> bool {
+        let pending = {
+            let state = self.feed.state.lock();
+            let pending = state.pending.as_ref().and_then(|p| Some((p.id, p.typed?, p.begun)));
+            pending.filter(|_| !readable(&self.fifo))
+        };
+        let Some((id, typed, begun)) = pending else { return false };
+        if begun {
+            return true;
+        }
+        let mark = self.begin_mark(id);
+        let (bytes, _) = output.with(|s| s.ring.copy(typed, u64::MAX));
+        if !bytes.windows(mark.len()).any(|w| w == mark.as_bytes()) {
+            return false;
+        }
+        // Found once, it is not looked for again in a long output.
+        if let Some(p) = self.feed.state.lock().pending.as_mut().filter(|p| p.id == id) {
+            p.begun = true;
+        }
+        true
+    }
+}
+
+/// Whether `file` (the FIFO) holds bytes no one has read.
+fn readable(file: &File) -> bool {
+    let fd = std::os::fd::AsRawFd::as_raw_fd(file);
+    let mut poll = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    // SAFETY: one valid pollfd, no timeout; the file is open for the call.
+    unsafe { libc::poll(&raw mut poll, 1, 0) > 0 }
+}
+
+/// Blocks until `file` (the FIFO) has bytes to read; false when it cannot wait on it.
+fn wait_readable(file: &File) -> bool {
+    let fd = std::os::fd::AsRawFd::as_raw_fd(file);
+    loop {
+        let mut poll = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+        // SAFETY: one valid pollfd; the file is open for the call.
+        let ready = unsafe { libc::poll(&raw mut poll, 1, -1) };
+        if ready > 0 {
+            return true;
+        }
+        if ready < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            return false;
+        }
+    }
 }
 
 /// Puts a live shell above the pane `spec` is about to start: `made`, one the caller made
@@ -275,39 +333,56 @@ pub(crate) fn stand_above(
 }
 
 impl Feed {
-    /// The reader thread: records into state until fugue's own `q`.
-    fn read_records(&self, fifo: File) {
-        let mut reader = BufReader::new(fifo);
-        let mut record = Vec::new();
-        loop {
-            record.clear();
-            match reader.by_ref().take(MAX_RECORD).read_until(0, &mut record) {
-                Ok(0) | Err(_) => return,
-                Ok(_) => {}
-            }
-            if record.as_slice() == b"q\0" {
-                return;
-            }
-            if let Some(prompt) = parse_record(&record, &self.nonce) {
-                self.apply(prompt);
+    /// The reader thread: records into state until fugue's own `q`, waking subscribers after
+    /// each read that completed one.
+    fn read_records(&self, mut fifo: File) {
+        let mut partial = Vec::new();
+        while wait_readable(&fifo) {
+            match self.read_some(&mut fifo, &mut partial) {
+                Some(true) => self.watch.notify(),
+                Some(false) => {}
+                None => return,
             }
         }
     }
 
-    fn apply(&self, prompt: Prompt) {
-        {
-            let mut state = self.state.lock();
-            if state.pending.as_ref().is_some_and(|p| p.id == prompt.exec) {
-                state.pending = None;
+    /// One read of the FIFO, and the records it completes applied, all under the state's lock
+    /// (see `runs_command`): whether one was applied; None at fugue's `q` or the FIFO's end.
+    /// `partial` holds the start of a record the next read completes.
+    fn read_some(&self, fifo: &mut File, partial: &mut Vec<u8>) -> Option<bool> {
+        let mut buf = [0u8; 4096];
+        let mut state = self.state.lock();
+        let read = fifo.read(&mut buf).ok().filter(|read| *read > 0)?;
+        partial.extend_from_slice(&buf[..read]);
+        let mut applied = false;
+        while let Some(end) = partial.iter().position(|b| *b == 0) {
+            let record: Vec<u8> = partial.drain(..=end).collect();
+            if record.as_slice() == b"q\0" {
+                return None;
             }
-            state.prompts += 1;
-            if state.recent.len() == RECENT {
-                state.recent.pop_front();
+            if let Some(prompt) = parse_record(&record, &self.nonce) {
+                apply(&mut state, prompt);
+                applied = true;
             }
-            state.recent.push_back(prompt);
         }
-        self.watch.notify();
+        if partial.len() as u64 > MAX_RECORD {
+            // No record is that long: junk, dropped.
+            partial.clear();
+        }
+        Some(applied)
     }
+}
+
+/// A prompt record into the state: the pending exec it names has ended.
+fn apply(state: &mut Records, prompt: Prompt) {
+    if state.pending.as_ref().is_some_and(|p| p.id == prompt.exec) {
+        state.pending = None;
+    }
+    state.prompts += 1;
+    if state.recent.len() == RECENT {
+        state.recent.pop_front();
+    }
+    state.recent.push_back(prompt);
 }
 
 /// `nonce P number exec status cwd\0`; anything else, or another nonce, is ignored.

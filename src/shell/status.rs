@@ -12,13 +12,13 @@ use crate::shell::live::Live;
 use serde::{Deserialize, Serialize};
 
 /// What a pane does now: `Prompt` when its live shell is idle (`Live::idle`), else the activity
-/// probe's `Busy` or `Input`; `None` once the pane's process has ended.
-pub(crate) fn activity(pane: &Pane) -> Option<Activity> {
+/// probe's `Busy` or `Input` with the program that asks; `None` once the pane's process has ended.
+fn activity(pane: &Pane) -> Option<(Activity, Option<String>)> {
     if !pane.is_running() {
         return None;
     }
     if Live::of(pane).and_then(|live| live.idle()).is_some() {
-        return Some(Activity::Prompt);
+        return Some((Activity::Prompt, None));
     }
     Some(activity::probe(pane))
 }
@@ -29,6 +29,9 @@ pub(crate) fn activity(pane: &Pane) -> Option<Activity> {
 pub(crate) struct Doing {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) activity: Option<Activity>,
+    /// With `input`: the name of the program that asks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) program: Option<String>,
     /// The status of the last command the shell reported at its prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) last_exit_code: Option<i32>,
@@ -43,8 +46,8 @@ pub(crate) struct Doing {
 
 /// What `pane` is doing now; empty once it has ended.
 pub(crate) fn doing(pane: &Pane) -> Doing {
-    let Some(activity) = activity(pane) else { return Doing::default() };
-    let mut live = Doing { activity: Some(activity), ..Doing::default() };
+    let Some((activity, program)) = activity(pane) else { return Doing::default() };
+    let mut live = Doing { activity: Some(activity), program, ..Doing::default() };
     let shell = Live::of(pane);
     let last = shell.and_then(|l| l.shell.with(|st| Some((st.last()?.status, st.cwd()?))));
     live.last_exit_code = last.as_ref().map(|(status, _)| *status);

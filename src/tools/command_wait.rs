@@ -144,7 +144,7 @@ impl Wait<'_> {
             return Some(Outcome::Ready(found));
         }
         if watch.check() {
-            if !self.respond() {
+            if !self.respond(watch) {
                 return Some(Outcome::Input(watch.program()));
             }
             *watch = InputWatch::new(self.pane);
@@ -154,14 +154,14 @@ impl Wait<'_> {
     }
 
     /// The program asks: answers it from the responses, if a key matches its question.
-    fn respond(&mut self) -> bool {
+    fn respond(&mut self, watch: &InputWatch) -> bool {
         let Some(responder) = self.responder.as_deref_mut() else { return false };
         if let (Until::Exec { id, typed }, Some(shell)) = (self.until, self.shell)
             && let Some((_, begin)) = mark::locate(self.pane, &shell.begin_mark(id), typed)
         {
             responder.begins_at(begin);
         }
-        responder.reply(self.pane)
+        responder.reply(self.pane, watch)
     }
 
     fn search(&self) -> Search {

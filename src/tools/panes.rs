@@ -218,7 +218,7 @@ pub(crate) static TOOLS: &[Tool] = &[
         name: "fugue_get_status",
         title: "Get pane status",
         description: "A pane's status (running/exited), exit_code, signal, pid, command, size, \
-                      output offset and timings; while running: activity (prompt/busy/input), \
+                      offset, timings; while running: activity (prompt/busy/input + program), \
                       cwd, last_exit_code, current_command.",
         hints: READS,
         input: || object(&[("pane_id", string("Pane id or name"))], &["pane_id"]),

@@ -360,7 +360,11 @@ impl Launched<'_> {
         if !pane.is_running() || !self.watch.as_mut().is_some_and(InputWatch::check) {
             return false;
         }
-        if self.responder.as_mut().is_some_and(|r| r.reply(pane)) {
+        let answered = match (self.responder.as_mut(), self.watch.as_ref()) {
+            (Some(responder), Some(watch)) => responder.reply(pane, watch),
+            _ => false,
+        };
+        if answered {
             let mut watch = InputWatch::new(pane);
             watch.typed_at(Instant::now());
             self.watch = Some(watch);

@@ -4,8 +4,8 @@
 //! verdict of a group is the worst of its threads': busy over denied over the terminal over a
 //! timer over neutral.
 
-use super::syscalls;
 use super::terminal::Terminal;
+use super::{goruntime, syscalls};
 use crate::log;
 use parking_lot::Mutex;
 use std::fs;
@@ -205,6 +205,7 @@ fn thread_look(pid: u32, tid: u32, terminal: &Terminal) -> Result<Wait, Awake> {
             Wait::Terminal { timed: terminal.timed_reads }
         }
         Wait::Terminal { timed } => Wait::Terminal { timed: timed || !call.endless() },
+        Wait::Neutral if runtimes_own_sleep(pid, tid, &call) => Wait::Neutral,
         Wait::Neutral if !call.endless() => Wait::Timer,
         wait => wait,
     };
@@ -212,6 +213,20 @@ fn thread_look(pid: u32, tid: u32, terminal: &Terminal) -> Result<Wait, Awake> {
     // call meanwhile may have reused that memory, and what was decoded is not what it waited on.
     let still = fs::read_to_string(format!("{task}/syscall")).is_ok_and(|again| again == line);
     if still { Ok(wait) } else { Err(Awake::Moved(line)) }
+}
+
+/// Whether thread `tid` of `pid`, asleep on a timer in `call` with nothing from outside in its
+/// wait, sleeps as a runtime's own thread that wakes nobody but the runtime: the Go runtime's (see
+/// `goruntime`), or one of fish's background threads, which run none of the user's code: its
+/// thread pool's idle workers wait half a second for work and its fd monitor polls its own wake-up
+/// descriptor a quarter of a second before they end (fish's `read` itself is blocked on the
+/// terminal with no timeout, on its main thread).
+fn runtimes_own_sleep(pid: u32, tid: u32, call: &syscalls::Call) -> bool {
+    let fish_thread = || {
+        tid != pid
+            && fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim_end() == "fish")
+    };
+    (call.go_runtime_sleep() && goruntime::is_go(pid)) || fish_thread()
 }
 
 fn denied(e: &std::io::Error) -> bool {

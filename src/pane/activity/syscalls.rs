@@ -37,6 +37,9 @@ mod table {
         &[(271, 2), (23, 4), (270, 4), (441, 3), (128, 2), (202, 3), (449, 3)];
     /// Sleeps: nanosleep, clock_nanosleep.
     pub(super) const SLEEP: &[i64] = &[35, 230];
+    /// The two calls the Go runtime sleeps in on its own: `futex`, `nanosleep`.
+    pub(super) const FUTEX: i64 = 202;
+    pub(super) const NANOSLEEP: i64 = 35;
 }
 
 #[cfg(target_arch = "aarch64")]
@@ -56,6 +59,9 @@ mod table {
         &[(73, 2), (72, 4), (441, 3), (137, 2), (98, 3), (449, 3)];
     /// Sleeps: nanosleep, clock_nanosleep.
     pub(super) const SLEEP: &[i64] = &[101, 115];
+    /// The two calls the Go runtime sleeps in on its own: `futex`, `nanosleep`.
+    pub(super) const FUTEX: i64 = 98;
+    pub(super) const NANOSLEEP: i64 = 101;
 }
 
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
@@ -69,6 +75,8 @@ mod table {
     pub(super) const TIMEOUT_MS: &[(i64, usize)] = &[];
     pub(super) const TIMEOUT_PTR: &[(i64, usize)] = &[];
     pub(super) const SLEEP: &[i64] = &[];
+    pub(super) const FUTEX: i64 = i64::MIN;
+    pub(super) const NANOSLEEP: i64 = i64::MIN;
 }
 
 pub(super) fn classify(nr: i64) -> Kind {
@@ -126,6 +134,16 @@ impl Call {
         }
         true
     }
+
+    /// Whether this is how the Go runtime's own threads sleep on a timer: `nanosleep` (sysmon's
+    /// naps) or a private `futex` wait with a relative timeout (sysmon, and an idle thread, on
+    /// its note). C libraries wait otherwise (`clock_nanosleep`, `FUTEX_WAIT_BITSET`), and a
+    /// goroutine's own timer is the runtime poller's epoll timeout, never one of these.
+    pub(super) fn go_runtime_sleep(&self) -> bool {
+        const FUTEX_WAIT_PRIVATE: u64 = 0x80;
+        self.nr == table::NANOSLEEP
+            || (self.nr == table::FUTEX && self.args[1] == FUTEX_WAIT_PRIVATE && self.args[3] != 0)
+    }
 }
 
 #[cfg(test)]
@@ -157,6 +175,19 @@ mod tests {
         assert!(!call(202, [1, 0x80, 0, 0x7ffd_0000, 0, 0]).endless());
         assert!(!call(230, [1, 0, 0x7ffd_0000, 0, 0, 0]).endless());
         assert!(call(61, [0xffff_ffff, 0, 0, 0, 0, 0]).endless());
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_go_runtimes_sleeps_are_told_from_a_c_librarys() {
+        let call = |nr, args| Call { nr, args };
+        // sysmon on its note (futex, FUTEX_WAIT_PRIVATE, a timeout) and in a nap (nanosleep).
+        assert!(call(202, [0x52_d178, 0x80, 0, 0xc0_0004_beb0, 0, 0]).go_runtime_sleep());
+        assert!(call(35, [0xc0_0004_beb0, 0, 0, 0, 0, 0]).go_runtime_sleep());
+        // glibc's timed waits: FUTEX_WAIT_BITSET with a clock, clock_nanosleep; and no timeout.
+        assert!(!call(202, [1, 0x189, 0, 0x7ffd_0000, 0, 0]).go_runtime_sleep());
+        assert!(!call(230, [1, 0, 0x7ffd_0000, 0, 0, 0]).go_runtime_sleep());
+        assert!(!call(202, [1, 0x80, 0, 0, 0, 0]).go_runtime_sleep());
     }
 
     #[test]

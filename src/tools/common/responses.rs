@@ -15,6 +15,7 @@
 //! its quiet period since the answer (`InputWatch::typed_at`).
 
 use crate::error::{Error, Result};
+use crate::pane::activity::InputWatch;
 use crate::pane::budget::Budget;
 use crate::pane::search::compile;
 use crate::pane::{Pane, tail};
@@ -30,8 +31,11 @@ pub(crate) const MAX_KEYS: usize = 64;
 pub(crate) const MAX_ANSWER_BYTES: usize = 4 << 10;
 /// The most answers one list holds.
 pub(crate) const MAX_LIST: usize = 256;
-/// How much of the end of the output is looked at for the question line.
-const QUESTION_LINES: usize = 5;
+/// How many lines printed before the question's line (since the program last read) keys are
+/// tried against too: a menu's title above its `#?` prompt.
+const LINES_BEFORE: usize = 3;
+/// How much of the end of the output is looked at for the question's lines.
+const QUESTION_LINES: usize = 6;
 const QUESTION_BYTES: usize = 4 << 10;
 /// How far past an answer the end of its echoed line is looked for (the answer, at most 4 KiB,
 /// and what a line editor draws around it).
@@ -98,10 +102,15 @@ impl Responses {
         Ok(Some(Responses { rules }))
     }
 
-    /// The answer to the question in `text` (the question line, or a full-screen program's
-    /// screen): the first key that matches decides; its list may be used up.
-    fn take(&mut self, text: &str) -> Option<Hit> {
-        let rule = self.rules.iter_mut().find(|r| r.regex.is_match(text))?;
+    /// The answer to the question in `texts`, nearest first: the question's line and the lines
+    /// printed with it (`asked_lines`), or a full-screen program's screen. The first key that
+    /// matches any of them decides, and the nearest it matches is the question; its list may be
+    /// used up.
+    fn take(&mut self, texts: &[String]) -> Option<Hit> {
+        let (rule, text) = self.rules.iter_mut().find_map(|rule| {
+            let text = texts.iter().find(|text| rule.regex.is_match(text))?;
+            Some((rule, text))
+        })?;
         let index = if rule.every_time { 0 } else { rule.used };
         let answer = rule.answers.get(index)?.clone();
         rule.used += 1;
@@ -194,9 +203,13 @@ impl Responder {
         self.last.as_ref().map(|t| t.when)
     }
 
-    /// The program asks: types the answer and Enter if a key matches its question. True when it
-    /// did; false leaves the question to the caller (`input`).
-    pub(crate) fn reply(&mut self, pane: &Pane) -> bool {
+    /// The program `watch` found asking: types the answer and Enter if a key matches its
+    /// question. True when it did; false leaves the question to the caller (`input`). An
+    /// interactive shell at its own prompt is never answered: no program reads there.
+    pub(crate) fn reply(&mut self, pane: &Pane, watch: &InputWatch) -> bool {
+        if !watch.answerable() {
+            return false;
+        }
         let Some(question) = self.question(pane) else { return false };
         let Some(hit) = self.responses.take(&question) else { return false };
         let shown = pane.shows_typing();
@@ -212,10 +225,11 @@ impl Responder {
         self.answered.clone()
     }
 
-    /// The question the program asks now: the last line it printed since the command began or,
-    /// after an answer, since that answer's line; a full-screen program's screen once it has
-    /// drawn since the answer. None when there is nothing new to read.
-    fn question(&self, pane: &Pane) -> Option<String> {
+    /// The question the program asks now, as `take` tries it: the last line it printed since the
+    /// command began or, after an answer, since that answer's line, with up to `LINES_BEFORE`
+    /// lines printed before it since then; a full-screen program's screen once it has drawn
+    /// since the answer. None when there is nothing new to read.
+    fn question(&self, pane: &Pane) -> Option<Vec<String>> {
         let end = pane.output().end();
         let full_screen = pane.output().with(|s| s.alt.active());
         let from = match &self.last {
@@ -233,11 +247,28 @@ impl Responder {
         let budget = Budget::tail(QUESTION_BYTES, QUESTION_LINES, None);
         let shown = tail::shown_since(pane, from, &budget);
         if shown.alternate {
-            return Some(shown.text().to_string());
+            return Some(vec![shown.text().to_string()]);
         }
-        let question = tail::question(shown.text());
-        (!question.is_empty()).then(|| question.to_string())
+        let lines = asked_lines(shown.text());
+        (!lines.is_empty()).then_some(lines)
     }
+}
+
+/// The question's line (the last that holds anything but blanks) and up to `LINES_BEFORE` lines
+/// before it, nearest first, from a tail of the output; the tail's gap markers are not lines the
+/// program printed.
+fn asked_lines(text: &str) -> Vec<String> {
+    let printed: Vec<&str> =
+        text.lines().map(str::trim_end).filter(|l| !l.trim().is_empty() && !is_marker(l)).collect();
+    let from = printed.len().saturating_sub(1 + LINES_BEFORE);
+    printed[from..].iter().rev().map(|l| (*l).to_string()).collect()
+}
+
+/// Whether `line` is a budget's gap marker, `[… 12 lines]`.
+fn is_marker(line: &str) -> bool {
+    line.strip_prefix("[… ")
+        .and_then(|rest| rest.strip_suffix(" lines]").or_else(|| rest.strip_suffix(" line]")))
+        .is_some_and(|n| n.parse::<usize>().is_ok())
 }
 
 /// The end of a long question, where the question is.
@@ -267,7 +298,7 @@ mod tests {
     }
 
     fn answer(responses: &mut Responses, question: &str) -> Option<(String, String)> {
-        responses.take(question).map(|hit| (hit.key, hit.answer))
+        responses.take(&[question.to_string()]).map(|hit| (hit.key, hit.answer))
     }
 
     #[test]
@@ -297,8 +328,19 @@ mod tests {
     #[test]
     fn a_full_screen_question_is_the_line_that_matched() {
         let mut r = parse(json!({"Save\\?": "y"})).unwrap().unwrap();
-        let hit = r.take("  Editor  \n  Save? (y/n)  \n").unwrap();
+        let hit = r.take(&["  Editor  \n  Save? (y/n)  \n".to_string()]).unwrap();
         assert_eq!(hit.line, "Save? (y/n)");
+    }
+
+    #[test]
+    fn a_key_is_tried_against_the_lines_printed_with_the_question() {
+        let text = "[… 40 lines]\nold line\nChoose a port:\n1) 80\n2) 443\n#? \n";
+        let lines = asked_lines(text);
+        assert_eq!(lines, ["#?", "2) 443", "1) 80", "Choose a port:"], "nearest first, no more");
+        let mut r = parse(json!({"(?i)port": "2"})).unwrap().unwrap();
+        let hit = r.take(&lines).unwrap();
+        assert_eq!((hit.key.as_str(), hit.line.as_str()), ("(?i)port", "Choose a port:"));
+        assert!(asked_lines("\n  \n").is_empty());
     }
 
     #[test]

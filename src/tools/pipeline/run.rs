@@ -168,7 +168,7 @@ impl Run<'_> {
         if !check.check() {
             return false;
         }
-        if self.respond() {
+        if self.respond(check) {
             *watch = Some(InputWatch::new(&self.pane));
         } else if self.plan.stop_asking {
             let asked = Asked::now(&self.pane, check, self.plan.tails.bytes);
@@ -194,14 +194,14 @@ impl Run<'_> {
     }
 
     /// The running step's program asks: answers it from the step's responses, if a key matches.
-    fn respond(&mut self) -> bool {
+    fn respond(&mut self, watch: &InputWatch) -> bool {
         let Some(record) = self.records.last_mut() else { return false };
         let Some(responder) = record.responder.as_mut() else { return false };
         let begin = mark::locate(&self.pane, &self.shell.begin_mark(record.exec), record.typed);
         if let Some((_, begin)) = begin {
             responder.begins_at(begin);
         }
-        responder.reply(&self.pane)
+        responder.reply(&self.pane, watch)
     }
 
     /// Whether a step was typed and its record has not come: only then can a question be the
