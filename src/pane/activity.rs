@@ -138,7 +138,7 @@ pub(crate) enum Look {
 /// (at its prompt, or in a builtin), not a job it started.
 fn shell_in_front(pane: &Pane) -> bool {
     pane.above().is_some()
-        && Terminal::group(pane).is_some_and(|group| u32::try_from(group) == Ok(pane.pid))
+        && Terminal::group(pane).is_some_and(|group| u32::try_from(group) == Ok(pane.own_pid()))
 }
 
 /// One look at /proc: does the pane's terminal foreground process group wait for the terminal and
@@ -155,7 +155,7 @@ pub(crate) fn look(pane: &Pane) -> Look {
         // A shell with fugue's integration at its own prompt (or in its builtin `read`): its
         // prompt record, not the kernel, says which.
         Wait::Terminal { .. }
-            if pane.above().is_some() && u32::try_from(terminal.group) == Ok(pane.pid) =>
+            if pane.above().is_some() && u32::try_from(terminal.group) == Ok(pane.own_pid()) =>
         {
             Look::Quiet(asker.and_then(name))
         }

@@ -12,9 +12,14 @@
 
 pub(crate) mod landlock;
 pub(crate) mod launch;
+mod launch_plan;
+mod lockdown;
+mod mounts;
 pub(crate) mod net;
 mod policy;
 pub(crate) mod seccomp;
+pub(crate) mod shared_tmp;
+mod tree;
 
 use crate::error::{Error, ErrorKind, Result};
 use std::path::{Path, PathBuf};
@@ -200,10 +205,14 @@ fn plan_with(
         Some(_) => Vec::new(),
         None => policy.git.clone(),
     };
+    let (mut rw, mut ro) = (Vec::new(), Vec::new());
+    if mode == Mode::ReadOnly {
+        ro.extend(roots.unwrap_or(&policy.writable).iter().cloned());
+    }
     if mode == Mode::WorkspaceWrite {
-        write.extend(roots.unwrap_or(&policy.writable).iter().cloned());
-        write.extend(temp_dirs());
-        write.push("/dev/shm".into());
+        rw.extend(roots.unwrap_or(&policy.writable).iter().cloned());
+        write.extend(rw.iter().cloned());
+        write.extend(mounts::PRIVATE_TMP.iter().map(|(at, _)| PathBuf::from(at)));
     }
     let tmp = (mode == Mode::ReadOnly).then(|| policy.private.join("tmp"));
     write.extend(tmp.iter().cloned());
@@ -211,7 +220,20 @@ fn plan_with(
     write.extend(keep.iter().cloned());
     let net = if policy.network { None } else { Some(net::holder()?) };
     let hide = hidden_now(policy);
-    Ok(launch::Plan { tmp, tag, write, git, hide, keep: keep.to_vec(), net, ..Default::default() })
+    let shared_tmp = Some(shared_tmp::dir()?);
+    Ok(launch::Plan {
+        tmp,
+        tag,
+        write,
+        rw,
+        ro,
+        git,
+        hide,
+        keep: keep.to_vec(),
+        shared_tmp,
+        net,
+        ..Default::default()
+    })
 }
 
 /// The devices a pane writes: the null and random devices, its terminal, new terminals.

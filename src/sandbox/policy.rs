@@ -299,6 +299,8 @@ fn add_git_dir(dir: &Path, dirs: &mut Vec<PathBuf>) {
     let Ok(text) = std::fs::read_to_string(&dot_git) else { return };
     let Some(gitdir) = text.lines().find_map(|l| l.strip_prefix("gitdir:")) else { return };
     let gitdir = dir.join(gitdir.trim());
+    // The file itself too: pointed elsewhere, it would make git read a config of the pane's.
+    dirs.push(dot_git);
     if let Ok(common) = std::fs::read_to_string(gitdir.join("commondir")) {
         dirs.push(gitdir.join(common.trim()));
     }

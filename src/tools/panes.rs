@@ -359,7 +359,7 @@ fn create_session(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let name = args.name("name")?;
     let (session_id, window_id, pane) =
         ctx.mux.create_session(name, pane_args(ctx, args, None)?)?;
-    let (pane_id, pid) = (pane.id.clone(), pane.pid);
+    let (pane_id, pid) = (pane.id.clone(), pane.own_pid());
     Answer::of(&Created { session_id: Some(session_id), window_id: Some(window_id), pane_id, pid })
 }
 
@@ -367,7 +367,7 @@ fn create_window(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let session = args.required_str("session_id")?;
     let name = args.name("name")?;
     let pane = ctx.mux.create_window(session, name, pane_args(ctx, args, None)?)?;
-    let (window_id, pane_id, pid) = (Some(pane.window_id.clone()), pane.id.clone(), pane.pid);
+    let (window_id, pane_id, pid) = (Some(pane.window_id.clone()), pane.id.clone(), pane.own_pid());
     Answer::of(&Created { session_id: None, window_id, pane_id, pid })
 }
 
@@ -379,7 +379,7 @@ fn create_pane(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
         session_id: None,
         window_id: None,
         pane_id: pane.id.clone(),
-        pid: pane.pid,
+        pid: pane.own_pid(),
     })
 }
 
