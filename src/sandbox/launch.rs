@@ -69,8 +69,8 @@ pub(crate) fn probe(plan: &Plan) -> Result<(), String> {
     })
 }
 
-/// The namespaces and the mounts (see `mounts`), then a pid namespace for P's next children;
-/// nothing in the fallback but the check that Landlock is there.
+/// The namespaces and the mounts (see `mounts`); nothing in the fallback but the check that
+/// Landlock is there. The pid namespace comes later (`tree::run`).
 fn confine(plan: &Plan) -> Result<(), String> {
     let abi = landlock::abi();
     if abi < landlock::MIN_ABI {
@@ -91,8 +91,7 @@ fn confine(plan: &Plan) -> Result<(), String> {
     private_mounts()?;
     super::mounts::lay_out(plan, &cwd)?;
     // The old directory is on the tree now read-only, under what was bound on it.
-    std::env::set_current_dir(&cwd).map_err(|e| format!("cd {}: {e}", cwd.display()))?;
-    super::net::unshare(libc::CLONE_NEWPID)
+    std::env::set_current_dir(&cwd).map_err(|e| format!("cd {}: {e}", cwd.display()))
 }
 
 /// Makes every mount of the new namespace private, so nothing done here reaches the host's.

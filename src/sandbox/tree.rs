@@ -41,25 +41,44 @@ pub(crate) fn ignore_signals() {
     }
 }
 
-/// Starts C (unless `plan.fallback`) and G, serves G and waits for it; returns how G ended. P is
-/// single-threaded until both are forked.
+/// Starts P's threads, then C (unless `plan.fallback`) and G; waits for G and returns how it
+/// ended.
 pub(crate) fn run(plan: &Plan, program: &[String]) -> ExitCode {
     let (mine, theirs) = match UnixStream::pair() {
         Ok(pair) => pair,
         Err(e) => return fail(&format!("socketpair: {e}")),
     };
+    let serving = mine.as_raw_fd();
+    // The threads first: once P has unshared a pid namespace the kernel lets it make none. (glibc's
+    // fork keeps malloc usable in the children; the threads hold no other lock while they wait.)
+    let served = plan.clone();
+    let threads = [
+        std::thread::Builder::new()
+            .name("sandbox-serve".into())
+            .spawn(move || lockdown::serve(mine, &served)),
+        std::thread::Builder::new().name("sandbox-hangup".into()).spawn(end_on_hangup),
+    ];
+    if let Some(Err(e)) = threads.into_iter().find(Result::is_err) {
+        return fail(&format!("cannot start a thread: {e}"));
+    }
+    if !plan.fallback
+        && let Err(why) = super::net::unshare(libc::CLONE_NEWPID)
+    {
+        return fail(&why);
+    }
     let init = if plan.fallback {
         None
     } else {
-        match fork_init(&[mine.as_raw_fd(), theirs.as_raw_fd()]) {
+        match fork_init(&[serving, theirs.as_raw_fd()]) {
             Ok(pid) => Some(pid),
             Err(why) => return fail(&why),
         }
     };
-    // SAFETY: P is single-threaded here, so the child may run any code before it execs.
+    // SAFETY: the child only runs G's steps and execs (see the comment above on the threads).
     let g = unsafe { libc::fork() };
     if g == 0 {
-        drop(mine);
+        // SAFETY: G's copy of the launcher's end, which G must not hold.
+        unsafe { libc::close(serving) };
         program_main(plan, &theirs, program);
     }
     drop(theirs);
@@ -67,10 +86,6 @@ pub(crate) fn run(plan: &Plan, program: &[String]) -> ExitCode {
         end_init(init);
         return fail(&format!("fork: {}", std::io::Error::last_os_error()));
     }
-    let served = plan.clone();
-    let _ = std::thread::Builder::new()
-        .name("sandbox-serve".into())
-        .spawn(move || lockdown::serve(mine, &served));
     let status = wait(g);
     end_init(init);
     mirror(status)
@@ -80,7 +95,7 @@ pub(crate) fn run(plan: &Plan, program: &[String]) -> ExitCode {
 fn fork_init(close: &[libc::c_int]) -> Result<libc::pid_t, String> {
     // SAFETY: getpid has no preconditions.
     let parent = pidfd_open(unsafe { libc::getpid() })?;
-    // SAFETY: P is single-threaded here.
+    // SAFETY: C runs no code that takes a lock before it waits forever.
     let pid = unsafe { libc::fork() };
     match pid {
         0 => init_main(&parent, close),
@@ -124,6 +139,20 @@ fn reap_forever() -> ! {
             while libc::waitpid(-1, &raw mut status, libc::WNOHANG) > 0 {}
             libc::sigwaitinfo(&raw const set, &raw mut info);
         }
+    }
+}
+
+/// Ends P when the terminal hangs up: fugue ended, however it ended, and with it the pane. P
+/// ignores the hang-up signal, and G may have too; P's end kills C (and G in the fallback) by
+/// `PR_SET_PDEATHSIG`, and C's the namespace.
+fn end_on_hangup() {
+    // No events asked: poll still says when the terminal hangs up, and only then.
+    let mut pfd = libc::pollfd { fd: 0, events: 0, revents: 0 };
+    // SAFETY: poll writes only to `pfd`, which outlives the call.
+    while unsafe { libc::poll(&raw mut pfd, 1, -1) } < 0 {}
+    if pfd.revents & (libc::POLLHUP | libc::POLLERR) != 0 {
+        // SAFETY: _exit ends the process at once; nothing of P's needs flushing.
+        unsafe { libc::_exit(128 + libc::SIGHUP) };
     }
 }
 
