@@ -354,3 +354,41 @@ fn processes_case(f: &mut Fugue, who: &str) {
     let unix = run(f, "cat /proc/net/unix /proc/1/net/unix");
     assert!(!unix["output"].as_str().unwrap().contains("host-only.sock"), "{who}: {unix}");
 }
+
+/// `/run` is covered: a socket the host keeps there (an agent's, a bus, a docker socket) is
+/// neither listed nor reached, though anyone may connect to it outside. As root and as nobody.
+#[test]
+fn run_is_covered() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::path::PathBuf::from(format!("/run/fugue-test-{}", std::process::id()));
+    let Ok(()) = std::fs::create_dir_all(&dir) else {
+        crate::util::skip("/run", "is not writable here");
+        return;
+    };
+    let dir = Dir { path: dir };
+    let socket = dir.join("host.sock");
+    let _host = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    for path in [&dir.path, &socket] {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o777)).unwrap();
+    }
+    let root = outside("esc-run");
+    let mut f = sandboxed(&root.path, &["--sandbox", "workspace-write"], &[]);
+    run_case(&mut f, &socket, "root");
+    drop(f);
+    let home = nobodys("esc-run-nobody");
+    if let Some(mut f) = sandboxed_as_nobody(&home.path, &["--sandbox", "workspace-write"]) {
+        run_case(&mut f, &socket, "nobody");
+    }
+}
+
+fn run_case(f: &mut Fugue, socket: &std::path::Path, who: &str) {
+    let s = path_str(socket);
+    let tries = [
+        format!("ls {s}"),
+        format!("python3 -c \"import socket; socket.socket(socket.AF_UNIX).connect('{s}')\""),
+    ];
+    for command in &tries {
+        let done = run(f, command);
+        assert!(failed(&done), "{who}: {command}: {done}");
+    }
+}
