@@ -55,7 +55,7 @@ pub(crate) fn lay_out(plan: &Plan, cwd: &Path) -> Result<(), String> {
     }
     for (path, tree) in &ro {
         read_only(Some(tree), Path::new(""))?;
-        attach(tree, &mount_point(path, true)?)?;
+        attach(tree, &mount_point(path, is_dir(tree))?)?;
     }
     hide(plan)?;
     for (path, tree) in &keep {
@@ -79,10 +79,12 @@ pub(crate) fn lay_out(plan: &Plan, cwd: &Path) -> Result<(), String> {
 }
 
 /// What the pane must see that the private temporary directories or the cover of `/run` would
-/// hide, bound back read-only: the plan's (a read-only pane's roots) and the working directory.
+/// hide, bound back read-only: the plan's (a read-only pane's roots), the working directory, and
+/// fugue's own binary (an agent's stage runs `fugue verdict`).
 fn shown(plan: &Plan, cwd: &Path) -> Vec<PathBuf> {
     let covered = |p: &Path| PRIVATE_TMP.iter().any(|(at, _)| p.starts_with(at)) || under_run(p);
     let mut shown: Vec<PathBuf> = plan.ro.iter().chain([&cwd.to_path_buf()]).cloned().collect();
+    shown.extend(std::env::current_exe());
     shown.retain(|p| covered(p) && !plan.rw.iter().any(|root| p.starts_with(root)));
     shown
 }
@@ -126,8 +128,7 @@ fn cover_run(passed: &[(PathBuf, OwnedFd)]) -> Result<(), String> {
         tmpfs("fugue-run", dir, "mode=0755")?;
     }
     for (path, tree) in passed {
-        let is_dir = std::fs::metadata(fd_path(tree)).is_ok_and(|m| m.is_dir());
-        attach(tree, &mount_point(path, is_dir)?)?;
+        attach(tree, &mount_point(path, is_dir(tree))?)?;
     }
     Ok(())
 }
@@ -139,6 +140,11 @@ fn hide(plan: &Plan) -> Result<(), String> {
         tmpfs(&plan.tag, dir, "mode=0700")?;
     }
     Ok(())
+}
+
+/// Whether the tree `fd` is a directory (or a file).
+fn is_dir(fd: &OwnedFd) -> bool {
+    std::fs::metadata(fd_path(fd)).is_ok_and(|m| m.is_dir())
 }
 
 fn is_real_dir(path: &Path) -> bool {
