@@ -35,8 +35,8 @@ pub fn sandboxed_as_nobody(dir: &Path, args: &[&str]) -> Option<Fugue> {
 }
 
 /// The fugue binary where `nobody` can run it: the one built, when every directory above it lets
-/// others through; else (a clone in a 0700 home) a copy beside `outside`'s directories, made once
-/// per run of the tests, the copies of runs that are over removed.
+/// others through; else (a clone in a 0700 home) a link or a copy beside `outside`'s directories,
+/// made once per run of the tests, those of runs that are over removed.
 fn bin_for_nobody() -> std::path::PathBuf {
     use std::os::unix::fs::PermissionsExt;
     static BIN: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
@@ -60,7 +60,10 @@ fn bin_for_nobody() -> std::path::PathBuf {
             }
         }
         let copy = dir.path.join("fugue");
-        std::fs::copy(built, &copy).unwrap();
+        // A link costs nothing where the file system is the same.
+        if std::fs::hard_link(built, &copy).is_err() {
+            std::fs::copy(built, &copy).unwrap();
+        }
         std::fs::set_permissions(&dir.path, std::fs::Permissions::from_mode(0o755)).unwrap();
         // Kept for the run: removed by the next run's sweep above.
         std::mem::forget(dir);
