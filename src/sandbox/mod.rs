@@ -2,13 +2,13 @@
 //! told to do with it.
 //!
 //! fugue itself never runs sandboxed. Each pane's process is started through a launcher — fugue's
-//! own binary as `fugue __sandbox-exec PLAN -- PROGRAM ARGS` (see `launch`) — which, between the
-//! fork and the exec of the program, enters a user and mount namespace, hides fugue's private
-//! directories behind empty file systems, makes every `.git` in the writable roots a read-only
-//! bind mount, joins the network namespace fugue keeps for its sandboxed panes (`net`), sets
-//! `no_new_privs` and applies a Landlock ruleset that allows writes only beneath the roots. The
-//! launcher execs the program in the same process, so the pane's pid, session and terminal are
-//! what they are without a sandbox. Nothing here runs when the policy is `off`.
+//! own binary as `fugue __sandbox-exec PLAN -- PROGRAM ARGS` (see `launch`) — which enters a user
+//! and mount namespace (joining the network namespace fugue keeps for its sandboxed panes, `net`),
+//! lays the pane's file system out (`mounts`: read-only but the writable roots, private temporary
+//! directories, fugue's private directories hidden, every `.git` read-only), and runs the program
+//! in a pid namespace of its own (`tree`), locked down (`lockdown`: `no_new_privs`, Landlock). The
+//! launcher stays as the pane's process, in the pane's session and terminal, and ends as the
+//! program ends. Nothing here runs when the policy is `off`.
 
 pub(crate) mod landlock;
 pub(crate) mod launch;
@@ -120,9 +120,8 @@ pub(crate) fn effective(asked: Option<Mode>) -> Result<Mode> {
 
 /// The launcher's plan for one pane of mode `mode`; `keep` are the pane's own private directories
 /// (its shell's records, its pipeline's files), which stay reachable and writable.
-/// The mark of pane `id`'s processes: the source name of the file systems its launcher mounts,
-/// which every process of the pane sees in its `/proc/PID/mountinfo` — new namespaces copy it and
-/// Landlock forbids unmounting it — so that closing the pane finds the ones that left its session.
+/// The name of pane `id`'s sandbox: the source name of the file systems its launcher mounts, and
+/// the fallback's TMPDIR.
 pub(crate) fn tag(id: &str) -> String {
     format!("fugue-pane-{id}")
 }
@@ -134,7 +133,7 @@ pub(crate) enum Means {
     Namespaces,
     /// No user namespaces allowed: Landlock, `no_new_privs` and a seccomp filter that refuses
     /// IPv4 and IPv6 sockets; a private TMPDIR in place of /tmp; no `.git` protection (so it is
-    /// refused unless `--writable-git`), no hidden directories, no mark for escapees.
+    /// refused unless `--writable-git`), no hidden directories, no pid namespace.
     Fallback,
 }
 
