@@ -232,6 +232,7 @@ fn serve() -> ExitCode {
     drop(control);
     runtime.shutdown();
     sandbox::net::stop();
+    sandbox::shared_tmp::remove();
     // The stdin thread may be blocked in read(); the process exit ends it.
     std::process::exit(0)
 }

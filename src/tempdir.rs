@@ -21,8 +21,9 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-/// The name prefixes of the directories of `fugue_run_pipeline` calls and of live shells.
-const PREFIXES: [&str; 2] = ["fugue-pipeline-", "fugue-shell-"];
+/// The name prefixes of the directories of `fugue_run_pipeline` calls, of live shells and of the
+/// sandboxed panes' private temporary directories.
+const PREFIXES: [&str; 3] = ["fugue-pipeline-", "fugue-shell-", "fugue-sandbox-"];
 
 /// Removes the pipeline directories that fugues of this user left behind when they were killed;
 /// called when fugue starts. Returns how many it removed.
@@ -138,6 +139,15 @@ fn temp_base() -> Result<PathBuf> {
         return Ok(std::env::current_dir()?.join(base));
     }
     Ok(base)
+}
+
+/// A new private directory `fugue-sandbox-…` for the sandboxed panes' temporary directories
+/// (`sandbox::shared_tmp`), swept like a pipeline's; its maker removes it.
+pub(crate) fn sandbox_dir() -> Result<PathBuf> {
+    let name = format!("{}{}-{}-{}", PREFIXES[2], std::process::id(), own_start(), new_id());
+    let path = base()?.join(name);
+    private_dir(&path, Existing::Refuse)?;
+    Ok(path)
 }
 
 /// Temporary directories in use, so that fugue can remove them when it stops without waiting for

@@ -104,7 +104,7 @@ fn a_calls_sandbox_object_tightens_only() {
     let sandbox = json!({"mode": "workspace-write", "network": "off", "writable": ["sub"]});
     let command = format!("touch sub/in; touch out; {dial} && echo REACHED; echo tried");
     let done = f.call("fugue_exec", json!({"command": command, "sandbox": sandbox}));
-    assert_eq!(done["output"], "touch: cannot touch 'out': Permission denied\ntried", "{done}");
+    assert_eq!(done["output"], "touch: cannot touch 'out': Read-only file system\ntried", "{done}");
     assert!(root.join("sub/in").exists() && !root.join("out").exists(), "{done}");
     assert!(tcp.accept().is_err(), "network off on a network-on server reached the host");
     let sub = root.join("sub").canonicalize().unwrap();
@@ -209,7 +209,9 @@ fn fugues_own_git_runs_nothing_a_stage_planted() {
 #[test]
 fn fugues_own_git_runs_nothing_a_stage_planted_as_nobody() {
     for writable_git in [false, true] {
-        let dir = nobodys("stage-git-nobody");
+        // Outside the temporary directory: a sandboxed pane sees a private /tmp, so the stage's
+        // program must lie elsewhere.
+        let dir = outside("stage-git-nobody");
         let marker_dir = outside("stage-git-marker-nobody");
         give_to_nobody(&marker_dir.path);
         if let Some(mut f) = stage_server(&dir, writable_git, Some(())) {

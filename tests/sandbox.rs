@@ -23,7 +23,8 @@ pub fn sandboxed_as_nobody(dir: &Path, args: &[&str]) -> Option<Fugue> {
         return None;
     }
     let mut cmd = Command::new("setpriv");
-    cmd.args(["--reuid=nobody", "--regid=nogroup", "--clear-groups", crate::util::BIN, "serve"]);
+    cmd.args(["--reuid=nobody", "--regid=nogroup", "--clear-groups"]);
+    cmd.arg(bin_for_nobody()).arg("serve");
     cmd.args(args).current_dir(dir);
     cmd.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped());
     cmd.env("SHELL", "/bin/sh").env("HOME", dir).env_remove("FUGUE_SHELL");
@@ -31,6 +32,44 @@ pub fn sandboxed_as_nobody(dir: &Path, args: &[&str]) -> Option<Fugue> {
     let mut f = Fugue::spawn_command(cmd);
     f.handshake();
     Some(f)
+}
+
+/// The fugue binary where `nobody` can run it: the one built, when every directory above it lets
+/// others through; else (a clone in a 0700 home) a link or a copy beside `outside`'s directories,
+/// made once per run of the tests, those of runs that are over removed.
+fn bin_for_nobody() -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    static BIN: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    let passable = |p: &Path| {
+        p.ancestors()
+            .skip(1)
+            .all(|d| std::fs::metadata(d).is_ok_and(|m| m.permissions().mode() & 0o001 != 0))
+    };
+    BIN.get_or_init(|| {
+        let built = Path::new(crate::util::BIN);
+        if passable(built) {
+            return built.to_path_buf();
+        }
+        let dir = outside("bin");
+        let base = dir.path.parent().unwrap().to_path_buf();
+        for entry in std::fs::read_dir(&base).unwrap().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let pid = name.strip_prefix("fugue-test-").and_then(|r| r.strip_suffix("-bin"));
+            if pid.and_then(|p| p.parse().ok()).is_some_and(|p: u32| !crate::util::alive(p)) {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+        let copy = dir.path.join("fugue");
+        // A link costs nothing where the file system is the same.
+        if std::fs::hard_link(built, &copy).is_err() {
+            std::fs::copy(built, &copy).unwrap();
+        }
+        std::fs::set_permissions(&dir.path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        // Kept for the run: removed by the next run's sweep above.
+        std::mem::forget(dir);
+        copy
+    })
+    .clone()
 }
 
 /// A directory `nobody` owns, for an unprivileged fugue to work in.
@@ -41,14 +80,46 @@ pub fn nobodys(name: &str) -> Dir {
     dir
 }
 
-/// A directory outside every writable root and outside the temporary directory (which a
-/// workspace-write pane may write): under cargo's target directory. Removed on drop.
+/// A directory truly outside: not under any writable root, the temporary directory (a pane's
+/// private `/tmp` replaces it) nor the clone, and reachable by `nobody`. As root under
+/// `/var/lib`, which every user may pass through; else under `$HOME/.cache`. Removed on drop.
 pub fn outside(name: &str) -> Dir {
-    let path =
-        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("sbx-{}-{name}", std::process::id()));
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    let base = match std::env::var_os("HOME") {
+        _ if root && Path::new("/var/lib").is_dir() => std::path::PathBuf::from("/var/lib"),
+        Some(home) => Path::new(&home).join(".cache"),
+        None => panic!("no place outside the temporary directory: not root, and no HOME"),
+    };
+    let path = base.join(format!("fugue-test-{}-{name}", std::process::id()));
+    for inside in [std::env::temp_dir(), env!("CARGO_MANIFEST_DIR").into()] {
+        assert!(
+            !path.starts_with(&inside),
+            "{} is not outside {}",
+            path.display(),
+            inside.display()
+        );
+    }
     let _ = std::fs::remove_dir_all(&path);
     std::fs::create_dir_all(&path).unwrap();
     Dir { path }
+}
+
+/// The host's pid of the process that a sandboxed pane, whose own process is `own`, knows as
+/// `inner` (its `$$`, in the pane's pid namespace).
+pub fn host_pid(own: u32, inner: u32) -> u32 {
+    let ns = |pid: &str| std::fs::read_link(format!("/proc/{pid}/ns/pid")).ok();
+    let pane_ns = ns(&own.to_string());
+    assert!(pane_ns.is_some(), "pane process {own} is gone");
+    let inner = inner.to_string();
+    let found = std::fs::read_dir("/proc").unwrap().flatten().find_map(|entry| {
+        let pid = entry.file_name().to_str()?.parse::<u32>().ok()?;
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        let nspid = status.lines().find_map(|l| l.strip_prefix("NSpid:"))?;
+        let last = nspid.split_whitespace().last()?;
+        (last == inner && ns(&pid.to_string()) == pane_ns).then_some(pid)
+    });
+    found.unwrap_or_else(|| panic!("no process {inner} in the pane's pid namespace"))
 }
 
 /// Whether a command's answer says it ran and failed (an exit code, not 0): a command that never
@@ -462,11 +533,12 @@ fn daemons_case(f: &mut Fugue, root: &Dir, who: &str) {
         escapee("setsid"),
         escapee("double")
     );
-    let pane = f.call("fugue_create_session", json!({"command": command}));
-    let pane = pane["pane_id"].as_str().unwrap().to_string();
+    let created = f.call("fugue_create_session", json!({"command": command}));
+    let pane = created["pane_id"].as_str().unwrap().to_string();
     f.expect(&pane, "started");
-    let setsid = crate::util::pid_in(&root.join("setsid.pid"));
-    let double = crate::util::pid_in(&root.join("double.pid"));
+    let own = u32::try_from(created["pid"].as_u64().unwrap()).unwrap();
+    let setsid = host_pid(own, crate::util::pid_in(&root.join("setsid.pid")));
+    let double = host_pid(own, crate::util::pid_in(&root.join("double.pid")));
     assert!(!out.join("setsid").exists() && !out.join("double").exists(), "{who}: wrote outside");
     let sid = |pid: u32| {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
@@ -492,7 +564,8 @@ fn a_refused_command_answers_sandbox_denied() {
     let target = out.join("x");
     let done = run(&mut f, &format!("touch {}", path_str(&target)));
     let line = done["sandbox_denied"].as_str().unwrap_or_default();
-    assert!(line.contains("Permission denied") && line.contains(path_str(&target)), "{done}");
+    let refused = line.contains("Permission denied") || line.contains("Read-only file system");
+    assert!(refused && line.contains(path_str(&target)), "{done}");
     let own = run(&mut f, "ls /nonexistent-fugue; touch inside; false");
     assert!(own.get("sandbox_denied").is_none(), "{own}");
     let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -638,4 +711,37 @@ fn without_user_namespaces_the_fallback_confines_and_says_so() {
     let err = f.call_err("fugue_exec", json!({"command": "true"}));
     assert_eq!(err["code"], "sandbox_unavailable", "{err}");
     assert!(err["message"].as_str().unwrap().contains("--writable-git"), "{err}");
+}
+
+/// fugue sees a sandboxed pane's program as the pane's own process, never the launcher or the
+/// init of its pid namespace: the pid it gives is the program's, a question names the program,
+/// and a shell's job and working directory are the shell's.
+#[test]
+fn a_sandboxed_panes_own_process_is_its_program() {
+    let root = Dir::new("sbx-own");
+    std::fs::create_dir(root.join("sub")).unwrap();
+    let mut f = sandboxed(&root.path, &["--sandbox", "workspace-write"], &[]);
+    let comm = |pid: &Value| {
+        let pid = pid.as_u64().unwrap();
+        std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap().trim().to_string()
+    };
+    let created =
+        f.call("fugue_create_session", json!({"command": "exec python3 -c \"input('name? ')\""}));
+    let pane = created["pane_id"].as_str().unwrap().to_string();
+    let asked = f.call("fugue_send_input", json!({"pane_id": pane, "wait_ms": 20000}));
+    assert_eq!((&asked["status"], &asked["program"]), (&json!("input"), &json!("python3")));
+    // Asked by the program, which runs by now: the pid is its own.
+    let own = comm(&created["pid"]);
+    assert!(own.starts_with("python3"), "{own}: {created}");
+    let status = f.call("fugue_get_status", json!({"pane_id": pane}));
+    assert_eq!(status["pid"], created["pid"], "{status}");
+    let shell = f.call("fugue_create_session", json!({}));
+    let shell_pane = shell["pane_id"].as_str().unwrap().to_string();
+    let done = run_in(&mut f, &shell_pane, "cd sub");
+    assert_eq!(done["exit_code"], 0, "{done}");
+    assert_eq!(comm(&shell["pid"]), "sh", "{shell}");
+    let status = f.call("fugue_get_status", json!({"pane_id": shell_pane}));
+    assert!(status["cwd"].as_str().unwrap().ends_with("/sub"), "{status}");
+    let job = run_in(&mut f, &shell_pane, "sleep 0.2");
+    assert_eq!(job["exit_code"], 0, "{job}");
 }

@@ -154,7 +154,7 @@ pub(crate) struct Asker {
 /// integration knows, at its own prompt: no command it was given runs.
 fn shell_at_prompt(pane: &Pane) -> bool {
     pane.above().is_some_and(|above| {
-        Terminal::group(pane).is_some_and(|group| u32::try_from(group) == Ok(pane.pid))
+        Terminal::group(pane).is_some_and(|group| u32::try_from(group) == Ok(pane.own_pid()))
             && !above.runs_command(pane.output())
     })
 }
@@ -166,7 +166,7 @@ pub(crate) fn look(pane: &Pane) -> Look {
     let (verdict, asker) = group_wait(&terminal);
     // The bench counts these lines to check that nothing looks while nothing waits.
     log::debug(&format!("activity probe of pane {}: {verdict:?}", pane.id));
-    let own = u32::try_from(terminal.group) == Ok(pane.pid);
+    let own = u32::try_from(terminal.group) == Ok(pane.own_pid());
     match verdict {
         Wait::Terminal { timed } => {
             let asker = asker.map(|pid| who(pane, pid)).unwrap_or_default();

@@ -84,6 +84,8 @@ pub(crate) struct Pane {
     /// When the waiter reaped the child, in boot clock ticks; 0 while it lives. From then on
     /// `pid` may be anyone's.
     reaped: Arc<AtomicU64>,
+    /// In a sandbox, the program's own process under the launcher (`own_pid`), once found.
+    own: std::sync::OnceLock<u32>,
 }
 
 impl Pane {
@@ -112,6 +114,7 @@ impl Pane {
             master: Mutex::new(Some(started.master)),
             size: Mutex::new((spec.rows, spec.cols)),
             reaped: started.reaped,
+            own: started.own.map(std::sync::OnceLock::from).unwrap_or_default(),
         }))
     }
 
@@ -124,6 +127,22 @@ impl Pane {
         self.above.as_deref()
     }
 
+    /// The pane's own process, the program it runs: the child itself, or in a sandbox the
+    /// launcher's child that runs the program (`sandbox::tree`; the launcher and the init of its
+    /// pid namespace are fugue's), found once it exists and while the launcher lives.
+    pub(crate) fn own_pid(&self) -> u32 {
+        if self.sandbox.mode == Mode::Off {
+            return self.pid;
+        }
+        if let Some(pid) = self.own.get() {
+            return *pid;
+        }
+        let found = (self.reaped.load(Ordering::SeqCst) == 0)
+            .then(|| process::launched(self.pid))
+            .flatten();
+        found.map_or(self.pid, |pid| *self.own.get_or_init(|| pid))
+    }
+
     /// The command line of the job in the terminal's foreground when it is not the pane's own
     /// process (a shell's running command); `None` when the pane's process has the terminal.
     pub(crate) fn foreground_job(&self) -> Option<String> {
@@ -134,7 +153,7 @@ impl Pane {
             // held.
             unsafe { libc::tcgetpgrp(fd) }
         };
-        if group <= 0 || u32::try_from(group).ok() == Some(self.pid) {
+        if group <= 0 || u32::try_from(group).ok() == Some(self.own_pid()) {
             return None;
         }
         let cmdline = std::fs::read(format!("/proc/{group}/cmdline")).unwrap_or_default();
@@ -156,7 +175,7 @@ impl Pane {
         if !self.is_running() {
             return None;
         }
-        let cwd = std::fs::read_link(format!("/proc/{}/cwd", self.pid)).ok()?;
+        let cwd = std::fs::read_link(format!("/proc/{}/cwd", self.own_pid())).ok()?;
         Some(cwd.to_string_lossy().into_owned())
     }
 
@@ -306,7 +325,11 @@ pub(crate) fn close_panes(panes: &[&Pane]) -> Vec<Option<Exit>> {
         }
     }
     wait_all(panes, Instant::now() + Duration::from_secs(2));
-    end_escapees(panes);
+    // A sandboxed pane's processes that left its session (`setsid`, double forks) died with its
+    // pid namespace when its launcher ended.
+    for pane in panes.iter().filter(|p| p.sandbox.mode != Mode::Off) {
+        sandbox::forget(&sandbox::tag(&pane.id));
+    }
     panes
         .iter()
         .map(|pane| {
@@ -314,24 +337,6 @@ pub(crate) fn close_panes(panes: &[&Pane]) -> Vec<Option<Exit>> {
             pane.output.exit()
         })
         .collect()
-}
-
-/// Kills what sandboxed panes started outside their sessions (`setsid`, double-forked daemons):
-/// every process that carries a pane's mark (see `sandbox::tag`).
-fn end_escapees(panes: &[&Pane]) {
-    let tags: Vec<String> =
-        panes.iter().filter(|p| p.sandbox.mode != Mode::Off).map(|p| sandbox::tag(&p.id)).collect();
-    tags.iter().for_each(|tag| sandbox::forget(tag));
-    // A process forking as it is killed leaves a child; a few rounds end a fork loop too.
-    for _ in 0..10 {
-        let marked = process::marked(&tags);
-        if marked.is_empty() {
-            return;
-        }
-        for pid in marked {
-            process::signal(pid, libc::SIGKILL);
-        }
-    }
 }
 
 /// Sends each signal to every pane's remaining processes, from one look at /proc; returns how many

@@ -92,25 +92,49 @@ impl Sessions {
     }
 }
 
-/// The processes that carry one of `tags`: a file system of that source name in their
-/// `/proc/PID/mountinfo`. Only processes in another mount namespace than ours are read, so a
-/// machine's other processes cost one readlink each.
-pub(crate) fn marked(tags: &[String]) -> Vec<u32> {
-    if tags.is_empty() {
-        return Vec::new();
-    }
-    let own = fs::read_link("/proc/self/ns/mnt").ok();
-    let Ok(dir) = fs::read_dir("/proc") else { return Vec::new() };
-    dir.filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            let ns = fs::read_link(format!("/proc/{pid}/ns/mnt")).ok();
-            ns.is_some() && ns != own && {
-                let info = fs::read_to_string(format!("/proc/{pid}/mountinfo")).unwrap_or_default();
-                // A source is a whole field: ` - tmpfs fugue-pane-ID rw,...`.
-                tags.iter().any(|tag| info.contains(&format!(" tmpfs {tag} ")))
-            }
+/// The process a sandbox launcher runs the program in: its child that is not the init of the
+/// pid namespace it made (pid 1 there); `None` until it exists. The launcher forks twice at once,
+/// so the few pids after its own are looked at first, then every process of its session.
+pub(crate) fn launched(launcher: u32) -> Option<u32> {
+    launched_near(launcher).or_else(|| {
+        let dir = fs::read_dir("/proc").ok()?;
+        let mut pids = dir.filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok());
+        pids.find(|pid| {
+            stat_of(*pid).is_some_and(|(sid, _)| sid == launcher) && is_launched_by(*pid, launcher)
         })
-        .collect()
+    })
+}
+
+fn launched_near(launcher: u32) -> Option<u32> {
+    (launcher + 1..=launcher + 8).find(|pid| is_launched_by(*pid, launcher))
+}
+
+/// Whether `pid` is `launcher`'s child and not pid 1 of a namespace.
+fn is_launched_by(pid: u32, launcher: u32) -> bool {
+    let Ok(status) = fs::read_to_string(format!("/proc/{pid}/status")) else { return false };
+    let field =
+        |name: &str| status.lines().find_map(|l| l.strip_prefix(name)).map_or("", str::trim);
+    field("PPid:") == launcher.to_string()
+        && field("NSpid:").split_whitespace().last().is_some_and(|n| n != "1")
+}
+
+/// Waits, at most until `deadline`, for the launcher `launcher` to start the program
+/// (`launched`); `None` if it ended first or the deadline passed.
+pub(crate) fn launched_by(launcher: u32, deadline: std::time::Instant) -> Option<u32> {
+    for look in 1.. {
+        // Every tenth look reads every process; the others only the pids after the launcher's.
+        let found = if look % 10 == 0 { launched(launcher) } else { launched_near(launcher) };
+        if found.is_some() {
+            return found;
+        }
+        let live = crate::procfs::stat(launcher).is_some_and(|s| !s.ended());
+        if !live || std::time::Instant::now() >= deadline {
+            return None;
+        }
+        // The launcher tells no one when it forks; it does so within milliseconds of starting.
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    None
 }
 
 /// Sends `signal` to the group `leader` and to each of `members`; returns how many members.

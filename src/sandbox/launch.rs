@@ -1,49 +1,20 @@
 //! The launcher: `fugue __sandbox-exec PLAN -- PROGRAM ARGS...`, run as a pane's process. It
-//! confines itself as `PLAN` says and execs the program in its place, so the pane's pid is the
-//! program's; if any step fails it prints why and exits 125 — it never runs the program
-//! unconfined.
+//! confines the program as `PLAN` says; if any step fails it prints why and exits 125 — it never
+//! runs the program unconfined.
 //!
 //! The steps, in order: a user namespace (the person's own uid mapped to itself, so files keep
 //! their owners) with a mount namespace, or the network holder's user and network namespace
-//! joined and a mount namespace of its own; fugue's private directories covered by empty
-//! `tmpfs` mounts, the pane's own ones bound back in; every `.git` of the roots bound read-only;
-//! `no_new_privs` (no setuid gain, `sudo` included); Landlock. Landlock forbids the sandboxed
-//! program to change mounts, so the namespace cannot be undone from inside.
+//! joined and a mount namespace of its own; the pane's file system laid out (`mounts`: everything
+//! read-only but the writable roots, private temporary directories, `/run` and fugue's private
+//! directories covered, every `.git` read-only); a pid namespace with a small init and the
+//! program in it (`tree`), which locks itself down (`lockdown`) and execs. The launcher stays, as
+//! the pane's process in fugue's eyes, and ends as the program ends. The fallback (no user
+//! namespaces) has no namespaces and no mounts, only the lockdown.
 
 use super::landlock;
-use serde::{Deserialize, Serialize};
-use std::ffi::CString;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-/// What the launcher does for one pane, passed as JSON on its command line.
-#[derive(Serialize, Deserialize, Debug, Clone, Default)]
-pub(crate) struct Plan {
-    /// Read-only mode: the pane's private temporary directory, made in the empty file system
-    /// that hides fugue's own and set as `TMPDIR`.
-    pub(crate) tmp: Option<PathBuf>,
-    /// The pane's mark, the source name of every file system mounted (see `super::tag`).
-    pub(crate) tag: String,
-    /// Where writes are allowed (directories or files).
-    pub(crate) write: Vec<PathBuf>,
-    /// Directories bound read-only.
-    pub(crate) git: Vec<PathBuf>,
-    /// Directories covered by an empty file system.
-    pub(crate) hide: Vec<PathBuf>,
-    /// Directories bound back after hiding (the pane's own).
-    pub(crate) keep: Vec<PathBuf>,
-    /// The pid of the network holder whose namespaces to join; `None` keeps the host network.
-    pub(crate) net: Option<u32>,
-    /// No user namespaces here: no namespaces, no mounts (see `super::Means::Fallback`).
-    #[serde(default)]
-    pub(crate) fallback: bool,
-    /// Refuse IPv4 and IPv6 sockets with seccomp (the fallback's network off).
-    #[serde(default)]
-    pub(crate) refuse_inet: bool,
-}
+pub(crate) use super::launch_plan::Plan;
 
 /// The argument vector that runs `argv` under `plan`: fugue's own binary as the launcher.
 pub(crate) fn wrap(plan: &Plan, argv: &[std::ffi::OsString]) -> Vec<std::ffi::OsString> {
@@ -59,32 +30,19 @@ pub(crate) fn wrap(plan: &Plan, argv: &[std::ffi::OsString]) -> Vec<std::ffi::Os
 
 /// `fugue __sandbox-exec PLAN -- PROGRAM ARGS...`.
 pub(crate) fn main(args: &[String]) -> ExitCode {
+    super::tree::ignore_signals();
     let (plan, program) = match args {
         [plan, dash, program @ ..] if dash == "--" && !program.is_empty() => (plan, program),
-        _ => return fail("usage: fugue __sandbox-exec PLAN -- PROGRAM [ARGS...]"),
+        _ => return super::tree::fail("usage: fugue __sandbox-exec PLAN -- PROGRAM [ARGS...]"),
     };
     let plan: Plan = match serde_json::from_str(plan) {
         Ok(plan) => plan,
-        Err(e) => return fail(&format!("bad plan: {e}")),
+        Err(e) => return super::tree::fail(&format!("bad plan: {e}")),
     };
     if let Err(why) = confine(&plan) {
-        return fail(&why);
+        return super::tree::fail(&why);
     }
-    let mut cmd = std::process::Command::new(&program[0]);
-    cmd.args(&program[1..]);
-    cmd.env_remove(landlock::PRETEND_ABSENT);
-    cmd.env_remove(super::net::PRETEND_NO_USERNS);
-    if let Some(tmp) = &plan.tmp {
-        cmd.env("TMPDIR", tmp);
-    }
-    let e = cmd.exec();
-    eprintln!("fugue: cannot run {}: {e}", program[0]);
-    ExitCode::from(127)
-}
-
-fn fail(why: &str) -> ExitCode {
-    eprintln!("fugue: sandbox unavailable: {why}");
-    ExitCode::from(super::net::UNAVAILABLE)
+    super::tree::run(&plan, program)
 }
 
 /// Runs the launcher once with `plan` and a program that does nothing; `Err` says why the
@@ -111,7 +69,8 @@ pub(crate) fn probe(plan: &Plan) -> Result<(), String> {
     })
 }
 
-/// Every step but the exec; see the module's comment.
+/// The namespaces and the mounts (see `mounts`); nothing in the fallback but the check that
+/// Landlock is there. The pid namespace comes later (`tree::run`).
 fn confine(plan: &Plan) -> Result<(), String> {
     let abi = landlock::abi();
     if abi < landlock::MIN_ABI {
@@ -119,8 +78,9 @@ fn confine(plan: &Plan) -> Result<(), String> {
         landlock::restrict(abi, &[])?;
     }
     if plan.fallback {
-        return confine_without_namespaces(plan, abi);
+        return Ok(());
     }
+    let cwd = std::env::current_dir().map_err(|e| format!("the working directory: {e}"))?;
     match plan.net {
         Some(holder) => {
             super::net::join(holder)?;
@@ -128,127 +88,21 @@ fn confine(plan: &Plan) -> Result<(), String> {
         }
         None => super::net::new_user_namespace(libc::CLONE_NEWNS)?,
     }
-    mount(None, Path::new("/"), None, libc::MS_REC | libc::MS_PRIVATE, None)?;
-    // Opened in the new namespace (a bind mount's source must be in it), before anything is
-    // covered.
-    let keep: Vec<(PathBuf, OwnedFd)> =
-        plan.keep.iter().filter_map(|p| open_path(p).ok().map(|fd| (p.clone(), fd))).collect();
-    // Each cover is named with the pane's mark; fugue's own private directory is always
-    // covered, so the mark is always there.
-    let mut marked = false;
-    for dir in &plan.hide {
-        let flags = libc::MS_NOSUID | libc::MS_NODEV;
-        match mount(Some(&plan.tag), dir, Some("tmpfs"), flags, Some("mode=0700")) {
-            // Another fugue removed its directory since the plan was made: nothing to hide.
-            Err(_) if std::fs::symlink_metadata(dir).is_err() => {}
-            done => {
-                done?;
-                marked = true;
-            }
-        }
-    }
-    if !marked {
-        return Err("nothing was hidden, so the pane's processes cannot be marked".into());
-    }
-    if let Some(tmp) = &plan.tmp {
-        std::fs::create_dir_all(tmp).map_err(|e| format!("mkdir {}: {e}", tmp.display()))?;
-    }
-    for (path, fd) in &keep {
-        std::fs::create_dir_all(path).map_err(|e| format!("mkdir {}: {e}", path.display()))?;
-        let from = PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()));
-        mount(Some(&from.to_string_lossy()), path, None, libc::MS_BIND | libc::MS_REC, None)?;
-    }
-    // A worktree's `.git` is a file, bound read-only like a directory.
-    for dir in plan.git.iter().filter(|d| d.exists()) {
-        bind_read_only(dir)?;
-    }
-    // The working directory was entered before the mounts, so it still lies on the mount beneath
-    // them, where a relative `.git` is the writable one: entered again, through the mounts.
-    let cwd = std::env::current_dir().map_err(|e| format!("getcwd: {e}"))?;
-    std::env::set_current_dir(&cwd).map_err(|e| format!("chdir {}: {e}", cwd.display()))?;
-    no_new_privs()?;
-    let write: Vec<&Path> = plan.write.iter().map(PathBuf::as_path).collect();
-    landlock::restrict(abi, &write)
+    private_mounts()?;
+    super::mounts::lay_out(plan, &cwd)?;
+    // The old directory is on the tree now read-only, under what was bound on it.
+    std::env::set_current_dir(&cwd).map_err(|e| format!("cd {}: {e}", cwd.display()))
 }
 
-/// The fallback: `no_new_privs`, Landlock, and the seccomp filter when the network is off.
-fn confine_without_namespaces(plan: &Plan, abi: i64) -> Result<(), String> {
-    no_new_privs()?;
-    let write: Vec<&Path> = plan.write.iter().map(PathBuf::as_path).collect();
-    landlock::restrict(abi, &write)?;
-    if plan.refuse_inet {
-        super::seccomp::refuse_inet()?;
-    }
-    Ok(())
-}
-
-fn no_new_privs() -> Result<(), String> {
-    // SAFETY: prctl with these arguments only sets a flag on this process.
-    if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
-        return Err(format!("no_new_privs: {}", std::io::Error::last_os_error()));
-    }
-    Ok(())
-}
-
-/// Binds `dir` onto itself read-only, keeping the flags the kernel locks for a mount made in a
-/// user namespace (nosuid, nodev, noexec, atime).
-fn bind_read_only(dir: &Path) -> Result<(), String> {
-    mount(Some(&dir.to_string_lossy()), dir, None, libc::MS_BIND | libc::MS_REC, None)?;
-    let c = cstring(dir)?;
-    // SAFETY: an all-zero statvfs is valid, and statvfs only writes to it.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: `c` is a valid C string and `st` outlives the call.
-    if unsafe { libc::statvfs(c.as_ptr(), &raw mut st) } != 0 {
-        return Err(format!("statvfs {}: {}", dir.display(), std::io::Error::last_os_error()));
-    }
-    let mut flags = libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY;
-    for (st_flag, ms_flag) in [
-        (libc::ST_NOSUID, libc::MS_NOSUID),
-        (libc::ST_NODEV, libc::MS_NODEV),
-        (libc::ST_NOEXEC, libc::MS_NOEXEC),
-        (libc::ST_NOATIME, libc::MS_NOATIME),
-        (libc::ST_NODIRATIME, libc::MS_NODIRATIME),
-        (libc::ST_RELATIME, libc::MS_RELATIME),
-    ] {
-        if st.f_flag & st_flag != 0 {
-            flags |= ms_flag;
-        }
-    }
-    mount(None, dir, None, flags, None)
-}
-
-fn cstring(path: &Path) -> Result<CString, String> {
-    CString::new(path.as_os_str().as_bytes()).map_err(|_| format!("{} holds a NUL", path.display()))
-}
-
-fn open_path(path: &Path) -> Result<OwnedFd, String> {
-    let c = cstring(path)?;
-    // SAFETY: `c` is a valid C string; O_PATH opens without reading.
-    let fd = unsafe { libc::open(c.as_ptr(), libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) };
-    if fd < 0 {
-        return Err(format!("{}: {}", path.display(), std::io::Error::last_os_error()));
-    }
-    // SAFETY: open returned a new descriptor that nothing else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-fn mount(
-    source: Option<&str>,
-    target: &Path,
-    fstype: Option<&str>,
-    flags: libc::c_ulong,
-    data: Option<&str>,
-) -> Result<(), String> {
-    let c = |s: Option<&str>| s.map(|s| CString::new(s).unwrap_or_default());
-    let (source_c, fstype_c, data_c) = (c(source), c(fstype), c(data));
-    let target_c = cstring(target)?;
-    let ptr = |s: &Option<CString>| s.as_ref().map_or(std::ptr::null(), |s| s.as_ptr());
-    // SAFETY: every pointer is null or a valid C string that outlives the call.
+/// Makes every mount of the new namespace private, so nothing done here reaches the host's.
+fn private_mounts() -> Result<(), String> {
+    let flags = libc::MS_REC | libc::MS_PRIVATE;
+    // SAFETY: the strings are valid C strings; the other pointers are null.
     let r = unsafe {
-        libc::mount(ptr(&source_c), target_c.as_ptr(), ptr(&fstype_c), flags, ptr(&data_c).cast())
+        libc::mount(c"none".as_ptr(), c"/".as_ptr(), std::ptr::null(), flags, std::ptr::null())
     };
     if r != 0 {
-        return Err(format!("mount {}: {}", target.display(), std::io::Error::last_os_error()));
+        return Err(format!("mount / private: {}", std::io::Error::last_os_error()));
     }
     Ok(())
 }

@@ -3,20 +3,25 @@
 //! is told to do with the pane's policy.
 //!
 //! fugue itself never runs sandboxed. Each pane's process is started through a launcher — fugue's
-//! own binary as `fugue __sandbox-exec PLAN -- PROGRAM ARGS` (see `launch`) — which, between the
-//! fork and the exec of the program, enters a user and mount namespace, hides fugue's private
-//! directories behind empty file systems, makes every `.git` in the writable roots a read-only
-//! bind mount, joins the network namespace fugue keeps for its sandboxed panes (`net`), sets
-//! `no_new_privs` and applies a Landlock ruleset that allows writes only beneath the roots. The
-//! launcher execs the program in the same process, so the pane's pid, session and terminal are
-//! what they are without a sandbox. Nothing here runs when the policy is `off`.
+//! own binary as `fugue __sandbox-exec PLAN -- PROGRAM ARGS` (see `launch`) — which enters a user
+//! and mount namespace (joining the network namespace fugue keeps for its sandboxed panes, `net`),
+//! lays the pane's file system out (`mounts`: read-only but the writable roots, private temporary
+//! directories, fugue's private directories hidden, every `.git` read-only), and runs the program
+//! in a pid namespace of its own (`tree`), locked down (`lockdown`: `no_new_privs`, Landlock). The
+//! launcher stays as the pane's process, in the pane's session and terminal, and ends as the
+//! program ends. Nothing here runs when the policy is `off`.
 
 mod call;
 pub(crate) mod landlock;
 pub(crate) mod launch;
+mod launch_plan;
+mod lockdown;
+mod mounts;
 pub(crate) mod net;
 mod policy;
 pub(crate) mod seccomp;
+pub(crate) mod shared_tmp;
+mod tree;
 
 use crate::error::{Error, ErrorKind, Result};
 use std::path::{Path, PathBuf};
@@ -93,9 +98,8 @@ pub(crate) fn is_secret(name: &str) -> bool {
     ["KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL"].iter().any(|w| upper.contains(w))
 }
 
-/// The mark of pane `id`'s processes: the source name of the file systems its launcher mounts,
-/// which every process of the pane sees in its `/proc/PID/mountinfo` — new namespaces copy it and
-/// Landlock forbids unmounting it — so that closing the pane finds the ones that left its session.
+/// The name of pane `id`'s sandbox: the source name of the file systems its launcher mounts, and
+/// the fallback's TMPDIR.
 pub(crate) fn tag(id: &str) -> String {
     format!("fugue-pane-{id}")
 }
@@ -107,7 +111,7 @@ pub(crate) enum Means {
     Namespaces,
     /// No user namespaces allowed: Landlock, `no_new_privs` and a seccomp filter that refuses
     /// IPv4 and IPv6 sockets; a private TMPDIR in place of /tmp; no `.git` protection (so it is
-    /// refused unless `--writable-git`), no hidden directories, no mark for escapees.
+    /// refused unless `--writable-git`), no hidden directories, no pid namespace.
     Fallback,
 }
 
@@ -168,10 +172,14 @@ fn plan_with(means: Means, policy: &Policy, keep: &[PathBuf], tag: String) -> Re
     }
     let mode = policy.mode;
     let mut write: Vec<PathBuf> = Vec::new();
+    let (mut rw, mut ro) = (Vec::new(), Vec::new());
+    if mode == Mode::ReadOnly {
+        ro.extend(policy.writable.iter().cloned());
+    }
     if mode == Mode::WorkspaceWrite {
-        write.extend(policy.writable.iter().cloned());
-        write.extend(temp_dirs());
-        write.push("/dev/shm".into());
+        rw.extend(policy.writable.iter().cloned());
+        write.extend(rw.iter().cloned());
+        write.extend(mounts::PRIVATE_TMP.iter().map(|(at, _)| PathBuf::from(at)));
     }
     let tmp = (mode == Mode::ReadOnly).then(|| policy.private.join("tmp"));
     write.extend(tmp.iter().cloned());
@@ -180,7 +188,20 @@ fn plan_with(means: Means, policy: &Policy, keep: &[PathBuf], tag: String) -> Re
     let net = if policy.network { None } else { Some(net::holder()?) };
     let hide = hidden_now(policy, keep);
     let git = policy.git.clone();
-    Ok(launch::Plan { tmp, tag, write, git, hide, keep: keep.to_vec(), net, ..Default::default() })
+    let shared_tmp = Some(shared_tmp::dir()?);
+    Ok(launch::Plan {
+        tmp,
+        tag,
+        write,
+        rw,
+        ro,
+        git,
+        hide,
+        keep: keep.to_vec(),
+        shared_tmp,
+        net,
+        ..Default::default()
+    })
 }
 
 /// The devices a pane writes: the null and random devices, its terminal, new terminals.

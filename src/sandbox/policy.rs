@@ -329,6 +329,8 @@ fn add_git_dir(dir: &Path, dirs: &mut Vec<PathBuf>) {
     let Ok(text) = std::fs::read_to_string(&dot_git) else { return };
     let Some(gitdir) = text.lines().find_map(|l| l.strip_prefix("gitdir:")) else { return };
     let gitdir = dir.join(gitdir.trim());
+    // The file itself too: pointed elsewhere, it would make git read a config of the pane's.
+    dirs.push(dot_git);
     if let Ok(common) = std::fs::read_to_string(gitdir.join("commondir")) {
         dirs.push(gitdir.join(common.trim()));
     }
@@ -400,15 +402,8 @@ mod tests {
         std::fs::write(gitdir.join("commondir"), "../..\n").unwrap();
         let found = git_dirs(&[base.join("root"), base.join("wt")]);
         let real = |p: &str| base.join(p).canonicalize().unwrap();
-        assert_eq!(
-            found,
-            vec![
-                real("root/.git"),
-                real("root/.git/worktrees/wt"),
-                real("root/vendor/lib/.git"),
-                real("wt/.git")
-            ]
-        );
+        let expected = ["root/.git", "root/.git/worktrees/wt", "root/vendor/lib/.git", "wt/.git"];
+        assert_eq!(found, expected.map(real));
         std::fs::remove_dir_all(&base).unwrap();
     }
 }

@@ -364,7 +364,7 @@ impl Created {
             session_id: None,
             window_id: None,
             pane_id: pane.id.clone(),
-            pid: pane.pid,
+            pid: pane.own_pid(),
             sandbox: asked.then(|| crate::sandbox::view(&pane.sandbox)).flatten(),
         }
     }

@@ -119,7 +119,7 @@ impl PaneView {
             command: pane.command.clone(),
             // Where it works now, when known; else where it started.
             cwd: live.cwd.take().unwrap_or_else(|| pane.cwd.to_string_lossy().into_owned()),
-            pid: pane.pid,
+            pid: pane.own_pid(),
             rows,
             cols,
             sandbox: sandbox(pane),
@@ -224,7 +224,7 @@ pub(super) fn get_status(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
         name: pane.name.clone(),
         session_id: pane.session_id.clone(),
         window_id: pane.window_id.clone(),
-        pid: pane.pid,
+        pid: pane.own_pid(),
         command: pane.command.clone(),
         // Where it works now, when known; else where it started.
         cwd: live.cwd.take().unwrap_or_else(|| pane.cwd.to_string_lossy().into_owned()),
