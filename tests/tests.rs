@@ -37,6 +37,8 @@ mod hygiene;
 mod sandbox;
 // The well-known ways out of a sandboxed pane, each expected to fail.
 mod escape;
+// No way back: capabilities, the mount API, the keyring, Unix sockets outside; as root and nobody.
+mod lockdown;
 // Security: no network, private files, arguments are data, env names validated.
 mod security;
 // The soak (ignored; `make soak`): thousands of mixed calls, resources flat from start to end.

@@ -173,7 +173,8 @@ fn command_builder(spec: &Spec, cwd: &std::path::Path) -> CommandBuilder {
 }
 
 /// Runs the pane's process through the sandbox launcher unless its policy is `off`, and withholds
-/// secret-looking variables that neither `--pass-env` nor the call named. Returns the policy.
+/// secret-looking variables and those that lead to sockets outside (`sandbox::withheld`) that
+/// neither `--pass-env` nor the call named. Returns the policy.
 fn confine(cmd: &mut CommandBuilder, spec: &Spec) -> Result<Mode> {
     let mode = sandbox::effective(spec.sandbox)?;
     if mode == Mode::Off {
@@ -189,7 +190,7 @@ fn confine(cmd: &mut CommandBuilder, spec: &Spec) -> Result<Mode> {
     let withheld: Vec<String> = cmd
         .iter_full_env_as_str()
         .map(|(key, _)| key)
-        .filter(|key| sandbox::is_secret(key) && !pass.iter().any(|p| p == key))
+        .filter(|key| sandbox::withheld(key) && !pass.iter().any(|p| p == key))
         .filter(|key| !spec.env.iter().any(|(k, _)| k == key))
         .map(str::to_string)
         .collect();

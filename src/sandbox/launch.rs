@@ -1,49 +1,27 @@
 //! The launcher: `fugue __sandbox-exec PLAN -- PROGRAM ARGS...`, run as a pane's process. It
 //! confines itself as `PLAN` says and execs the program in its place, so the pane's pid is the
-//! program's; if any step fails it prints why and exits 125 — it never runs the program
+//! program's; a child forked first stays outside to answer the program's seccomp notifications
+//! (see `lockdown`). If any step fails it prints why and exits 125 — it never runs the program
 //! unconfined.
 //!
 //! The steps, in order: a user namespace (the person's own uid mapped to itself, so files keep
 //! their owners) with a mount namespace, or the network holder's user and network namespace
-//! joined and a mount namespace of its own; fugue's private directories covered by empty
-//! `tmpfs` mounts, the pane's own ones bound back in; every `.git` of the roots bound read-only;
-//! `no_new_privs` (no setuid gain, `sudo` included); Landlock. Landlock forbids the sandboxed
-//! program to change mounts, so the namespace cannot be undone from inside.
+//! joined and a mount namespace of its own (root with no user namespaces allowed makes them
+//! without one); fugue's private directories covered by empty `tmpfs` mounts, the pane's own ones
+//! bound back in; every `.git` of the roots bound read-only; then `lockdown::apply`:
+//! `no_new_privs`, every capability dropped, Landlock, the seccomp filter that refuses the mount
+//! API and new namespaces, so the namespace cannot be undone from inside.
 
 use super::landlock;
-use serde::{Deserialize, Serialize};
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-/// What the launcher does for one pane, passed as JSON on its command line.
-#[derive(Serialize, Deserialize, Debug, Clone, Default)]
-pub(crate) struct Plan {
-    /// Read-only mode: the pane's private temporary directory, made in the empty file system
-    /// that hides fugue's own and set as `TMPDIR`.
-    pub(crate) tmp: Option<PathBuf>,
-    /// The pane's mark, the source name of every file system mounted (see `super::tag`).
-    pub(crate) tag: String,
-    /// Where writes are allowed (directories or files).
-    pub(crate) write: Vec<PathBuf>,
-    /// Directories bound read-only.
-    pub(crate) git: Vec<PathBuf>,
-    /// Directories covered by an empty file system.
-    pub(crate) hide: Vec<PathBuf>,
-    /// Directories bound back after hiding (the pane's own).
-    pub(crate) keep: Vec<PathBuf>,
-    /// The pid of the network holder whose namespaces to join; `None` keeps the host network.
-    pub(crate) net: Option<u32>,
-    /// No user namespaces here: no namespaces, no mounts (see `super::Means::Fallback`).
-    #[serde(default)]
-    pub(crate) fallback: bool,
-    /// Refuse IPv4 and IPv6 sockets with seccomp (the fallback's network off).
-    #[serde(default)]
-    pub(crate) refuse_inet: bool,
-}
+pub(crate) use super::plan::Plan;
 
 /// The argument vector that runs `argv` under `plan`: fugue's own binary as the launcher.
 pub(crate) fn wrap(plan: &Plan, argv: &[std::ffi::OsString]) -> Vec<std::ffi::OsString> {
@@ -57,7 +35,9 @@ pub(crate) fn wrap(plan: &Plan, argv: &[std::ffi::OsString]) -> Vec<std::ffi::Os
     out
 }
 
-/// `fugue __sandbox-exec PLAN -- PROGRAM ARGS...`.
+/// `fugue __sandbox-exec PLAN -- PROGRAM ARGS...`: forks the server of the program's sockets
+/// (`lockdown::serve`), then confines itself and execs the program in its place, so the pane's
+/// pid is the program's.
 pub(crate) fn main(args: &[String]) -> ExitCode {
     let (plan, program) = match args {
         [plan, dash, program @ ..] if dash == "--" && !program.is_empty() => (plan, program),
@@ -67,9 +47,23 @@ pub(crate) fn main(args: &[String]) -> ExitCode {
         Ok(plan) => plan,
         Err(e) => return fail(&format!("bad plan: {e}")),
     };
-    if let Err(why) = confine(&plan) {
+    let (ours, theirs) = match UnixStream::pair() {
+        Ok(pair) => pair,
+        Err(e) => return fail(&format!("socketpair: {e}")),
+    };
+    // SAFETY: the launcher has one thread here; the child only serves and exits.
+    match unsafe { libc::fork() } {
+        -1 => return fail(&format!("fork: {}", std::io::Error::last_os_error())),
+        0 => {
+            drop(ours);
+            serve_apart(theirs, &plan);
+        }
+        _ => drop(theirs),
+    }
+    if let Err(why) = confine(&plan).and_then(|()| super::lockdown::apply(&plan, &ours)) {
         return fail(&why);
     }
+    drop(ours);
     let mut cmd = std::process::Command::new(&program[0]);
     cmd.args(&program[1..]);
     cmd.env_remove(landlock::PRETEND_ABSENT);
@@ -80,6 +74,31 @@ pub(crate) fn main(args: &[String]) -> ExitCode {
     let e = cmd.exec();
     eprintln!("fugue: cannot run {}: {e}", program[0]);
     ExitCode::from(127)
+}
+
+/// The server of the program's sockets: in a session of its own, holding nothing of the pane's
+/// (not its terminal, so the pane ends when its program does), it serves until no process under
+/// the filter is left, then exits.
+fn serve_apart(channel: UnixStream, plan: &Plan) -> ! {
+    // SAFETY: setsid takes no arguments; the child is no group leader.
+    unsafe { libc::setsid() };
+    let keep = channel.as_raw_fd();
+    let open: Vec<i32> = std::fs::read_dir("/proc/self/fd")
+        .map(|dir| dir.flatten().filter_map(|e| e.file_name().to_str()?.parse().ok()).collect())
+        .unwrap_or_default();
+    // SAFETY: the path is a valid C string; dup2 and close only change this process's table.
+    unsafe {
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+        for fd in 0..3 {
+            libc::dup2(null, fd);
+        }
+        for fd in open.into_iter().filter(|&fd| fd > 2 && fd != keep) {
+            libc::close(fd);
+        }
+    }
+    super::lockdown::serve(channel, plan);
+    // SAFETY: _exit ends this process without running the parent's atexit work.
+    unsafe { libc::_exit(0) }
 }
 
 fn fail(why: &str) -> ExitCode {
@@ -119,7 +138,8 @@ fn confine(plan: &Plan) -> Result<(), String> {
         landlock::restrict(abi, &[])?;
     }
     if plan.fallback {
-        return confine_without_namespaces(plan, abi);
+        // No namespaces: `lockdown::apply` does the rest.
+        return Ok(());
     }
     match plan.net {
         Some(holder) => {
@@ -160,27 +180,6 @@ fn confine(plan: &Plan) -> Result<(), String> {
     }
     for dir in plan.git.iter().filter(|d| d.is_dir()) {
         bind_read_only(dir)?;
-    }
-    no_new_privs()?;
-    let write: Vec<&Path> = plan.write.iter().map(PathBuf::as_path).collect();
-    landlock::restrict(abi, &write)
-}
-
-/// The fallback: `no_new_privs`, Landlock, and the seccomp filter when the network is off.
-fn confine_without_namespaces(plan: &Plan, abi: i64) -> Result<(), String> {
-    no_new_privs()?;
-    let write: Vec<&Path> = plan.write.iter().map(PathBuf::as_path).collect();
-    landlock::restrict(abi, &write)?;
-    if plan.refuse_inet {
-        super::seccomp::refuse_inet()?;
-    }
-    Ok(())
-}
-
-fn no_new_privs() -> Result<(), String> {
-    // SAFETY: prctl with these arguments only sets a flag on this process.
-    if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
-        return Err(format!("no_new_privs: {}", std::io::Error::last_os_error()));
     }
     Ok(())
 }

@@ -10,11 +10,15 @@
 //! launcher execs the program in the same process, so the pane's pid, session and terminal are
 //! what they are without a sandbox. Nothing here runs when the policy is `off`.
 
+mod caps;
 pub(crate) mod landlock;
 pub(crate) mod launch;
+mod lockdown;
 pub(crate) mod net;
+mod plan;
 mod policy;
 pub(crate) mod seccomp;
+pub(crate) mod sockets;
 
 use crate::error::{Error, ErrorKind, Result};
 use std::path::{Path, PathBuf};
@@ -90,6 +94,12 @@ pub(crate) fn denied(mode: Mode, output: &str) -> Option<String> {
 pub(crate) fn policy_line() -> Option<String> {
     let policy = server();
     (policy.mode != Mode::Off).then(|| report(policy))
+}
+
+/// Whether a sandboxed pane goes without a variable (unless `--pass-env` or the call names it):
+/// a secret-looking one, or one that leads to a socket or server outside (`sockets::LEADING_OUT`).
+pub(crate) fn withheld(name: &str) -> bool {
+    is_secret(name) || sockets::LEADING_OUT.contains(&name)
 }
 
 /// Whether a variable's name looks like a secret's.
@@ -211,7 +221,18 @@ fn plan_with(
     write.extend(keep.iter().cloned());
     let net = if policy.network { None } else { Some(net::holder()?) };
     let hide = hidden_now(policy);
-    Ok(launch::Plan { tmp, tag, write, git, hide, keep: keep.to_vec(), net, ..Default::default() })
+    let allow_unix = policy.allow_unix.clone();
+    Ok(launch::Plan {
+        tmp,
+        tag,
+        write,
+        git,
+        hide,
+        keep: keep.to_vec(),
+        net,
+        allow_unix,
+        ..Default::default()
+    })
 }
 
 /// The devices a pane writes: the null and random devices, its terminal, new terminals.
@@ -255,6 +276,7 @@ fn fallback_plan(
         write,
         fallback: true,
         refuse_inet: !policy.network,
+        allow_unix: policy.allow_unix.clone(),
         ..Default::default()
     })
 }
