@@ -6,9 +6,11 @@
 //! fork and the exec of the program, enters a user and mount namespace, hides fugue's private
 //! directories behind empty file systems, makes every `.git` in the writable roots a read-only
 //! bind mount, joins the network namespace fugue keeps for its sandboxed panes (`net`), sets
-//! `no_new_privs` and applies a Landlock ruleset that allows writes only beneath the roots. The
-//! launcher execs the program in the same process, so the pane's pid, session and terminal are
-//! what they are without a sandbox. Nothing here runs when the policy is `off`.
+//! `no_new_privs`, drops every capability, applies a Landlock ruleset that allows writes only
+//! beneath the roots and a seccomp filter (`lockdown`), whose socket questions a child of the
+//! launcher answers outside the sandbox (`sockets`). The launcher execs the program in the same
+//! process, so the pane's pid, session and terminal are what they are without a sandbox. Nothing
+//! here runs when the policy is `off`.
 
 mod caps;
 pub(crate) mod landlock;
@@ -135,11 +137,14 @@ pub(crate) fn tag(id: &str) -> String {
 /// How this kernel gives the sandbox, decided once by starting the launcher for real.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Means {
-    /// User, mount and network namespaces with Landlock: everything this module promises.
+    /// Mount and network namespaces (in a user namespace, or without one for root where user
+    /// namespaces are not allowed) with Landlock, the capability drop and the seccomp filter:
+    /// everything this module promises.
     Namespaces,
-    /// No user namespaces allowed: Landlock, `no_new_privs` and a seccomp filter that refuses
-    /// IPv4 and IPv6 sockets; a private TMPDIR in place of /tmp; no `.git` protection (so it is
-    /// refused unless `--writable-git`), no hidden directories, no mark for escapees.
+    /// No user namespaces allowed and no root: Landlock, `no_new_privs`, the capability drop and
+    /// the seccomp filter, which also refuses IPv4 and IPv6 sockets; a private TMPDIR in place of
+    /// /tmp; no `.git` protection (so it is refused unless `--writable-git`), no hidden
+    /// directories, no mark for escapees.
     Fallback,
 }
 
@@ -354,8 +359,16 @@ pub(crate) fn refuses_peer(pid: i32) -> bool {
         let status = std::fs::read_to_string(format!("/proc/{p}/status")).unwrap_or_default();
         status.lines().find_map(|l| l.strip_prefix("Seccomp_filters:")?.trim().parse::<u32>().ok())
     };
+    // The launcher's socket server connects for the pane (see `sockets`): its connection is the
+    // pane's.
+    let launcher = |p: &str| {
+        let cmdline = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
+        cmdline.split(|&b| b == 0).nth(1) == Some(b"__sandbox-exec".as_slice())
+    };
     let peer = pid.to_string();
-    ns(&peer) != ns("self") || filters(&peer).unwrap_or(0) > filters("self").unwrap_or(0)
+    ns(&peer) != ns("self")
+        || filters(&peer).unwrap_or(0) > filters("self").unwrap_or(0)
+        || launcher(&peer)
 }
 
 #[cfg(test)]
