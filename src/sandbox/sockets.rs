@@ -128,20 +128,27 @@ enum Answer {
     /// Made by the launcher: the call's return value.
     Done(i64),
     Refused(Errno),
+    /// To be made in a thread of its own (see `serve`).
+    Later(Box<dyn FnOnce() -> Answer + Send>),
 }
 
-/// Answers the listener's notifications, each in a thread of its own (a blocking connect waits
-/// for its peer, not for the others), until no process under the filter is left.
+/// Answers the listener's notifications until no process under the filter is left: in turn,
+/// but for a connection that may wait for a peer (a blocking socket of another family than Unix),
+/// which is made in a thread of its own so that the pane's other calls do not wait for it.
 pub(crate) fn serve(listener: OwnedFd, rules: Rules) {
     let listener = Arc::new(listener);
-    let rules = Arc::new(rules);
     while let Some(notif) = next(&listener) {
-        let (shared, rules) = (Arc::clone(&listener), Arc::clone(&rules));
-        let spawned = std::thread::Builder::new()
-            .name("fugue-sockets".into())
-            .spawn(move || answer(&shared, &notif, &handle(&shared, &rules, &notif)));
-        if spawned.is_err() {
-            answer(&listener, &notif, &Answer::Refused(libc::EAGAIN));
+        match handle(&listener, &rules, &notif) {
+            Answer::Later(work) => {
+                let shared = Arc::clone(&listener);
+                let spawned = std::thread::Builder::new()
+                    .name("fugue-connect".into())
+                    .spawn(move || answer(&shared, &notif, &work()));
+                if spawned.is_err() {
+                    answer(&listener, &notif, &Answer::Refused(libc::EAGAIN));
+                }
+            }
+            now => answer(&listener, &notif, &now),
         }
     }
 }
@@ -174,6 +181,7 @@ fn answer(listener: &OwnedFd, notif: &Notif, answer: &Answer) {
         Answer::Continue => (0, 0, FLAG_CONTINUE),
         Answer::Done(val) => (val, 0, 0),
         Answer::Refused(e) => (0, -e, 0),
+        Answer::Later(_) => (0, -libc::EIO, 0),
     };
     let mut resp = Resp { id: notif.id, val, error, flags };
     // SAFETY: the ioctl reads one seccomp_notif_resp from `resp`. It fails only when the caller
@@ -210,9 +218,23 @@ fn handle(listener: &OwnedFd, rules: &Rules, notif: &Notif) -> Answer {
 fn connect(target: &Target, rules: &Rules, args: [u64; 6]) -> Result<Answer, Errno> {
     let socket = target.fd(args[0])?;
     let addr = address(target, rules, args[1], args[2])?;
-    // SAFETY: `addr` holds a socket address of the length given.
-    let r = unsafe { libc::connect(socket.as_raw_fd(), addr.as_ptr(), addr.len()) };
-    result(r.into())
+    let later = addr.family() != libc::AF_UNIX as u16 && blocking(&socket);
+    let make = move || {
+        // SAFETY: `addr` holds a socket address of the length given.
+        let r = unsafe { libc::connect(socket.as_raw_fd(), addr.as_ptr(), addr.len()) };
+        result(r.into()).unwrap_or_else(Answer::Refused)
+    };
+    if later {
+        return Ok(Answer::Later(Box::new(make)));
+    }
+    Ok(make())
+}
+
+/// Whether a connection on `socket` waits for its peer (no `O_NONBLOCK`).
+fn blocking(socket: &OwnedFd) -> bool {
+    // SAFETY: F_GETFL takes no pointer.
+    let flags = unsafe { libc::fcntl(socket.as_raw_fd(), libc::F_GETFL) };
+    flags >= 0 && flags & libc::O_NONBLOCK == 0
 }
 
 /// `sendto(fd, buf, len, flags, addr, addrlen)` with an address, made by the launcher.
@@ -328,6 +350,10 @@ impl Address {
         bytes.extend_from_slice(path.as_bytes());
         bytes.push(0);
         Address { _through: Some(socket), ..Address::raw(&bytes) }
+    }
+
+    fn family(&self) -> u16 {
+        self.storage.ss_family
     }
 
     fn as_ptr(&self) -> *const libc::sockaddr {
