@@ -425,3 +425,43 @@ fn result(r: i64) -> Result<Answer, Errno> {
     }
     Ok(Answer::Done(r))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sockets_are_allowed_under_the_plans_paths_only() {
+        let plan = Plan {
+            write: vec!["/work/project".into()],
+            allow_unix: vec!["/run/user/1000/agent.sock".into()],
+            ..Plan::default()
+        };
+        let rules = Rules::of(&plan);
+        for yes in ["/work/project/s.sock", "/tmp/x.sock", "/run/user/1000/agent.sock"] {
+            assert!(rules.allows(Path::new(yes)), "{yes}");
+        }
+        for no in ["/work/projectx/s.sock", "/run/user/1000/bus", "/var/run/docker.sock"] {
+            assert!(!rules.allows(Path::new(no)), "{no}");
+        }
+        assert!(!rules.abstract_ok, "the host's network: no abstract sockets");
+        let fallback = Rules::of(&Plan { fallback: true, ..plan });
+        assert!(!fallback.allows(Path::new("/tmp/tmux-0/default")), "the host's /tmp");
+    }
+
+    #[test]
+    fn descriptors_and_credentials_in_ancillary_data_are_told() {
+        let cmsg = |level: i32, kind: i32| {
+            let header = libc::cmsghdr { cmsg_len: 20, cmsg_level: level, cmsg_type: kind };
+            let mut bytes = vec![0u8; 24];
+            // SAFETY: the buffer holds a cmsghdr; write_unaligned copies it in.
+            unsafe { std::ptr::write_unaligned(bytes.as_mut_ptr().cast(), header) };
+            bytes
+        };
+        let mut both = cmsg(libc::SOL_UDP, 103);
+        assert!(!carries_socket_level(&both), "a UDP segment size");
+        both.extend(cmsg(libc::SOL_SOCKET, libc::SCM_RIGHTS));
+        assert!(carries_socket_level(&both), "descriptors after it");
+        assert!(!carries_socket_level(&[]));
+    }
+}
