@@ -285,3 +285,30 @@ fn the_session_keyring_is_out_of_reach() {
     // SAFETY: keyctl(KEYCTL_UNLINK, key, session keyring) takes no pointers.
     unsafe { libc::syscall(libc::SYS_keyctl, 9, key, -3i32) };
 }
+
+/// With the network off the panes' abstract sockets live in their private network, where the
+/// launcher connects them: a server and a client in a pane meet; with the network on (the host's
+/// abstract sockets) the launcher refuses them.
+#[test]
+fn abstract_sockets_meet_on_the_private_network_only() {
+    let script = outside("lock-abstract");
+    let py = script.write(
+        "abstract.py",
+        "import socket, threading\n\
+         name = '\\0fugue-test-abstract'\n\
+         s = socket.socket(socket.AF_UNIX); s.bind(name); s.listen()\n\
+         threading.Thread(target=lambda: s.accept()[0].sendall(b'met'), daemon=True).start()\n\
+         c = socket.socket(socket.AF_UNIX)\n\
+         try:\n    c.connect(name); print(c.recv(3).decode())\n\
+         except OSError as e:\n    print(e.strerror)\n",
+    );
+    let root = Dir::new("lock-abstract-off");
+    let mut f = sandboxed(&root.path, &["--sandbox", "workspace-write"], &[]);
+    let done = run(&mut f, &format!("python3 {}", path_str(&py)));
+    assert_eq!(done["output"], "met", "network off: {done}");
+    drop(f);
+    let args = ["--sandbox", "workspace-write", "--network", "on"];
+    let mut f = sandboxed(&root.path, &args, &[]);
+    let done = run(&mut f, &format!("python3 {}", path_str(&py)));
+    assert_eq!(done["output"], "Permission denied", "network on: {done}");
+}

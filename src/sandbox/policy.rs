@@ -361,6 +361,10 @@ mod tests {
         assert!(Flags::parse(&["--network", "maybe"]).is_err());
         assert!(Flags::parse(&["--writable"]).unwrap_err().contains("takes"));
         assert!(Flags::parse(&["--pass-env", "A B"]).is_err());
+        assert!(Flags::parse(&["--allow-unix-socket"]).unwrap_err().contains("socket's path"));
+        let (flags, _) = Flags::parse(&["--allow-unix-socket=/run/a.sock"]).unwrap();
+        let err = Flags { mode: Some(Mode::Off), ..flags }.policy(Path::new("/"), Vec::new());
+        assert!(err.unwrap_err().contains("--allow-unix-socket"), "needs a sandbox");
     }
 
     #[test]
