@@ -190,7 +190,12 @@ fn unix_case(f: &mut Fugue, root: &Dir, sockets: &Listeners, who: &str) {
          s.sendto(b'pwned', '{}')\"",
         path_str(&sockets.dir.join("dgram.sock"))
     );
-    for command in [connect(path_str(&host)), connect("link.sock"), dgram] {
+    let dgram_msg = format!(
+        "python3 -c \"import socket; s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); \
+         s.sendmsg([b'pwned'], [], 0, '{}')\"",
+        path_str(&sockets.dir.join("dgram.sock"))
+    );
+    for command in [connect(path_str(&host)), connect("link.sock"), dgram, dgram_msg] {
         let done = run(f, &command);
         assert!(failed(&done), "{who}: {command}: {done}");
         assert!(done["output"].as_str().unwrap().contains("Permission denied"), "{who}: {done}");
@@ -201,6 +206,14 @@ fn unix_case(f: &mut Fugue, root: &Dir, sockets: &Listeners, who: &str) {
     let done = run(f, &connect(path_str(&sockets.dir.join("allowed.sock"))));
     assert_eq!(done["exit_code"], 0, "{who}: the allowed socket: {done}");
     assert!(sockets.allowed.accept().is_ok(), "{who}");
+    // Datagrams to a socket in the root arrive, by sendto and by sendmsg.
+    let inside = format!(
+        "python3 -c \"import socket; r = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); \
+         r.bind('d.sock'); s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); \
+         s.sendto(b'to', 'd.sock'); s.sendmsg([b'ms', b'g'], [], 0, 'd.sock'); \
+         print(r.recv(9).decode() + r.recv(9).decode())\"; rm -f d.sock"
+    );
+    assert_eq!(run(f, &inside)["output"], "tomsg", "{who}");
 }
 
 /// A tmux server outside (issue 30, item 10): a pane cannot drive it to run a command

@@ -114,7 +114,8 @@ const NOTIF_SEND: libc::c_ulong = 0xc018_2101;
 const NOTIF_ID_VALID: libc::c_ulong = 0x4008_2102;
 const FLAG_CONTINUE: u32 = 1;
 
-/// The most the launcher copies for one send; more is `EMSGSIZE` (more than any datagram).
+/// The most the launcher copies for one send: a stream socket takes the rest in the next call,
+/// as after any short send; a datagram this large is `EMSGSIZE` anyway (above `wmem_max`).
 const MAX_SEND: usize = 4 << 20;
 /// `UIO_MAXIOV`, and the most messages of one `sendmmsg`.
 const MAX_IOV: usize = 1024;
@@ -172,7 +173,12 @@ fn next(listener: &OwnedFd) -> Option<Notif> {
         if unsafe { libc::ioctl(listener.as_raw_fd(), NOTIF_RECV, &raw mut notif) } == 0 {
             return Some(notif);
         }
-        // ENOENT: the caller died before the notification was taken; EINTR: try again.
+        // ENOENT: the caller died before the notification was taken; EINTR: try again. Any
+        // other error would come back at once, forever: stop, and the pane's calls fail.
+        let e = std::io::Error::last_os_error().raw_os_error();
+        if e != Some(libc::ENOENT) && e != Some(libc::EINTR) {
+            return None;
+        }
     }
 }
 
@@ -241,7 +247,7 @@ fn blocking(socket: &OwnedFd) -> bool {
 fn sendto(target: &Target, rules: &Rules, args: [u64; 6]) -> Result<Answer, Errno> {
     let socket = target.fd(args[0])?;
     let addr = address(target, rules, args[4], args[5])?;
-    let data = target.read(args[1], size(args[2], MAX_SEND)?)?;
+    let data = target.read(args[1], usize::try_from(args[2]).unwrap_or(MAX_SEND).min(MAX_SEND))?;
     let flags = flags(args[3]);
     // SAFETY: `data` and `addr` are valid for the lengths given.
     let n = unsafe {
@@ -381,10 +387,11 @@ fn gather(target: &Target, header: &libc::msghdr) -> Result<Vec<u8>, Errno> {
     for chunk in iovs.chunks_exact(size_of) {
         // SAFETY: each chunk is one iovec's bytes; read_unaligned copies it out.
         let iov: libc::iovec = unsafe { std::ptr::read_unaligned(chunk.as_ptr().cast()) };
-        if data.len() + iov.iov_len > MAX_SEND {
-            return Err(libc::EMSGSIZE);
+        let take = iov.iov_len.min(MAX_SEND - data.len());
+        data.extend(target.read(iov.iov_base as u64, take)?);
+        if data.len() == MAX_SEND {
+            break;
         }
-        data.extend(target.read(iov.iov_base as u64, iov.iov_len)?);
     }
     Ok(data)
 }
