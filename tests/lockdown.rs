@@ -207,13 +207,11 @@ fn unix_case(f: &mut Fugue, root: &Dir, sockets: &Listeners, who: &str) {
     assert_eq!(done["exit_code"], 0, "{who}: the allowed socket: {done}");
     assert!(sockets.allowed.accept().is_ok(), "{who}");
     // Datagrams to a socket in the root arrive, by sendto and by sendmsg.
-    let inside = format!(
-        "python3 -c \"import socket; r = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); \
+    let inside = "python3 -c \"import socket; r = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); \
          r.bind('d.sock'); s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); \
          s.sendto(b'to', 'd.sock'); s.sendmsg([b'ms', b'g'], [], 0, 'd.sock'); \
-         print(r.recv(9).decode() + r.recv(9).decode())\"; rm -f d.sock"
-    );
-    assert_eq!(run(f, &inside)["output"], "tomsg", "{who}");
+         print(r.recv(9).decode() + r.recv(9).decode())\"; rm -f d.sock";
+    assert_eq!(run(f, inside)["output"], "tomsg", "{who}");
 }
 
 /// A tmux server outside (issue 30, item 10): a pane cannot drive it to run a command
