@@ -110,10 +110,14 @@ itself is not.
                      (writes only to the terminal, the devices and a private TMPDIR)
   --writable DIR     a writable root (repeatable; default: the working directory)
   --network on|off   off (the default in a sandbox): the panes share a private loopback and reach
-                     nothing else; Unix sockets work
+                     nothing else
   --writable-git     leave the roots' .git writable
   --pass-env NAME    pass this secret-looking variable (*KEY*, *TOKEN*, *SECRET*, *PASSWORD*,
-                     *CREDENTIAL*) to the panes all the same (repeatable)
+                     *CREDENTIAL*) or socket-naming one (SSH_AUTH_SOCK, DOCKER_HOST, TMUX, ...)
+                     to the panes all the same (repeatable)
+  --allow-unix-socket PATH
+                     let the panes connect to this Unix socket outside the writable roots and
+                     the private /tmp (repeatable; others are refused)
 ";
 
 const CALL_USAGE: &str = "\

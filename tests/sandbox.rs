@@ -19,6 +19,11 @@ pub fn sandboxed(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Fugue {
 
 /// The same, started as `nobody` through setpriv; `None` (with a skip message) without setpriv.
 pub fn sandboxed_as_nobody(dir: &Path, args: &[&str]) -> Option<Fugue> {
+    sandboxed_as_nobody_with(dir, args, &[])
+}
+
+/// `sandboxed_as_nobody` with variables `env` set for fugue.
+pub fn sandboxed_as_nobody_with(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Option<Fugue> {
     if !crate::util::have("setpriv") {
         return None;
     }
@@ -29,6 +34,7 @@ pub fn sandboxed_as_nobody(dir: &Path, args: &[&str]) -> Option<Fugue> {
     cmd.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped());
     cmd.env("SHELL", "/bin/sh").env("HOME", dir).env_remove("FUGUE_SHELL");
     cmd.env_remove("XDG_RUNTIME_DIR");
+    cmd.envs(env.iter().copied());
     let mut f = Fugue::spawn_command(cmd);
     f.handshake();
     Some(f)
@@ -642,16 +648,26 @@ fn an_agent_stage_is_confined_to_its_worktree() {
     assert_eq!(crate::util::git(&repo, &["show", "main:feature.txt"]), "done");
 }
 
-/// Where the kernel allows no user namespaces (simulated by the documented test hook), the
-/// fallback still confines writes, refuses inet sockets (Unix ones work), gives a private TMPDIR,
-/// guards fugue's control socket with a peer check, and says so; a root with a `.git` needs
-/// `--writable-git`, since the fallback cannot keep it read-only.
+/// Where the kernel allows no user namespaces (simulated by the documented test hook) and fugue
+/// runs unprivileged (root makes the namespaces without a user namespace, see
+/// `lockdown::root_without_user_namespaces_keeps_the_whole_sandbox`), the fallback still
+/// confines writes, refuses inet sockets (Unix ones work), gives a private TMPDIR, guards fugue's
+/// control socket with a peer check, and says so; a root with a `.git` needs `--writable-git`,
+/// since the fallback cannot keep it read-only.
 #[test]
 fn without_user_namespaces_the_fallback_confines_and_says_so() {
     let root = outside("fallback-root");
     let out = outside("fallback-out");
+    for dir in [&root, &out] {
+        let ok = Command::new("chown").args(["-R", "nobody:nogroup", dir.path_str()]).status();
+        assert!(ok.is_ok_and(|s| s.success()));
+    }
     let hook = [("FUGUE_SANDBOX_TEST_NO_USERNS", "1")];
-    let mut f = sandboxed(&root.path, &["--sandbox", "workspace-write"], &hook);
+    let Some(mut f) =
+        sandboxed_as_nobody_with(&root.path, &["--sandbox", "workspace-write"], &hook)
+    else {
+        return;
+    };
     let target = out.join("x");
     assert!(failed(&run(&mut f, &format!("touch {}", path_str(&target)))));
     assert!(!target.exists());
@@ -675,39 +691,30 @@ fn without_user_namespaces_the_fallback_confines_and_says_so() {
         path_str(&sock)
     );
     assert_eq!(run(&mut f, &unix)["output"], "unix ok");
-    // fugue's control socket is not hidden here, so the peer check refuses the pane.
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let uid = unsafe { libc::geteuid() };
-    let control = format!("/tmp/fugue-{uid}/{}.sock", f.pid());
+    // fugue's control socket is not hidden here: the launcher refuses the connection (a socket
+    // outside the roots), and the peer check would refuse the pane.
+    let control = format!("/tmp/fugue-65534/{}.sock", f.pid());
     let script = root.write(
         "dial.py",
         &format!(
-            "import socket\ns = socket.socket(socket.AF_UNIX)\ns.connect('{control}')\ntry:\n    \
-             s.sendall(b'{{}}\\n')\n    got = s.recv(100)\nexcept OSError:\n    got = b''\n\
-             print('answered' if got else 'refused')\n"
+            "import socket\ns = socket.socket(socket.AF_UNIX)\ntry:\n    \
+             s.connect('{control}')\n    s.sendall(b'{{}}\\n')\n    got = s.recv(100)\n\
+             except OSError:\n    got = b''\nprint('answered' if got else 'refused')\n"
         ),
     );
     let dialed = run(&mut f, &format!("python3 {}", path_str(&script)));
-    if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
-        assert_eq!(dialed["output"], "refused", "{dialed}");
-    }
-    drop(f);
+    assert_eq!(dialed["output"], "refused", "{dialed}");
     // The instructions say what the fallback lacks.
-    let mut cmd = Fugue::command(&hook);
-    cmd.args(["serve", "--sandbox", "read-only"]).current_dir(&root.path);
-    let mut g = Fugue::spawn_command(cmd);
-    let init = g.request(
-        "initialize",
-        json!({"protocolVersion": "2025-11-25", "capabilities": {},
-               "clientInfo": {"name": "t", "version": "0"}}),
-    );
-    let text = init["result"]["instructions"].as_str().unwrap_or_default().to_string();
-    assert!(text.contains("no user namespaces"), "{text}");
-    drop(g);
+    let found = f.request("server/discover", json!({}));
+    let text = found["result"]["instructions"].as_str().unwrap_or_default().to_string();
+    assert!(text.contains("no user namespaces"), "{found}");
+    drop(f);
     // A root with a .git: refused, naming --writable-git.
     let dir = outside("fallback-git");
     let repo = crate::util::git_repo(&dir);
-    let mut f = sandboxed(&repo, &["--sandbox", "workspace-write"], &hook);
+    let ok = Command::new("chown").args(["-R", "nobody:nogroup", dir.path_str()]).status();
+    assert!(ok.is_ok_and(|s| s.success()));
+    let mut f = sandboxed_as_nobody_with(&repo, &["--sandbox", "workspace-write"], &hook).unwrap();
     let err = f.call_err("fugue_exec", json!({"command": "true"}));
     assert_eq!(err["code"], "sandbox_unavailable", "{err}");
     assert!(err["message"].as_str().unwrap().contains("--writable-git"), "{err}");

@@ -186,8 +186,9 @@ fn command_builder(spec: &Spec, cwd: &std::path::Path) -> CommandBuilder {
 }
 
 /// Runs the pane's process through the sandbox launcher unless its policy is `off`, and withholds
-/// secret-looking variables that neither `--pass-env` nor the call named. Returns the policy: the
-/// call's own whole one or the server's, narrowed to the spec's roots when it has some.
+/// secret-looking variables and those that lead to sockets outside (`sandbox::withheld`) that
+/// neither `--pass-env` nor the call named. Returns the policy: the call's own whole one or the
+/// server's, narrowed to the spec's roots when it has some.
 fn confine(cmd: &mut CommandBuilder, spec: &Spec) -> Result<Arc<Policy>> {
     let policy = spec.sandbox.clone().unwrap_or_else(|| sandbox::server().clone());
     if policy.mode == Mode::Off {
@@ -208,7 +209,7 @@ fn confine(cmd: &mut CommandBuilder, spec: &Spec) -> Result<Arc<Policy>> {
     let withheld: Vec<String> = cmd
         .iter_full_env_as_str()
         .map(|(key, _)| key)
-        .filter(|key| sandbox::is_secret(key) && !pass.iter().any(|p| p == key))
+        .filter(|key| sandbox::withheld(key) && !pass.iter().any(|p| p == key))
         .filter(|key| !spec.env.iter().any(|(k, _)| k == key))
         .map(str::to_string)
         .collect();

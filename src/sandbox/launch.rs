@@ -28,7 +28,9 @@ pub(crate) fn wrap(plan: &Plan, argv: &[std::ffi::OsString]) -> Vec<std::ffi::Os
     out
 }
 
-/// `fugue __sandbox-exec PLAN -- PROGRAM ARGS...`.
+/// `fugue __sandbox-exec PLAN -- PROGRAM ARGS...`: forks the server of the program's sockets
+/// (`lockdown::serve`), then confines itself and execs the program in its place, so the pane's
+/// pid is the program's.
 pub(crate) fn main(args: &[String]) -> ExitCode {
     super::tree::ignore_signals();
     let (plan, program) = match args {

@@ -1,38 +1,37 @@
-//! The last steps of a sandboxed pane's program before it execs (`apply`), and what its launcher
-//! does for it meanwhile (`serve`), over a Unix socket pair the launcher made before it forked.
+//! No way back: the last steps before the pane's program runs, after the namespaces and mounts
+//! are made, and the launcher's side of them.
 //!
-//! `apply` runs in the program's own process, after every mount is in place: it takes away the
-//! means to undo them. For now that is `no_new_privs` (no setuid gain, `sudo` included), Landlock
-//! (writes only beneath the plan's paths; Landlock also forbids the program to change mounts) and,
-//! without namespaces, the seccomp filter that refuses inet sockets. `serve` runs in a thread of
-//! the launcher and answers what the program's process asks over the channel until it closes
-//! (the exec closes the program's end); nothing is asked yet.
+//! `apply` (in the process about to exec the program): `no_new_privs`, every capability dropped
+//! (`caps`), Landlock, then the seccomp filter (`seccomp`), whose listener goes to the launcher
+//! over `channel`. `serve` (in the launcher, outside every restriction, in a thread): answers the
+//! filter's questions about sockets (`sockets`) until no process of the pane is left.
 
 use super::launch_plan::Plan;
-use super::{landlock, seccomp};
-use std::io::Read;
+use super::{caps, landlock, seccomp, sockets};
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 
-/// Locks the calling process down as `plan` says; `Err` says which step failed. The process is
-/// single-threaded and about to exec.
+/// Locks this process down for good; see the module's comment. Any step that fails fails the
+/// sandbox: the caller must not exec.
 pub(crate) fn apply(plan: &Plan, channel: &UnixStream) -> Result<(), String> {
-    let _ = channel;
     no_new_privs()?;
+    caps::drop_all()?;
     let write: Vec<&Path> = plan.write.iter().map(PathBuf::as_path).collect();
     landlock::restrict(landlock::abi(), &write)?;
-    if plan.fallback && plan.refuse_inet {
-        seccomp::refuse_inet()?;
-    }
-    Ok(())
+    let options = seccomp::Options { refuse_inet: plan.refuse_inet, notify: true };
+    let listener = seccomp::install(options)?.ok_or("seccomp gave no listener")?;
+    send_fd(channel, &listener)
 }
 
-/// Serves the program's process over `channel` until it closes.
+/// Serves the pane's filter: receives its listener over `channel` and answers until every
+/// process under the filter has ended. Returns at once when the channel closes without one (the
+/// sandbox failed before the filter).
 pub(crate) fn serve(channel: UnixStream, plan: &Plan) {
-    let _ = plan;
-    let mut channel = channel;
-    let mut sink = [0u8; 64];
-    while channel.read(&mut sink).is_ok_and(|n| n > 0) {}
+    let Some(listener) = recv_fd(&channel) else { return };
+    drop(channel);
+    sockets::serve(listener, sockets::Rules::of(plan));
 }
 
 fn no_new_privs() -> Result<(), String> {
@@ -41,4 +40,82 @@ fn no_new_privs() -> Result<(), String> {
         return Err(format!("no_new_privs: {}", std::io::Error::last_os_error()));
     }
     Ok(())
+}
+
+/// Hands the listener to the launcher without a call the filter sends to the launcher
+/// (`sendmsg` would wait for an answer that cannot come): once the launcher says go, the
+/// descriptor's number is written, with this process's credentials attached by the kernel (the
+/// launcher asked for them), and the launcher takes the descriptor itself with `pidfd_getfd`.
+fn send_fd(channel: &UnixStream, listener: &OwnedFd) -> Result<(), String> {
+    let mut channel = channel;
+    let broken = |e: std::io::Error| format!("handing the filter's listener to the launcher: {e}");
+    let mut go = [0u8; 1];
+    channel.read_exact(&mut go).map_err(broken)?;
+    channel.write_all(&listener.as_raw_fd().to_ne_bytes()).map_err(broken)?;
+    channel.read_exact(&mut go).map_err(broken)
+}
+
+/// The launcher's side of `send_fd`; `None` when the channel closes first.
+fn recv_fd(channel: &UnixStream) -> Option<OwnedFd> {
+    let one: libc::c_int = 1;
+    // SAFETY: setsockopt reads one int from `one`.
+    unsafe {
+        libc::setsockopt(
+            channel.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PASSCRED,
+            (&raw const one).cast(),
+            4,
+        );
+    }
+    let mut channel_ref = channel;
+    channel_ref.write_all(b"g").ok()?;
+    let (number, pid) = recv_number(channel)?;
+    // SAFETY: pidfd_open takes no pointers.
+    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if pidfd < 0 {
+        return None;
+    }
+    // SAFETY: pidfd_open returned a new descriptor that nothing else owns.
+    let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd as i32) };
+    // SAFETY: pidfd_getfd takes no pointers.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), number, 0) };
+    channel_ref.write_all(b"k").ok()?;
+    // SAFETY: pidfd_getfd returned a new descriptor that nothing else owns.
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+/// Room for one `ucred` control message.
+const CMSG_SPACE: usize = 32;
+
+/// The descriptor number the other side wrote, and its pid as the kernel attached it.
+fn recv_number(channel: &UnixStream) -> Option<(i32, libc::pid_t)> {
+    let mut number = [0u8; 4];
+    let mut iov = libc::iovec { iov_base: number.as_mut_ptr().cast(), iov_len: 4 };
+    let mut control = [0u64; CMSG_SPACE / 8];
+    // SAFETY: an all-zero msghdr is valid; the pointers set below outlive the recvmsg.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &raw mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = CMSG_SPACE;
+    let n = loop {
+        // SAFETY: as above; the kernel writes only into the buffers `msg` names.
+        let n = unsafe { libc::recvmsg(channel.as_raw_fd(), &raw mut msg, libc::MSG_WAITALL) };
+        if n >= 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            break n;
+        }
+    };
+    if n != 4 {
+        return None;
+    }
+    // SAFETY: the kernel filled the control buffer; the macros read inside it.
+    let pid = unsafe {
+        let cmsg = libc::CMSG_FIRSTHDR(&raw const msg);
+        if cmsg.is_null() || (*cmsg).cmsg_type != libc::SCM_CREDENTIALS {
+            return None;
+        }
+        libc::CMSG_DATA(cmsg).cast::<libc::ucred>().read_unaligned().pid
+    };
+    Some((i32::from_ne_bytes(number), pid))
 }

@@ -4,14 +4,18 @@
 //!
 //! fugue itself never runs sandboxed. Each pane's process is started through a launcher — fugue's
 //! own binary as `fugue __sandbox-exec PLAN -- PROGRAM ARGS` (see `launch`) — which enters a user
-//! and mount namespace (joining the network namespace fugue keeps for its sandboxed panes, `net`),
-//! lays the pane's file system out (`mounts`: read-only but the writable roots, private temporary
-//! directories, fugue's private directories hidden, every `.git` read-only), and runs the program
-//! in a pid namespace of its own (`tree`), locked down (`lockdown`: `no_new_privs`, Landlock). The
-//! launcher stays as the pane's process, in the pane's session and terminal, and ends as the
-//! program ends. Nothing here runs when the policy is `off`.
+//! and mount namespace (joining the network namespace fugue keeps for its sandboxed panes, `net`;
+//! root where user namespaces are not allowed makes them without one), lays the pane's file system
+//! out (`mounts`: read-only but the writable roots, private temporary directories, fugue's private
+//! directories hidden, every `.git` read-only), and runs the program in a pid namespace of its own
+//! (`tree`), locked down (`lockdown`: `no_new_privs`, every capability dropped, Landlock, a seccomp
+//! filter that refuses the mount API and new namespaces), while the launcher answers the program's
+//! socket questions outside the sandbox (`sockets`). The launcher stays as the pane's process, in
+//! the pane's session and terminal, and ends as the program ends. Nothing here runs when the policy
+//! is `off`.
 
 mod call;
+mod caps;
 pub(crate) mod landlock;
 pub(crate) mod launch;
 mod launch_plan;
@@ -21,6 +25,7 @@ pub(crate) mod net;
 mod policy;
 pub(crate) mod seccomp;
 pub(crate) mod shared_tmp;
+pub(crate) mod sockets;
 mod tree;
 
 use crate::error::{Error, ErrorKind, Result};
@@ -92,6 +97,12 @@ pub(crate) fn policy_line() -> Option<String> {
     (policy.mode != Mode::Off).then(|| report(policy))
 }
 
+/// Whether a sandboxed pane goes without a variable (unless `--pass-env` or the call names it):
+/// a secret-looking one, or one that leads to a socket or server outside (`sockets::LEADING_OUT`).
+pub(crate) fn withheld(name: &str) -> bool {
+    is_secret(name) || sockets::LEADING_OUT.contains(&name)
+}
+
 /// Whether a variable's name looks like a secret's.
 pub(crate) fn is_secret(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
@@ -107,11 +118,14 @@ pub(crate) fn tag(id: &str) -> String {
 /// How this kernel gives the sandbox, decided once by starting the launcher for real.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Means {
-    /// User, mount and network namespaces with Landlock: everything this module promises.
+    /// Mount and network namespaces (in a user namespace, or without one for root where user
+    /// namespaces are not allowed) with Landlock, the capability drop and the seccomp filter:
+    /// everything this module promises.
     Namespaces,
-    /// No user namespaces allowed: Landlock, `no_new_privs` and a seccomp filter that refuses
-    /// IPv4 and IPv6 sockets; a private TMPDIR in place of /tmp; no `.git` protection (so it is
-    /// refused unless `--writable-git`), no hidden directories, no pid namespace.
+    /// No user namespaces allowed and no root: Landlock, `no_new_privs`, the capability drop and
+    /// the seccomp filter, which also refuses IPv4 and IPv6 sockets; a private TMPDIR in place of
+    /// /tmp; no `.git` protection (so it is refused unless `--writable-git`), no hidden
+    /// directories, no pid namespace.
     Fallback,
 }
 
@@ -189,6 +203,7 @@ fn plan_with(means: Means, policy: &Policy, keep: &[PathBuf], tag: String) -> Re
     let hide = hidden_now(policy, keep);
     let git = policy.git.clone();
     let shared_tmp = Some(shared_tmp::dir()?);
+    let allow_unix = policy.allow_unix.clone();
     Ok(launch::Plan {
         tmp,
         tag,
@@ -200,6 +215,7 @@ fn plan_with(means: Means, policy: &Policy, keep: &[PathBuf], tag: String) -> Re
         keep: keep.to_vec(),
         shared_tmp,
         net,
+        allow_unix,
         ..Default::default()
     })
 }
@@ -241,6 +257,7 @@ fn fallback_plan(policy: &Policy, keep: &[PathBuf], tag: String) -> Result<launc
         write,
         fallback: true,
         refuse_inet: !policy.network,
+        allow_unix: policy.allow_unix.clone(),
         ..Default::default()
     })
 }
@@ -322,8 +339,16 @@ pub(crate) fn refuses_peer(pid: i32) -> bool {
         let status = std::fs::read_to_string(format!("/proc/{p}/status")).unwrap_or_default();
         status.lines().find_map(|l| l.strip_prefix("Seccomp_filters:")?.trim().parse::<u32>().ok())
     };
+    // The launcher's socket server connects for the pane (see `sockets`): its connection is the
+    // pane's.
+    let launcher = |p: &str| {
+        let cmdline = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
+        cmdline.split(|&b| b == 0).nth(1) == Some(b"__sandbox-exec".as_slice())
+    };
     let peer = pid.to_string();
-    ns(&peer) != ns("self") || filters(&peer).unwrap_or(0) > filters("self").unwrap_or(0)
+    ns(&peer) != ns("self")
+        || filters(&peer).unwrap_or(0) > filters("self").unwrap_or(0)
+        || launcher(&peer)
 }
 
 #[cfg(test)]

@@ -78,10 +78,15 @@ pub(crate) fn holder_main() -> std::process::ExitCode {
     std::process::ExitCode::SUCCESS
 }
 
-/// Joins the holder's user and network namespaces.
+/// Joins the holder's user and network namespaces (its network one only when it made no user
+/// namespace, see `new_user_namespace`).
 pub(crate) fn join(holder: u32) -> std::result::Result<(), String> {
     for (ns, flag) in [("user", libc::CLONE_NEWUSER), ("net", libc::CLONE_NEWNET)] {
         let path = format!("/proc/{holder}/ns/{ns}");
+        let ours = std::fs::read_link(format!("/proc/self/ns/{ns}")).ok();
+        if ns == "user" && ours.is_some() && std::fs::read_link(&path).ok() == ours {
+            continue;
+        }
         let file =
             std::fs::File::open(&path).map_err(|e| format!("the panes' network ({path}): {e}"))?;
         // SAFETY: setns takes a namespace descriptor that lives across the call.
@@ -95,6 +100,10 @@ pub(crate) fn join(holder: u32) -> std::result::Result<(), String> {
 /// Unshares a user namespace together with `others`, mapping our uid and gid to themselves. Only
 /// our own ids: a wider map needs the right to set ids in the parent namespace, which a process
 /// loses on entering its new one (so, for root too, other users' files show as `nobody`).
+///
+/// Where user namespaces are not allowed (a container, a hardened kernel) but this process holds
+/// `CAP_SYS_ADMIN` (root), `others` are made without one: the same sandbox, root's capabilities
+/// dropped before the program runs (see `caps`).
 pub(crate) fn new_user_namespace(others: libc::c_int) -> std::result::Result<(), String> {
     // SAFETY: these calls have no preconditions and cannot fail.
     let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
@@ -104,10 +113,17 @@ pub(crate) fn new_user_namespace(others: libc::c_int) -> std::result::Result<(),
              kernel.apparmor_restrict_unprivileged_userns)"
         )
     };
-    if std::env::var_os(PRETEND_NO_USERNS).is_some_and(|v| !v.is_empty()) {
-        return Err(refused(format!("unshare: pretended by {PRETEND_NO_USERNS}")));
+    let tried = if std::env::var_os(PRETEND_NO_USERNS).is_some_and(|v| !v.is_empty()) {
+        Err(format!("unshare: pretended by {PRETEND_NO_USERNS}"))
+    } else {
+        unshare(libc::CLONE_NEWUSER | others)
+    };
+    if let Err(e) = tried {
+        if super::caps::has_sys_admin() {
+            return unshare(others).map_err(|e2| format!("{e}; without a user namespace: {e2}"));
+        }
+        return Err(refused(e));
     }
-    unshare(libc::CLONE_NEWUSER | others).map_err(refused)?;
     let write = |file: &str, text: &str| {
         std::fs::write(format!("/proc/self/{file}"), text)
             .map_err(|e| format!("/proc/self/{file}: {e}"))

@@ -1,8 +1,8 @@
 //! The sandbox's policy: its modes, what the person set (the server's, installed once), and the
 //! policy in one line; the flags of `fugue serve` (`--sandbox`, `--writable`, `--network`,
-//! `--writable-git`, `--pass-env`, and `FUGUE_SANDBOX`), parsed and resolved against the directory
-//! into a `Policy`, and written back out for a shared server; with the `.git` directories under the
-//! writable roots that the policy keeps read-only.
+//! `--writable-git`, `--pass-env`, `--allow-unix-socket` and `FUGUE_SANDBOX`), parsed and resolved
+//! against the directory into a `Policy`, and written back out for a shared server; with the `.git`
+//! directories under the writable roots that the policy keeps read-only.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -62,6 +62,8 @@ pub(crate) struct Policy {
     pub(crate) writable_git: bool,
     /// Secret-looking variables passed to panes all the same.
     pub(crate) pass_env: Vec<String>,
+    /// Unix sockets outside the roots that panes may connect to all the same (absolute).
+    pub(crate) allow_unix: Vec<PathBuf>,
     /// fugue's private directories (control sockets, state, temporary files), hidden from panes.
     pub(crate) hidden: Vec<PathBuf>,
     /// The `.git` directories (and a worktree's `.git` file) of the roots, found when the policy
@@ -80,6 +82,7 @@ impl Default for Policy {
             network: true,
             writable_git: false,
             pass_env: Vec::new(),
+            allow_unix: Vec::new(),
             hidden: Vec::new(),
             git: Vec::new(),
             private: PathBuf::new(),
@@ -132,6 +135,7 @@ pub(crate) struct Flags {
     pub(crate) network: Option<bool>,
     pub(crate) writable_git: bool,
     pub(crate) pass_env: Vec<String>,
+    pub(crate) allow_unix: Vec<PathBuf>,
 }
 
 impl Flags {
@@ -174,6 +178,9 @@ impl Flags {
                     }
                     flags.pass_env.push(v.to_string());
                 }
+                "--allow-unix-socket" => {
+                    flags.allow_unix.push(PathBuf::from(value("a socket's path")?));
+                }
                 _ => rest.push(word),
             }
         }
@@ -191,7 +198,15 @@ impl Flags {
     /// Whether `word` is one of the sandbox flags (plain `fugue` takes them as `serve` does).
     pub(crate) fn is_flag(word: &str) -> bool {
         let name = word.split_once('=').map_or(word, |(name, _)| name);
-        matches!(name, "--sandbox" | "--writable" | "--network" | "--writable-git" | "--pass-env")
+        matches!(
+            name,
+            "--sandbox"
+                | "--writable"
+                | "--network"
+                | "--writable-git"
+                | "--pass-env"
+                | "--allow-unix-socket"
+        )
     }
 
     /// Whether any sandbox flag was given besides the mode (they mean nothing with `off`).
@@ -200,6 +215,7 @@ impl Flags {
             || self.network.is_some()
             || self.writable_git
             || !self.pass_env.is_empty()
+            || !self.allow_unix.is_empty()
     }
 
     /// The policy, with relative roots resolved against `cwd`; `hidden` are fugue's own
@@ -212,8 +228,8 @@ impl Flags {
         let mode = self.mode.unwrap_or(Mode::Off);
         if mode == Mode::Off {
             if self.any_detail() {
-                return Err("--writable, --network, --writable-git and --pass-env need --sandbox \
-                            workspace-write or read-only"
+                return Err("--writable, --network, --writable-git, --pass-env and \
+                            --allow-unix-socket need --sandbox workspace-write or read-only"
                     .into());
             }
             return Ok(Policy::default());
@@ -234,12 +250,26 @@ impl Flags {
             writable.push(real);
         }
         let git = if self.writable_git { Vec::new() } else { git_dirs(&writable) };
+        // A socket may not exist yet (its server starts later): then its directory is resolved.
+        let allow_unix = self
+            .allow_unix
+            .iter()
+            .map(|p| {
+                let path = cwd.join(p);
+                let parent = path.parent().and_then(|d| d.canonicalize().ok());
+                path.canonicalize()
+                    .ok()
+                    .or_else(|| Some(parent?.join(path.file_name()?)))
+                    .unwrap_or(path)
+            })
+            .collect();
         Ok(Policy {
             mode,
             writable,
             network: self.network.unwrap_or(false),
             writable_git: self.writable_git,
             pass_env: self.pass_env,
+            allow_unix,
             hidden,
             git,
             private: PathBuf::new(),
@@ -268,6 +298,9 @@ pub(crate) fn flags_of(policy: &Policy) -> Vec<String> {
     }
     for name in &policy.pass_env {
         flags.push(format!("--pass-env={name}"));
+    }
+    for path in &policy.allow_unix {
+        flags.push(format!("--allow-unix-socket={}", path.display()));
     }
     flags
 }
@@ -360,6 +393,10 @@ mod tests {
         assert!(Flags::parse(&["--network", "maybe"]).is_err());
         assert!(Flags::parse(&["--writable"]).unwrap_err().contains("takes"));
         assert!(Flags::parse(&["--pass-env", "A B"]).is_err());
+        assert!(Flags::parse(&["--allow-unix-socket"]).unwrap_err().contains("socket's path"));
+        let (flags, _) = Flags::parse(&["--allow-unix-socket=/run/a.sock"]).unwrap();
+        let err = Flags { mode: Some(Mode::Off), ..flags }.policy(Path::new("/"), Vec::new());
+        assert!(err.unwrap_err().contains("--allow-unix-socket"), "needs a sandbox");
     }
 
     #[test]
@@ -377,6 +414,7 @@ mod tests {
             network: Some(true),
             writable_git: true,
             pass_env: vec!["GH_TOKEN".into()],
+            allow_unix: vec![dir.join("agent.sock")],
         }
         .policy(Path::new("/"), Vec::new())
         .unwrap();
@@ -387,6 +425,7 @@ mod tests {
         let again = again.policy(Path::new("/"), Vec::new()).unwrap();
         assert_eq!(report(&again), report(&policy));
         assert_eq!(again.pass_env, policy.pass_env);
+        assert_eq!(again.allow_unix, policy.allow_unix);
     }
 
     #[test]

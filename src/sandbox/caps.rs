@@ -1,0 +1,192 @@
+//! Every capability dropped before the pane's program runs, so that root inside the sandbox (a
+//! user namespace's root, or the host's root where namespaces are made without one) can undo
+//! nothing the launcher did: no mount, no `AF_PACKET`, no `chown` of another's file.
+//!
+//! The bounding set is emptied (a later exec of a setuid or file-capability binary gains nothing
+//! beyond it), the ambient set cleared, effective, permitted and inheritable set to zero, and the
+//! secure bits `NOROOT` and `NO_SETUID_FIXUP` locked so that uid 0 regains nothing at exec. The
+//! result is read back from `/proc/self/status`: a capability left is an error, never a warning.
+
+/// The secure bits: uid 0 gets no capabilities at exec, a uid change touches none, and neither
+/// can be unset again.
+const SECBIT_NOROOT: libc::c_ulong = 1 << 0;
+const SECBIT_NOROOT_LOCKED: libc::c_ulong = 1 << 1;
+const SECBIT_NO_SETUID_FIXUP: libc::c_ulong = 1 << 2;
+const SECBIT_NO_SETUID_FIXUP_LOCKED: libc::c_ulong = 1 << 3;
+const SECBIT_NO_CAP_AMBIENT_RAISE: libc::c_ulong = 1 << 6;
+const SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED: libc::c_ulong = 1 << 7;
+
+/// `CAP_SETPCAP`, which changing the bounding set and the secure bits takes.
+const CAP_SETPCAP: u32 = 8;
+
+const CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+
+#[repr(C)]
+struct Header {
+    version: u32,
+    pid: libc::c_int,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct Data {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+/// Drops every capability of this process for good; see the module's comment. Without
+/// `CAP_SETPCAP` (an unprivileged user in the fallback) there is nothing in the bounding set to
+/// fear under `no_new_privs`, so only the sets it holds are cleared.
+pub(crate) fn drop_all() -> Result<(), String> {
+    if has_effective(CAP_SETPCAP) {
+        lock_secure_bits()?;
+        empty_bounding_set()?;
+    }
+    // SAFETY: prctl with these arguments only clears this process's ambient set.
+    let r = unsafe { libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) };
+    if r != 0 {
+        return Err(format!("clearing the ambient capabilities: {}", last_error()));
+    }
+    set_none()?;
+    check_none()
+}
+
+fn lock_secure_bits() -> Result<(), String> {
+    let bits = SECBIT_NOROOT
+        | SECBIT_NOROOT_LOCKED
+        | SECBIT_NO_SETUID_FIXUP
+        | SECBIT_NO_SETUID_FIXUP_LOCKED
+        | SECBIT_NO_CAP_AMBIENT_RAISE
+        | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
+    // SAFETY: prctl with these arguments only sets flags on this process.
+    if unsafe { libc::prctl(libc::PR_SET_SECUREBITS, bits, 0, 0, 0) } != 0 {
+        return Err(format!("securebits: {}", last_error()));
+    }
+    Ok(())
+}
+
+fn empty_bounding_set() -> Result<(), String> {
+    for cap in 0..=last_cap() {
+        // SAFETY: prctl with these arguments only removes a capability from this process's set.
+        if unsafe { libc::prctl(libc::PR_CAPBSET_DROP, libc::c_ulong::from(cap), 0, 0, 0) } != 0 {
+            return Err(format!(
+                "dropping capability {cap} from the bounding set: {}",
+                last_error()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The highest capability this kernel knows.
+fn last_cap() -> u32 {
+    std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(63)
+}
+
+fn set_none() -> Result<(), String> {
+    let mut header = Header { version: CAPABILITY_VERSION_3, pid: 0 };
+    let data = [Data::default(); 2];
+    // SAFETY: the header and the two data words are what capset version 3 reads; both outlive
+    // the call.
+    let r = unsafe { libc::syscall(libc::SYS_capset, &raw mut header, data.as_ptr()) };
+    if r != 0 {
+        return Err(format!("capset: {}", last_error()));
+    }
+    Ok(())
+}
+
+/// Reads the sets back: any capability left in the effective, permitted, inheritable or ambient
+/// set fails the sandbox.
+fn check_none() -> Result<(), String> {
+    let status = std::fs::read_to_string("/proc/self/status")
+        .map_err(|e| format!("/proc/self/status: {e}"))?;
+    for set in ["CapEff", "CapPrm", "CapInh", "CapAmb"] {
+        match field(&status, set) {
+            Some(0) => {}
+            Some(left) => {
+                return Err(format!("capabilities left after the drop: {set} {left:016x}"));
+            }
+            None => return Err(format!("/proc/self/status has no {set}")),
+        }
+    }
+    Ok(())
+}
+
+fn has_effective(cap: u32) -> bool {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    field(&status, "CapEff").is_some_and(|set| set & (1 << cap) != 0)
+}
+
+/// A capability set of `/proc/PID/status`, e.g. `CapEff:\t000001ffffffffff`.
+pub(crate) fn field(status: &str, name: &str) -> Option<u64> {
+    let line = status.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))?;
+    u64::from_str_radix(line.trim(), 16).ok()
+}
+
+/// Whether this process holds `CAP_SYS_ADMIN` (root on the host, where namespaces can be made
+/// without a user namespace).
+pub(crate) fn has_sys_admin() -> bool {
+    has_effective(21)
+}
+
+fn last_error() -> std::io::Error {
+    std::io::Error::last_os_error()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_set_is_read_from_the_status_text() {
+        let status = "Name:\tx\nCapInh:\t0000000000000000\nCapEff:\t000001ffffffffff\n";
+        assert_eq!(field(status, "CapEff"), Some(0x1ff_ffff_ffff));
+        assert_eq!(field(status, "CapInh"), Some(0));
+        assert_eq!(field(status, "CapBnd"), None);
+    }
+
+    /// In a child: after the drop nothing is left, not even in the bounding set when the test
+    /// runs as root, and uid 0 running `cat` gains nothing back at exec.
+    #[test]
+    fn after_the_drop_an_exec_as_root_has_no_capability() {
+        let mut fds = [0; 2];
+        // SAFETY: pipe writes two descriptors into `fds`.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        // SAFETY: the child makes system calls, execs or exits; it touches no lock of the parent.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            // SAFETY: as above; the strings are NUL-terminated and outlive the exec.
+            unsafe {
+                libc::dup2(fds[1], 1);
+                libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+                if drop_all().is_err() {
+                    libc::_exit(3);
+                }
+                let argv = [c"/bin/cat".as_ptr(), c"/proc/self/status".as_ptr(), std::ptr::null()];
+                libc::execv(argv[0], argv.as_ptr());
+                libc::_exit(4);
+            }
+        }
+        // SAFETY: the parent's copy of the write end is closed so that the read ends.
+        unsafe { libc::close(fds[1]) };
+        // SAFETY: `fds[0]` is the read end, owned here from now on.
+        let mut out = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(fds[0]) };
+        let mut status = String::new();
+        std::io::Read::read_to_string(&mut out, &mut status).unwrap();
+        let mut code = 0;
+        // SAFETY: waitpid writes only to `code`.
+        unsafe { libc::waitpid(pid, &raw mut code, 0) };
+        assert_eq!(libc::WEXITSTATUS(code), 0, "{status}");
+        for set in ["CapEff", "CapPrm", "CapInh", "CapAmb"] {
+            assert_eq!(field(&status, set), Some(0), "{set}: {status}");
+        }
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            assert_eq!(field(&status, "CapBnd"), Some(0), "{status}");
+        }
+    }
+}

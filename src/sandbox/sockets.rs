@@ -1,0 +1,474 @@
+//! Where a sandboxed pane's Unix sockets may lead: the launcher's answers to the seccomp filter's
+//! user notifications for `connect`, `sendto` with an address, `sendmsg` and `sendmmsg`.
+//!
+//! A socket on a read-only mount still accepts connections, so the mounts alone do not keep a
+//! pane from driving a tmux server, an agent or a docker daemon outside. The launcher, which runs
+//! outside the sandbox, makes each connection itself on the pane's own socket (`pidfd_getfd`),
+//! with its own copy of the address: for a path, it resolves the path as the pane sees it, checks
+//! that the socket reached lies under a writable root, the private `/tmp`, `/var/tmp`,
+//! `/dev/shm` or a path passed with `--allow-unix-socket`, and connects through the descriptor it
+//! checked, so that nothing the pane changes in between counts. Abstract addresses are allowed
+//! only in the panes' private network namespace (elsewhere they would reach the host's, past
+//! Landlock's scope, which does not hold for the launcher). Other families are connected as asked.
+//!
+//! A `sendmsg` without an address is let through as it is: the kernel reads the header again, so
+//! a second thread that writes an address into it in between sends one datagram unchecked (a
+//! known limit; `/run`, where such sockets live, is covered). `sendmsg` with an address and
+//! ancillary data of the socket level (descriptors, credentials), and `sendmmsg` with any address,
+//! are refused.
+
+mod target;
+
+use super::launch_plan::Plan;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use target::{Errno, Target};
+
+/// What a pane's sockets may reach.
+#[derive(Debug, Default)]
+pub(crate) struct Rules {
+    /// Directories (and socket paths) under which a pathname socket may be reached, as the pane
+    /// sees them.
+    pub(crate) allowed: Vec<PathBuf>,
+    /// Whether abstract addresses are allowed: only in the panes' private network.
+    pub(crate) abstract_ok: bool,
+}
+
+impl Rules {
+    pub(crate) fn of(plan: &Plan) -> Rules {
+        let mut allowed = plan.write.clone();
+        allowed.extend(plan.allow_unix.iter().cloned());
+        allowed.extend(plan.tmp.iter().cloned());
+        if !plan.fallback {
+            // Private to the sandbox's panes (see `launch`), whatever the mode.
+            allowed.extend(["/tmp", "/var/tmp", "/dev/shm"].map(PathBuf::from));
+        }
+        Rules { allowed, abstract_ok: plan.net.is_some() }
+    }
+
+    fn allows(&self, path: &Path) -> bool {
+        self.allowed.iter().any(|a| path.starts_with(a))
+    }
+}
+
+/// The variables that lead a program to a socket or server outside (agents, buses, other
+/// terminals and multiplexers, displays): withheld from sandboxed panes unless `--pass-env`.
+pub(crate) const LEADING_OUT: &[&str] = &[
+    "SSH_AUTH_SOCK",
+    "SSH_AGENT_PID",
+    "GPG_AGENT_INFO",
+    "DBUS_SESSION_BUS_ADDRESS",
+    "DBUS_SYSTEM_BUS_ADDRESS",
+    "XDG_RUNTIME_DIR",
+    "DOCKER_HOST",
+    "CONTAINER_HOST",
+    "TMUX",
+    "TMUX_PANE",
+    "STY",
+    "ZELLIJ",
+    "ZELLIJ_SESSION_NAME",
+    "WAYLAND_DISPLAY",
+    "DISPLAY",
+    "XAUTHORITY",
+    "PULSE_SERVER",
+    "PIPEWIRE_REMOTE",
+    "KITTY_LISTEN_ON",
+    "WEZTERM_UNIX_SOCKET",
+    "NVIM",
+    "NVIM_LISTEN_ADDRESS",
+    "SWAYSOCK",
+    "I3SOCK",
+    "NOTIFY_SOCKET",
+];
+
+/// `seccomp_data` and the notification around it, as `SECCOMP_IOCTL_NOTIF_RECV` fills them.
+#[repr(C)]
+#[derive(Default, Debug, Clone, Copy)]
+struct Data {
+    nr: i32,
+    arch: u32,
+    instruction_pointer: u64,
+    args: [u64; 6],
+}
+
+#[repr(C)]
+#[derive(Default, Debug, Clone, Copy)]
+struct Notif {
+    id: u64,
+    pid: u32,
+    flags: u32,
+    data: Data,
+}
+
+#[repr(C)]
+struct Resp {
+    id: u64,
+    val: i64,
+    error: i32,
+    flags: u32,
+}
+
+const NOTIF_RECV: libc::c_ulong = 0xc050_2100;
+const NOTIF_SEND: libc::c_ulong = 0xc018_2101;
+const NOTIF_ID_VALID: libc::c_ulong = 0x4008_2102;
+const FLAG_CONTINUE: u32 = 1;
+
+/// The most the launcher copies for one send: a stream socket takes the rest in the next call,
+/// as after any short send; a datagram this large is `EMSGSIZE` anyway (above `wmem_max`).
+const MAX_SEND: usize = 4 << 20;
+/// `UIO_MAXIOV`, and the most messages of one `sendmmsg`.
+const MAX_IOV: usize = 1024;
+/// `sizeof(struct sockaddr_un)`, the longest address looked at.
+const MAX_ADDR: usize = 128;
+
+/// How the launcher answers one call.
+enum Answer {
+    /// Made by the kernel as the target asked (nothing to check).
+    Continue,
+    /// Made by the launcher: the call's return value.
+    Done(i64),
+    Refused(Errno),
+    /// To be made in a thread of its own (see `serve`).
+    Later(Box<dyn FnOnce() -> Answer + Send>),
+}
+
+/// Answers the listener's notifications until no process under the filter is left: in turn,
+/// but for a connection that may wait for a peer (a blocking socket of another family than Unix),
+/// which is made in a thread of its own so that the pane's other calls do not wait for it.
+pub(crate) fn serve(listener: OwnedFd, rules: Rules) {
+    let listener = Arc::new(listener);
+    while let Some(notif) = next(&listener) {
+        match handle(&listener, &rules, &notif) {
+            Answer::Later(work) => {
+                let shared = Arc::clone(&listener);
+                let spawned = std::thread::Builder::new()
+                    .name("fugue-connect".into())
+                    .spawn(move || answer(&shared, &notif, &work()));
+                if spawned.is_err() {
+                    answer(&listener, &notif, &Answer::Refused(libc::EAGAIN));
+                }
+            }
+            now => answer(&listener, &notif, &now),
+        }
+    }
+}
+
+/// The next notification; `None` once every process under the filter has ended.
+fn next(listener: &OwnedFd) -> Option<Notif> {
+    loop {
+        let mut poll = libc::pollfd { fd: listener.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        // SAFETY: `poll` is one valid pollfd for the call.
+        if unsafe { libc::poll(&raw mut poll, 1, -1) } < 0 {
+            if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return None;
+        }
+        if poll.revents & libc::POLLIN == 0 {
+            return None;
+        }
+        let mut notif = Notif::default();
+        // SAFETY: the ioctl writes one seccomp_notif into `notif`, zeroed as the kernel asks.
+        if unsafe { libc::ioctl(listener.as_raw_fd(), NOTIF_RECV, &raw mut notif) } == 0 {
+            return Some(notif);
+        }
+        // ENOENT: the caller died before the notification was taken; EINTR: try again. Any
+        // other error would come back at once, forever: stop, and the pane's calls fail.
+        let e = std::io::Error::last_os_error().raw_os_error();
+        if e != Some(libc::ENOENT) && e != Some(libc::EINTR) {
+            return None;
+        }
+    }
+}
+
+fn answer(listener: &OwnedFd, notif: &Notif, answer: &Answer) {
+    let (val, error, flags) = match *answer {
+        Answer::Continue => (0, 0, FLAG_CONTINUE),
+        Answer::Done(val) => (val, 0, 0),
+        Answer::Refused(e) => (0, -e, 0),
+        Answer::Later(_) => (0, -libc::EIO, 0),
+    };
+    let mut resp = Resp { id: notif.id, val, error, flags };
+    // SAFETY: the ioctl reads one seccomp_notif_resp from `resp`. It fails only when the caller
+    // is gone, which leaves nothing to answer.
+    unsafe { libc::ioctl(listener.as_raw_fd(), NOTIF_SEND, &raw mut resp) };
+}
+
+/// Whether the notification still stands: its thread has not died, so the pid still names it.
+fn still_valid(listener: &OwnedFd, notif: &Notif) -> Result<(), Errno> {
+    let mut id = notif.id;
+    // SAFETY: the ioctl reads one u64 from `id`.
+    if unsafe { libc::ioctl(listener.as_raw_fd(), NOTIF_ID_VALID, &raw mut id) } != 0 {
+        return Err(libc::ENOENT);
+    }
+    Ok(())
+}
+
+fn handle(listener: &OwnedFd, rules: &Rules, notif: &Notif) -> Answer {
+    let made = Target::open(notif.pid).and_then(|target| {
+        still_valid(listener, notif)?;
+        let args = notif.data.args;
+        match libc::c_long::from(notif.data.nr) {
+            libc::SYS_connect => connect(&target, rules, args),
+            libc::SYS_sendto => sendto(&target, rules, args),
+            libc::SYS_sendmsg => sendmsg(&target, rules, args),
+            libc::SYS_sendmmsg => sendmmsg(&target, args),
+            _ => Err(libc::ENOSYS),
+        }
+    });
+    made.unwrap_or_else(Answer::Refused)
+}
+
+/// `connect(fd, addr, len)`, made by the launcher on the target's socket.
+fn connect(target: &Target, rules: &Rules, args: [u64; 6]) -> Result<Answer, Errno> {
+    let socket = target.fd(args[0])?;
+    let addr = address(target, rules, args[1], args[2])?;
+    let later = addr.family() != libc::AF_UNIX as u16 && blocking(&socket);
+    let make = move || {
+        // SAFETY: `addr` holds a socket address of the length given.
+        let r = unsafe { libc::connect(socket.as_raw_fd(), addr.as_ptr(), addr.len()) };
+        result(r.into()).unwrap_or_else(Answer::Refused)
+    };
+    if later {
+        return Ok(Answer::Later(Box::new(make)));
+    }
+    Ok(make())
+}
+
+/// Whether a connection on `socket` waits for its peer (no `O_NONBLOCK`).
+fn blocking(socket: &OwnedFd) -> bool {
+    // SAFETY: F_GETFL takes no pointer.
+    let flags = unsafe { libc::fcntl(socket.as_raw_fd(), libc::F_GETFL) };
+    flags >= 0 && flags & libc::O_NONBLOCK == 0
+}
+
+/// `sendto(fd, buf, len, flags, addr, addrlen)` with an address, made by the launcher.
+fn sendto(target: &Target, rules: &Rules, args: [u64; 6]) -> Result<Answer, Errno> {
+    let socket = target.fd(args[0])?;
+    let addr = address(target, rules, args[4], args[5])?;
+    let data = target.read(args[1], usize::try_from(args[2]).unwrap_or(MAX_SEND).min(MAX_SEND))?;
+    let flags = flags(args[3]);
+    // SAFETY: `data` and `addr` are valid for the lengths given.
+    let n = unsafe {
+        libc::sendto(
+            socket.as_raw_fd(),
+            data.as_ptr().cast(),
+            data.len(),
+            flags,
+            addr.as_ptr(),
+            addr.len(),
+        )
+    };
+    result(n as i64)
+}
+
+/// `sendmsg(fd, msg, flags)`: without an address, as it is; with one, made by the launcher with
+/// the data gathered and the address checked.
+fn sendmsg(target: &Target, rules: &Rules, args: [u64; 6]) -> Result<Answer, Errno> {
+    let header = read_header(target, args[1])?;
+    if header.msg_name.is_null() || header.msg_namelen == 0 {
+        return Ok(Answer::Continue);
+    }
+    let socket = target.fd(args[0])?;
+    let addr = address(target, rules, header.msg_name as u64, header.msg_namelen.into())?;
+    let data = gather(target, &header)?;
+    let mut control =
+        target.read(header.msg_control as u64, size(header.msg_controllen as u64, 1 << 16)?)?;
+    if carries_socket_level(&control) {
+        return Err(libc::EPERM);
+    }
+    let mut iov = libc::iovec { iov_base: data.as_ptr() as *mut libc::c_void, iov_len: data.len() };
+    // SAFETY: an all-zero msghdr is valid; every pointer set below outlives the sendmsg.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_name = addr.as_ptr() as *mut libc::c_void;
+    msg.msg_namelen = addr.len();
+    msg.msg_iov = &raw mut iov;
+    msg.msg_iovlen = 1;
+    if !control.is_empty() {
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = control.len();
+    }
+    // SAFETY: `msg` and what it points to are valid for the call.
+    let n = unsafe { libc::sendmsg(socket.as_raw_fd(), &raw const msg, flags(args[2])) };
+    result(n as i64)
+}
+
+/// `sendmmsg(fd, msgs, n, flags)`: as it is when no message names an address, else refused.
+fn sendmmsg(target: &Target, args: [u64; 6]) -> Result<Answer, Errno> {
+    let count = size(args[2], MAX_IOV)?;
+    let size_of = std::mem::size_of::<libc::mmsghdr>();
+    let bytes = target.read(args[1], count * size_of)?;
+    let named = bytes.chunks_exact(size_of).any(|m| {
+        // SAFETY: each chunk is one mmsghdr's bytes; read_unaligned copies it out.
+        let m: libc::mmsghdr = unsafe { std::ptr::read_unaligned(m.as_ptr().cast()) };
+        !m.msg_hdr.msg_name.is_null() && m.msg_hdr.msg_namelen != 0
+    });
+    if named { Err(libc::EPERM) } else { Ok(Answer::Continue) }
+}
+
+/// A socket address of the target's, checked and made the launcher's own: a Unix path becomes
+/// `/proc/self/fd/N` of the socket the launcher resolved and checked (see the module's comment).
+fn address(target: &Target, rules: &Rules, ptr: u64, len: u64) -> Result<Address, Errno> {
+    let len = usize::try_from(len).map_err(|_| libc::EINVAL)?;
+    if len > MAX_ADDR || ptr == 0 {
+        return Err(libc::EINVAL);
+    }
+    let bytes = target.read(ptr, len)?;
+    let family = bytes.get(..2).map(|b| u16::from_ne_bytes([b[0], b[1]]));
+    if family != Some(libc::AF_UNIX as u16) || len <= 2 {
+        return Ok(Address::raw(&bytes));
+    }
+    let path = &bytes[2..];
+    if path[0] == 0 {
+        return if rules.abstract_ok { Ok(Address::raw(&bytes)) } else { Err(libc::EACCES) };
+    }
+    let path = path.split(|&b| b == 0).next().unwrap_or(path);
+    let socket = target.resolve(path)?;
+    if !rules.allows(&target::socket_path(&socket)?) {
+        return Err(libc::EACCES);
+    }
+    Ok(Address::through(socket))
+}
+
+/// A socket address the launcher passes to the kernel, with the descriptor a path goes through.
+struct Address {
+    storage: libc::sockaddr_storage,
+    len: libc::socklen_t,
+    _through: Option<OwnedFd>,
+}
+
+impl Address {
+    fn raw(bytes: &[u8]) -> Address {
+        // SAFETY: an all-zero sockaddr_storage is valid.
+        let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+        let n = bytes.len().min(std::mem::size_of::<libc::sockaddr_storage>());
+        // SAFETY: `n` bytes fit both the source and the storage.
+        unsafe {
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), (&raw mut storage).cast::<u8>(), n)
+        };
+        Address { storage, len: n as libc::socklen_t, _through: None }
+    }
+
+    fn through(socket: OwnedFd) -> Address {
+        let path = format!("/proc/self/fd/{}", socket.as_raw_fd());
+        let mut bytes = (libc::AF_UNIX as u16).to_ne_bytes().to_vec();
+        bytes.extend_from_slice(path.as_bytes());
+        bytes.push(0);
+        Address { _through: Some(socket), ..Address::raw(&bytes) }
+    }
+
+    fn family(&self) -> u16 {
+        self.storage.ss_family
+    }
+
+    fn as_ptr(&self) -> *const libc::sockaddr {
+        (&raw const self.storage).cast()
+    }
+
+    fn len(&self) -> libc::socklen_t {
+        self.len
+    }
+}
+
+fn read_header(target: &Target, ptr: u64) -> Result<libc::msghdr, Errno> {
+    let bytes = target.read(ptr, std::mem::size_of::<libc::msghdr>())?;
+    // SAFETY: the bytes are one msghdr's; read_unaligned copies them out. Its pointers are the
+    // target's and are only ever passed to `Target::read`.
+    Ok(unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast()) })
+}
+
+/// The data of a message's iovecs, in one buffer.
+fn gather(target: &Target, header: &libc::msghdr) -> Result<Vec<u8>, Errno> {
+    let count = size(header.msg_iovlen as u64, MAX_IOV)?;
+    let size_of = std::mem::size_of::<libc::iovec>();
+    let iovs = target.read(header.msg_iov as u64, count * size_of)?;
+    let mut data = Vec::new();
+    for chunk in iovs.chunks_exact(size_of) {
+        // SAFETY: each chunk is one iovec's bytes; read_unaligned copies it out.
+        let iov: libc::iovec = unsafe { std::ptr::read_unaligned(chunk.as_ptr().cast()) };
+        let take = iov.iov_len.min(MAX_SEND - data.len());
+        data.extend(target.read(iov.iov_base as u64, take)?);
+        if data.len() == MAX_SEND {
+            break;
+        }
+    }
+    Ok(data)
+}
+
+/// Whether ancillary data holds a message of the socket level (descriptors, credentials), which
+/// would mean the launcher's descriptors or identity, not the target's.
+fn carries_socket_level(control: &[u8]) -> bool {
+    let header = std::mem::size_of::<libc::cmsghdr>();
+    let mut at = 0;
+    while at + header <= control.len() {
+        // SAFETY: `header` bytes from `at` are inside `control`; read_unaligned copies them out.
+        let cmsg: libc::cmsghdr =
+            unsafe { std::ptr::read_unaligned(control[at..].as_ptr().cast()) };
+        if cmsg.cmsg_level == libc::SOL_SOCKET {
+            return true;
+        }
+        if cmsg.cmsg_len < header {
+            return true; // malformed: the kernel would refuse it anyway
+        }
+        at += cmsg.cmsg_len.next_multiple_of(std::mem::size_of::<usize>());
+    }
+    false
+}
+
+/// A length the target gave, at most `max`.
+fn size(len: u64, max: usize) -> Result<usize, Errno> {
+    usize::try_from(len).ok().filter(|&n| n <= max).ok_or(libc::EMSGSIZE)
+}
+
+/// The target's send flags, without the signal a broken pipe would send to the launcher.
+fn flags(raw: u64) -> libc::c_int {
+    ((raw & 0xffff_ffff) as u32).cast_signed() | libc::MSG_NOSIGNAL
+}
+
+fn result(r: i64) -> Result<Answer, Errno> {
+    if r < 0 {
+        return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO));
+    }
+    Ok(Answer::Done(r))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sockets_are_allowed_under_the_plans_paths_only() {
+        let plan = Plan {
+            write: vec!["/work/project".into()],
+            allow_unix: vec!["/run/user/1000/agent.sock".into()],
+            ..Plan::default()
+        };
+        let rules = Rules::of(&plan);
+        for yes in ["/work/project/s.sock", "/tmp/x.sock", "/run/user/1000/agent.sock"] {
+            assert!(rules.allows(Path::new(yes)), "{yes}");
+        }
+        for no in ["/work/projectx/s.sock", "/run/user/1000/bus", "/var/run/docker.sock"] {
+            assert!(!rules.allows(Path::new(no)), "{no}");
+        }
+        assert!(!rules.abstract_ok, "the host's network: no abstract sockets");
+        let fallback = Rules::of(&Plan { fallback: true, ..plan });
+        assert!(!fallback.allows(Path::new("/tmp/tmux-0/default")), "the host's /tmp");
+    }
+
+    #[test]
+    fn descriptors_and_credentials_in_ancillary_data_are_told() {
+        let cmsg = |level: i32, kind: i32| {
+            let header = libc::cmsghdr { cmsg_len: 20, cmsg_level: level, cmsg_type: kind };
+            let mut bytes = vec![0u8; 24];
+            // SAFETY: the buffer holds a cmsghdr; write_unaligned copies it in.
+            unsafe { std::ptr::write_unaligned(bytes.as_mut_ptr().cast(), header) };
+            bytes
+        };
+        let mut both = cmsg(libc::SOL_UDP, 103);
+        assert!(!carries_socket_level(&both), "a UDP segment size");
+        both.extend(cmsg(libc::SOL_SOCKET, libc::SCM_RIGHTS));
+        assert!(carries_socket_level(&both), "descriptors after it");
+        assert!(!carries_socket_level(&[]));
+    }
+}
