@@ -488,3 +488,53 @@ fn screen_view_says_when_a_program_is_on_the_alternate_screen() {
     let screen = f.call("fugue_get_output", json!({"pane_id": plain, "format": "screen"}));
     assert_eq!(screen.get("alternate_screen"), None);
 }
+
+#[test]
+fn a_listing_of_many_panes_scans_the_processes_once() {
+    // Finding what each pane's program waits for needs the members of its process group, which
+    // only a scan of every process gives; when one scan took longer than its reuse window, each
+    // pane made its own and 200 panes took a second to list. Counted, not timed: fugue logs each
+    // look and each scan at debug level.
+    const PANES: usize = 30;
+    let mut cmd = Fugue::command(&[("FUGUE_LOG", "debug")]);
+    cmd.stderr(std::process::Stdio::piped());
+    let mut f = Fugue::spawn_command(cmd);
+    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let reader = {
+        let (stderr, log) = (f.child.stderr.take().unwrap(), log.clone());
+        let lines = std::io::BufRead::lines(std::io::BufReader::new(stderr));
+        std::thread::spawn(move || {
+            lines.map_while(Result::ok).for_each(|l| log.lock().unwrap().push(l))
+        })
+    };
+    f.handshake();
+    f.call("fugue_create_session", json!({"name": "many", "command": "sleep 600"}));
+    for _ in 1..PANES {
+        f.call("fugue_create_window", json!({"session_id": "many", "command": "sleep 600"}));
+    }
+    let looks =
+        |log: &[String]| log.iter().filter(|l| l.contains("activity probe of pane")).count();
+    // A pane is looked at once it has printed nothing for a moment; list until every one was.
+    let mut listings = 0;
+    wait_until("a look at every pane", || {
+        listings += 1;
+        let listed = f.call("fugue_list_sessions", json!({}));
+        assert_eq!(all_panes_of(&listed), PANES, "{listed}");
+        looks(&log.lock().unwrap()) >= PANES
+    });
+    f.close_stdin();
+    reader.join().unwrap();
+    let log = log.lock().unwrap();
+    let scans = log.iter().filter(|l| l.contains("one scan of every process")).count();
+    assert!(looks(&log) >= PANES, "{} looks", looks(&log));
+    assert!(scans <= listings, "{scans} scans of every process in {listings} listings");
+}
+
+fn all_panes_of(listed: &Value) -> usize {
+    let windows = listed["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["windows"].as_array().unwrap());
+    windows.map(|w| w["panes"].as_array().unwrap().len()).sum()
+}

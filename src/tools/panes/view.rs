@@ -5,6 +5,7 @@ use crate::error::Result;
 use crate::ids::unix_ms;
 use crate::mux::Session;
 use crate::pane::Pane;
+use crate::pane::activity::one_scan;
 use crate::pane::exit::PaneState;
 use crate::pane::output::{ReadRequest, View};
 use crate::runtime::Ctx;
@@ -33,7 +34,7 @@ pub(super) const MAX_BYTES: u64 = 64 << 10;
 
 pub(super) fn list_sessions(ctx: &Ctx<'_>, _: &Args<'_>) -> Result<Answer> {
     let sessions = ctx.mux.with_sessions(|sessions, pane| {
-        sessions.iter().map(|s| SessionView::new(s, pane)).collect::<Vec<_>>()
+        one_scan(|| sessions.iter().map(|s| SessionView::new(s, pane)).collect::<Vec<_>>())
     });
     Answer::of(&Sessions { sessions })
 }
