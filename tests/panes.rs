@@ -218,8 +218,8 @@ fn lines_max_bytes_and_since_bound_the_output() {
     assert_eq!(tail["truncated"], true);
     let small =
         f.call("fugue_get_output", json!({"pane_id": pane, "lines": 1000, "max_bytes": 10}));
-    assert_eq!(small["output"], "999\n1000");
-    assert_eq!(small["truncated"], true);
+    assert_eq!(small["output"], "1000");
+    assert_eq!((&small["truncated"], &small["omitted_lines"]), (&json!(true), &json!(999)));
     // Paging forward with since loses nothing.
     let mut since = 0;
     let mut seen = Vec::new();
@@ -242,6 +242,40 @@ fn lines_max_bytes_and_since_bound_the_output() {
     assert_eq!(e["code"], "invalid_argument");
     let e = f.call_err("fugue_get_output", json!({"pane_id": pane, "max_bytes": 100_000_000}));
     assert_eq!(e["code"], "invalid_argument");
+}
+
+#[test]
+fn get_output_answers_within_the_answers_budget_and_says_what_it_left_out() {
+    // A long log read back: by default no more than any other answer (3,584 bytes of output),
+    // its end and its error line kept, the gaps marked and counted, in text and in raw.
+    let mut f = Fugue::start();
+    let log = "for i in $(seq 1 2000); do \
+               if [ $i = 900 ]; then echo 'error: the line that matters'; \
+               else echo \"step $i of the packaging log, copying files and more files\"; fi; done";
+    let pane = f.pane(log);
+    f.wait_exit(&pane);
+    for format in ["text", "raw"] {
+        let read =
+            f.call("fugue_get_output", json!({"pane_id": pane, "lines": 2000, "format": format}));
+        let output = read["output"].as_str().unwrap();
+        assert!(output.len() <= 3584, "{format}: {} bytes", output.len());
+        assert!(output.contains("error: the line that matters"), "{format}: {output}");
+        assert!(output.contains("step 2000 of"), "{format}: {output}");
+        assert!(output.contains(" lines]"), "{format}: a gap is marked: {output}");
+        let omitted = read["omitted_lines"].as_u64().unwrap();
+        assert!(omitted > 1900, "{format}: {read}");
+        // Where the first line left out is, to read on from.
+        let since = read["omitted_since"].clone();
+        let first =
+            f.call("fugue_get_output", json!({"pane_id": pane, "since": since, "lines": 1}));
+        assert!(first["output"].as_str().unwrap().starts_with("step "), "{format}: {first}");
+        assert!(first["omitted_lines"].as_u64().unwrap() > 1000, "{format}: {first}");
+    }
+    // max_bytes asks for more.
+    let more =
+        f.call("fugue_get_output", json!({"pane_id": pane, "lines": 300, "max_bytes": 65536}));
+    assert_eq!(more["output"].as_str().unwrap().lines().count(), 300, "{more}");
+    assert!(more.get("omitted_lines").is_none(), "{more}");
 }
 
 #[test]

@@ -59,8 +59,6 @@ pub(crate) enum View {
     Text,
     /// The bytes as the program wrote them (invalid UTF-8 replaced).
     Raw,
-    /// The screen as it is now.
-    Screen,
 }
 
 pub(crate) struct ReadRequest {
@@ -75,10 +73,6 @@ pub(crate) struct Read {
     /// Where the next `since` read should begin.
     pub(crate) offset: u64,
     pub(crate) truncated: bool,
-    /// The cursor, for the screen view.
-    pub(crate) cursor: Option<(u16, u16)>,
-    /// For the screen view: a full-screen program switched to the alternate screen.
-    pub(crate) alternate: bool,
     /// True when a `since` offset pointed at output already dropped from the scrollback.
     pub(crate) dropped: bool,
 }
@@ -255,12 +249,9 @@ impl Output {
     }
 
     pub(crate) fn read(&self, req: &ReadRequest) -> Result<Read> {
-        match req.view {
-            View::Screen => Ok(self.read_screen(req.lines, req.max_bytes)),
-            View::Text | View::Raw => match req.since {
-                Some(since) => self.read_since(req, since),
-                None => Ok(self.read_tail(req)),
-            },
+        match req.since {
+            Some(since) => self.read_since(req, since),
+            None => Ok(self.read_tail(req)),
         }
     }
 
@@ -287,14 +278,7 @@ impl Output {
                 req.max_bytes,
             ),
         };
-        Read {
-            output,
-            offset,
-            truncated: cut || from > held_from,
-            cursor: None,
-            alternate: false,
-            dropped: false,
-        }
+        Read { output, offset, truncated: cut || from > held_from, dropped: false }
     }
 
     /// Everything after `since`, cut at the back to `lines` lines and `max_bytes`, so that the
@@ -322,30 +306,8 @@ impl Output {
             offset: from + keep as u64,
             // A partial character held back at the end is not more to read yet.
             truncated: keep < text::complete_len(&bytes),
-            cursor: None,
-            alternate: false,
             dropped: from > since,
         })
-    }
-
-    /// The last `lines` rows of the grid down to its last non-blank one, runs of identical rows
-    /// collapsed (`screen::collapse`), cut from the front to
-    /// `max_bytes`; `truncated` when rows were left out. The cursor stays in the grid's own rows.
-    fn read_screen(&self, lines: usize, max_bytes: usize) -> Read {
-        let grid = self.grid();
-        let end = self.end();
-        let rows = super::screen::without_trailing_blanks(&grid.rows);
-        let first = rows.len().saturating_sub(lines);
-        let (output, cut) =
-            tail_bytes(&super::screen::collapse(&rows[first..]).join("\n"), max_bytes);
-        Read {
-            output,
-            offset: end,
-            truncated: cut || first > 0,
-            cursor: Some(grid.cursor),
-            alternate: grid.alternate,
-            dropped: false,
-        }
     }
 }
 
@@ -456,13 +418,10 @@ mod tests {
                 }
                 out.append(&chunk);
             }
-            for view in [View::Text, View::Raw, View::Screen] {
+            for view in [View::Text, View::Raw] {
                 for max in [5, 200, 5000] {
                     let tail = out.read(&req(view, 1 + (next() % 50) as usize, None, max)).unwrap();
                     assert!(tail.output.len() <= max, "round {round} {view:?} tail {max}");
-                    if view == View::Screen {
-                        continue;
-                    }
                     let mut offset = 0;
                     while offset < out.end() {
                         let lines = 1 + (next() % 20) as usize;
@@ -493,14 +452,6 @@ mod tests {
         let read = out.read(&req(View::Text, 100, None, 12)).unwrap();
         assert_eq!(read.output, "third");
         assert!(read.truncated);
-    }
-
-    #[test]
-    fn screen_view_shows_the_grid() {
-        let out = output_with(b"one\r\ntwo\x1b[1;1HX");
-        let read = out.read(&req(View::Screen, 100, None, 1000)).unwrap();
-        assert_eq!(read.output, "Xne\ntwo");
-        assert_eq!(read.cursor, Some((0, 1)));
     }
 
     #[test]
