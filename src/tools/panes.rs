@@ -190,9 +190,9 @@ pub(crate) static TOOLS: &[Tool] = &[
             object(
                 &[
                     ("pane_id", string("Pane id or name")),
-                    ("lines", integer_or("Lines to return (screen: the grid's last rows)", LINES)),
+                    ("lines", integer_or("Lines (screen: the last rows)", LINES)),
                     ("format", Format::schema("View")),
-                    ("since", integer("Return only output after this offset")),
+                    ("since", integer("Read on from this offset")),
                     (
                         "max_bytes",
                         integer_or("Output budget", crate::tools::exec::DEFAULT_MAX_BYTES),
