@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::watch::Watch;
 use crossbeam_channel::Receiver;
 use parking_lot::{Mutex, MutexGuard};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// How far back a tail read looks for line starts: a bound on the work of one read.
@@ -50,6 +50,9 @@ pub(crate) struct Output {
     /// When the pane last printed, in nanoseconds after `born` plus one; 0 while it never has.
     /// One store per PTY read, for the activity probe's "printed nothing for a while".
     last_print: AtomicU64,
+    /// The reader has begun a read of the PTY and not yet appended what it got: bytes it took
+    /// from the terminal may be in no one's sight (`read_from`).
+    reading: AtomicBool,
 }
 
 /// The views of a pane's output.
@@ -105,7 +108,32 @@ impl Output {
             status: Watch::default(),
             born: Instant::now(),
             last_print: AtomicU64::new(0),
+            reading: AtomicBool::new(false),
         }
+    }
+
+    /// One read of the PTY by the reader thread, whose bytes go to `append` next. Until they are
+    /// in, `reading` says so: once read they are no longer in the terminal, where the activity
+    /// probe looks for output on its way, so a program that printed its question and blocked
+    /// would otherwise look settled with the question out of sight (the question missed, or the
+    /// line before it taken for it, when the reader thread is preempted between the two).
+    pub(crate) fn read_from(
+        &self,
+        pty: &mut impl std::io::Read,
+        buf: &mut [u8],
+    ) -> std::io::Result<usize> {
+        self.reading.store(true, Ordering::SeqCst);
+        let read = pty.read(buf);
+        if !matches!(read, Ok(n) if n > 0) {
+            self.reading.store(false, Ordering::SeqCst);
+        }
+        read
+    }
+
+    /// Whether the reader holds bytes it read from the PTY but has not appended yet. Asked after
+    /// the terminal is found empty, it covers every byte that left it.
+    pub(crate) fn reading(&self) -> bool {
+        self.reading.load(Ordering::SeqCst)
     }
 
     /// Appends what the PTY printed; the reader thread's whole job per read. The time is stored
@@ -124,6 +152,7 @@ impl Output {
                 }
             }
         }
+        self.reading.store(false, Ordering::SeqCst);
         self.watch.notify();
     }
 
@@ -452,6 +481,20 @@ mod tests {
         let read = out.read(&req(View::Text, 100, None, 12)).unwrap();
         assert_eq!(read.output, "third");
         assert!(read.truncated);
+    }
+
+    #[test]
+    fn bytes_read_from_the_terminal_are_in_sight_until_appended() {
+        let out = Output::new(1 << 20, 24, 80);
+        let mut pty: &[u8] = b"Password: ";
+        let mut buf = [0u8; 64];
+        let n = out.read_from(&mut pty, &mut buf).unwrap();
+        assert!(out.reading(), "read, not yet appended");
+        out.append(&buf[..n]);
+        assert!(!out.reading());
+        // A read that finds nothing (the terminal's WouldBlock, here its end) holds nothing.
+        assert_eq!(out.read_from(&mut pty, &mut buf).unwrap(), 0);
+        assert!(!out.reading());
     }
 
     #[test]
