@@ -30,10 +30,20 @@ static SCAN: Mutex<Option<(Instant, Groups)>> = Mutex::new(None);
 /// Every process on the machine with its process group.
 type Groups = Vec<(u32, i32)>;
 
+/// The scan of the view a thread is making (`one_scan`).
+#[derive(Default)]
+enum ViewScan {
+    /// It makes none: its looks share the timed scan (`SCAN`).
+    #[default]
+    Off,
+    /// It makes one, and none of its looks has scanned yet.
+    Due,
+    /// The scan its first look made.
+    Made(Groups),
+}
+
 thread_local! {
-    /// The scan of the view this thread is making (`one_scan`): `Some(None)` until its first look
-    /// scans.
-    static VIEW_SCAN: RefCell<Option<Option<Groups>>> = const { RefCell::new(None) };
+    static VIEW_SCAN: RefCell<ViewScan> = const { RefCell::new(ViewScan::Off) };
 }
 /// The most descriptors of one wait set that are decoded; a larger set is called busy.
 const MAX_SET: u64 = 4096;
@@ -129,13 +139,13 @@ fn prints_to(pid: u32, tty: &str) -> bool {
 /// 200 panes running `sleep` took a second to list.
 pub(crate) fn one_scan<R>(make: impl FnOnce() -> R) -> R {
     /// Puts back the view this thread was making before, however `make` ends.
-    struct Restore(Option<Option<Groups>>);
+    struct Restore(ViewScan);
     impl Drop for Restore {
         fn drop(&mut self) {
-            VIEW_SCAN.with(|view| *view.borrow_mut() = self.0.take());
+            VIEW_SCAN.with(|view| *view.borrow_mut() = std::mem::take(&mut self.0));
         }
     }
-    let _restore = Restore(VIEW_SCAN.with(|view| view.borrow_mut().replace(None)));
+    let _restore = Restore(VIEW_SCAN.with(|view| view.replace(ViewScan::Due)));
     make()
 }
 
@@ -147,7 +157,13 @@ fn group_members(group: i32) -> Vec<u32> {
     };
     let viewed = VIEW_SCAN.with(|view| {
         let mut view = view.borrow_mut();
-        view.as_mut().map(|scan| in_group(scan.get_or_insert_with(process_groups)))
+        if matches!(*view, ViewScan::Due) {
+            *view = ViewScan::Made(process_groups());
+        }
+        match &*view {
+            ViewScan::Made(all) => Some(in_group(all)),
+            ViewScan::Off | ViewScan::Due => None,
+        }
     });
     if let Some(members) = viewed {
         return members;
