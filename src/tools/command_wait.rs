@@ -325,7 +325,8 @@ fn screen_and_printed(
     let screen = budget::screen(rows, budget);
     let room = budget.bytes.saturating_sub(screen.text.len() + 1);
     let printed = budget::output(pane, from, end, &Budget::whole(room, budget.keep));
-    if printed.text.trim().is_empty() {
+    // Nothing printed, or no room left by the screen: the screen alone.
+    if room == 0 || printed.text.trim().is_empty() {
         return (screen.into(), None);
     }
     let omitted = screen.omitted_lines + printed.omitted_lines;
