@@ -15,9 +15,27 @@ all: build
 build:
 	$(CARGO) build --release
 
-# Build fugue and run its main job for real: commands fanned out in parallel and a pipeline in one
-# shell, each in one tool call with exact exit codes.
+# Build fugue and run what an agent does most, for real, each step's answer printed as the agent
+# sees it: a command that asks, answered in the same call by `responses`; a server started with
+# `until` and waited on beside a check of it (the panes stay between the calls in a shared server,
+# stopped at the end); then commands fanned out in parallel and a pipeline in one shell, each in
+# one call with exact exit codes.
+DEMO_SERVER := fugue-make-demo
+DEMO_ANSWER := target/demo-answer.json
 demo: build
+	@echo '== fugue_exec: rm -i asks, and responses answers it in the same call'
+	$(BIN) call fugue_exec '{"command":"cd $$(mktemp -d) && touch notes.txt && rm -i notes.txt && test ! -e notes.txt && echo notes.txt removed","responses":{"remove":"y"}}'
+	@set -e; call() { echo "\$$ fugue call $$1 '$$2'"; $(BIN) call --shared $(DEMO_SERVER) "$$1" "$$2" | tee $(DEMO_ANSWER); }; \
+	trap '$(BIN) kill-server $(DEMO_SERVER) >/dev/null 2>&1; rm -f $(DEMO_ANSWER)' EXIT; \
+	if ! command -v python3 >/dev/null; then echo '== (python3 is not installed: the server step is left out)'; exit 0; fi; \
+	echo '== fugue_exec with until: a web server starts; the call answers once it listens, and it runs on'; \
+	call fugue_create_session '{"name":"web"}' >/dev/null; \
+	call fugue_create_session '{"name":"check"}' >/dev/null; \
+	call fugue_exec '{"pane_id":"web","command":"cd $$(mktemp -d) && python3 -m http.server 0 --bind 127.0.0.1","until":"port ([0-9]+)"}'; \
+	url=http://127.0.0.1:$$(sed -n 's/.*"match": "port \([0-9]*\)".*/\1/p' $(DEMO_ANSWER))/; \
+	echo '== a check beside it (timeout_ms 1 leaves it running), then fugue_wait on both: the check ends, the server runs on'; \
+	call fugue_exec '{"pane_id":"check","timeout_ms":1,"command":"for i in 1 2 3; do sleep 0.3; python3 -c \"import sys, urllib.request as u; print(sys.argv[1], u.urlopen(sys.argv[1]).status)\" '$$url'; done"}' >/dev/null; \
+	call fugue_wait '{"pane_ids":["web","check"],"timeout_ms":20000}'
 	@echo '== fugue_run_parallel: three commands at once'
 	$(BIN) call fugue_run_parallel '{"commands":[{"name":"kernel","command":"uname -sr"},{"name":"count","command":"seq 1 3 | wc -l"},{"name":"fails","command":"echo oops >&2; exit 4"}]}'
 	@echo '== fugue_run_pipeline: cd and export carry over; the failing step is named'

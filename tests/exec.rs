@@ -293,3 +293,32 @@ fn progress_shows_the_last_line_and_cancelling_leaves_the_command_running() {
     assert_eq!(done["status"], "ok", "{done}");
     assert!(marker.exists(), "the cancelled command did not finish");
 }
+
+#[test]
+fn a_full_screen_programs_answer_keeps_what_the_command_printed_before_it() {
+    // `git status; git commit -a` stops at the editor: the answer is the editor's screen, and
+    // beside it (`printed`) the status lines, so no second read is needed to see what is staged.
+    if !crate::util::have("git") || !crate::util::have("vim") {
+        return;
+    }
+    let dir = Dir::new("exec-printed");
+    let repo = crate::util::git_repo(&dir);
+    std::fs::write(repo.join("README.md"), "changed\n").unwrap();
+    std::fs::write(repo.join("notes.txt"), "new\n").unwrap();
+    let mut f = Fugue::start();
+    let command = "export GIT_EDITOR='vim -u NONE -N'; git status --short; git var GIT_EDITOR; \
+                   git commit -a";
+    let asked = f.call(
+        "fugue_exec",
+        json!({"command": command, "cwd": path_str(&repo), "timeout_ms": 20000}),
+    );
+    assert_eq!((&asked["status"], &asked["alternate_screen"]), (&json!("input"), &json!(true)));
+    let screen = asked["output"].as_str().unwrap();
+    assert!(screen.contains("# Please enter the commit message"), "the editor's screen: {asked}");
+    let printed = asked["printed"].as_str().unwrap_or_default();
+    assert!(printed.contains(" M README.md") && printed.contains("?? notes.txt"), "{asked}");
+    assert!(printed.contains("vim -u NONE -N"), "{asked}");
+    assert!(!printed.contains("Please enter"), "the screen stays out of printed: {asked}");
+    // Within the one budget.
+    assert!(screen.len() + printed.len() <= 3584, "{asked}");
+}

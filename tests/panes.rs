@@ -218,8 +218,8 @@ fn lines_max_bytes_and_since_bound_the_output() {
     assert_eq!(tail["truncated"], true);
     let small =
         f.call("fugue_get_output", json!({"pane_id": pane, "lines": 1000, "max_bytes": 10}));
-    assert_eq!(small["output"], "999\n1000");
-    assert_eq!(small["truncated"], true);
+    assert_eq!(small["output"], "1000");
+    assert_eq!((&small["truncated"], &small["omitted_lines"]), (&json!(true), &json!(999)));
     // Paging forward with since loses nothing.
     let mut since = 0;
     let mut seen = Vec::new();
@@ -242,6 +242,40 @@ fn lines_max_bytes_and_since_bound_the_output() {
     assert_eq!(e["code"], "invalid_argument");
     let e = f.call_err("fugue_get_output", json!({"pane_id": pane, "max_bytes": 100_000_000}));
     assert_eq!(e["code"], "invalid_argument");
+}
+
+#[test]
+fn get_output_answers_within_the_answers_budget_and_says_what_it_left_out() {
+    // A long log read back: by default no more than any other answer (3,584 bytes of output),
+    // its end and its error line kept, the gaps marked and counted, in text and in raw.
+    let mut f = Fugue::start();
+    let log = "for i in $(seq 1 2000); do \
+               if [ $i = 900 ]; then echo 'error: the line that matters'; \
+               else echo \"step $i of the packaging log, copying files and more files\"; fi; done";
+    let pane = f.pane(log);
+    f.wait_exit(&pane);
+    for format in ["text", "raw"] {
+        let read =
+            f.call("fugue_get_output", json!({"pane_id": pane, "lines": 2000, "format": format}));
+        let output = read["output"].as_str().unwrap();
+        assert!(output.len() <= 3584, "{format}: {} bytes", output.len());
+        assert!(output.contains("error: the line that matters"), "{format}: {output}");
+        assert!(output.contains("step 2000 of"), "{format}: {output}");
+        assert!(output.contains(" lines]"), "{format}: a gap is marked: {output}");
+        let omitted = read["omitted_lines"].as_u64().unwrap();
+        assert!(omitted > 1900, "{format}: {read}");
+        // Where the first line left out is, to read on from.
+        let since = read["omitted_since"].clone();
+        let first =
+            f.call("fugue_get_output", json!({"pane_id": pane, "since": since, "lines": 1}));
+        assert!(first["output"].as_str().unwrap().starts_with("step "), "{format}: {first}");
+        assert!(first["omitted_lines"].as_u64().unwrap() > 1000, "{format}: {first}");
+    }
+    // max_bytes asks for more.
+    let more =
+        f.call("fugue_get_output", json!({"pane_id": pane, "lines": 300, "max_bytes": 65536}));
+    assert_eq!(more["output"].as_str().unwrap().lines().count(), 300, "{more}");
+    assert!(more.get("omitted_lines").is_none(), "{more}");
 }
 
 #[test]
@@ -487,4 +521,54 @@ fn screen_view_says_when_a_program_is_on_the_alternate_screen() {
     f.expect(&plain, "plain");
     let screen = f.call("fugue_get_output", json!({"pane_id": plain, "format": "screen"}));
     assert_eq!(screen.get("alternate_screen"), None);
+}
+
+#[test]
+fn a_listing_of_many_panes_scans_the_processes_once() {
+    // Finding what each pane's program waits for needs the members of its process group, which
+    // only a scan of every process gives; when one scan took longer than its reuse window, each
+    // pane made its own and 200 panes took a second to list. Counted, not timed: fugue logs each
+    // look and each scan at debug level.
+    const PANES: usize = 30;
+    let mut cmd = Fugue::command(&[("FUGUE_LOG", "debug")]);
+    cmd.stderr(std::process::Stdio::piped());
+    let mut f = Fugue::spawn_command(cmd);
+    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let reader = {
+        let (stderr, log) = (f.child.stderr.take().unwrap(), log.clone());
+        let lines = std::io::BufRead::lines(std::io::BufReader::new(stderr));
+        std::thread::spawn(move || {
+            lines.map_while(Result::ok).for_each(|l| log.lock().unwrap().push(l))
+        })
+    };
+    f.handshake();
+    f.call("fugue_create_session", json!({"name": "many", "command": "sleep 600"}));
+    for _ in 1..PANES {
+        f.call("fugue_create_window", json!({"session_id": "many", "command": "sleep 600"}));
+    }
+    let looks =
+        |log: &[String]| log.iter().filter(|l| l.contains("activity probe of pane")).count();
+    // A pane is looked at once it has printed nothing for a moment; list until every one was.
+    let mut listings = 0;
+    wait_until("a look at every pane", || {
+        listings += 1;
+        let listed = f.call("fugue_list_sessions", json!({}));
+        assert_eq!(all_panes_of(&listed), PANES, "{listed}");
+        looks(&log.lock().unwrap()) >= PANES
+    });
+    f.close_stdin();
+    reader.join().unwrap();
+    let log = log.lock().unwrap();
+    let scans = log.iter().filter(|l| l.contains("one scan of every process")).count();
+    assert!(looks(&log) >= PANES, "{} looks", looks(&log));
+    assert!(scans <= listings, "{scans} scans of every process in {listings} listings");
+}
+
+fn all_panes_of(listed: &Value) -> usize {
+    let windows = listed["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["windows"].as_array().unwrap());
+    windows.map(|w| w["panes"].as_array().unwrap().len()).sum()
 }

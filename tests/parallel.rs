@@ -389,8 +389,17 @@ fn parallel_tails_all_gives_green_commands_their_output() {
     assert_eq!(lean["results"][2]["output_tail"], "bad");
     let all = run_parallel(&mut f, json!({"commands": commands, "tails": "all", "tail_lines": 1}));
     assert_eq!(all["results"][0]["output_tail"], "match 2", "{all}");
-    assert!(all["results"][1].get("output_tail").is_none(), "no output, no tail: {all}");
+    // Printed nothing: an empty tail, told apart from a tail not shown.
+    assert_eq!(all["results"][1]["output_tail"], "", "{all}");
     assert_eq!(all["results"][2]["output_tail"], "bad");
+    let silent =
+        json!([{"name": "quiet", "command": "true"}, {"name": "red", "command": "exit 3"}]);
+    let failed = run_parallel(&mut f, json!({"commands": silent}));
+    assert_eq!(failed["results"][1]["output_tail"], "", "a silent failure: {failed}");
+    let none = run_parallel(&mut f, json!({"commands": silent, "tails": "all", "tail_lines": 0}));
+    let tails =
+        none["results"].as_array().unwrap().iter().filter(|r| r.get("output_tail").is_some());
+    assert_eq!(tails.count(), 0, "tail_lines 0 shows none: {none}");
     let err = f.call_err("fugue_run_parallel", json!({"commands": commands, "tails": "green"}));
     assert_eq!(err["code"], "invalid_argument");
     assert!(err["message"].as_str().unwrap().contains("failed, all"), "{err}");

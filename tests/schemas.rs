@@ -29,7 +29,7 @@ fn the_documented_defaults_are_in_the_schemas() {
         ("fugue_send_input", &["submit"][..], json!(false)),
         ("fugue_get_output", &["lines"], json!(100)),
         ("fugue_get_output", &["format"], json!("text")),
-        ("fugue_get_output", &["max_bytes"], json!(65536)),
+        ("fugue_get_output", &["max_bytes"], json!(3584)),
         ("fugue_expect", &["timeout_ms"], json!(60000)),
         ("fugue_expect", &["action"], json!("notify")),
         ("fugue_expect", &["poll_interval_ms"], json!(200)),

@@ -271,7 +271,10 @@ fn a_hundred_fronts_come_and_go_and_nothing_is_lost_or_kept() {
     assert!(after.2 <= base.2 + 2048, "RSS grew by more than 2 MiB: {base:?} -> {after:?}");
     let mut reader = server.front();
     reader.expect(&pane, &format!("line-{}", lines - 1));
-    let out = reader.call("fugue_get_output", json!({"pane_id": pane, "lines": lines + 10}));
+    let out = reader.call(
+        "fugue_get_output",
+        json!({"pane_id": pane, "lines": lines + 10, "max_bytes": 1 << 20}),
+    );
     let text = out["output"].as_str().unwrap();
     let seen: std::collections::HashSet<&str> = text.lines().map(str::trim_end).collect();
     let missing: Vec<usize> =

@@ -179,7 +179,8 @@ struct Frame {
 /// Every session with its windows and panes, as `fugue_list_sessions` gives them.
 pub(crate) fn tree(mux: &Mux) -> Value {
     let sessions = mux.with_sessions(|sessions, pane| {
-        sessions.iter().map(|s| crate::tools::panes::session_json(s, pane)).collect::<Vec<_>>()
+        let each = || sessions.iter().map(|s| crate::tools::panes::session_json(s, pane)).collect();
+        crate::pane::activity::one_scan::<Vec<_>>(each)
     });
     json!({ "sessions": sessions })
 }
@@ -192,7 +193,9 @@ pub(crate) fn window(mux: &Mux, target: &Target, view: (u16, u16)) -> (Value, u6
     // `changed`, never one fewer.
     let print = fingerprint_of(&layout);
     let size = Size { rows: view.0, cols: view.1 };
-    let panes = layout.panes.iter().map(|(pane, rect)| pane_view(pane, *rect, size)).collect();
+    let panes = crate::pane::activity::one_scan(|| {
+        layout.panes.iter().map(|(pane, rect)| pane_view(pane, *rect, size)).collect()
+    });
     let view = WindowView {
         windows: layout.windows,
         current: layout.current,

@@ -134,27 +134,70 @@ impl Lines {
     }
 }
 
+/// The raw output between offsets `from` and `to`, at most `scan` bytes of its end, from a line
+/// start: the bytes, the offset where they begin, the lines before them that were counted, not
+/// copied (and where they begin), and whether a full-screen program had the alternate screen there.
+struct Window {
+    bytes: Vec<u8>,
+    at: u64,
+    before: Option<(usize, u64)>,
+    alt: bool,
+}
+
+impl Window {
+    fn new(pane: &Pane, from: u64, to: u64, scan: u64) -> Window {
+        let window = from.max(to.saturating_sub(scan));
+        let (mut bytes, start, alt, skipped) = pane.output().with(|s| {
+            let (bytes, start) = s.ring.copy(window, to);
+            (bytes, start, s.alt.at(start), s.ring.newlines(from, start))
+        });
+        // A window that begins inside a line begins at the next one; inside the last line, it
+        // keeps that line's end (one line longer than the window, as a tail shows it).
+        let next_line = bytes.iter().position(|b| *b == b'\n').map(|i| i + 1);
+        let begin = match next_line {
+            Some(next) if start > from && next < bytes.len() => next,
+            _ => 0,
+        };
+        let skipped = skipped + usize::from(begin > 0);
+        bytes.drain(..begin);
+        Window {
+            bytes,
+            at: start + begin as u64,
+            before: (skipped > 0).then_some((skipped, from)),
+            alt,
+        }
+    }
+}
+
 /// The text view of the output between raw offsets `from` and `to`, as lines with their offsets.
 /// At most `scan` bytes from the end are rendered; the lines before are counted, not rendered.
 fn lines_between(pane: &Pane, from: u64, to: u64, scan: u64) -> Lines {
-    let window = from.max(to.saturating_sub(scan));
-    let (bytes, start, alt, skipped) = pane.output().with(|s| {
-        let (bytes, start) = s.ring.copy(window, to);
-        (bytes, start, s.alt.at(start), s.ring.newlines(from, start))
-    });
-    // A window that begins inside a line begins at the next one.
-    let begin = if start > from {
-        bytes.iter().position(|b| *b == b'\n').map_or(bytes.len(), |i| i + 1)
-    } else {
-        0
-    };
-    let skipped = skipped + usize::from(begin > 0);
-    let before = (skipped > 0).then_some((skipped, from));
-    let (joined, starts) = text::render_with_starts(&bytes[begin..], alt);
-    let at = start + begin as u64;
+    let Window { bytes, at, before, alt } = Window::new(pane, from, to, scan);
+    let (joined, starts) = text::render_with_starts(&bytes, alt);
     let text =
         if starts.is_empty() { Vec::new() } else { joined.split('\n').map(String::from).collect() };
     let starts = starts.into_iter().map(|s| at + s as u64).collect();
+    Lines { text, starts, before }
+}
+
+/// The raw output between offsets `from` and `to` (invalid UTF-8 replaced), as lines with their
+/// offsets, looked at as far back as a tail needs. A final newline stays on the last line, so the
+/// lines joined by `\n` are the bytes as printed.
+pub(crate) fn raw_lines(pane: &Pane, from: u64, to: u64) -> Lines {
+    if to <= from {
+        return Lines::default();
+    }
+    let Window { bytes, at, before, .. } = Window::new(pane, from, to, SCAN_TAIL);
+    let body = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
+    let (mut text, mut starts, mut start) = (Vec::new(), Vec::new(), at);
+    for line in body.split(|b| *b == b'\n').filter(|_| !bytes.is_empty()) {
+        text.push(String::from_utf8_lossy(line).into_owned());
+        starts.push(start);
+        start += line.len() as u64 + 1;
+    }
+    if let (Some(last), true) = (text.last_mut(), body.len() < bytes.len()) {
+        last.push('\n');
+    }
     Lines { text, starts, before }
 }
 

@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::watch::Watch;
 use crossbeam_channel::Receiver;
 use parking_lot::{Mutex, MutexGuard};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// How far back a tail read looks for line starts: a bound on the work of one read.
@@ -50,6 +50,9 @@ pub(crate) struct Output {
     /// When the pane last printed, in nanoseconds after `born` plus one; 0 while it never has.
     /// One store per PTY read, for the activity probe's "printed nothing for a while".
     last_print: AtomicU64,
+    /// The reader has begun a read of the PTY and not yet appended what it got: bytes it took
+    /// from the terminal may be in no one's sight (`read_from`).
+    reading: AtomicBool,
 }
 
 /// The views of a pane's output.
@@ -59,8 +62,6 @@ pub(crate) enum View {
     Text,
     /// The bytes as the program wrote them (invalid UTF-8 replaced).
     Raw,
-    /// The screen as it is now.
-    Screen,
 }
 
 pub(crate) struct ReadRequest {
@@ -75,10 +76,6 @@ pub(crate) struct Read {
     /// Where the next `since` read should begin.
     pub(crate) offset: u64,
     pub(crate) truncated: bool,
-    /// The cursor, for the screen view.
-    pub(crate) cursor: Option<(u16, u16)>,
-    /// For the screen view: a full-screen program switched to the alternate screen.
-    pub(crate) alternate: bool,
     /// True when a `since` offset pointed at output already dropped from the scrollback.
     pub(crate) dropped: bool,
 }
@@ -111,7 +108,32 @@ impl Output {
             status: Watch::default(),
             born: Instant::now(),
             last_print: AtomicU64::new(0),
+            reading: AtomicBool::new(false),
         }
+    }
+
+    /// One read of the PTY by the reader thread, whose bytes go to `append` next. Until they are
+    /// in, `reading` says so: once read they are no longer in the terminal, where the activity
+    /// probe looks for output on its way, so a program that printed its question and blocked
+    /// would otherwise look settled with the question out of sight (the question missed, or the
+    /// line before it taken for it, when the reader thread is preempted between the two).
+    pub(crate) fn read_from(
+        &self,
+        pty: &mut impl std::io::Read,
+        buf: &mut [u8],
+    ) -> std::io::Result<usize> {
+        self.reading.store(true, Ordering::SeqCst);
+        let read = pty.read(buf);
+        if !matches!(read, Ok(n) if n > 0) {
+            self.reading.store(false, Ordering::SeqCst);
+        }
+        read
+    }
+
+    /// Whether the reader holds bytes it read from the PTY but has not appended yet. Asked after
+    /// the terminal is found empty, it covers every byte that left it.
+    pub(crate) fn reading(&self) -> bool {
+        self.reading.load(Ordering::SeqCst)
     }
 
     /// Appends what the PTY printed; the reader thread's whole job per read. The time is stored
@@ -130,6 +152,7 @@ impl Output {
                 }
             }
         }
+        self.reading.store(false, Ordering::SeqCst);
         self.watch.notify();
     }
 
@@ -255,12 +278,9 @@ impl Output {
     }
 
     pub(crate) fn read(&self, req: &ReadRequest) -> Result<Read> {
-        match req.view {
-            View::Screen => Ok(self.read_screen(req.lines, req.max_bytes)),
-            View::Text | View::Raw => match req.since {
-                Some(since) => self.read_since(req, since),
-                None => Ok(self.read_tail(req)),
-            },
+        match req.since {
+            Some(since) => self.read_since(req, since),
+            None => Ok(self.read_tail(req)),
         }
     }
 
@@ -287,14 +307,7 @@ impl Output {
                 req.max_bytes,
             ),
         };
-        Read {
-            output,
-            offset,
-            truncated: cut || from > held_from,
-            cursor: None,
-            alternate: false,
-            dropped: false,
-        }
+        Read { output, offset, truncated: cut || from > held_from, dropped: false }
     }
 
     /// Everything after `since`, cut at the back to `lines` lines and `max_bytes`, so that the
@@ -322,30 +335,8 @@ impl Output {
             offset: from + keep as u64,
             // A partial character held back at the end is not more to read yet.
             truncated: keep < text::complete_len(&bytes),
-            cursor: None,
-            alternate: false,
             dropped: from > since,
         })
-    }
-
-    /// The last `lines` rows of the grid down to its last non-blank one, runs of identical rows
-    /// collapsed (`screen::collapse`), cut from the front to
-    /// `max_bytes`; `truncated` when rows were left out. The cursor stays in the grid's own rows.
-    fn read_screen(&self, lines: usize, max_bytes: usize) -> Read {
-        let grid = self.grid();
-        let end = self.end();
-        let rows = super::screen::without_trailing_blanks(&grid.rows);
-        let first = rows.len().saturating_sub(lines);
-        let (output, cut) =
-            tail_bytes(&super::screen::collapse(&rows[first..]).join("\n"), max_bytes);
-        Read {
-            output,
-            offset: end,
-            truncated: cut || first > 0,
-            cursor: Some(grid.cursor),
-            alternate: grid.alternate,
-            dropped: false,
-        }
     }
 }
 
@@ -456,13 +447,10 @@ mod tests {
                 }
                 out.append(&chunk);
             }
-            for view in [View::Text, View::Raw, View::Screen] {
+            for view in [View::Text, View::Raw] {
                 for max in [5, 200, 5000] {
                     let tail = out.read(&req(view, 1 + (next() % 50) as usize, None, max)).unwrap();
                     assert!(tail.output.len() <= max, "round {round} {view:?} tail {max}");
-                    if view == View::Screen {
-                        continue;
-                    }
                     let mut offset = 0;
                     while offset < out.end() {
                         let lines = 1 + (next() % 20) as usize;
@@ -496,11 +484,17 @@ mod tests {
     }
 
     #[test]
-    fn screen_view_shows_the_grid() {
-        let out = output_with(b"one\r\ntwo\x1b[1;1HX");
-        let read = out.read(&req(View::Screen, 100, None, 1000)).unwrap();
-        assert_eq!(read.output, "Xne\ntwo");
-        assert_eq!(read.cursor, Some((0, 1)));
+    fn bytes_read_from_the_terminal_are_in_sight_until_appended() {
+        let out = Output::new(1 << 20, 24, 80);
+        let mut pty: &[u8] = b"Password: ";
+        let mut buf = [0u8; 64];
+        let n = out.read_from(&mut pty, &mut buf).unwrap();
+        assert!(out.reading(), "read, not yet appended");
+        out.append(&buf[..n]);
+        assert!(!out.reading());
+        // A read that finds nothing (the terminal's WouldBlock, here its end) holds nothing.
+        assert_eq!(out.read_from(&mut pty, &mut buf).unwrap(), 0);
+        assert!(!out.reading());
     }
 
     #[test]

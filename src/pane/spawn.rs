@@ -14,7 +14,6 @@ use crate::sandbox::{self, Mode, Policy};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use portable_pty::{CommandBuilder, MasterPty, PtySize};
 use std::any::Any;
-use std::io::Read;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -231,7 +230,7 @@ fn start_reader(
     let run = move || {
         let mut buf = vec![0u8; READ_CHUNK];
         loop {
-            match reader.read(&mut buf) {
+            match output.read_from(&mut reader, &mut buf) {
                 Ok(0) => break,
                 Ok(n) => {
                     output.append(&buf[..n]);

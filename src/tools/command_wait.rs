@@ -12,7 +12,7 @@
 use super::answer::ExecStatus;
 use crate::error::{Error, Result};
 use crate::pane::activity::InputWatch;
-use crate::pane::budget::{self, Budget, Output};
+use crate::pane::budget::{self, Budget, Omitted, Output};
 use crate::pane::exit::{Exit, ExitFields, SignalField};
 use crate::pane::search::{Found, Scan};
 use crate::pane::tail;
@@ -280,6 +280,10 @@ pub(crate) struct CommandAnswer {
     pub(crate) found: Option<Found>,
     #[serde(flatten)]
     pub(crate) output: Output,
+    /// Beside a full-screen program's screen: what the command printed on the main screen before
+    /// the program took it (`git status; git commit`'s status lines under the editor).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) printed: Option<String>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub(crate) alternate_screen: bool,
     pub(crate) offset: u64,
@@ -311,6 +315,34 @@ impl CommandAnswer {
     }
 }
 
+/// A full-screen program asks (an editor, a pager, an installer): its screen is the `output`, what
+/// the agent must see to answer; what the command printed on the main screen before it (the text
+/// view, which leaves the alternate screen out) is `printed`, in what the screen left of `budget`.
+/// `omitted_lines` counts the lines both left out; `omitted_since` is where `printed`'s begin.
+fn screen_and_printed(
+    pane: &Pane,
+    rows: &[String],
+    (from, end): (u64, u64),
+    budget: &Budget<'_>,
+) -> (Output, Option<String>) {
+    let screen = budget::screen(rows, budget);
+    let room = budget.bytes.saturating_sub(screen.text.len() + 1);
+    let printed = budget::output(pane, from, end, &Budget::whole(room, budget.keep));
+    // Nothing printed, or no room left by the screen: the screen alone.
+    if room == 0 || printed.text.trim().is_empty() {
+        return (screen.into(), None);
+    }
+    let omitted = screen.omitted_lines + printed.omitted_lines;
+    let output = Output {
+        output: screen.text,
+        omitted: Omitted {
+            omitted_lines: (omitted > 0).then_some(omitted),
+            omitted_since: printed.omitted().omitted_since,
+        },
+    };
+    (output, Some(printed.text))
+}
+
 /// The answer for `outcome`: `status`, `exit_code` where there is one, `cwd`, `output` (the text
 /// view of the output from `from`, fitted to `budget`, with `omitted_lines` and `omitted_since`
 /// when lines were left out) and `offset`. `shell_pane` says whether the pane's own process is the
@@ -329,11 +361,9 @@ pub(crate) fn answer(
     };
     let screen = matches!(outcome, Outcome::Input(_)).then(|| tail::alternate_rows(pane)).flatten();
     let alternate_screen = screen.is_some();
-    let output = match screen {
-        // A full-screen program asks (an editor, a pager, an installer): its screen is what the
-        // agent must see to answer, not the main screen's lines under it.
-        Some(rows) => budget::screen(&rows, budget),
-        None => budget::output(pane, from, end, budget),
+    let (output, printed) = match screen {
+        Some(rows) => screen_and_printed(pane, &rows, (from, end), budget),
+        None => (budget::output(pane, from, end, budget).into(), None),
     };
     let mut answer = CommandAnswer {
         status: ExecStatus::Running,
@@ -341,7 +371,8 @@ pub(crate) fn answer(
         cwd,
         program: None,
         found: None,
-        output: output.into(),
+        output,
+        printed,
         alternate_screen,
         offset: pane.output().end(),
         answered: None,

@@ -41,9 +41,10 @@ pub(crate) const TOOL: Tool = Tool {
                   (exit_code), input (`program` waits for the terminal; reply with \
                   fugue_send_input + wait_ms, or answer up front with responses), running \
                   (timeout_ms passed), exited (it ended the shell), or ready (`until` matched its \
-                  output; it keeps running). cwd, output (its own; past \
-                  max_bytes: its end, error lines and `keep` matches, its start; omitted_lines, \
-                  omitted_since: read them with fugue_get_output since), pane_id. State persists. \
+                  output; it keeps running). cwd, output (its own, or a full-screen program's \
+                  screen beside printed: what came before; past max_bytes: its end, errors, \
+                  `keep` matches, its start; omitted_lines, omitted_since for fugue_get_output \
+                  since), pane_id. State persists. \
                   No pane_id: fugue's own shells; while one is busy the command runs in another, \
                   so start a job with until, run the next command, then fugue_wait on both. \
                   Timeout or cancel ends only the wait: stop it with keys [\"C-c\"] or \

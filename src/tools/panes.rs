@@ -25,7 +25,7 @@ mod view;
 pub(crate) use input::type_answer;
 use input::{SUBMIT, send_input};
 pub(crate) use view::session_json;
-use view::{Format, LINES, MAX_BYTES, get_output, get_status, list_sessions};
+use view::{Format, LINES, get_output, get_status, list_sessions};
 
 pub(crate) static TOOLS: &[Tool] = &[
     Tool {
@@ -180,21 +180,22 @@ pub(crate) static TOOLS: &[Tool] = &[
         name: "fugue_get_output",
         title: "Get output",
         description: "Read a pane. format: text (what a person sees: \\r and cursor moves resolved, \
-                      colours dropped; the main screen only, not a full-screen program's), raw \
-                      (bytes as printed), screen (visible grid + cursor). Without since: the last \
-                      `lines` lines. With since (an offset from send_input or an earlier read): \
-                      the first `lines` lines after it; continue from the returned offset.",
+                      colours dropped; main screen only), raw (bytes as printed), screen (visible \
+                      grid + cursor). Without since: the last `lines` lines, fitted to max_bytes \
+                      like other answers (errors kept; omitted_lines). With since (an offset from \
+                      an earlier answer): the next `lines` lines; continue from the returned \
+                      offset.",
         hints: READS,
         input: || {
             object(
                 &[
                     ("pane_id", string("Pane id or name")),
-                    ("lines", integer_or("Lines to return (screen: the grid's last rows)", LINES)),
+                    ("lines", integer_or("Lines (screen: the last rows)", LINES)),
                     ("format", Format::schema("View")),
-                    ("since", integer("Return only output after this offset")),
+                    ("since", integer("Read on from this offset")),
                     (
                         "max_bytes",
-                        integer_or("Byte cap (at most FUGUE_MAX_OUTPUT_BYTES, 1 MiB)", MAX_BYTES),
+                        integer_or("Output budget", crate::tools::exec::DEFAULT_MAX_BYTES),
                     ),
                 ],
                 &["pane_id"],

@@ -319,7 +319,7 @@ impl Run<'_> {
 
     /// The `output_tail` of the output between two offsets: one of as many as the answer shows
     /// (every step's with `tails: all`, plus the failed step's).
-    fn tail(&self, range: (u64, u64)) -> Fitted {
+    fn tail(&self, range: (u64, u64)) -> Option<Fitted> {
         let shown = if self.plan.tails.all { self.records.len() + 1 } else { 1 };
         self.plan.tails.of(&self.pane, range, shown, !self.plan.cleanup)
     }

@@ -8,6 +8,7 @@ use super::terminal::Terminal;
 use super::{goruntime, syscalls};
 use crate::log;
 use parking_lot::Mutex;
+use std::cell::RefCell;
 use std::fs;
 use std::io::ErrorKind;
 use std::os::unix::fs::{FileExt, FileTypeExt};
@@ -19,15 +20,31 @@ use std::time::{Duration, Instant};
 /// machine that moment stretches while it waits for a CPU; a program that works stays awake.
 const AWAKE_LOOKS: u32 = 6;
 const AWAKE_GAP: Duration = Duration::from_millis(5);
-/// How long one scan of every process's group serves the looks that follow it. Finding a group's
-/// members means reading every process's stat line (the kernel keeps no list of a group), and a
-/// status listing looks at each pane: 200 idle panes cost 200 scans, 0.8 s, before. Within a few
-/// milliseconds one scan serves them all; two agreeing looks are 50 ms or more apart, so each
-/// still sees the process table afresh.
+/// How long one scan of every process's group serves the looks that follow it, counted from the
+/// scan's end. Finding a group's members means reading every process's stat line (the kernel keeps
+/// no list of a group); two agreeing looks are 50 ms or more apart, so each still sees the process
+/// table afresh. A view of many panes takes one scan of its own (`one_scan`).
 const SCAN_REUSE: Duration = Duration::from_millis(5);
-/// The last scan of every process's group, and when it was made.
-static SCAN: Mutex<Option<Scan>> = Mutex::new(None);
-type Scan = (Instant, Vec<(u32, i32)>);
+/// The last scan of every process's group, and when it ended.
+static SCAN: Mutex<Option<(Instant, Groups)>> = Mutex::new(None);
+/// Every process on the machine with its process group.
+type Groups = Vec<(u32, i32)>;
+
+/// The scan of the view a thread is making (`one_scan`).
+#[derive(Default)]
+enum ViewScan {
+    /// It makes none: its looks share the timed scan (`SCAN`).
+    #[default]
+    Off,
+    /// It makes one, and none of its looks has scanned yet.
+    Due,
+    /// The scan its first look made.
+    Made(Groups),
+}
+
+thread_local! {
+    static VIEW_SCAN: RefCell<ViewScan> = const { RefCell::new(ViewScan::Off) };
+}
 /// The most descriptors of one wait set that are decoded; a larger set is called busy.
 const MAX_SET: u64 = 4096;
 
@@ -116,23 +133,59 @@ fn prints_to(pid: u32, tty: &str) -> bool {
     })
 }
 
-/// The processes whose process group is `group`, from a scan of every process's group at most
-/// `SCAN_REUSE` old.
+/// Runs `make`, a view of many panes at one moment (a listing, `fugue attach`'s window), with one
+/// scan of every process's group for all its looks, taken at the first. A scan costs tens of
+/// microseconds a process, so once it took longer than `SCAN_REUSE` each pane's look made its own:
+/// 200 panes running `sleep` took a second to list.
+pub(crate) fn one_scan<R>(make: impl FnOnce() -> R) -> R {
+    /// Puts back the view this thread was making before, however `make` ends.
+    struct Restore(ViewScan);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            VIEW_SCAN.with(|view| *view.borrow_mut() = std::mem::take(&mut self.0));
+        }
+    }
+    let _restore = Restore(VIEW_SCAN.with(|view| view.replace(ViewScan::Due)));
+    make()
+}
+
+/// The processes whose process group is `group`: from the scan of the view this thread makes, or
+/// from a scan of every process's group that ended at most `SCAN_REUSE` ago.
 fn group_members(group: i32) -> Vec<u32> {
+    let in_group = |all: &Groups| -> Vec<u32> {
+        all.iter().filter(|(_, g)| *g == group).map(|(pid, _)| *pid).collect()
+    };
+    let viewed = VIEW_SCAN.with(|view| {
+        let mut view = view.borrow_mut();
+        if matches!(*view, ViewScan::Due) {
+            *view = ViewScan::Made(process_groups());
+        }
+        match &*view {
+            ViewScan::Made(all) => Some(in_group(all)),
+            ViewScan::Off | ViewScan::Due => None,
+        }
+    });
+    if let Some(members) = viewed {
+        return members;
+    }
     let mut scan = SCAN.lock();
     if scan.as_ref().is_none_or(|(at, _)| at.elapsed() >= SCAN_REUSE) {
-        *scan = Some((Instant::now(), process_groups()));
+        let all = process_groups();
+        *scan = Some((Instant::now(), all));
     }
-    let all = scan.as_ref().map_or(&[][..], |(_, all)| all.as_slice());
-    all.iter().filter(|(_, g)| *g == group).map(|(pid, _)| *pid).collect()
+    scan.as_ref().map(|(_, all)| in_group(all)).unwrap_or_default()
 }
 
 /// Every process on the machine with its process group: one stat read each.
-fn process_groups() -> Vec<(u32, i32)> {
+fn process_groups() -> Groups {
     let Ok(dir) = fs::read_dir("/proc") else { return Vec::new() };
-    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+    let all: Groups = dir
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
         .filter_map(|pid| Some((pid, crate::procfs::stat(pid)?.group)))
-        .collect()
+        .collect();
+    // The tests count these lines: a view of many panes makes one.
+    log::debug(&format!("activity: one scan of every process's group ({} processes)", all.len()));
+    all
 }
 
 /// What thread `tid` of process `pid` waits for. A thread caught awake is looked at again,

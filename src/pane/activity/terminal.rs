@@ -48,7 +48,12 @@ impl Terminal {
         let lflag = termios.c_lflag;
         let secret_prompt = read && lflag & libc::ICANON != 0 && lflag & libc::ECHO == 0;
         let timed_reads = !read || (lflag & libc::ICANON == 0 && termios.c_cc[libc::VMIN] == 0);
-        let settled = pane.input.pending() == 0 && !readable(fd) && !input_unread(&path);
+        // The reader's read is asked after the terminal: output it took from there since is
+        // either appended (seen by the waiter) or still held (`reading`).
+        let settled = pane.input.pending() == 0
+            && !readable(fd)
+            && !input_unread(&path)
+            && !pane.output().reading();
         Some(Terminal { group, path, secret_prompt, timed_reads, settled })
     }
 }

@@ -56,9 +56,9 @@ impl Asked {
     }
 
     /// The question as the `output_tail` of an answer: the full-screen program's screen, marked
-    /// `alternate_screen`, or else `tail` (the main screen's last lines up to `end`); and the
-    /// `program` that asks.
-    pub(crate) fn told(&self, tail: Fitted) -> Told {
+    /// `alternate_screen`, or else `tail` (the main screen's last lines up to `end`; none when
+    /// the call asked for no lines); and the `program` that asks.
+    pub(crate) fn told(&self, tail: Option<Fitted>) -> Told {
         let told = match &self.screen {
             Some(screen) => Told {
                 tail: Some(Tail::from(screen.clone())),
@@ -105,8 +105,8 @@ impl Told {
     }
 }
 
-/// `tail` as the `output_tail` of an answer, unless there is none.
-pub(crate) fn told(tail: Fitted) -> Told {
-    let tail = (!tail.text.is_empty()).then(|| Tail::from(tail));
-    Told { tail, ..Told::default() }
+/// `tail` as the `output_tail` of an answer: `""` for a command that printed nothing, so that it
+/// differs from a tail not shown (none: `tail_lines` 0).
+pub(crate) fn told(tail: Option<Fitted>) -> Told {
+    Told { tail: tail.map(Tail::from), ..Told::default() }
 }

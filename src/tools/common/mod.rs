@@ -144,8 +144,18 @@ impl Tails {
     }
 
     /// The tail of what a command printed between `from` and `to`, one of `shown` tails in the
-    /// answer. `stays`: the pane stays, so the lines left out can be read from it.
-    pub(crate) fn of(&self, pane: &Pane, range: (u64, u64), shown: usize, stays: bool) -> Fitted {
+    /// answer; none when `tail_lines` is 0. `stays`: the pane stays, so the lines left out can be
+    /// read from it.
+    pub(crate) fn of(
+        &self,
+        pane: &Pane,
+        range: (u64, u64),
+        shown: usize,
+        stays: bool,
+    ) -> Option<Fitted> {
+        if self.lines == 0 {
+            return None;
+        }
         let bytes = (self.bytes / shown.max(1)).max(MIN_TAIL_BYTES);
         let tail = budget::output(
             pane,
@@ -153,7 +163,7 @@ impl Tails {
             range.1,
             &Budget::tail(bytes, self.lines, self.keep.as_ref()),
         );
-        if stays { tail } else { tail.without_since() }
+        Some(if stays { tail } else { tail.without_since() })
     }
 }
 

@@ -5,8 +5,10 @@ use crate::error::Result;
 use crate::ids::unix_ms;
 use crate::mux::Session;
 use crate::pane::Pane;
+use crate::pane::activity::one_scan;
+use crate::pane::budget::{self, Budget, Fitted, Omitted};
 use crate::pane::exit::PaneState;
-use crate::pane::output::{ReadRequest, View};
+use crate::pane::output::{Captured, ReadRequest, TAIL_SCAN_LIMIT, View};
 use crate::runtime::Ctx;
 use crate::shell::status::Doing;
 use crate::tool::Answer;
@@ -27,13 +29,10 @@ choice_enum! {
 
 /// `fugue_get_output` `lines` when absent.
 pub(super) const LINES: u64 = 100;
-/// `fugue_get_output` `max_bytes` when absent, lowered to `FUGUE_MAX_OUTPUT_BYTES` when that is
-/// smaller.
-pub(super) const MAX_BYTES: u64 = 64 << 10;
 
 pub(super) fn list_sessions(ctx: &Ctx<'_>, _: &Args<'_>) -> Result<Answer> {
     let sessions = ctx.mux.with_sessions(|sessions, pane| {
-        sessions.iter().map(|s| SessionView::new(s, pane)).collect::<Vec<_>>()
+        one_scan(|| sessions.iter().map(|s| SessionView::new(s, pane)).collect::<Vec<_>>())
     });
     Answer::of(&Sessions { sessions })
 }
@@ -145,6 +144,8 @@ struct Read {
     output: String,
     offset: u64,
     truncated: bool,
+    #[serde(flatten)]
+    omitted: Omitted,
     #[serde(skip_serializing_if = "Option::is_none")]
     cursor: Option<Cursor>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -161,31 +162,107 @@ struct Cursor {
     col: u16,
 }
 
+/// A read within the answers' budget (`budget::default_bytes`; `max_bytes` asks for more, up to
+/// `FUGUE_MAX_OUTPUT_BYTES`). The last lines and the screen are fitted as every answer is
+/// (`pane::budget`: the end, the lines that matter, a marker in each gap, `omitted_lines`); a
+/// read `since` an offset is a page, cut at its back, that says how many lines follow it.
 pub(super) fn get_output(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let pane = ctx.mux.pane(args.required_str("pane_id")?)?;
-    let view = match Format::parse(args, "format")? {
-        Format::Text => View::Text,
-        Format::Raw => View::Raw,
-        Format::Screen => View::Screen,
-    };
-    let max_output = ctx.config.max_output_bytes as u64;
+    let format = Format::parse(args, "format")?;
+    let view = if format == Format::Raw { View::Raw } else { View::Text };
+    let max_output = ctx.config.max_output_bytes;
     let req = ReadRequest {
         view,
         lines: args.u64("lines", 1, 1_000_000)?.unwrap_or(LINES) as usize,
         since: args.u64("since", 0, u64::MAX)?,
-        max_bytes: args.u64("max_bytes", 1, max_output)?.unwrap_or(MAX_BYTES.min(max_output))
-            as usize,
+        max_bytes: args
+            .u64("max_bytes", 1, max_output as u64)?
+            .map_or(budget::default_bytes(max_output), |b| b as usize),
     };
-    let read = pane.output().read(&req)?;
-    Answer::of(&Read {
+    let read = match (format, req.since) {
+        (Format::Screen, _) => screen(&pane, &req),
+        (_, Some(_)) => page(&pane, &req)?,
+        (_, None) => last_lines(&pane, &req),
+    };
+    Answer::of(&read)
+}
+
+/// The last `lines` lines, fitted to the budget as a tail: the end, and what matters before it.
+fn last_lines(pane: &Pane, req: &ReadRequest) -> Read {
+    let (from, held_from, to) = pane.output().with(|s| {
+        let (end, _) = complete_end(s);
+        (s.ring.tail_start(req.lines, TAIL_SCAN_LIMIT).min(end), s.ring.start(), end)
+    });
+    let budget = Budget::tail(req.max_bytes, req.lines, None);
+    let lines = match req.view {
+        View::Raw => budget::raw_lines(pane, from, to),
+        View::Text => budget::lines(pane, from, to, &budget),
+    };
+    let fitted = budget::fit(&lines, &budget);
+    let truncated = fitted.omitted_lines > 0 || from > held_from;
+    Read { truncated, ..Read::of(pane, fitted, to) }
+}
+
+/// The screen's last `lines` rows, fitted to the budget as every screen an answer shows.
+fn screen(pane: &Pane, req: &ReadRequest) -> Read {
+    let grid = pane.output().grid();
+    let rows = crate::pane::screen::without_trailing_blanks(&grid.rows);
+    let first = rows.len().saturating_sub(req.lines);
+    let fitted = budget::screen(&rows[first..], &Budget::whole(req.max_bytes, None));
+    let truncated = fitted.omitted_lines > 0 || first > 0;
+    Read {
+        truncated,
+        cursor: Some(Cursor { row: grid.cursor.0, col: grid.cursor.1 }),
+        alternate_screen: grid.alternate,
+        ..Read::of(pane, fitted, pane.output().end())
+    }
+}
+
+/// A page of what came after `since`, and how many lines follow it (`omitted_lines`, read on from
+/// `offset`).
+fn page(pane: &Pane, req: &ReadRequest) -> Result<Read> {
+    let read = pane.output().read(req)?;
+    let (end, ends_a_line) = pane.output().with(complete_end);
+    let after = pane.output().with(|s| s.ring.newlines(read.offset, end));
+    let after = after + usize::from(end > read.offset && !ends_a_line);
+    let omitted = Omitted {
+        omitted_lines: (after > 0).then_some(after),
+        omitted_since: (after > 0).then_some(read.offset),
+    };
+    Ok(Read {
         output: read.output,
         offset: read.offset,
         truncated: read.truncated,
-        cursor: read.cursor.map(|(row, col)| Cursor { row, col }),
-        alternate_screen: read.alternate,
+        omitted,
+        cursor: None,
+        alternate_screen: false,
         dropped: read.dropped,
         state: PaneState::new(pane.output().exit()),
     })
+}
+
+/// The end of the output but for a character still arriving, and whether the output ends a line.
+fn complete_end(s: &Captured) -> (u64, bool) {
+    let end = s.ring.end();
+    let (last, at) = s.ring.copy(end.saturating_sub(4), end);
+    let keep = crate::pane::text::complete_len(&last);
+    (at + keep as u64, last[..keep].last().is_none_or(|b| *b == b'\n'))
+}
+
+impl Read {
+    /// A read of `fitted`, up to `offset`.
+    fn of(pane: &Pane, fitted: Fitted, offset: u64) -> Read {
+        Read {
+            omitted: fitted.omitted(),
+            output: fitted.text,
+            offset,
+            truncated: false,
+            cursor: None,
+            alternate_screen: false,
+            dropped: false,
+            state: PaneState::new(pane.output().exit()),
+        }
+    }
 }
 
 /// What `fugue_get_status` answers.
