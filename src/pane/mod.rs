@@ -59,6 +59,9 @@ pub(crate) fn check_size(rows: u16, cols: u16) -> Result<()> {
     Ok(())
 }
 
+/// How long the first look at a sandboxed pane's own process waits for its launcher to start it.
+const LAUNCH_PATIENCE: Duration = Duration::from_secs(2);
+
 pub(crate) struct Pane {
     pub(crate) id: String,
     pub(crate) session_id: String,
@@ -114,7 +117,7 @@ impl Pane {
             master: Mutex::new(Some(started.master)),
             size: Mutex::new((spec.rows, spec.cols)),
             reaped: started.reaped,
-            own: started.own.map(std::sync::OnceLock::from).unwrap_or_default(),
+            own: std::sync::OnceLock::new(),
         }))
     }
 
@@ -129,7 +132,8 @@ impl Pane {
 
     /// The pane's own process, the program it runs: the child itself, or in a sandbox the
     /// launcher's child that runs the program (`sandbox::tree`; the launcher and the init of its
-    /// pid namespace are fugue's), found once it exists and while the launcher lives.
+    /// pid namespace are fugue's). The first to ask waits, a bounded time, for the launcher to
+    /// start it: the pane's start does not, so the launcher's work goes on beside fugue's.
     pub(crate) fn own_pid(&self) -> u32 {
         if self.sandbox.mode == Mode::Off {
             return self.pid;
@@ -138,7 +142,7 @@ impl Pane {
             return *pid;
         }
         let found = (self.reaped.load(Ordering::SeqCst) == 0)
-            .then(|| process::launched(self.pid))
+            .then(|| process::launched_by(self.pid, Instant::now() + LAUNCH_PATIENCE))
             .flatten();
         found.map_or(self.pid, |pid| *self.own.get_or_init(|| pid))
     }

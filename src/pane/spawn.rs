@@ -27,9 +27,6 @@ const QUICK_DRAIN: Duration = Duration::from_millis(20);
 const DRAIN_GRACE: Duration = Duration::from_millis(200);
 const LONG_DRAIN: Duration = Duration::from_secs(5);
 
-/// How long a pane's start waits for its sandbox launcher to start the program.
-const LAUNCH_PATIENCE: Duration = Duration::from_secs(2);
-
 /// The most one read from the PTY takes: the reader's buffer, on the heap.
 const READ_CHUNK: usize = 64 << 10;
 
@@ -96,8 +93,6 @@ pub(crate) struct Started {
     pub(crate) input: Arc<Input>,
     /// When the waiter reaped the child, in boot clock ticks; 0 while it lives.
     pub(crate) reaped: Arc<AtomicU64>,
-    /// In a sandbox, the program's own process under the launcher, when it started in time.
-    pub(crate) own: Option<u32>,
 }
 
 /// Opens a PTY, starts `spec`'s program in it in its own session, and starts the reader (which
@@ -116,10 +111,6 @@ pub(crate) fn start(spec: &Spec) -> Result<Started> {
     // Our copy of the slave must go, or the reader never sees end of file.
     drop(pair.slave);
     let pid = child.process_id().ok_or_else(|| Error::internal("the child has no pid"))?;
-    // The pane's answers name the program's process, not the launcher's, from the start.
-    let own = (sandbox.mode != Mode::Off)
-        .then(|| process::launched_by(pid, std::time::Instant::now() + LAUNCH_PATIENCE))
-        .flatten();
     let master_fd =
         pair.master.as_raw_fd().ok_or_else(|| spawn_err("the terminal has no descriptor"))?;
     let (reader, writer) = fd::terminal_ends(master_fd).map_err(spawn_err)?;
@@ -131,7 +122,7 @@ pub(crate) fn start(spec: &Spec) -> Result<Started> {
     let (eof_tx, eof_rx) = crossbeam_channel::bounded::<()>(0);
     start_reader(&spec.id, reader, output.clone(), input.clone(), eof_tx)?;
     start_waiter(&spec.id, pid, child, output.clone(), eof_rx, reaped.clone())?;
-    Ok(Started { cwd, pid, sandbox, master: pair.master, output, input, reaped, own })
+    Ok(Started { cwd, pid, sandbox, master: pair.master, output, input, reaped })
 }
 
 fn spawn_err(e: impl std::fmt::Display) -> Error {

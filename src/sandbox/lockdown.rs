@@ -43,33 +43,42 @@ fn no_new_privs() -> Result<(), String> {
 }
 
 /// Hands the listener to the launcher without a call the filter sends to the launcher
-/// (`sendmsg` would wait for an answer that cannot come): once the launcher says go, the
-/// descriptor's number is written, with this process's credentials attached by the kernel (the
-/// launcher asked for them), and the launcher takes the descriptor itself with `pidfd_getfd`.
+/// (`sendmsg` would wait for an answer that cannot come): the descriptor's number is written, with
+/// this process's credentials attached by the kernel (the launcher asked for them before this
+/// process was forked, `ask_for_credentials`), and the launcher takes the descriptor itself with
+/// `pidfd_getfd`, then says it has it: until then the number must stay open.
 fn send_fd(channel: &UnixStream, listener: &OwnedFd) -> Result<(), String> {
     let mut channel = channel;
     let broken = |e: std::io::Error| format!("handing the filter's listener to the launcher: {e}");
-    let mut go = [0u8; 1];
-    channel.read_exact(&mut go).map_err(broken)?;
     channel.write_all(&listener.as_raw_fd().to_ne_bytes()).map_err(broken)?;
-    channel.read_exact(&mut go).map_err(broken)
+    let mut taken = [0u8; 1];
+    channel.read_exact(&mut taken).map_err(broken)
 }
 
-/// The launcher's side of `send_fd`; `None` when the channel closes first.
-fn recv_fd(channel: &UnixStream) -> Option<OwnedFd> {
+/// Makes the kernel attach the sender's credentials to what arrives on the launcher's end of the
+/// channel; called before the program's process is forked, so the number it writes carries them
+/// with no round trip to ask first.
+pub(crate) fn ask_for_credentials(channel: &UnixStream) -> Result<(), String> {
     let one: libc::c_int = 1;
-    // SAFETY: setsockopt reads one int from `one`.
-    unsafe {
+    // SAFETY: setsockopt reads one int from `one`, which outlives the call.
+    let r = unsafe {
         libc::setsockopt(
             channel.as_raw_fd(),
             libc::SOL_SOCKET,
             libc::SO_PASSCRED,
             (&raw const one).cast(),
             4,
-        );
+        )
+    };
+    if r != 0 {
+        return Err(format!("SO_PASSCRED: {}", std::io::Error::last_os_error()));
     }
+    Ok(())
+}
+
+/// The launcher's side of `send_fd`; `None` when the channel closes first.
+fn recv_fd(channel: &UnixStream) -> Option<OwnedFd> {
     let mut channel_ref = channel;
-    channel_ref.write_all(b"g").ok()?;
     let (number, pid) = recv_number(channel)?;
     // SAFETY: pidfd_open takes no pointers.
     let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };

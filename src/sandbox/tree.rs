@@ -48,6 +48,9 @@ pub(crate) fn run(plan: &Plan, program: &[String]) -> ExitCode {
         Ok(pair) => pair,
         Err(e) => return fail(&format!("socketpair: {e}")),
     };
+    if let Err(why) = lockdown::ask_for_credentials(&mine) {
+        return fail(&why);
+    }
     let serving = mine.as_raw_fd();
     // The threads first: once P has unshared a pid namespace the kernel lets it make none. (glibc's
     // fork keeps malloc usable in the children; the threads hold no other lock while they wait.)
