@@ -4,7 +4,7 @@
 //! case checks what a user would: the file saved, the page served, the host's side untouched.
 
 use crate::attach::{Driver, Watched};
-use crate::sandbox::{host_pid, outside, run, run_in, sandboxed};
+use crate::sandbox::{host_pid, nobodys, outside, run, run_in, sandboxed, sandboxed_as_nobody};
 use crate::sandbox_work::{Way, ok, serve};
 use crate::util::{Dir, Fugue, gone_within, have, path_str, wait_until};
 use serde_json::json;
@@ -158,7 +158,8 @@ fn a_shared_servers_fronts_share_their_sandboxed_panes() {
 }
 
 /// tmux runs inside a sandboxed pane: its server's socket lies in the private /tmp (not the
-/// host's), its window's command writes the project, and the server ends with the pane.
+/// host's), its window's command writes the project, and the server ends with the pane. As root
+/// and as nobody.
 #[test]
 fn tmux_runs_inside_a_sandboxed_pane() {
     if !have("tmux") {
@@ -166,26 +167,35 @@ fn tmux_runs_inside_a_sandboxed_pane() {
     }
     let root = Dir::new("tools-tmux");
     let mut f = sandboxed(&root.path, &["--sandbox", "workspace-write"], &[]);
+    tmux_case(&mut f, &root, "root");
+    drop(f);
+    let dir = nobodys("tools-tmux-nobody");
+    if let Some(mut f) = sandboxed_as_nobody(&dir.path, &["--sandbox", "workspace-write"]) {
+        tmux_case(&mut f, &dir, "nobody");
+    }
+}
+
+fn tmux_case(f: &mut Fugue, root: &Dir, who: &str) {
     let shell = f.call("fugue_create_session", json!({}));
     let pane = shell["pane_id"].as_str().unwrap().to_string();
     let own = u32::try_from(shell["pid"].as_u64().unwrap()).unwrap();
     let name = format!("fugue-work-{}", std::process::id());
     let tmux = |rest: &str| format!("tmux -L {name} {rest}");
-    let started =
-        run_in(&mut f, &pane, &tmux("new-session -d 'echo from-tmux > made; exec sleep 300'"));
-    assert_eq!(started["exit_code"], 0, "{started}");
+    let window = tmux("new-session -d 'echo from-tmux > made; exec sleep 300'");
+    let started = run_in(f, &pane, &window);
+    assert_eq!(started["exit_code"], 0, "{who}: {started}");
     wait_until("tmux's window writes the project", || root.join("made").is_file());
-    let listed = run_in(&mut f, &pane, &tmux("ls"));
+    let listed = run_in(f, &pane, &tmux("ls"));
     assert!(listed["output"].as_str().unwrap_or_default().contains("1 windows"), "{listed}");
     let socket = format!("/tmp/tmux-$(id -u)/{name}");
-    let private = run_in(&mut f, &pane, &format!("test -S {socket} && echo private"));
-    assert_eq!(private["output"], "private", "{private}");
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let uid = unsafe { libc::geteuid() };
-    assert!(!std::path::Path::new(&format!("/tmp/tmux-{uid}/{name}")).exists(), "on the host");
-    let inner = run_in(&mut f, &pane, &tmux("display -p '#{pid}'"));
+    let private = run_in(f, &pane, &format!("test -S {socket} && id -u"));
+    let uid = private["output"].as_str().unwrap_or_default().to_string();
+    assert!(!uid.is_empty(), "{who}: no socket in the private /tmp: {private}");
+    let host = format!("/tmp/tmux-{uid}/{name}");
+    assert!(!std::path::Path::new(&host).exists(), "{who}: {host} on the host");
+    let inner = run_in(f, &pane, &tmux("display -p '#{pid}'"));
     let inner: u32 = inner["output"].as_str().unwrap().parse().unwrap();
     let server = host_pid(own, inner);
     f.call("fugue_close_pane", json!({"pane_id": pane}));
-    assert!(gone_within(server, Duration::from_secs(5)), "tmux's server outlived its pane");
+    assert!(gone_within(server, Duration::from_secs(5)), "{who}: tmux's server outlived its pane");
 }

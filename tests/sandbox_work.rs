@@ -218,7 +218,7 @@ fn node_projects(root: &Dir) {
 
 /// `npm install` of the project's own package works with the network off and `~/.npm` (outside
 /// the roots) read-only. A dependency that goes through npm's cache fails with `sandbox_denied`
-/// naming the cache; with `--writable ~/.npm` it installs.
+/// naming the cache; with `--writable ~/.npm`, or the cache among a call's own roots, it installs.
 #[test]
 fn npm_installs_the_projects_package_and_names_the_cache_it_needs() {
     if !have("npm") {
@@ -243,6 +243,18 @@ fn npm_installs_the_projects_package_and_names_the_cache_it_needs() {
     let args = ["--sandbox", "workspace-write", "--writable", root.path_str(), "--writable"];
     let mut f = sandboxed(&root.path, &[&args[..], &[path_str(&cache)]].concat(), &env);
     ok(&mut f, Way::Server, "(cd packed && npm install --no-audit --no-fund)");
+    assert!(root.join("packed/node_modules/tinyjs/index.js").is_file());
+    drop(f);
+    // On a server without a sandbox a call's own sandbox may add the cache to its roots.
+    std::fs::remove_dir_all(root.join("packed/node_modules")).unwrap();
+    let mut f = serve(&root.path, Way::Call, &env);
+    let writable = [root.path_str(), path_str(&cache)];
+    let done = f.call(
+        "fugue_exec",
+        json!({"command": "(cd packed && npm install --no-audit --no-fund)", "timeout_ms": 60000,
+               "sandbox": {"mode": "workspace-write", "writable": writable}}),
+    );
+    assert_eq!(done["exit_code"], 0, "{done}");
     assert!(root.join("packed/node_modules/tinyjs/index.js").is_file());
 }
 
