@@ -85,7 +85,7 @@ fn crate_project(root: &Dir) {
 
 /// `make`, `make test`, a Python test suite and `cargo test` work in the project, sandboxed by
 /// the server and by a call; the programs they build land in the project. `make` and the Python
-/// suite as nobody too.
+/// suite as nobody too, with namespaces and in the fallback without them.
 #[test]
 fn a_projects_build_and_test_suite_run_sandboxed() {
     for way in [Way::Server, Way::Call] {
@@ -101,12 +101,16 @@ fn a_projects_build_and_test_suite_run_sandboxed() {
             assert!(root.join("crate/target").is_dir(), "{way:?}");
         }
     }
-    let root = nobodys("work-build-nobody");
-    c_and_python_project(&root);
-    give_to_nobody(&root.path);
-    let args = ["--sandbox", "workspace-write"];
-    if let Some(mut f) = sandboxed_as_nobody_with(&root.path, &args, &[]) {
-        build_and_test(&mut f, Way::Server, &root);
+    // As nobody, and in the fallback where user namespaces are not allowed.
+    let hook = ("FUGUE_SANDBOX_TEST_NO_USERNS", "1");
+    for (name, env) in [("nobody", &[][..]), ("fallback", &[hook][..])] {
+        let root = nobodys(&format!("work-build-{name}"));
+        c_and_python_project(&root);
+        give_to_nobody(&root.path);
+        let args = ["--sandbox", "workspace-write"];
+        if let Some(mut f) = sandboxed_as_nobody_with(&root.path, &args, env) {
+            build_and_test(&mut f, Way::Server, &root);
+        }
     }
 }
 
