@@ -221,7 +221,7 @@ fn node_projects(root: &Dir) {
 }
 
 /// `npm install` of the project's own package works with the network off and `~/.npm` (outside
-/// the roots) read-only. A dependency that goes through npm's cache fails with `sandbox_denied`
+/// the roots) read-only; one from the registry fails, `sandbox_denied` naming the request. A dependency that goes through npm's cache fails with `sandbox_denied`
 /// naming the cache; with `--writable ~/.npm`, or the cache among a call's own roots, it installs.
 #[test]
 fn npm_installs_the_projects_package_and_names_the_cache_it_needs() {
@@ -243,6 +243,14 @@ fn npm_installs_the_projects_package_and_names_the_cache_it_needs() {
     let denied = packed["sandbox_denied"].as_str().unwrap_or_default();
     assert!(denied.contains(path_str(&cache)), "names the cache: {packed}");
     assert!(!root.join("packed/node_modules/tinyjs").exists());
+    // The registry, with the network off and the cache in the project: the line naming the
+    // request is the answer's, not npm's bare error code.
+    let fetch =
+        "(cd web && npm_config_cache=$PWD/.npm-cache npm install left-pad --fetch-retries=0)";
+    let fetched = exec(&mut f, Way::Server, fetch);
+    assert!(failed(&fetched), "{fetched}");
+    let denied = fetched["sandbox_denied"].as_str().unwrap_or_default();
+    assert!(denied.contains("left-pad"), "names the request: {fetched}");
     drop(f);
     let args = ["--sandbox", "workspace-write", "--writable", root.path_str(), "--writable"];
     let mut f = sandboxed(&root.path, &[&args[..], &[path_str(&cache)]].concat(), &env);

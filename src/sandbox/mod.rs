@@ -59,16 +59,17 @@ pub(crate) fn view(policy: &Policy) -> Option<serde_json::Value> {
 }
 
 /// What programs print when the network is off: a refused or unreachable connection, a name that
-/// does not resolve (no resolver is reachable); in C's, curl's and Node's words. Compared in
-/// lower case.
+/// does not resolve (no resolver is reachable); in C's, curl's and Node's words (Node's with the
+/// call that failed, so npm's line naming the host is the one found, not its bare error code).
+/// Compared in lower case.
 const NETWORK_REFUSALS: [&str; 8] = [
     "connection refused",
     "network is unreachable",
     "could not resolve host",
     "temporary failure in name resolution",
-    "econnrefused",
-    "enetunreach",
-    "eai_again",
+    "connect econnrefused",
+    "connect enetunreach",
+    "getaddrinfo eai_again",
     "couldn't connect to server",
 ];
 
@@ -422,7 +423,8 @@ mod tests {
         let dns = "socket.gaierror: [Errno -3] Temporary failure in name resolution";
         assert_eq!(denied(&of(Mode::WorkspaceWrite), dns).as_deref(), Some(dns));
         let npm_dns = "npm error request to https://registry.npmjs.org/x failed, reason: getaddrinfo EAI_AGAIN registry.npmjs.org";
-        assert_eq!(denied(&of(Mode::WorkspaceWrite), npm_dns).as_deref(), Some(npm_dns));
+        let npm_out = format!("npm error code EAI_AGAIN\nnpm error errno EAI_AGAIN\n{npm_dns}");
+        assert_eq!(denied(&of(Mode::WorkspaceWrite), &npm_out).as_deref(), Some(npm_dns));
         let online = Policy { network: true, ..of(Mode::WorkspaceWrite) };
         assert_eq!(denied(&online, dns), None, "the network on: not the sandbox's doing");
         let long = format!("{}é: Read-only file system", "x".repeat(199));
