@@ -115,7 +115,8 @@ fn attach_types_into_a_sandboxed_shell() {
     let mut d = Driver::attach(&w, "--input sh");
     d.until("the input mode and the sandbox", |s| {
         let status = Driver::status(s);
-        status.contains("│ input │") && status.contains("sandbox workspace-write")
+        // The right part shrinks to " input │ C-b ? help " beside the sandbox's words.
+        status.contains(" input │") && status.contains("sandbox workspace-write")
     });
     let target = out.join("x");
     d.type_text(&format!(
