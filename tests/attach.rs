@@ -16,9 +16,9 @@ use std::process::{Command, Output};
 use std::time::Instant;
 
 /// A fugue to watch, with a runtime directory of its own.
-struct Watched {
-    fugue: Fugue,
-    runtime: Dir,
+pub struct Watched {
+    pub fugue: Fugue,
+    pub runtime: Dir,
 }
 
 impl Watched {
@@ -129,15 +129,15 @@ impl Control {
 }
 
 /// The driver: a second fugue whose pane runs `fugue attach` on a 30 x 100 terminal.
-struct Driver {
-    fugue: Fugue,
-    pane: String,
+pub struct Driver {
+    pub fugue: Fugue,
+    pub pane: String,
 }
 
 impl Driver {
     /// Runs `fugue attach ARGS` against `watched`, then reports its exit status and whether the
     /// terminal settings came back unchanged.
-    fn attach(watched: &Watched, args: &str) -> Driver {
+    pub fn attach(watched: &Watched, args: &str) -> Driver {
         let mut fugue = Fugue::start_with(&[("FUGUE_ROWS", "30"), ("FUGUE_COLS", "100")]);
         let command = format!(
             "s=$(stty -g); '{BIN}' attach {args}; echo \"attach-exit=$?\"; \
@@ -159,7 +159,7 @@ impl Driver {
 
     /// Waits until `check` holds for what attach shows; each failed look waits for attach to draw
     /// again. `check` may look at other state too, as long as attach redraws when it changes.
-    fn until(&mut self, what: &str, mut check: impl FnMut(&str) -> bool) -> String {
+    pub fn until(&mut self, what: &str, mut check: impl FnMut(&str) -> bool) -> String {
         let deadline = Instant::now() + PATIENCE;
         loop {
             let (screen, offset) = self.screen();
@@ -176,16 +176,16 @@ impl Driver {
     }
 
     /// The status line: the last row attach draws.
-    fn status(screen: &str) -> &str {
+    pub fn status(screen: &str) -> &str {
         screen.lines().last().unwrap_or("")
     }
 
-    fn type_text(&mut self, text: &str) {
+    pub fn type_text(&mut self, text: &str) {
         self.fugue.call("fugue_send_input", json!({"pane_id": self.pane, "input": text}));
     }
 
     /// Presses C-b, then a letter or a named key.
-    fn prefix(&mut self, then: &str) {
+    pub fn prefix(&mut self, then: &str) {
         let input = if then.chars().count() == 1 {
             json!({"pane_id": self.pane, "input": format!("\u{2}{then}")})
         } else {
@@ -197,7 +197,7 @@ impl Driver {
     /// Waits for attach to end and the terminal check after it; returns what the pane printed.
     /// It waits for the check's output rather than for the pane's exit, which can be announced
     /// before the last output is read.
-    fn finished(&mut self) -> String {
+    pub fn finished(&mut self) -> String {
         let found = self.fugue.call(
             "fugue_expect",
             json!({"pane_id": self.pane, "pattern": "TERMINAL-RESTORED|before .* after",

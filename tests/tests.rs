@@ -35,6 +35,10 @@ mod limits;
 mod hygiene;
 // Sandboxed panes: writes, .git, network, secrets, fail-closed; as root and as nobody.
 mod sandbox;
+// Everyday work sandboxed: a build and test suite, pip into a venv, npm install, git.
+mod sandbox_work;
+// Everyday tools sandboxed: a dev server, vim, attach, a shared server's fronts, tmux.
+mod sandbox_tools;
 // The well-known ways out of a sandboxed pane, each expected to fail.
 mod escape;
 // Escapes through a call's own sandbox and through fugue's own work on a sandboxed tree.

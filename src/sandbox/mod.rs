@@ -58,10 +58,31 @@ pub(crate) fn view(policy: &Policy) -> Option<serde_json::Value> {
     })
 }
 
+/// What programs print when the network is off: a refused or unreachable connection, a name that
+/// does not resolve (no resolver is reachable); in C's, curl's and Node's words (Node's with the
+/// call that failed, so npm's line naming the host is the one found, not its bare error code).
+/// Compared in lower case.
+const NETWORK_REFUSALS: [&str; 8] = [
+    "connection refused",
+    "network is unreachable",
+    "could not resolve host",
+    "temporary failure in name resolution",
+    "connect econnrefused",
+    "connect enetunreach",
+    "getaddrinfo eai_again",
+    "couldn't connect to server",
+];
+
+/// Node's recursive mkdir (npm's cache) looks a path up again after the kernel refused it, and
+/// says this where the kernel said `EROFS`; outside the roots a new directory can only fail so.
+const NODE_MKDIR: &str = "no such file or directory, mkdir '";
+
 /// The line of a failed command's `output` that shows the sandbox of `mode` refused it, where
-/// fugue can tell: a read-only file system (the `.git` mounts), a permission denied on a path
-/// outside the writable roots (anywhere, in read-only), a refused or unreachable connection with
-/// the network off. At most 200 bytes of it.
+/// fugue can tell: a read-only file system (the tree outside the roots, the `.git` mounts), a
+/// permission denied on a path outside the writable roots (anywhere, in read-only), a refused or
+/// unreachable connection or an unresolved name with the network off, Node's word for a directory
+/// refused outside the roots. Matched in any case: Node and Go say `read-only file system` and
+/// `permission denied`. At most 200 bytes of it.
 pub(crate) fn denied(policy: &Policy, output: &str) -> Option<String> {
     let mode = policy.mode;
     if mode == Mode::Off {
@@ -73,16 +94,14 @@ pub(crate) fn denied(policy: &Policy, output: &str) -> Option<String> {
         mode == Mode::ReadOnly
             || absolute.any(|p| !policy.writable.iter().any(|r| p.starts_with(r)))
     };
-    let network = |line: &str| {
-        !policy.network
-            && ["Connection refused", "Network is unreachable", "Could not resolve host"]
-                .iter()
-                .any(|m| line.contains(m))
-    };
+    let network =
+        |lower: &str| !policy.network && NETWORK_REFUSALS.iter().any(|m| lower.contains(m));
     let line = output.lines().find(|line| {
-        line.contains("Read-only file system")
-            || (line.contains("Permission denied") && outside(line))
-            || network(line)
+        let lower = line.to_ascii_lowercase();
+        lower.contains("read-only file system")
+            || (lower.contains("permission denied") && outside(line))
+            || (lower.contains(NODE_MKDIR) && outside(line))
+            || network(&lower)
     })?;
     let mut end = line.len().min(200);
     while !line.is_char_boundary(end) {
@@ -391,6 +410,23 @@ mod tests {
         assert_eq!(denied(&of(Mode::WorkspaceWrite), outside).as_deref(), Some(outside));
         assert_eq!(denied(&of(Mode::WorkspaceWrite), "make: *** [all] Error 2"), None);
         assert_eq!(denied(&of(Mode::Off), git), None, "no sandbox, no refusal");
+        // Node's and Python's words for a cache outside the roots, or the network off.
+        let npm = "npm error rofs EROFS: read-only file system, mkdtemp '/h/.npm/_cacache/tmp/x'";
+        assert_eq!(denied(&of(Mode::WorkspaceWrite), npm).as_deref(), Some(npm));
+        let node = "Error: EACCES: permission denied, mkdir '/h/.npm'";
+        assert_eq!(denied(&of(Mode::WorkspaceWrite), node).as_deref(), Some(node));
+        let fresh = "npm error enoent ENOENT: no such file or directory, mkdir '/h/.npm/_cacache'";
+        assert_eq!(denied(&of(Mode::WorkspaceWrite), fresh).as_deref(), Some(fresh));
+        let rooted = Policy { writable: vec!["/r".into()], ..of(Mode::WorkspaceWrite) };
+        let inside = "Error: ENOENT: no such file or directory, mkdir '/r/a/b'";
+        assert_eq!(denied(&rooted, inside), None, "a missing parent inside the roots");
+        let dns = "socket.gaierror: [Errno -3] Temporary failure in name resolution";
+        assert_eq!(denied(&of(Mode::WorkspaceWrite), dns).as_deref(), Some(dns));
+        let npm_dns = "npm error request to https://registry.npmjs.org/x failed, reason: getaddrinfo EAI_AGAIN registry.npmjs.org";
+        let npm_out = format!("npm error code EAI_AGAIN\nnpm error errno EAI_AGAIN\n{npm_dns}");
+        assert_eq!(denied(&of(Mode::WorkspaceWrite), &npm_out).as_deref(), Some(npm_dns));
+        let online = Policy { network: true, ..of(Mode::WorkspaceWrite) };
+        assert_eq!(denied(&online, dns), None, "the network on: not the sandbox's doing");
         let long = format!("{}é: Read-only file system", "x".repeat(199));
         assert!(denied(&of(Mode::ReadOnly), &long).is_some_and(|l| l.len() <= 200));
     }
