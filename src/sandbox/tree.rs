@@ -55,13 +55,10 @@ pub(crate) fn run(plan: &Plan, program: &[String]) -> ExitCode {
     // The threads first: once P has unshared a pid namespace the kernel lets it make none. (glibc's
     // fork keeps malloc usable in the children; the threads hold no other lock while they wait.)
     let served = plan.clone();
-    let threads = [
-        std::thread::Builder::new()
-            .name("sandbox-serve".into())
-            .spawn(move || lockdown::serve(mine, &served)),
-        std::thread::Builder::new().name("sandbox-hangup".into()).spawn(end_on_hangup),
-    ];
-    if let Some(Err(e)) = threads.into_iter().find(Result::is_err) {
+    let thread = std::thread::Builder::new()
+        .name("sandbox-serve".into())
+        .spawn(move || lockdown::serve(mine, &served));
+    if let Err(e) = thread {
         return fail(&format!("cannot start a thread: {e}"));
     }
     if !plan.fallback
@@ -89,7 +86,7 @@ pub(crate) fn run(plan: &Plan, program: &[String]) -> ExitCode {
         end_init(init);
         return fail(&format!("fork: {}", std::io::Error::last_os_error()));
     }
-    let status = wait(g);
+    let status = wait_or_hang_up(g);
     end_init(init);
     mirror(status)
 }
@@ -145,17 +142,36 @@ fn reap_forever() -> ! {
     }
 }
 
-/// Ends P when the terminal hangs up: fugue ended, however it ended, and with it the pane. P
-/// ignores the hang-up signal, and G may have too; P's end kills C (and G in the fallback) by
-/// `PR_SET_PDEATHSIG`, and C's the namespace.
-fn end_on_hangup() {
-    // No events asked: poll still says when the terminal hangs up, and only then.
-    let mut pfd = libc::pollfd { fd: 0, events: 0, revents: 0 };
-    // SAFETY: poll writes only to `pfd`, which outlives the call.
-    while unsafe { libc::poll(&raw mut pfd, 1, -1) } < 0 {}
-    if pfd.revents & (libc::POLLHUP | libc::POLLERR) != 0 {
-        // SAFETY: _exit ends the process at once; nothing of P's needs flushing.
-        unsafe { libc::_exit(128 + libc::SIGHUP) };
+/// Waits for G to end, or for the terminal to hang up: fugue ended, however it ended, and with it
+/// the pane. P ignores the hang-up signal, and G may have too; on the hang-up P ends, which kills
+/// C (and G in the fallback) by `PR_SET_PDEATHSIG`, and C's end the namespace. One poll in P's
+/// own thread, so P starts no thread for it.
+fn wait_or_hang_up(g: libc::pid_t) -> libc::c_int {
+    let Ok(pidfd) = pidfd_open(g) else { return wait(g) };
+    // No events asked of the terminal: poll still says when it hangs up, and only then.
+    let mut fds = [
+        libc::pollfd { fd: pidfd.as_raw_fd(), events: libc::POLLIN, revents: 0 },
+        libc::pollfd { fd: 0, events: 0, revents: 0 },
+    ];
+    loop {
+        // SAFETY: poll writes only to `fds`, which outlives the call.
+        if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } < 0 {
+            if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return wait(g);
+        }
+        if fds[0].revents != 0 {
+            return wait(g);
+        }
+        if fds[1].revents & (libc::POLLHUP | libc::POLLERR) != 0 {
+            // SAFETY: _exit ends the process at once; nothing of P's needs flushing.
+            unsafe { libc::_exit(128 + libc::SIGHUP) };
+        }
+        // No terminal (a probe's stdin is /dev/null, or none): nothing to watch but G.
+        if fds[1].revents & libc::POLLNVAL != 0 {
+            fds[1].fd = -1;
+        }
     }
 }
 
