@@ -46,6 +46,7 @@ pub(crate) fn lay_out(plan: &Plan, cwd: &Path) -> Result<(), String> {
     let tmp = private_tmp(plan)?;
     let passed = clones(&passed_on(plan))?;
     read_only(None, Path::new("/"))?;
+    private_terminals()?;
     for (path, tree) in &tmp {
         attach(tree, &mount_point(path, true)?)?;
     }
@@ -74,6 +75,25 @@ pub(crate) fn lay_out(plan: &Plan, cwd: &Path) -> Result<(), String> {
         let tree = clone(path)?;
         read_only(Some(&tree), Path::new(""))?;
         attach(&tree, &mount_point(path, meta.is_dir())?)?;
+    }
+    Ok(())
+}
+
+/// A terminal file system of the pane's own on `/dev/pts` (as bubblewrap's `--dev` makes): the
+/// host's showed every terminal of the same owner (as root: every terminal of the machine, the
+/// person's own included), which a pane could open to write into, or to read what is typed there.
+/// `/dev/ptmx` opens in the `pts` beside it, so terminals the pane makes come from this one. The
+/// pane's own terminal stays open on its descriptors and as `/dev/tty`; only its name is gone
+/// (`tty` says "not a tty", as under bubblewrap).
+fn private_terminals() -> Result<(), String> {
+    let (source, target, data) = (c"devpts", c"/dev/pts", c"newinstance,ptmxmode=0666,mode=0620");
+    let flags = libc::MS_NOSUID | libc::MS_NOEXEC;
+    // SAFETY: every pointer is a valid C string that outlives the call.
+    let r = unsafe {
+        libc::mount(source.as_ptr(), target.as_ptr(), source.as_ptr(), flags, data.as_ptr().cast())
+    };
+    if r != 0 {
+        return Err(format!("mount /dev/pts: {}", std::io::Error::last_os_error()));
     }
     Ok(())
 }

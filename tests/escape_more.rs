@@ -1,0 +1,78 @@
+//! Ways out found by attacking the merged sandbox: another terminal of the machine opened through
+//! `/dev/pts`. As root and as nobody, with targets truly outside.
+
+use crate::sandbox::{nobodys, outside, run, sandboxed, sandboxed_as_nobody};
+use crate::util::Fugue;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+/// A terminal outside the pane (the person's own, another fugue's pane) cannot be written to or
+/// read from: the host's `/dev/pts` showed every terminal of the pane's owner, and a pane's
+/// `echo > /dev/pts/N` appeared on it. The pane can still make terminals of its own.
+#[test]
+fn another_terminal_is_out_of_reach() {
+    let root = outside("esc-pts-root");
+    let mut f = sandboxed(&root.path, &["--sandbox", "workspace-write"], &[]);
+    terminal_case(&mut f, None, "root");
+    drop(f);
+    let dir = nobodys("esc-pts-nobody");
+    if let Some(mut f) = sandboxed_as_nobody(&dir.path, &["--sandbox", "workspace-write"]) {
+        terminal_case(&mut f, Some(65534), "nobody");
+    }
+}
+
+fn terminal_case(f: &mut Fugue, owner: Option<u32>, who: &str) {
+    let (master, _slave, name) = open_terminal(owner);
+    // What the person typed there, which a pane that could open the terminal would read.
+    let typed = b"typed\n";
+    // SAFETY: write reads `typed`, which outlives the call.
+    let n = unsafe { libc::write(master.as_raw_fd(), typed.as_ptr().cast(), typed.len()) };
+    assert_eq!(n, 6, "typing into the terminal");
+    let tries = [
+        format!("echo INJECTED > {name}"),
+        format!("python3 -c \"import os; os.read(os.open('{name}', os.O_RDONLY), 1)\""),
+    ];
+    for command in &tries {
+        let done = run(f, command);
+        assert!(crate::sandbox::failed(&done), "{who}: {command}: {done}");
+    }
+    let mut buf = [0u8; 64];
+    // SAFETY: read writes at most 64 bytes into `buf`; the master is non-blocking.
+    let n = unsafe { libc::read(master.as_raw_fd(), buf.as_mut_ptr().cast(), 64) };
+    let shown = String::from_utf8_lossy(&buf[..usize::try_from(n).unwrap_or(0)]);
+    assert!(n <= 0, "{who}: the terminal outside showed {shown:?}");
+    let own = "python3 -c \"import pty, os; pid, fd = pty.fork()\nif pid == 0: os._exit(0)\nos.waitpid(pid, 0); print('made')\"";
+    assert_eq!(run(f, own)["output"], "made", "{who}: a pane makes terminals of its own");
+}
+
+/// A terminal of the host's `/dev/pts`, owned by `owner` (else root): its master, non-blocking,
+/// its slave (kept open: else the master reads EIO, not what was written) and the slave's name.
+fn open_terminal(owner: Option<u32>) -> (OwnedFd, OwnedFd, String) {
+    let (mut master, mut slave) = (0, 0);
+    // SAFETY: openpty writes two descriptors; the other pointers are null.
+    let r = unsafe {
+        libc::openpty(
+            &raw mut master,
+            &raw mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(r, 0, "openpty");
+    // SAFETY: openpty returned two new descriptors that nothing else owns.
+    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    let name = std::fs::read_link(format!("/proc/self/fd/{}", slave.as_raw_fd())).unwrap();
+    if let Some(uid) = owner {
+        std::os::unix::fs::chown(&name, Some(uid), None).unwrap();
+    }
+    // SAFETY: an all-zero termios is valid; these calls only touch it and our descriptors.
+    unsafe {
+        let mut t: libc::termios = std::mem::zeroed();
+        libc::tcgetattr(slave.as_raw_fd(), &raw mut t);
+        // No echo: what the test types must not come back as if the pane had written it.
+        t.c_lflag &= !libc::ECHO;
+        libc::tcsetattr(slave.as_raw_fd(), libc::TCSANOW, &raw const t);
+        libc::fcntl(master.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK);
+    }
+    (master, slave, name.to_string_lossy().into_owned())
+}
