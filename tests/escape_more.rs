@@ -1,9 +1,11 @@
 //! Ways out found by attacking the merged sandbox: another terminal of the machine opened through
-//! `/dev/pts`. As root and as nobody, with targets truly outside.
+//! `/dev/pts`, and a nested repository moved from under its path so that a `.git` of the pane's
+//! takes its place. As root and as nobody, with targets truly outside.
 
 use crate::sandbox::{nobodys, outside, run, sandboxed, sandboxed_as_nobody};
-use crate::util::Fugue;
+use crate::util::{Dir, Fugue, path_str};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::process::Command;
 
 /// A terminal outside the pane (the person's own, another fugue's pane) cannot be written to or
 /// read from: the host's `/dev/pts` showed every terminal of the pane's owner, and a pane's
@@ -75,4 +77,46 @@ fn open_terminal(owner: Option<u32>) -> (OwnedFd, OwnedFd, String) {
         libc::fcntl(master.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK);
     }
     (master, slave, name.to_string_lossy().into_owned())
+}
+
+/// A nested repository (and each directory above it in the root) cannot be moved from under its
+/// path: else the pane put a `.git` of its own there, with `core.fsmonitor` set, which the
+/// person's next `git status` ran outside the sandbox.
+#[test]
+fn a_nested_repository_stays_where_it_is() {
+    let dir = outside("esc-nested");
+    nested_case(&dir, None, "root");
+    let dir = nobodys("esc-nested-nobody");
+    nested_case(&dir, Some(()), "nobody");
+}
+
+fn nested_case(dir: &Dir, nobody: Option<()>, who: &str) {
+    let mark = outside(&format!("esc-nested-mark-{who}"));
+    let sub = dir.join("a/sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    crate::util::git_repo(dir);
+    crate::util::git(&sub, &["init", "-q"]);
+    let args = ["--sandbox", "workspace-write"];
+    let mut f = match nobody {
+        None => sandboxed(&dir.path, &args, &[]),
+        Some(()) => {
+            let ok = Command::new("chown").args(["-R", "nobody:nogroup", dir.path_str()]).status();
+            assert!(ok.is_ok_and(|s| s.success()));
+            let Some(f) = sandboxed_as_nobody(&dir.path, &args) else { return };
+            f
+        }
+    };
+    let pwned = mark.join("pwned");
+    let plant = format!(
+        "mkdir -p a/sub && git -C a/sub init -q && git -C a/sub config core.fsmonitor 'touch {}; false'",
+        path_str(&pwned)
+    );
+    for moved in ["mv a/sub a/moved", "mv a moved"] {
+        run(&mut f, &format!("{moved} && {plant}"));
+    }
+    let config = std::fs::read_to_string(sub.join(".git/config")).unwrap_or_default();
+    assert!(!config.contains("fsmonitor"), "{who}: a/sub's .git is the pane's: {config}");
+    let _ = Command::new("git").arg("-C").arg(&sub).arg("status").output();
+    assert!(!pwned.exists(), "{who}: git status ran the pane's fsmonitor outside the sandbox");
+    assert_eq!(run(&mut f, "touch a/sub/work && echo ok")["output"], "ok", "{who}: still writable");
 }

@@ -66,6 +66,7 @@ pub(crate) fn lay_out(plan: &Plan, cwd: &Path) -> Result<(), String> {
         let point = mount_point(dir, true)?;
         tmpfs(&plan.tag, &fd_path(&point), "mode=0700")?;
     }
+    pin_nested_repositories(plan)?;
     // A link in place of a `.git` is left alone: a bind on it would land where it leads.
     for path in plan.git.iter() {
         let Ok(meta) = std::fs::symlink_metadata(path) else { continue };
@@ -94,6 +95,23 @@ fn private_terminals() -> Result<(), String> {
     };
     if r != 0 {
         return Err(format!("mount /dev/pts: {}", std::io::Error::last_os_error()));
+    }
+    Ok(())
+}
+
+/// Makes every directory between a writable root and a nested repository's `.git` a mount point
+/// (bound on itself), so the pane cannot rename it: else it moved the repository's work tree away
+/// (`mv sub subX`, the `.git` bind going with it) and made a `sub/.git` of its own in its place,
+/// whose `core.fsmonitor` the person's next `git status` in `sub` ran outside the sandbox.
+fn pin_nested_repositories(plan: &Plan) -> Result<(), String> {
+    let mut dirs = std::collections::BTreeSet::new();
+    for git in &plan.git {
+        let Some(root) = plan.rw.iter().find(|root| git.starts_with(root)) else { continue };
+        let between = git.ancestors().skip(1).take_while(|dir| dir != root);
+        dirs.extend(between.filter(|dir| is_real_dir(dir)).map(Path::to_path_buf));
+    }
+    for dir in &dirs {
+        attach(&clone(dir)?, &mount_point(dir, true)?)?;
     }
     Ok(())
 }
