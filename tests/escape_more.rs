@@ -120,3 +120,68 @@ fn nested_case(dir: &Dir, nobody: Option<()>, who: &str) {
     assert!(!pwned.exists(), "{who}: git status ran the pane's fsmonitor outside the sandbox");
     assert_eq!(run(&mut f, "touch a/sub/work && echo ok")["output"], "ok", "{who}: still writable");
 }
+
+/// A thread that writes an address into a `sendmsg` header while another sends cannot slip a
+/// datagram out to a Unix socket outside: the launcher let a call without an address through as
+/// it was, and the kernel read the header again (hundreds of datagrams arrived in seconds).
+#[test]
+fn a_datagram_cannot_slip_out_between_check_and_send() {
+    let root = outside("esc-race-root");
+    let mut f = sandboxed(&root.path, &["--sandbox", "workspace-write"], &[]);
+    race_case(&mut f, &root, "root");
+    drop(f);
+    let dir = nobodys("esc-race-nobody");
+    if let Some(mut f) = sandboxed_as_nobody(&dir.path, &["--sandbox", "workspace-write"]) {
+        race_case(&mut f, &dir, "nobody");
+    }
+}
+
+/// Two threads: one sends without an address, the other flips the header's address on and off.
+const RACE: &str = r#"
+import ctypes, socket, sys, threading, time
+libc = ctypes.CDLL(None, use_errno=True)
+class Iov(ctypes.Structure): _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+class Msg(ctypes.Structure): _fields_ = [("name", ctypes.c_void_p), ("namelen", ctypes.c_uint32),
+    ("iov", ctypes.POINTER(Iov)), ("iovlen", ctypes.c_size_t), ("control", ctypes.c_void_p),
+    ("controllen", ctypes.c_size_t), ("flags", ctypes.c_int)]
+path = sys.argv[1].encode()
+addr = ctypes.create_string_buffer(b"\x01\x00" + path + b"\x00", 110)
+data = ctypes.create_string_buffer(b"escaped")
+iov = Iov(ctypes.cast(data, ctypes.c_void_p), 7)
+msg = Msg(None, 0, ctypes.pointer(iov), 1, None, 0, 0)
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+stop = False
+def flip():
+    at, n = ctypes.cast(addr, ctypes.c_void_p).value, len(path) + 3
+    while not stop:
+        msg.name, msg.namelen = at, n
+        msg.name, msg.namelen = None, 0
+t = threading.Thread(target=flip)
+t.start()
+sent, end = 0, time.time() + 3
+while time.time() < end:
+    sent += libc.sendmsg(s.fileno(), ctypes.byref(msg), 0) == 7
+stop = True
+t.join()
+print("sent", sent)
+"#;
+
+fn race_case(f: &mut Fugue, root: &Dir, who: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let out = outside(&format!("esc-race-out-{who}"));
+    let target = out.join("d.sock");
+    let socket = std::os::unix::net::UnixDatagram::bind(&target).unwrap();
+    socket.set_nonblocking(true).unwrap();
+    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o777)).unwrap();
+    root.write("race.py", RACE);
+    if who == "nobody" {
+        let script = root.join("race.py");
+        let ok = Command::new("chown").args(["nobody:nogroup", path_str(&script)]).status();
+        assert!(ok.is_ok_and(|s| s.success()));
+    }
+    let done = run(f, &format!("python3 race.py {}", path_str(&target)));
+    let mut buf = [0u8; 16];
+    let arrived = socket.recv(&mut buf).is_ok();
+    assert!(!arrived, "{who}: a datagram reached the socket outside: {done}");
+    assert_eq!(done["output"], "sent 0", "{who}");
+}

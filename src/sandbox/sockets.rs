@@ -11,12 +11,10 @@
 //! only in the panes' private network namespace (elsewhere they would reach the host's, past
 //! Landlock's scope, which does not hold for the launcher). Other families are connected as asked.
 //!
-//! A `sendmsg` without an address is let through as it is: the kernel reads the header again, so
-//! a second thread that writes an address into it in between sends one datagram unchecked (a
-//! known limit; `/run`, where such sockets live, is covered). `sendmsg` with an address and
-//! ancillary data of the socket level (descriptors, credentials), and `sendmmsg` with any address,
-//! are refused.
+//! Every `sendmsg` and `sendmmsg` is sent by the launcher too (`send`): one let through as it
+//! was would have its header and socket read again by the kernel, after the check.
 
+mod send;
 mod target;
 
 use super::launch_plan::Plan;
@@ -112,7 +110,6 @@ struct Resp {
 const NOTIF_RECV: libc::c_ulong = 0xc050_2100;
 const NOTIF_SEND: libc::c_ulong = 0xc018_2101;
 const NOTIF_ID_VALID: libc::c_ulong = 0x4008_2102;
-const FLAG_CONTINUE: u32 = 1;
 
 /// The most the launcher copies for one send: a stream socket takes the rest in the next call,
 /// as after any short send; a datagram this large is `EMSGSIZE` anyway (above `wmem_max`).
@@ -124,8 +121,6 @@ const MAX_ADDR: usize = 128;
 
 /// How the launcher answers one call.
 enum Answer {
-    /// Made by the kernel as the target asked (nothing to check).
-    Continue,
     /// Made by the launcher: the call's return value.
     Done(i64),
     Refused(Errno),
@@ -183,13 +178,13 @@ fn next(listener: &OwnedFd) -> Option<Notif> {
 }
 
 fn answer(listener: &OwnedFd, notif: &Notif, answer: &Answer) {
-    let (val, error, flags) = match *answer {
-        Answer::Continue => (0, 0, FLAG_CONTINUE),
-        Answer::Done(val) => (val, 0, 0),
-        Answer::Refused(e) => (0, -e, 0),
-        Answer::Later(_) => (0, -libc::EIO, 0),
+    let (val, error) = match *answer {
+        Answer::Done(val) => (val, 0),
+        Answer::Refused(e) => (0, -e),
+        Answer::Later(_) => (0, -libc::EIO),
     };
-    let mut resp = Resp { id: notif.id, val, error, flags };
+    // Never SECCOMP_USER_NOTIF_FLAG_CONTINUE: the kernel would read the call's memory again.
+    let mut resp = Resp { id: notif.id, val, error, flags: 0 };
     // SAFETY: the ioctl reads one seccomp_notif_resp from `resp`. It fails only when the caller
     // is gone, which leaves nothing to answer.
     unsafe { libc::ioctl(listener.as_raw_fd(), NOTIF_SEND, &raw mut resp) };
@@ -212,8 +207,8 @@ fn handle(listener: &OwnedFd, rules: &Rules, notif: &Notif) -> Answer {
         match libc::c_long::from(notif.data.nr) {
             libc::SYS_connect => connect(&target, rules, args),
             libc::SYS_sendto => sendto(&target, rules, args),
-            libc::SYS_sendmsg => sendmsg(&target, rules, args),
-            libc::SYS_sendmmsg => sendmmsg(&target, args),
+            libc::SYS_sendmsg => send::sendmsg(&target, rules, args),
+            libc::SYS_sendmmsg => send::sendmmsg(target, rules, args),
             _ => Err(libc::ENOSYS),
         }
     });
@@ -261,50 +256,6 @@ fn sendto(target: &Target, rules: &Rules, args: [u64; 6]) -> Result<Answer, Errn
         )
     };
     result(n as i64)
-}
-
-/// `sendmsg(fd, msg, flags)`: without an address, as it is; with one, made by the launcher with
-/// the data gathered and the address checked.
-fn sendmsg(target: &Target, rules: &Rules, args: [u64; 6]) -> Result<Answer, Errno> {
-    let header = read_header(target, args[1])?;
-    if header.msg_name.is_null() || header.msg_namelen == 0 {
-        return Ok(Answer::Continue);
-    }
-    let socket = target.fd(args[0])?;
-    let addr = address(target, rules, header.msg_name as u64, header.msg_namelen.into())?;
-    let data = gather(target, &header)?;
-    let mut control =
-        target.read(header.msg_control as u64, size(header.msg_controllen as u64, 1 << 16)?)?;
-    if carries_socket_level(&control) {
-        return Err(libc::EPERM);
-    }
-    let mut iov = libc::iovec { iov_base: data.as_ptr() as *mut libc::c_void, iov_len: data.len() };
-    // SAFETY: an all-zero msghdr is valid; every pointer set below outlives the sendmsg.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_name = addr.as_ptr() as *mut libc::c_void;
-    msg.msg_namelen = addr.len();
-    msg.msg_iov = &raw mut iov;
-    msg.msg_iovlen = 1;
-    if !control.is_empty() {
-        msg.msg_control = control.as_mut_ptr().cast();
-        msg.msg_controllen = control.len();
-    }
-    // SAFETY: `msg` and what it points to are valid for the call.
-    let n = unsafe { libc::sendmsg(socket.as_raw_fd(), &raw const msg, flags(args[2])) };
-    result(n as i64)
-}
-
-/// `sendmmsg(fd, msgs, n, flags)`: as it is when no message names an address, else refused.
-fn sendmmsg(target: &Target, args: [u64; 6]) -> Result<Answer, Errno> {
-    let count = size(args[2], MAX_IOV)?;
-    let size_of = std::mem::size_of::<libc::mmsghdr>();
-    let bytes = target.read(args[1], count * size_of)?;
-    let named = bytes.chunks_exact(size_of).any(|m| {
-        // SAFETY: each chunk is one mmsghdr's bytes; read_unaligned copies it out.
-        let m: libc::mmsghdr = unsafe { std::ptr::read_unaligned(m.as_ptr().cast()) };
-        !m.msg_hdr.msg_name.is_null() && m.msg_hdr.msg_namelen != 0
-    });
-    if named { Err(libc::EPERM) } else { Ok(Answer::Continue) }
 }
 
 /// A socket address of the target's, checked and made the launcher's own: a Unix path becomes
@@ -396,26 +347,6 @@ fn gather(target: &Target, header: &libc::msghdr) -> Result<Vec<u8>, Errno> {
     Ok(data)
 }
 
-/// Whether ancillary data holds a message of the socket level (descriptors, credentials), which
-/// would mean the launcher's descriptors or identity, not the target's.
-fn carries_socket_level(control: &[u8]) -> bool {
-    let header = std::mem::size_of::<libc::cmsghdr>();
-    let mut at = 0;
-    while at + header <= control.len() {
-        // SAFETY: `header` bytes from `at` are inside `control`; read_unaligned copies them out.
-        let cmsg: libc::cmsghdr =
-            unsafe { std::ptr::read_unaligned(control[at..].as_ptr().cast()) };
-        if cmsg.cmsg_level == libc::SOL_SOCKET {
-            return true;
-        }
-        if cmsg.cmsg_len < header {
-            return true; // malformed: the kernel would refuse it anyway
-        }
-        at += cmsg.cmsg_len.next_multiple_of(std::mem::size_of::<usize>());
-    }
-    false
-}
-
 /// A length the target gave, at most `max`.
 fn size(len: u64, max: usize) -> Result<usize, Errno> {
     usize::try_from(len).ok().filter(|&n| n <= max).ok_or(libc::EMSGSIZE)
@@ -454,21 +385,5 @@ mod tests {
         assert!(!rules.abstract_ok, "the host's network: no abstract sockets");
         let fallback = Rules::of(&Plan { fallback: true, ..plan });
         assert!(!fallback.allows(Path::new("/tmp/tmux-0/default")), "the host's /tmp");
-    }
-
-    #[test]
-    fn descriptors_and_credentials_in_ancillary_data_are_told() {
-        let cmsg = |level: i32, kind: i32| {
-            let header = libc::cmsghdr { cmsg_len: 20, cmsg_level: level, cmsg_type: kind };
-            let mut bytes = vec![0u8; 24];
-            // SAFETY: the buffer holds a cmsghdr; write_unaligned copies it in.
-            unsafe { std::ptr::write_unaligned(bytes.as_mut_ptr().cast(), header) };
-            bytes
-        };
-        let mut both = cmsg(libc::SOL_UDP, 103);
-        assert!(!carries_socket_level(&both), "a UDP segment size");
-        both.extend(cmsg(libc::SOL_SOCKET, libc::SCM_RIGHTS));
-        assert!(carries_socket_level(&both), "descriptors after it");
-        assert!(!carries_socket_level(&[]));
     }
 }
