@@ -185,3 +185,58 @@ fn race_case(f: &mut Fugue, root: &Dir, who: &str) {
     assert!(!arrived, "{who}: a datagram reached the socket outside: {done}");
     assert_eq!(done["output"], "sent 0", "{who}");
 }
+
+/// A root whose `.git` is a link (to a gitdir outside, or to one beside it in the root) keeps
+/// that link and what it leads to: the launcher left links alone, and the pane swapped it for a
+/// link to a gitdir of its own, whose `core.fsmonitor` the person's next `git status` ran.
+#[test]
+fn a_git_link_cannot_be_swapped() {
+    let dir = outside("esc-gitlink");
+    link_case(&dir, None, "root");
+    let dir = nobodys("esc-gitlink-nobody");
+    link_case(&dir, Some(()), "nobody");
+}
+
+fn link_case(dir: &Dir, nobody: Option<()>, who: &str) {
+    let gitdirs = outside(&format!("esc-gitlink-dirs-{who}"));
+    let (root, inner) = (dir.join("root"), dir.join("root/in"));
+    std::fs::create_dir_all(&inner).unwrap();
+    for (gitdir, at) in [(gitdirs.join("repo.git"), &root), (inner.join(".realgit"), &inner)] {
+        crate::util::git(&gitdirs.path, &["init", "-q", "--bare", path_str(&gitdir)]);
+        std::os::unix::fs::symlink(&gitdir, at.join(".git")).unwrap();
+        crate::util::git(at, &["config", "core.bare", "false"]);
+    }
+    let args = ["--sandbox", "workspace-write"];
+    let mut f = match nobody {
+        None => sandboxed(&root, &args, &[]),
+        Some(()) => {
+            for owned in [dir.path_str(), gitdirs.path_str()] {
+                let ok = Command::new("chown").args(["-R", "nobody:nogroup", owned]).status();
+                assert!(ok.is_ok_and(|s| s.success()));
+            }
+            let Some(f) = sandboxed_as_nobody(&root, &args) else { return };
+            f
+        }
+    };
+    let pwned = gitdirs.join("pwned");
+    let evil = format!(
+        "git init -q --bare .evil && git --git-dir=.evil config core.fsmonitor 'touch {}; false'",
+        path_str(&pwned)
+    );
+    run(&mut f, &evil);
+    let tries = [
+        "ln -sfn .evil .git",
+        "rm .git",
+        "mv in/.realgit in/moved",
+        "ln -sfn ../.evil in/.git",
+        "echo '[core]' >> in/.realgit/config",
+    ];
+    for command in tries {
+        let done = run(&mut f, command);
+        assert!(crate::sandbox::failed(&done), "{who}: {command}: {done}");
+    }
+    for at in [&root, &inner] {
+        let _ = Command::new("git").arg("-C").arg(at).arg("status").output();
+    }
+    assert!(!pwned.exists(), "{who}: git status ran the pane's fsmonitor outside the sandbox");
+}

@@ -66,18 +66,45 @@ pub(crate) fn lay_out(plan: &Plan, cwd: &Path) -> Result<(), String> {
         let point = mount_point(dir, true)?;
         tmpfs(&plan.tag, &fd_path(&point), "mode=0700")?;
     }
-    pin_nested_repositories(plan)?;
-    // A link in place of a `.git` is left alone: a bind on it would land where it leads.
-    for path in plan.git.iter() {
+    let (links, mut git): (Vec<&PathBuf>, Vec<PathBuf>) = (
+        plan.git.iter().filter(|p| is_link_path(p)).collect(),
+        plan.git.iter().filter(|p| !is_link_path(p)).cloned().collect(),
+    );
+    // Where a `.git` link leads is kept read-only as a `.git` is; the link itself is pinned.
+    git.extend(links.iter().filter_map(|link| std::fs::canonicalize(link).ok()));
+    pin_nested_repositories(plan, links.iter().copied().chain(&git))?;
+    for path in &git {
         let Ok(meta) = std::fs::symlink_metadata(path) else { continue };
-        if meta.is_symlink() {
-            continue;
-        }
         let tree = clone(path)?;
         read_only(Some(&tree), Path::new(""))?;
         attach(&tree, &mount_point(path, meta.is_dir())?)?;
     }
-    Ok(())
+    links.into_iter().try_for_each(|link| pin_link(link))
+}
+
+fn is_link_path(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.is_symlink())
+}
+
+/// Binds the link at `path` on itself (`open_tree` without following it), so the pane can
+/// neither remove it nor put another in its place: a `.git` link swapped for one to a gitdir of
+/// the pane's made the person's next git run that gitdir's `core.fsmonitor`.
+fn pin_link(path: &Path) -> Result<(), String> {
+    let c = cstring(path)?;
+    let flags = OPEN_TREE_CLONE
+        | libc::O_CLOEXEC.cast_unsigned()
+        | libc::AT_SYMLINK_NOFOLLOW.cast_unsigned();
+    // SAFETY: `c` is a valid C string; open_tree returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_open_tree, libc::AT_FDCWD, c.as_ptr(), flags) };
+    let tree = owned(fd).map_err(|e| format!("open_tree {}: {e}", path.display()))?;
+    let parent = mount_point(path.parent().unwrap_or(Path::new("/")), true)?;
+    let name = path.file_name().map(|n| CString::new(n.as_bytes())).and_then(Result::ok);
+    let name = name.ok_or_else(|| format!("{}: no name", path.display()))?;
+    let how = libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    // SAFETY: `parent` is an open directory and `name` a valid C string.
+    let point = owned(unsafe { libc::openat(parent.as_raw_fd(), name.as_ptr(), how) }.into())
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    attach(&tree, &point)
 }
 
 /// A terminal file system of the pane's own on `/dev/pts` (as bubblewrap's `--dev` makes): the
@@ -103,9 +130,12 @@ fn private_terminals() -> Result<(), String> {
 /// (bound on itself), so the pane cannot rename it: else it moved the repository's work tree away
 /// (`mv sub subX`, the `.git` bind going with it) and made a `sub/.git` of its own in its place,
 /// whose `core.fsmonitor` the person's next `git status` in `sub` ran outside the sandbox.
-fn pin_nested_repositories(plan: &Plan) -> Result<(), String> {
+fn pin_nested_repositories<'a>(
+    plan: &Plan,
+    gits: impl Iterator<Item = &'a PathBuf>,
+) -> Result<(), String> {
     let mut dirs = std::collections::BTreeSet::new();
-    for git in &plan.git {
+    for git in gits {
         let Some(root) = plan.rw.iter().find(|root| git.starts_with(root)) else { continue };
         let between = git.ancestors().skip(1).take_while(|dir| dir != root);
         dirs.extend(between.filter(|dir| is_real_dir(dir)).map(Path::to_path_buf));
