@@ -18,6 +18,7 @@ mod send;
 mod target;
 
 use super::launch_plan::Plan;
+use send::{Address, Message, blocking};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -207,8 +208,8 @@ fn handle(listener: &OwnedFd, rules: &Rules, notif: &Notif) -> Answer {
         match libc::c_long::from(notif.data.nr) {
             libc::SYS_connect => connect(&target, rules, args),
             libc::SYS_sendto => sendto(&target, rules, args),
-            libc::SYS_sendmsg => send::sendmsg(&target, rules, args),
-            libc::SYS_sendmmsg => send::sendmmsg(target, rules, args),
+            libc::SYS_sendmsg => sendmsg(&target, rules, args),
+            libc::SYS_sendmmsg => sendmmsg(target, rules, args),
             _ => Err(libc::ENOSYS),
         }
     });
@@ -231,13 +232,6 @@ fn connect(target: &Target, rules: &Rules, args: [u64; 6]) -> Result<Answer, Err
     Ok(make())
 }
 
-/// Whether a connection on `socket` waits for its peer (no `O_NONBLOCK`).
-fn blocking(socket: &OwnedFd) -> bool {
-    // SAFETY: F_GETFL takes no pointer.
-    let flags = unsafe { libc::fcntl(socket.as_raw_fd(), libc::F_GETFL) };
-    flags >= 0 && flags & libc::O_NONBLOCK == 0
-}
-
 /// `sendto(fd, buf, len, flags, addr, addrlen)` with an address, made by the launcher.
 fn sendto(target: &Target, rules: &Rules, args: [u64; 6]) -> Result<Answer, Errno> {
     let socket = target.fd(args[0])?;
@@ -256,6 +250,71 @@ fn sendto(target: &Target, rules: &Rules, args: [u64; 6]) -> Result<Answer, Errn
         )
     };
     result(n as i64)
+}
+
+/// `sendmsg(fd, msg, flags)`.
+fn sendmsg(target: &Target, rules: &Rules, args: [u64; 6]) -> Result<Answer, Errno> {
+    let header = read_header(target, args[1])?;
+    let message = message(target, rules, target.fd(args[0])?, &header, flags(args[2]))?;
+    Ok(send(message, Answer::Done))
+}
+
+/// `sendmmsg(fd, msgs, n, flags)`: the first message only (a short count, which callers take
+/// as they take a short write), its length written back where the pane reads it.
+fn sendmmsg(target: Target, rules: &Rules, args: [u64; 6]) -> Result<Answer, Errno> {
+    if args[2] == 0 {
+        return Ok(Answer::Done(0));
+    }
+    let first = target.read(args[1], std::mem::size_of::<libc::mmsghdr>())?;
+    // SAFETY: the bytes are one mmsghdr's; read_unaligned copies them out. Its pointers are the
+    // target's and are only ever passed to `Target::read`.
+    let first: libc::mmsghdr = unsafe { std::ptr::read_unaligned(first.as_ptr().cast()) };
+    let message = message(&target, rules, target.fd(args[0])?, &first.msg_hdr, flags(args[3]))?;
+    let len_at = args[1] + std::mem::offset_of!(libc::mmsghdr, msg_len) as u64;
+    Ok(send(message, move |n| {
+        let sent = u32::try_from(n).unwrap_or(u32::MAX);
+        match target.write(len_at, &sent.to_ne_bytes()) {
+            Ok(()) => Answer::Done(1),
+            Err(e) => Answer::Refused(e),
+        }
+    }))
+}
+
+/// The message `header` describes, read from the target and checked.
+fn message(
+    target: &Target,
+    rules: &Rules,
+    socket: OwnedFd,
+    header: &libc::msghdr,
+    flags: libc::c_int,
+) -> Result<Message, Errno> {
+    let address = if header.msg_name.is_null() || header.msg_namelen == 0 {
+        None
+    } else {
+        Some(address(target, rules, header.msg_name as u64, header.msg_namelen.into())?)
+    };
+    let data = gather(target, header)?;
+    let mut control =
+        target.read(header.msg_control as u64, size(header.msg_controllen as u64, 1 << 16)?)?;
+    let passed = send::take_rights(target, &mut control)?;
+    Ok(Message { socket, address, data, control, _passed: passed, flags })
+}
+
+/// Sends `message` now when it need not wait, else in a thread of its own (as a blocking
+/// connect is made): the launcher answers the pane's other calls meanwhile. `done` makes the
+/// answer of the count sent.
+fn send(message: Message, done: impl FnOnce(i64) -> Answer + Send + 'static) -> Answer {
+    let waits = blocking(&message.socket) && message.flags & libc::MSG_DONTWAIT == 0;
+    match send::send_now(&message, if waits { libc::MSG_DONTWAIT } else { 0 }) {
+        Err(libc::EAGAIN) if waits => {
+            Answer::Later(Box::new(move || match send::send_now(&message, 0) {
+                Ok(n) => done(n),
+                Err(e) => Answer::Refused(e),
+            }))
+        }
+        Ok(n) => done(n),
+        Err(e) => Answer::Refused(e),
+    }
 }
 
 /// A socket address of the target's, checked and made the launcher's own: a Unix path becomes
@@ -280,46 +339,6 @@ fn address(target: &Target, rules: &Rules, ptr: u64, len: u64) -> Result<Address
         return Err(libc::EACCES);
     }
     Ok(Address::through(socket))
-}
-
-/// A socket address the launcher passes to the kernel, with the descriptor a path goes through.
-struct Address {
-    storage: libc::sockaddr_storage,
-    len: libc::socklen_t,
-    _through: Option<OwnedFd>,
-}
-
-impl Address {
-    fn raw(bytes: &[u8]) -> Address {
-        // SAFETY: an all-zero sockaddr_storage is valid.
-        let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-        let n = bytes.len().min(std::mem::size_of::<libc::sockaddr_storage>());
-        // SAFETY: `n` bytes fit both the source and the storage.
-        unsafe {
-            std::ptr::copy_nonoverlapping(bytes.as_ptr(), (&raw mut storage).cast::<u8>(), n)
-        };
-        Address { storage, len: n as libc::socklen_t, _through: None }
-    }
-
-    fn through(socket: OwnedFd) -> Address {
-        let path = format!("/proc/self/fd/{}", socket.as_raw_fd());
-        let mut bytes = (libc::AF_UNIX as u16).to_ne_bytes().to_vec();
-        bytes.extend_from_slice(path.as_bytes());
-        bytes.push(0);
-        Address { _through: Some(socket), ..Address::raw(&bytes) }
-    }
-
-    fn family(&self) -> u16 {
-        self.storage.ss_family
-    }
-
-    fn as_ptr(&self) -> *const libc::sockaddr {
-        (&raw const self.storage).cast()
-    }
-
-    fn len(&self) -> libc::socklen_t {
-        self.len
-    }
 }
 
 fn read_header(target: &Target, ptr: u64) -> Result<libc::msghdr, Errno> {

@@ -1,4 +1,4 @@
-//! The launcher's own `sendmsg` and `sendmmsg` for a pane: each message is sent by the launcher,
+//! What the launcher sends for a pane's `sendmsg` and `sendmmsg` (see `sockets`): each message is sent by the launcher,
 //! on its copy of the pane's socket, with the data, the address and the descriptors it read once.
 //!
 //! Letting a call through as it was (`SECCOMP_USER_NOTIF_FLAG_CONTINUE`) when it named no address
@@ -10,86 +10,21 @@
 //! and are refused.
 
 use super::target::{Errno, Target};
-use super::{Answer, Rules, address, blocking, flags, gather, read_header, result, size};
 use std::os::fd::{AsRawFd, OwnedFd};
 
 /// One message as the launcher sends it: everything it points to owned here.
-struct Message {
-    socket: OwnedFd,
-    address: Option<super::Address>,
-    data: Vec<u8>,
-    control: Vec<u8>,
+pub(super) struct Message {
+    pub(super) socket: OwnedFd,
+    pub(super) address: Option<Address>,
+    pub(super) data: Vec<u8>,
+    pub(super) control: Vec<u8>,
     /// The pane's descriptors that `control` now names by the launcher's numbers.
-    _passed: Vec<OwnedFd>,
-    flags: libc::c_int,
+    pub(super) _passed: Vec<OwnedFd>,
+    pub(super) flags: libc::c_int,
 }
 
-/// `sendmsg(fd, msg, flags)`.
-pub(super) fn sendmsg(target: &Target, rules: &Rules, args: [u64; 6]) -> Result<Answer, Errno> {
-    let header = read_header(target, args[1])?;
-    let message = message(target, rules, target.fd(args[0])?, &header, flags(args[2]))?;
-    Ok(send(message, Answer::Done))
-}
-
-/// `sendmmsg(fd, msgs, n, flags)`: the first message only (a short count, which callers take
-/// as they take a short write), its length written back where the pane reads it.
-pub(super) fn sendmmsg(target: Target, rules: &Rules, args: [u64; 6]) -> Result<Answer, Errno> {
-    if args[2] == 0 {
-        return Ok(Answer::Done(0));
-    }
-    let first = target.read(args[1], std::mem::size_of::<libc::mmsghdr>())?;
-    // SAFETY: the bytes are one mmsghdr's; read_unaligned copies them out. Its pointers are the
-    // target's and are only ever passed to `Target::read`.
-    let first: libc::mmsghdr = unsafe { std::ptr::read_unaligned(first.as_ptr().cast()) };
-    let message = message(&target, rules, target.fd(args[0])?, &first.msg_hdr, flags(args[3]))?;
-    let len_at = args[1] + std::mem::offset_of!(libc::mmsghdr, msg_len) as u64;
-    Ok(send(message, move |n| {
-        let sent = u32::try_from(n).unwrap_or(u32::MAX);
-        match target.write(len_at, &sent.to_ne_bytes()) {
-            Ok(()) => Answer::Done(1),
-            Err(e) => Answer::Refused(e),
-        }
-    }))
-}
-
-/// The message `header` describes, read from the target and checked.
-fn message(
-    target: &Target,
-    rules: &Rules,
-    socket: OwnedFd,
-    header: &libc::msghdr,
-    flags: libc::c_int,
-) -> Result<Message, Errno> {
-    let address = if header.msg_name.is_null() || header.msg_namelen == 0 {
-        None
-    } else {
-        Some(address(target, rules, header.msg_name as u64, header.msg_namelen.into())?)
-    };
-    let data = gather(target, header)?;
-    let mut control =
-        target.read(header.msg_control as u64, size(header.msg_controllen as u64, 1 << 16)?)?;
-    let passed = take_rights(target, &mut control)?;
-    Ok(Message { socket, address, data, control, _passed: passed, flags })
-}
-
-/// Sends `message` now when it need not wait, else in a thread of its own (as a blocking
-/// connect is made): the launcher answers the pane's other calls meanwhile. `done` makes the
-/// answer of the count sent.
-fn send(message: Message, done: impl FnOnce(i64) -> Answer + Send + 'static) -> Answer {
-    let waits = blocking(&message.socket) && message.flags & libc::MSG_DONTWAIT == 0;
-    match send_now(&message, if waits { libc::MSG_DONTWAIT } else { 0 }) {
-        Err(libc::EAGAIN) if waits => {
-            Answer::Later(Box::new(move || match send_now(&message, 0) {
-                Ok(n) => done(n),
-                Err(e) => Answer::Refused(e),
-            }))
-        }
-        Ok(n) => done(n),
-        Err(e) => Answer::Refused(e),
-    }
-}
-
-fn send_now(m: &Message, extra: libc::c_int) -> Result<i64, Errno> {
+/// Sends `m` with `extra` flags; the count sent.
+pub(super) fn send_now(m: &Message, extra: libc::c_int) -> Result<i64, Errno> {
     let mut iov =
         libc::iovec { iov_base: m.data.as_ptr() as *mut libc::c_void, iov_len: m.data.len() };
     // SAFETY: an all-zero msghdr is valid; every pointer set below outlives the sendmsg.
@@ -106,16 +41,16 @@ fn send_now(m: &Message, extra: libc::c_int) -> Result<i64, Errno> {
     }
     // SAFETY: `msg` and what it points to are valid for the call; the kernel only reads them.
     let n = unsafe { libc::sendmsg(m.socket.as_raw_fd(), &raw const msg, m.flags | extra) };
-    match result(n as i64)? {
-        Answer::Done(n) => Ok(n),
-        _ => Err(libc::EIO),
+    if n < 0 {
+        return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO));
     }
+    Ok(n as i64)
 }
 
 /// Rewrites the `SCM_RIGHTS` messages of `control` to name the launcher's copies of the pane's
 /// descriptors, which are returned (kept open until the send). Any other message of the socket
 /// level (credentials) is refused: it would be the launcher's.
-fn take_rights(target: &Target, control: &mut [u8]) -> Result<Vec<OwnedFd>, Errno> {
+pub(super) fn take_rights(target: &Target, control: &mut [u8]) -> Result<Vec<OwnedFd>, Errno> {
     let header = std::mem::size_of::<libc::cmsghdr>();
     let (mut at, mut taken) = (0, Vec::new());
     while at + header <= control.len() {
@@ -140,4 +75,51 @@ fn take_rights(target: &Target, control: &mut [u8]) -> Result<Vec<OwnedFd>, Errn
         at += cmsg.cmsg_len.next_multiple_of(std::mem::size_of::<usize>());
     }
     Ok(taken)
+}
+
+/// Whether a call on `socket` waits (no `O_NONBLOCK`).
+pub(super) fn blocking(socket: &OwnedFd) -> bool {
+    // SAFETY: F_GETFL takes no pointer.
+    let flags = unsafe { libc::fcntl(socket.as_raw_fd(), libc::F_GETFL) };
+    flags >= 0 && flags & libc::O_NONBLOCK == 0
+}
+
+/// A socket address the launcher passes to the kernel, with the descriptor a path goes through.
+pub(super) struct Address {
+    storage: libc::sockaddr_storage,
+    len: libc::socklen_t,
+    _through: Option<OwnedFd>,
+}
+
+impl Address {
+    pub(super) fn raw(bytes: &[u8]) -> Address {
+        // SAFETY: an all-zero sockaddr_storage is valid.
+        let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+        let n = bytes.len().min(std::mem::size_of::<libc::sockaddr_storage>());
+        // SAFETY: `n` bytes fit both the source and the storage.
+        unsafe {
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), (&raw mut storage).cast::<u8>(), n)
+        };
+        Address { storage, len: n as libc::socklen_t, _through: None }
+    }
+
+    pub(super) fn through(socket: OwnedFd) -> Address {
+        let path = format!("/proc/self/fd/{}", socket.as_raw_fd());
+        let mut bytes = (libc::AF_UNIX as u16).to_ne_bytes().to_vec();
+        bytes.extend_from_slice(path.as_bytes());
+        bytes.push(0);
+        Address { _through: Some(socket), ..Address::raw(&bytes) }
+    }
+
+    pub(super) fn family(&self) -> u16 {
+        self.storage.ss_family
+    }
+
+    pub(super) fn as_ptr(&self) -> *const libc::sockaddr {
+        (&raw const self.storage).cast()
+    }
+
+    pub(super) fn len(&self) -> libc::socklen_t {
+        self.len
+    }
 }
