@@ -240,3 +240,27 @@ fn link_case(dir: &Dir, nobody: Option<()>, who: &str) {
     }
     assert!(!pwned.exists(), "{who}: git status ran the pane's fsmonitor outside the sandbox");
 }
+
+/// The pane's `/dev` holds the devices a program uses and nothing else of the host's: as root, a
+/// pane read the virtual consoles' input and screens (`/dev/tty1`, `/dev/vcs1`). What programs
+/// use there still works: the descriptor links, process substitution, new terminals.
+#[test]
+fn the_hosts_devices_are_out_of_reach() {
+    let root = outside("esc-dev-root");
+    let mut f = sandboxed(&root.path, &["--sandbox", "workspace-write"], &[]);
+    devices_case(&mut f, "root");
+    drop(f);
+    let dir = nobodys("esc-dev-nobody");
+    if let Some(mut f) = sandboxed_as_nobody(&dir.path, &["--sandbox", "workspace-write"]) {
+        devices_case(&mut f, "nobody");
+    }
+}
+
+fn devices_case(f: &mut Fugue, who: &str) {
+    let listed = run(f, "ls /dev | tr '\\n' ' '");
+    let want = "fd full null ptmx pts random shm stderr stdin stdout tty urandom zero";
+    assert_eq!(listed["output"], want, "{who}: {listed}");
+    let works = "echo in | cat /dev/stdin; bash -c 'cat <(echo sub)'; echo out > /dev/stdout; \
+                 echo term > /dev/tty; head -c 3 /dev/urandom | wc -c";
+    assert_eq!(run(f, works)["output"], "in\nsub\nout\nterm\n3", "{who}");
+}

@@ -3,7 +3,7 @@
 //! private `/tmp`, `/var/tmp` and `/dev/shm` (one set per fugue, shared by its panes as the
 //! private loopback is), `/run` and `/var/run` covered with what fugue passes on purpose bound
 //! back, fugue's private directories covered with the pane's own bound back, and every `.git`
-//! (directory or a worktree's file) read-only on top. Metadata writes outside the roots (chmod,
+//! (directory or a worktree's file) read-only on top; a `/dev` of the pane's own (`dev`). Metadata writes outside the roots (chmod,
 //! chown, utimes, xattrs), which Landlock does not see, then fail with EROFS.
 //!
 //! The trees bound back are cloned (`open_tree`) before the root is made read-only, so each keeps
@@ -11,6 +11,8 @@
 //! later hides what must show. Mount points made in a directory a pane can write (the shared
 //! `/tmp`) are made one component at a time without following links, and mounted on through the
 //! descriptor, so a link another pane planted cannot steer a mount.
+
+mod dev;
 
 use super::launch_plan::Plan;
 use std::ffi::CString;
@@ -45,8 +47,13 @@ pub(crate) fn lay_out(plan: &Plan, cwd: &Path) -> Result<(), String> {
     let keep = clones(&plan.keep)?;
     let tmp = private_tmp(plan)?;
     let passed = clones(&passed_on(plan))?;
+    let devices = clones(&dev::devices())?;
     read_only(None, Path::new("/"))?;
-    private_terminals()?;
+    tmpfs("fugue-dev", Path::new("/dev"), "mode=0755")?;
+    for (path, tree) in &devices {
+        attach(tree, &mount_point(path, false)?)?;
+    }
+    dev::fill()?;
     for (path, tree) in &tmp {
         attach(tree, &mount_point(path, true)?)?;
     }
@@ -105,25 +112,6 @@ fn pin_link(path: &Path) -> Result<(), String> {
     let point = owned(unsafe { libc::openat(parent.as_raw_fd(), name.as_ptr(), how) }.into())
         .map_err(|e| format!("{}: {e}", path.display()))?;
     attach(&tree, &point)
-}
-
-/// A terminal file system of the pane's own on `/dev/pts` (as bubblewrap's `--dev` makes): the
-/// host's showed every terminal of the same owner (as root: every terminal of the machine, the
-/// person's own included), which a pane could open to write into, or to read what is typed there.
-/// `/dev/ptmx` opens in the `pts` beside it, so terminals the pane makes come from this one. The
-/// pane's own terminal stays open on its descriptors and as `/dev/tty`; only its name is gone
-/// (`tty` says "not a tty", as under bubblewrap).
-fn private_terminals() -> Result<(), String> {
-    let (source, target, data) = (c"devpts", c"/dev/pts", c"newinstance,ptmxmode=0666,mode=0620");
-    let flags = libc::MS_NOSUID | libc::MS_NOEXEC;
-    // SAFETY: every pointer is a valid C string that outlives the call.
-    let r = unsafe {
-        libc::mount(source.as_ptr(), target.as_ptr(), source.as_ptr(), flags, data.as_ptr().cast())
-    };
-    if r != 0 {
-        return Err(format!("mount /dev/pts: {}", std::io::Error::last_os_error()));
-    }
-    Ok(())
 }
 
 /// Makes every directory between a writable root and a nested repository's `.git` a mount point
