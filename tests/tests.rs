@@ -43,6 +43,8 @@ mod sandbox_tools;
 mod escape;
 // Escapes through a call's own sandbox and through fugue's own work on a sandboxed tree.
 mod escape_calls;
+// Ways out found by attacking the merged sandbox: other terminals, nested repositories moved.
+mod escape_more;
 // No way back: capabilities, the mount API, the keyring, Unix sockets outside; as root and nobody.
 mod lockdown;
 // Security: no network, private files, arguments are data, env names validated.

@@ -18,7 +18,12 @@ use std::path::{Path, PathBuf};
 pub(crate) fn apply(plan: &Plan, channel: &UnixStream) -> Result<(), String> {
     no_new_privs()?;
     caps::drop_all()?;
-    let write: Vec<&Path> = plan.write.iter().map(PathBuf::as_path).collect();
+    // The pane's own terminal, reopened by name (`/dev/stdout`, `/proc/self/fd/1`): the pane's
+    // `/dev/pts` is its own (`mounts::dev`), where the host's terminal is not, so the rule is on
+    // the terminal itself, reached through the descriptor.
+    // SAFETY: isatty takes no pointers.
+    let terminal = (unsafe { libc::isatty(0) } == 1).then_some(Path::new("/proc/self/fd/0"));
+    let write: Vec<&Path> = plan.write.iter().map(PathBuf::as_path).chain(terminal).collect();
     landlock::restrict(landlock::abi(), &write)?;
     let options = seccomp::Options { refuse_inet: plan.refuse_inet, notify: true };
     let listener = seccomp::install(options)?.ok_or("seccomp gave no listener")?;

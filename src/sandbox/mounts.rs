@@ -3,7 +3,7 @@
 //! private `/tmp`, `/var/tmp` and `/dev/shm` (one set per fugue, shared by its panes as the
 //! private loopback is), `/run` and `/var/run` covered with what fugue passes on purpose bound
 //! back, fugue's private directories covered with the pane's own bound back, and every `.git`
-//! (directory or a worktree's file) read-only on top. Metadata writes outside the roots (chmod,
+//! (directory or a worktree's file) read-only on top; a `/dev` of the pane's own (`dev`). Metadata writes outside the roots (chmod,
 //! chown, utimes, xattrs), which Landlock does not see, then fail with EROFS.
 //!
 //! The trees bound back are cloned (`open_tree`) before the root is made read-only, so each keeps
@@ -11,6 +11,8 @@
 //! later hides what must show. Mount points made in a directory a pane can write (the shared
 //! `/tmp`) are made one component at a time without following links, and mounted on through the
 //! descriptor, so a link another pane planted cannot steer a mount.
+
+mod dev;
 
 use super::launch_plan::Plan;
 use std::ffi::CString;
@@ -45,7 +47,13 @@ pub(crate) fn lay_out(plan: &Plan, cwd: &Path) -> Result<(), String> {
     let keep = clones(&plan.keep)?;
     let tmp = private_tmp(plan)?;
     let passed = clones(&passed_on(plan))?;
+    let devices = clones(&dev::devices())?;
     read_only(None, Path::new("/"))?;
+    tmpfs("fugue-dev", Path::new("/dev"), "mode=0755")?;
+    for (path, tree) in &devices {
+        attach(tree, &mount_point(path, false)?)?;
+    }
+    dev::fill()?;
     for (path, tree) in &tmp {
         attach(tree, &mount_point(path, true)?)?;
     }
@@ -65,15 +73,63 @@ pub(crate) fn lay_out(plan: &Plan, cwd: &Path) -> Result<(), String> {
         let point = mount_point(dir, true)?;
         tmpfs(&plan.tag, &fd_path(&point), "mode=0700")?;
     }
-    // A link in place of a `.git` is left alone: a bind on it would land where it leads.
-    for path in plan.git.iter() {
+    let (links, mut git): (Vec<&PathBuf>, Vec<PathBuf>) = (
+        plan.git.iter().filter(|p| is_link_path(p)).collect(),
+        plan.git.iter().filter(|p| !is_link_path(p)).cloned().collect(),
+    );
+    // Where a `.git` link leads is kept read-only as a `.git` is; the link itself is pinned.
+    git.extend(links.iter().filter_map(|link| std::fs::canonicalize(link).ok()));
+    pin_nested_repositories(plan, links.iter().copied().chain(&git))?;
+    for path in &git {
         let Ok(meta) = std::fs::symlink_metadata(path) else { continue };
-        if meta.is_symlink() {
-            continue;
-        }
         let tree = clone(path)?;
         read_only(Some(&tree), Path::new(""))?;
         attach(&tree, &mount_point(path, meta.is_dir())?)?;
+    }
+    links.into_iter().try_for_each(|link| pin_link(link))
+}
+
+fn is_link_path(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.is_symlink())
+}
+
+/// Binds the link at `path` on itself (`open_tree` without following it), so the pane can
+/// neither remove it nor put another in its place: a `.git` link swapped for one to a gitdir of
+/// the pane's made the person's next git run that gitdir's `core.fsmonitor`.
+fn pin_link(path: &Path) -> Result<(), String> {
+    let c = cstring(path)?;
+    let flags = OPEN_TREE_CLONE
+        | libc::O_CLOEXEC.cast_unsigned()
+        | libc::AT_SYMLINK_NOFOLLOW.cast_unsigned();
+    // SAFETY: `c` is a valid C string; open_tree returns a new descriptor or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_open_tree, libc::AT_FDCWD, c.as_ptr(), flags) };
+    let tree = owned(fd).map_err(|e| format!("open_tree {}: {e}", path.display()))?;
+    let parent = mount_point(path.parent().unwrap_or(Path::new("/")), true)?;
+    let name = path.file_name().map(|n| CString::new(n.as_bytes())).and_then(Result::ok);
+    let name = name.ok_or_else(|| format!("{}: no name", path.display()))?;
+    let how = libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    // SAFETY: `parent` is an open directory and `name` a valid C string.
+    let point = owned(unsafe { libc::openat(parent.as_raw_fd(), name.as_ptr(), how) }.into())
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    attach(&tree, &point)
+}
+
+/// Makes every directory between a writable root and a nested repository's `.git` a mount point
+/// (bound on itself), so the pane cannot rename it: else it moved the repository's work tree away
+/// (`mv sub subX`, the `.git` bind going with it) and made a `sub/.git` of its own in its place,
+/// whose `core.fsmonitor` the person's next `git status` in `sub` ran outside the sandbox.
+fn pin_nested_repositories<'a>(
+    plan: &Plan,
+    gits: impl Iterator<Item = &'a PathBuf>,
+) -> Result<(), String> {
+    let mut dirs = std::collections::BTreeSet::new();
+    for git in gits {
+        let Some(root) = plan.rw.iter().find(|root| git.starts_with(root)) else { continue };
+        let between = git.ancestors().skip(1).take_while(|dir| dir != root);
+        dirs.extend(between.filter(|dir| is_real_dir(dir)).map(Path::to_path_buf));
+    }
+    for dir in &dirs {
+        attach(&clone(dir)?, &mount_point(dir, true)?)?;
     }
     Ok(())
 }

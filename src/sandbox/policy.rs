@@ -340,7 +340,7 @@ pub(crate) fn git_dirs(roots: &[PathBuf]) -> Vec<PathBuf> {
             }
         }
     }
-    dirs.iter_mut().for_each(|d| *d = d.canonicalize().unwrap_or_else(|_| d.clone()));
+    dirs.iter_mut().for_each(|d| *d = canonical_keeping_link(d));
     dirs.sort();
     dirs.dedup();
     dirs
@@ -349,10 +349,22 @@ pub(crate) fn git_dirs(roots: &[PathBuf]) -> Vec<PathBuf> {
 /// Adds `dir`'s `.git`, or for a worktree its `.git` file and what that points to, to `dirs`.
 /// The file too: rewritten to name a git directory of the pane's own, whose config runs a
 /// command (`core.fsmonitor`), it would have the user's next `git status` run it.
+/// `path` with its directories resolved, its last component kept as it is when it is a link
+/// (which must be kept read-only itself, not only where it leads).
+fn canonical_keeping_link(path: &Path) -> PathBuf {
+    let link = std::fs::symlink_metadata(path).is_ok_and(|m| m.is_symlink());
+    let (Some(parent), Some(name), true) = (path.parent(), path.file_name(), link) else {
+        return path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    };
+    parent.canonicalize().map_or_else(|_| path.to_path_buf(), |p| p.join(name))
+}
+
 fn add_git_dir(dir: &Path, dirs: &mut Vec<PathBuf>) {
     let dot_git = dir.join(".git");
     let Ok(meta) = std::fs::symlink_metadata(&dot_git) else { return };
-    if meta.is_dir() {
+    // A link too (the launcher pins the link and binds where it leads read-only): left out, the
+    // pane swapped it for a link to a gitdir of its own, whose config the next git ran.
+    if meta.is_dir() || meta.is_symlink() {
         dirs.push(dot_git);
         return;
     }

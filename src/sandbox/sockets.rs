@@ -11,15 +11,14 @@
 //! only in the panes' private network namespace (elsewhere they would reach the host's, past
 //! Landlock's scope, which does not hold for the launcher). Other families are connected as asked.
 //!
-//! A `sendmsg` without an address is let through as it is: the kernel reads the header again, so
-//! a second thread that writes an address into it in between sends one datagram unchecked (a
-//! known limit; `/run`, where such sockets live, is covered). `sendmsg` with an address and
-//! ancillary data of the socket level (descriptors, credentials), and `sendmmsg` with any address,
-//! are refused.
+//! Every `sendmsg` and `sendmmsg` is sent by the launcher too (`send`): one let through as it
+//! was would have its header and socket read again by the kernel, after the check.
 
+mod send;
 mod target;
 
 use super::launch_plan::Plan;
+use send::{Address, Message, blocking};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -112,7 +111,6 @@ struct Resp {
 const NOTIF_RECV: libc::c_ulong = 0xc050_2100;
 const NOTIF_SEND: libc::c_ulong = 0xc018_2101;
 const NOTIF_ID_VALID: libc::c_ulong = 0x4008_2102;
-const FLAG_CONTINUE: u32 = 1;
 
 /// The most the launcher copies for one send: a stream socket takes the rest in the next call,
 /// as after any short send; a datagram this large is `EMSGSIZE` anyway (above `wmem_max`).
@@ -124,8 +122,6 @@ const MAX_ADDR: usize = 128;
 
 /// How the launcher answers one call.
 enum Answer {
-    /// Made by the kernel as the target asked (nothing to check).
-    Continue,
     /// Made by the launcher: the call's return value.
     Done(i64),
     Refused(Errno),
@@ -183,13 +179,13 @@ fn next(listener: &OwnedFd) -> Option<Notif> {
 }
 
 fn answer(listener: &OwnedFd, notif: &Notif, answer: &Answer) {
-    let (val, error, flags) = match *answer {
-        Answer::Continue => (0, 0, FLAG_CONTINUE),
-        Answer::Done(val) => (val, 0, 0),
-        Answer::Refused(e) => (0, -e, 0),
-        Answer::Later(_) => (0, -libc::EIO, 0),
+    let (val, error) = match *answer {
+        Answer::Done(val) => (val, 0),
+        Answer::Refused(e) => (0, -e),
+        Answer::Later(_) => (0, -libc::EIO),
     };
-    let mut resp = Resp { id: notif.id, val, error, flags };
+    // Never SECCOMP_USER_NOTIF_FLAG_CONTINUE: the kernel would read the call's memory again.
+    let mut resp = Resp { id: notif.id, val, error, flags: 0 };
     // SAFETY: the ioctl reads one seccomp_notif_resp from `resp`. It fails only when the caller
     // is gone, which leaves nothing to answer.
     unsafe { libc::ioctl(listener.as_raw_fd(), NOTIF_SEND, &raw mut resp) };
@@ -213,7 +209,7 @@ fn handle(listener: &OwnedFd, rules: &Rules, notif: &Notif) -> Answer {
             libc::SYS_connect => connect(&target, rules, args),
             libc::SYS_sendto => sendto(&target, rules, args),
             libc::SYS_sendmsg => sendmsg(&target, rules, args),
-            libc::SYS_sendmmsg => sendmmsg(&target, args),
+            libc::SYS_sendmmsg => sendmmsg(target, rules, args),
             _ => Err(libc::ENOSYS),
         }
     });
@@ -236,13 +232,6 @@ fn connect(target: &Target, rules: &Rules, args: [u64; 6]) -> Result<Answer, Err
     Ok(make())
 }
 
-/// Whether a connection on `socket` waits for its peer (no `O_NONBLOCK`).
-fn blocking(socket: &OwnedFd) -> bool {
-    // SAFETY: F_GETFL takes no pointer.
-    let flags = unsafe { libc::fcntl(socket.as_raw_fd(), libc::F_GETFL) };
-    flags >= 0 && flags & libc::O_NONBLOCK == 0
-}
-
 /// `sendto(fd, buf, len, flags, addr, addrlen)` with an address, made by the launcher.
 fn sendto(target: &Target, rules: &Rules, args: [u64; 6]) -> Result<Answer, Errno> {
     let socket = target.fd(args[0])?;
@@ -263,48 +252,69 @@ fn sendto(target: &Target, rules: &Rules, args: [u64; 6]) -> Result<Answer, Errn
     result(n as i64)
 }
 
-/// `sendmsg(fd, msg, flags)`: without an address, as it is; with one, made by the launcher with
-/// the data gathered and the address checked.
+/// `sendmsg(fd, msg, flags)`.
 fn sendmsg(target: &Target, rules: &Rules, args: [u64; 6]) -> Result<Answer, Errno> {
     let header = read_header(target, args[1])?;
-    if header.msg_name.is_null() || header.msg_namelen == 0 {
-        return Ok(Answer::Continue);
-    }
-    let socket = target.fd(args[0])?;
-    let addr = address(target, rules, header.msg_name as u64, header.msg_namelen.into())?;
-    let data = gather(target, &header)?;
-    let mut control =
-        target.read(header.msg_control as u64, size(header.msg_controllen as u64, 1 << 16)?)?;
-    if carries_socket_level(&control) {
-        return Err(libc::EPERM);
-    }
-    let mut iov = libc::iovec { iov_base: data.as_ptr() as *mut libc::c_void, iov_len: data.len() };
-    // SAFETY: an all-zero msghdr is valid; every pointer set below outlives the sendmsg.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_name = addr.as_ptr() as *mut libc::c_void;
-    msg.msg_namelen = addr.len();
-    msg.msg_iov = &raw mut iov;
-    msg.msg_iovlen = 1;
-    if !control.is_empty() {
-        msg.msg_control = control.as_mut_ptr().cast();
-        msg.msg_controllen = control.len();
-    }
-    // SAFETY: `msg` and what it points to are valid for the call.
-    let n = unsafe { libc::sendmsg(socket.as_raw_fd(), &raw const msg, flags(args[2])) };
-    result(n as i64)
+    let message = message(target, rules, target.fd(args[0])?, &header, flags(args[2]))?;
+    Ok(send(message, Answer::Done))
 }
 
-/// `sendmmsg(fd, msgs, n, flags)`: as it is when no message names an address, else refused.
-fn sendmmsg(target: &Target, args: [u64; 6]) -> Result<Answer, Errno> {
-    let count = size(args[2], MAX_IOV)?;
-    let size_of = std::mem::size_of::<libc::mmsghdr>();
-    let bytes = target.read(args[1], count * size_of)?;
-    let named = bytes.chunks_exact(size_of).any(|m| {
-        // SAFETY: each chunk is one mmsghdr's bytes; read_unaligned copies it out.
-        let m: libc::mmsghdr = unsafe { std::ptr::read_unaligned(m.as_ptr().cast()) };
-        !m.msg_hdr.msg_name.is_null() && m.msg_hdr.msg_namelen != 0
-    });
-    if named { Err(libc::EPERM) } else { Ok(Answer::Continue) }
+/// `sendmmsg(fd, msgs, n, flags)`: the first message only (a short count, which callers take
+/// as they take a short write), its length written back where the pane reads it.
+fn sendmmsg(target: Target, rules: &Rules, args: [u64; 6]) -> Result<Answer, Errno> {
+    if args[2] == 0 {
+        return Ok(Answer::Done(0));
+    }
+    let first = target.read(args[1], std::mem::size_of::<libc::mmsghdr>())?;
+    // SAFETY: the bytes are one mmsghdr's; read_unaligned copies them out. Its pointers are the
+    // target's and are only ever passed to `Target::read`.
+    let first: libc::mmsghdr = unsafe { std::ptr::read_unaligned(first.as_ptr().cast()) };
+    let message = message(&target, rules, target.fd(args[0])?, &first.msg_hdr, flags(args[3]))?;
+    let len_at = args[1] + std::mem::offset_of!(libc::mmsghdr, msg_len) as u64;
+    Ok(send(message, move |n| {
+        let sent = u32::try_from(n).unwrap_or(u32::MAX);
+        match target.write(len_at, &sent.to_ne_bytes()) {
+            Ok(()) => Answer::Done(1),
+            Err(e) => Answer::Refused(e),
+        }
+    }))
+}
+
+/// The message `header` describes, read from the target and checked.
+fn message(
+    target: &Target,
+    rules: &Rules,
+    socket: OwnedFd,
+    header: &libc::msghdr,
+    flags: libc::c_int,
+) -> Result<Message, Errno> {
+    let address = if header.msg_name.is_null() || header.msg_namelen == 0 {
+        None
+    } else {
+        Some(address(target, rules, header.msg_name as u64, header.msg_namelen.into())?)
+    };
+    let data = gather(target, header)?;
+    let mut control =
+        target.read(header.msg_control as u64, size(header.msg_controllen as u64, 1 << 16)?)?;
+    let passed = send::take_rights(target, &mut control)?;
+    Ok(Message { socket, address, data, control, _passed: passed, flags })
+}
+
+/// Sends `message` now when it need not wait, else in a thread of its own (as a blocking
+/// connect is made): the launcher answers the pane's other calls meanwhile. `done` makes the
+/// answer of the count sent.
+fn send(message: Message, done: impl FnOnce(i64) -> Answer + Send + 'static) -> Answer {
+    let waits = blocking(&message.socket) && message.flags & libc::MSG_DONTWAIT == 0;
+    match send::send_now(&message, if waits { libc::MSG_DONTWAIT } else { 0 }) {
+        Err(libc::EAGAIN) if waits => {
+            Answer::Later(Box::new(move || match send::send_now(&message, 0) {
+                Ok(n) => done(n),
+                Err(e) => Answer::Refused(e),
+            }))
+        }
+        Ok(n) => done(n),
+        Err(e) => Answer::Refused(e),
+    }
 }
 
 /// A socket address of the target's, checked and made the launcher's own: a Unix path becomes
@@ -331,46 +341,6 @@ fn address(target: &Target, rules: &Rules, ptr: u64, len: u64) -> Result<Address
     Ok(Address::through(socket))
 }
 
-/// A socket address the launcher passes to the kernel, with the descriptor a path goes through.
-struct Address {
-    storage: libc::sockaddr_storage,
-    len: libc::socklen_t,
-    _through: Option<OwnedFd>,
-}
-
-impl Address {
-    fn raw(bytes: &[u8]) -> Address {
-        // SAFETY: an all-zero sockaddr_storage is valid.
-        let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-        let n = bytes.len().min(std::mem::size_of::<libc::sockaddr_storage>());
-        // SAFETY: `n` bytes fit both the source and the storage.
-        unsafe {
-            std::ptr::copy_nonoverlapping(bytes.as_ptr(), (&raw mut storage).cast::<u8>(), n)
-        };
-        Address { storage, len: n as libc::socklen_t, _through: None }
-    }
-
-    fn through(socket: OwnedFd) -> Address {
-        let path = format!("/proc/self/fd/{}", socket.as_raw_fd());
-        let mut bytes = (libc::AF_UNIX as u16).to_ne_bytes().to_vec();
-        bytes.extend_from_slice(path.as_bytes());
-        bytes.push(0);
-        Address { _through: Some(socket), ..Address::raw(&bytes) }
-    }
-
-    fn family(&self) -> u16 {
-        self.storage.ss_family
-    }
-
-    fn as_ptr(&self) -> *const libc::sockaddr {
-        (&raw const self.storage).cast()
-    }
-
-    fn len(&self) -> libc::socklen_t {
-        self.len
-    }
-}
-
 fn read_header(target: &Target, ptr: u64) -> Result<libc::msghdr, Errno> {
     let bytes = target.read(ptr, std::mem::size_of::<libc::msghdr>())?;
     // SAFETY: the bytes are one msghdr's; read_unaligned copies them out. Its pointers are the
@@ -394,26 +364,6 @@ fn gather(target: &Target, header: &libc::msghdr) -> Result<Vec<u8>, Errno> {
         }
     }
     Ok(data)
-}
-
-/// Whether ancillary data holds a message of the socket level (descriptors, credentials), which
-/// would mean the launcher's descriptors or identity, not the target's.
-fn carries_socket_level(control: &[u8]) -> bool {
-    let header = std::mem::size_of::<libc::cmsghdr>();
-    let mut at = 0;
-    while at + header <= control.len() {
-        // SAFETY: `header` bytes from `at` are inside `control`; read_unaligned copies them out.
-        let cmsg: libc::cmsghdr =
-            unsafe { std::ptr::read_unaligned(control[at..].as_ptr().cast()) };
-        if cmsg.cmsg_level == libc::SOL_SOCKET {
-            return true;
-        }
-        if cmsg.cmsg_len < header {
-            return true; // malformed: the kernel would refuse it anyway
-        }
-        at += cmsg.cmsg_len.next_multiple_of(std::mem::size_of::<usize>());
-    }
-    false
 }
 
 /// A length the target gave, at most `max`.
@@ -454,21 +404,5 @@ mod tests {
         assert!(!rules.abstract_ok, "the host's network: no abstract sockets");
         let fallback = Rules::of(&Plan { fallback: true, ..plan });
         assert!(!fallback.allows(Path::new("/tmp/tmux-0/default")), "the host's /tmp");
-    }
-
-    #[test]
-    fn descriptors_and_credentials_in_ancillary_data_are_told() {
-        let cmsg = |level: i32, kind: i32| {
-            let header = libc::cmsghdr { cmsg_len: 20, cmsg_level: level, cmsg_type: kind };
-            let mut bytes = vec![0u8; 24];
-            // SAFETY: the buffer holds a cmsghdr; write_unaligned copies it in.
-            unsafe { std::ptr::write_unaligned(bytes.as_mut_ptr().cast(), header) };
-            bytes
-        };
-        let mut both = cmsg(libc::SOL_UDP, 103);
-        assert!(!carries_socket_level(&both), "a UDP segment size");
-        both.extend(cmsg(libc::SOL_SOCKET, libc::SCM_RIGHTS));
-        assert!(carries_socket_level(&both), "descriptors after it");
-        assert!(!carries_socket_level(&[]));
     }
 }

@@ -76,6 +76,21 @@ impl Target {
         Ok(buf)
     }
 
+    /// Writes `bytes` into the target's memory at `addr` (a count it reads back).
+    pub(super) fn write(&self, addr: u64, bytes: &[u8]) -> Result<(), Errno> {
+        let local =
+            libc::iovec { iov_base: bytes.as_ptr() as *mut libc::c_void, iov_len: bytes.len() };
+        let remote = libc::iovec { iov_base: addr as *mut libc::c_void, iov_len: bytes.len() };
+        // SAFETY: `local` points at `bytes`, which the kernel only reads.
+        let n = unsafe {
+            libc::process_vm_writev(self.tid, &raw const local, 1, &raw const remote, 1, 0)
+        };
+        if usize::try_from(n).ok() != Some(bytes.len()) {
+            return Err(libc::EFAULT);
+        }
+        Ok(())
+    }
+
     /// The target's descriptor `fd`: the same open file, shared.
     pub(super) fn fd(&self, fd: u64) -> Result<OwnedFd, Errno> {
         let fd = i32::try_from(fd).map_err(|_| libc::EBADF)?;
