@@ -300,7 +300,10 @@ fn temp_dirs() -> Vec<PathBuf> {
 fn hidden_now(policy: &Policy, keep: &[PathBuf]) -> Vec<PathBuf> {
     let mut hide: Vec<PathBuf> = policy.hidden.iter().filter(|p| p.exists()).cloned().collect();
     let uid = crate::procfs::euid();
-    for tmp in temp_dirs() {
+    // The private /tmp, /var/tmp and /dev/shm cover the host's whole: only a TMPDIR elsewhere is
+    // worth a look (a look at a busy /tmp costs a stat an entry, at every pane's start).
+    let covered = |dir: &PathBuf| mounts::PRIVATE_TMP.iter().any(|(at, _)| dir.starts_with(at));
+    for tmp in temp_dirs().into_iter().filter(|dir| !covered(dir)) {
         let Ok(entries) = std::fs::read_dir(&tmp) else { continue };
         for entry in entries.flatten() {
             use std::os::unix::fs::MetadataExt;
