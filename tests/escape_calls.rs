@@ -1,8 +1,8 @@
 //! Escapes through a call's own sandbox and through fugue's own work on a sandboxed tree (issue
 //! 30, items 1, 3, 4 and 5), each tried for real as root and as nobody: a call's `sandbox` on a
 //! server without one must be the whole sandbox (`.git` read-only, the network off); a worktree
-//! root's `.git` file must stay what it is; fugue's own git must not run what a stage planted;
-//! fugue's state must not follow a `.state` link out of the repository. The tests look at the
+//! root's `.git` file must stay what it is; fugue's own git must not run what a stage planted,
+//! nor commit a repository a stage made (the person's git would run its config); fugue's state must not follow a `.state` link out of the repository. The tests look at the
 //! file system and the host's listeners, not only at answers.
 
 use crate::sandbox::{failed, nobodys, outside, run, sandboxed, sandboxed_as_nobody};
@@ -325,4 +325,81 @@ fn state_case(f: &mut Fugue, dir: &Dir, victim: &Dir, who: &str) {
         .map(|e| json!(e.unwrap().file_name().to_string_lossy()))
         .collect();
     assert!(entries.is_empty(), "{who}: fugue made {entries:?} outside");
+}
+
+/// A stage that makes a repository inside its worktree, whose config runs a command, gets no
+/// gitlink committed: fugue's `git add --all` would stage it (mode 160000) and from then on the
+/// person's plain `git status` in the worktree recurses into it and runs the command, outside any
+/// sandbox. The stage fails, naming the path, and the person's git runs nothing. As root and as
+/// nobody.
+#[test]
+fn fugue_commits_no_repository_a_stage_made() {
+    let dir = outside("stage-sub");
+    let marker_dir = outside("stage-sub-marker");
+    let mut f = stage_server(&dir, false, None).unwrap();
+    nested_case(&mut f, &dir, &marker_dir.join("ran"), None);
+}
+
+#[test]
+fn fugue_commits_no_repository_a_stage_made_as_nobody() {
+    let dir = outside("stage-sub-nobody");
+    let marker_dir = outside("stage-sub-marker-nobody");
+    give_to_nobody(&marker_dir.path);
+    if let Some(mut f) = stage_server(&dir, false, Some(())) {
+        nested_case(&mut f, &dir, &marker_dir.join("ran"), Some("nobody"));
+    }
+}
+
+fn nested_case(f: &mut Fugue, dir: &Dir, marker: &Path, user: Option<&str>) {
+    let who = user.unwrap_or("root");
+    let repo = dir.join("repo");
+    let body = format!(
+        "git init -q sub && git -C sub config core.fsmonitor 'touch {}; true' && \
+         git -C sub -c user.name=a -c user.email=a@b commit -q --allow-empty -m x\n\
+         echo done >> feature.txt\necho implemented\n",
+        path_str(marker)
+    );
+    let implementer = crate::agent::script(dir, "implementer", &body);
+    let analyzer = crate::agent::approving_analyzer(dir);
+    give_to_nobody_if(who, &dir.path);
+    let created = f.call(
+        "fugue_agent_pipeline_create",
+        json!({"repo": path_str(&repo), "task": "t", "implementer": implementer,
+               "analyzer": analyzer, "limits": {"max_attempts": 1}}),
+    );
+    let id = created["pipeline_id"].as_str().unwrap().to_string();
+    let worktree = PathBuf::from(created["worktree"].as_str().unwrap());
+    let p = crate::agent::settle(f, &id);
+    // The person's plain git, outside any sandbox, in the worktree and in the repository.
+    for at in [&worktree, &repo] {
+        if at.exists() {
+            let _ = person_git(user).arg("-C").arg(at).arg("status").envs(GIT_ENV).output();
+        }
+    }
+    assert!(!marker.exists(), "{who}: the person's git status ran what the stage planted: {p}");
+    assert_eq!(person_says(user, &repo, &["ls-tree", "main", "sub"]), "", "{who}: merged: {p}");
+    assert_eq!(p["status"], "blocked", "{who}: {p}");
+    let said = p.to_string();
+    assert!(said.contains("made a nested repository at sub"), "{who}: names the path: {p}");
+    let index = person_says(user, &worktree, &["ls-files", "-s"]);
+    assert!(!index.contains("160000"), "{who}: the index keeps the gitlink: {index}");
+}
+
+/// The person's `git`, as `user` when given.
+fn person_git(user: Option<&str>) -> Command {
+    match user {
+        Some(user) => {
+            let mut cmd = Command::new("setpriv");
+            cmd.args(["--reuid", user, "--regid=nogroup", "--clear-groups", "git"]);
+            cmd
+        }
+        None => Command::new("git"),
+    }
+}
+
+/// What the person's `git ARGS` in `dir` prints.
+fn person_says(user: Option<&str>, dir: &Path, args: &[&str]) -> String {
+    let out = person_git(user).arg("-C").arg(dir).args(args).envs(GIT_ENV).output().unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }

@@ -15,6 +15,8 @@
 //! the pipeline's worktree git is told its git directory outright, after fugue has checked that the
 //! worktree's `.git` file still names the one fugue made — a `.git` rewritten to point at a
 //! directory of the stage's own, whose config says `core.fsmonitor = CMD`, would have git run CMD.
+//! Nor does fugue commit a repository a stage made in the worktree: the person's own git would
+//! recurse into it.
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::files::FileLock;
@@ -189,14 +191,16 @@ fn identity(dir: &Path) -> Result<Vec<&'static str>> {
     })
 }
 
-/// Commits whatever the agent left uncommitted in `repo`'s pipeline worktree `worktree`. Returns
-/// whether it committed.
-pub(crate) fn commit_all(repo: &Path, worktree: &Path, message: &str) -> Result<bool> {
+/// Commits whatever the agent left uncommitted in `repo`'s pipeline worktree `worktree`, whose
+/// branch started at `base`. Returns whether it committed. A repository the stage made inside the
+/// worktree is refused (see `refuse_nested`).
+pub(crate) fn commit_all(repo: &Path, worktree: &Path, base: &str, message: &str) -> Result<bool> {
     let at = checked_worktree(repo, worktree)?;
     let with = |args: &[&'static str]| -> Vec<String> {
         at.iter().cloned().chain(args.iter().map(|a| (*a).to_string())).collect()
     };
     git_strings(worktree, &with(&["add", "--all"]))?;
+    refuse_nested(worktree, &at, base)?;
     let diff = with(&["diff", "--cached", "--quiet", "--no-ext-diff", "--no-textconv"]);
     let diff: Vec<&str> = diff.iter().map(String::as_str).collect();
     if run(worktree, &diff)?.ok {
@@ -207,6 +211,48 @@ pub(crate) fn commit_all(repo: &Path, worktree: &Path, message: &str) -> Result<
     args.push(message.to_string());
     git_strings(worktree, &args)?;
     Ok(true)
+}
+
+/// Fails, naming the paths, when the index holds a gitlink (mode 160000, an embedded repository)
+/// that `base` lacks, and takes those entries out of the index. `git add --all` stages a
+/// repository a stage made as a gitlink; once in the index, the person's plain `git status` in the
+/// worktree recurses into it and runs what its config says (`core.fsmonitor`), unsandboxed.
+fn refuse_nested(worktree: &Path, at: &[String], base: &str) -> Result<()> {
+    let mut args = at.to_vec();
+    args.extend(
+        ["diff", "--cached", "--raw", "-z", "--no-renames", "--no-ext-diff", base]
+            .map(String::from),
+    );
+    let raw = git_strings(worktree, &args)?;
+    let added = new_gitlinks(&raw);
+    if added.is_empty() {
+        return Ok(());
+    }
+    let mut args = at.to_vec();
+    args.extend(["update-index", "--force-remove", "--"].map(String::from));
+    args.extend(added.iter().cloned());
+    git_strings(worktree, &args)?;
+    Err(Error::new(
+        ErrorKind::Git,
+        format!(
+            "the stage made a nested repository at {}; fugue commits no repository inside a \
+             worktree",
+            added.join(", ")
+        ),
+    ))
+}
+
+/// The paths `git diff --raw -z` says became gitlinks: `:OLD NEW SHA SHA STATUS\0PATH\0`.
+fn new_gitlinks(raw: &str) -> Vec<String> {
+    let mut fields = raw.split('\0');
+    let mut added = Vec::new();
+    while let (Some(head), Some(path)) = (fields.next(), fields.next()) {
+        let mut modes = head.trim_start_matches(':').split(' ');
+        if modes.next() != Some("160000") && modes.next() == Some("160000") {
+            added.push(path.to_string());
+        }
+    }
+    added
 }
 
 /// Commits on the HEAD of `repo`'s pipeline worktree `worktree` that `base` lacks.

@@ -414,7 +414,8 @@ impl Runner {
         let worktree = PathBuf::from(&self.pipeline.job.worktree);
         let repo = PathBuf::from(&self.pipeline.job.repo);
         let message = format!("fugue pipeline {}: implementer attempt {attempt}", self.id8());
-        match git::commit_all(&repo, &worktree, &message) {
+        let base = &self.pipeline.job.base_commit;
+        match git::commit_all(&repo, &worktree, base, &message) {
             Ok(true) => self.note(
                 "committed",
                 Some(StageType::Implementer),
