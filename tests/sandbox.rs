@@ -43,7 +43,7 @@ pub fn sandboxed_as_nobody_with(dir: &Path, args: &[&str], env: &[(&str, &str)])
 /// The fugue binary where `nobody` can run it: the one built, when every directory above it lets
 /// others through; else (a clone in a 0700 home) a link or a copy beside `outside`'s directories,
 /// made once per run of the tests, those of runs that are over removed.
-fn bin_for_nobody() -> std::path::PathBuf {
+pub fn bin_for_nobody() -> std::path::PathBuf {
     use std::os::unix::fs::PermissionsExt;
     static BIN: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
     let passable = |p: &Path| {

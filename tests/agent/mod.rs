@@ -45,8 +45,12 @@ echo "implemented attempt $n"
 }
 
 /// An analyzer that says `complete` through `fugue verdict`.
+/// An analyzer that approves, through fugue's own `verdict`: the binary where `nobody` can run it
+/// too (a stage of a fugue started as nobody, from a clone in a 0700 home).
 pub fn approving_analyzer(dir: &Dir) -> String {
-    script(dir, "analyzer", &format!("exec {BIN} verdict complete --reason 'looks right'\n"))
+    let bin = crate::sandbox::bin_for_nobody();
+    let line = format!("exec {} verdict complete --reason 'looks right'\n", bin.display());
+    script(dir, "analyzer", &line)
 }
 
 pub fn start(extra: &[(&str, &str)]) -> Fugue {
