@@ -326,13 +326,7 @@ fn a_pane_sees_only_its_own_processes() {
     let root = outside("esc-ps");
     let out = outside("esc-ps-sock");
     let _host = std::os::unix::net::UnixListener::bind(out.join("host-only.sock")).unwrap();
-    let mut f = sandboxed(&root.path, &["--sandbox", "workspace-write"], &[]);
-    processes_case(&mut f, "root");
-    drop(f);
-    let dir = nobodys("esc-ps-nobody");
-    if let Some(mut f) = sandboxed_as_nobody(&dir.path, &["--sandbox", "workspace-write"]) {
-        processes_case(&mut f, "nobody");
-    }
+    crate::sandbox::as_root_and_nobody(&root.path, "esc-ps-nobody", processes_case);
 }
 
 fn processes_case(f: &mut Fugue, who: &str) {

@@ -247,13 +247,7 @@ fn link_case(dir: &Dir, nobody: Option<()>, who: &str) {
 #[test]
 fn the_hosts_devices_are_out_of_reach() {
     let root = outside("esc-dev-root");
-    let mut f = sandboxed(&root.path, &["--sandbox", "workspace-write"], &[]);
-    devices_case(&mut f, "root");
-    drop(f);
-    let dir = nobodys("esc-dev-nobody");
-    if let Some(mut f) = sandboxed_as_nobody(&dir.path, &["--sandbox", "workspace-write"]) {
-        devices_case(&mut f, "nobody");
-    }
+    crate::sandbox::as_root_and_nobody(&root.path, "esc-dev-nobody", devices_case);
 }
 
 fn devices_case(f: &mut Fugue, who: &str) {

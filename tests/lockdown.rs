@@ -24,13 +24,7 @@ fn chown_nobody(path: &Path) {
 #[test]
 fn a_pane_holds_no_capability() {
     let root = Dir::new("lock-caps");
-    let mut f = sandboxed(&root.path, &["--sandbox", "workspace-write"], &[]);
-    no_capability_case(&mut f, "root");
-    drop(f);
-    let dir = nobodys("lock-caps-nobody");
-    if let Some(mut f) = sandboxed_as_nobody(&dir.path, &["--sandbox", "workspace-write"]) {
-        no_capability_case(&mut f, "nobody");
-    }
+    crate::sandbox::as_root_and_nobody(&root.path, "lock-caps-nobody", no_capability_case);
 }
 
 fn no_capability_case(f: &mut Fugue, who: &str) {

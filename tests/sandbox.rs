@@ -78,6 +78,18 @@ pub fn bin_for_nobody() -> std::path::PathBuf {
     .clone()
 }
 
+/// Runs `case` in a workspace-write fugue serving from `root` as root, then in one started as
+/// nobody from a directory `nobody` owns (named `nobody`); `case` gets who it runs as.
+pub fn as_root_and_nobody(root: &Path, nobody: &str, case: impl Fn(&mut Fugue, &str)) {
+    let mut f = sandboxed(root, &["--sandbox", "workspace-write"], &[]);
+    case(&mut f, "root");
+    drop(f);
+    let dir = nobodys(nobody);
+    if let Some(mut f) = sandboxed_as_nobody(&dir.path, &["--sandbox", "workspace-write"]) {
+        case(&mut f, "nobody");
+    }
+}
+
 /// A directory `nobody` owns, for an unprivileged fugue to work in.
 pub fn nobodys(name: &str) -> Dir {
     let dir = Dir::new(name);
