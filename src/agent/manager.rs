@@ -21,6 +21,7 @@ use crate::files::FileLock;
 use crate::ids::{new_id, short_id};
 use crate::mux::Mux;
 use crate::watch::Watch;
+use crate::words::Words;
 use crossbeam_channel::{Receiver, Sender, after, select};
 use parking_lot::Mutex;
 use std::collections::HashMap;
