@@ -1,6 +1,7 @@
 //! The registry of sessions, windows and panes.
 //!
-//! Sessions hold windows, windows hold panes, and every pane is also indexed by id. Ids are UUID v4;
+//! Sessions hold windows, windows hold panes, and every pane is also indexed by id. Ids are short
+//! handles (`ids::new_handle`: 8 hex digits, none the registry holds);
 //! every lookup also accepts the object's unique name. Panes are spawned outside the registry lock
 //! (a spawn forks and execs), with a reservation so that limits and names hold under concurrency.
 //! A reservation also takes the pane's place in its window before the spawn, so the pane starts at

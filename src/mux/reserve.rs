@@ -6,7 +6,6 @@
 use super::names::{name_taken, session_not_found, window_index, window_not_found};
 use super::tree::Inner;
 use crate::error::{Error, ErrorKind, Result};
-use crate::ids::new_id;
 use crate::layout;
 use crate::pane::{Above, Spec};
 use crate::watch::Watch;
@@ -167,7 +166,7 @@ impl Inner {
                 (s, w)
             }
         };
-        let id = new_id();
+        let id = self.new_handle();
         let session = &mut self.sessions[s];
         let window = &mut session.windows[w];
         window.panes.push(id.clone());
