@@ -67,8 +67,8 @@ fn main() -> ExitCode {
         [first, ..] if sandbox::Flags::is_flag(first) => serve_command(&words),
         ["serve", rest @ ..] => serve_command(rest),
         ["__server", name, flags @ ..] => match sandbox::Flags::parse(flags) {
-            Ok((flags, rest)) if rest.is_empty() => match install_sandbox(flags) {
-                Ok(()) => server::daemon::main(name),
+            Ok((flags, rest)) if rest.is_empty() => match sandbox_policy(flags) {
+                Ok(policy) => server::daemon::main(name, policy),
                 Err(why) => usage_error(&why),
             },
             _ => usage_error("__server takes a name and sandbox flags"),
@@ -169,25 +169,29 @@ fn serve_command(words: &[&str]) -> ExitCode {
         }
     };
     // A front's policy is what it asks of the shared server (which it starts with it).
-    if let Err(why) = install_sandbox(flags) {
-        return usage_error(&why);
-    }
+    let policy = match sandbox_policy(flags) {
+        Ok(policy) => policy,
+        Err(why) => return usage_error(&why),
+    };
     match shared {
-        Some(name) => server::front::serve(&name),
-        None => serve(),
+        Some(name) => server::front::serve(&name, &policy),
+        None => serve(policy),
     }
 }
 
-/// Sets the sandbox policy before anything starts; with a sandbox, fugue's temporary directories
-/// go into one private directory that the panes cannot see. Without one, fugue's directories are
-/// known all the same, for a call that asks for a sandbox of its own to cover them.
-fn install_sandbox(flags: sandbox::Flags) -> Result<(), String> {
+/// The server's sandbox policy, made before anything starts and handed to the runtime; with a
+/// sandbox, fugue's temporary directories go into one private directory that the panes cannot
+/// see. Without one, fugue's directories are known all the same, for a call that asks for a
+/// sandbox of its own to cover them.
+fn sandbox_policy(flags: sandbox::Flags) -> Result<Arc<sandbox::Policy>, String> {
     let policy = flags.policy(&own_cwd(), Vec::new())?;
     let mut hidden = vec![control::dir::path()];
-    if let Some(dir) = &config::config().state_dir {
+    let state_dir = &config::config().state_dir;
+    if let Some(dir) = state_dir {
         hidden.push(dir.clone());
     }
-    hidden.extend(sandbox::state_dirs(&policy.writable));
+    let state_in_roots = state_dir.is_none();
+    hidden.extend(sandbox::state_dirs(&policy.writable, state_in_roots));
     if let Ok(log) = server::log_path("default")
         && let Some(dir) = log.parent().and_then(std::path::Path::parent)
     {
@@ -200,11 +204,10 @@ fn install_sandbox(flags: sandbox::Flags) -> Result<(), String> {
     };
     let private = private.map_err(|e| e.to_string())?;
     hidden.push(private.clone());
-    sandbox::install(sandbox::Policy { hidden, private, ..policy });
-    Ok(())
+    Ok(Arc::new(sandbox::Policy { hidden, private, state_in_roots, ..policy }))
 }
 
-fn serve() -> ExitCode {
+fn serve(policy: Arc<sandbox::Policy>) -> ExitCode {
     let (stop_tx, stop_rx) = crossbeam_channel::bounded::<Stop>(8);
     let on_signal = stop_tx.clone();
     if let Err(e) = ctrlc::set_handler(move || {
@@ -212,7 +215,7 @@ fn serve() -> ExitCode {
     }) {
         log::warn(&format!("cannot install the signal handler: {e}"));
     }
-    let runtime = Arc::new(Runtime::start(true));
+    let runtime = Arc::new(Runtime::start(true, policy));
     let mcp = Arc::new(Mcp::new(runtime.clone(), own_cwd()));
     // Before the stdin loop starts, so the socket exists once the client has its first answer.
     let control = control::socket::start(mcp.clone(), Box::new(|| None))
@@ -269,10 +272,11 @@ fn call(name: &str, json: &str) -> ExitCode {
         Err(code) => return code,
     };
     // FUGUE_SANDBOX confines the call's panes as it does a server's.
-    if let Err(why) = sandbox::Flags::parse(&[]).and_then(|(flags, _)| install_sandbox(flags)) {
-        return usage_error(&why);
-    }
-    let runtime = Runtime::start(false);
+    let policy = match sandbox::Flags::parse(&[]).and_then(|(flags, _)| sandbox_policy(flags)) {
+        Ok(policy) => policy,
+        Err(why) => return usage_error(&why),
+    };
+    let runtime = Runtime::start(false, policy);
     let cancel = Arc::new(Cancel::default());
     let on_signal = cancel.clone();
     let _ = ctrlc::set_handler(move || on_signal.cancel());
@@ -290,10 +294,11 @@ fn call_shared(server: &str, name: &str, json: &str) -> ExitCode {
         Ok(checked) => checked,
         Err(code) => return code,
     };
-    if let Err(why) = sandbox::Flags::parse(&[]).and_then(|(flags, _)| install_sandbox(flags)) {
-        return usage_error(&why);
-    }
-    match server::front::call(server, tool.tool.name, &Value::Object(arguments)) {
+    let policy = match sandbox::Flags::parse(&[]).and_then(|(flags, _)| sandbox_policy(flags)) {
+        Ok(policy) => policy,
+        Err(why) => return usage_error(&why),
+    };
+    match server::front::call(server, tool.tool.name, &Value::Object(arguments), &policy) {
         Ok(result) => print_result(&result),
         Err(e) => {
             log::error(&e);

@@ -10,6 +10,7 @@
 use crate::agent::{self, manager::Manager};
 use crate::config::Config;
 use crate::mux::{Mux, Setup};
+use crate::sandbox::Policy;
 use crate::tempdir::TempDirs;
 use std::sync::Arc;
 
@@ -29,24 +30,29 @@ pub(crate) struct Runtime {
     pub(crate) shells: crate::shell::pool::Pool,
     /// Durable calls (MCP Tasks): they outlive the request, and in a shared server the front.
     pub(crate) tasks: crate::tool::task::Tasks,
+    /// The server's sandbox policy, fixed when it starts: a pane runs under it unless its call
+    /// asked for a stricter one (the mux puts the one it runs under in its `Spec`).
+    pub(crate) sandbox: Arc<Policy>,
     /// The settings and limits, read once as the runtime starts: what is built here gets its
     /// share at construction, and handlers read the rest from here.
     pub(crate) config: Config,
 }
 
 impl Runtime {
-    /// A runtime with no panes, its agent pipelines loaded from `FUGUE_STATE_DIR`. `drive` is false
-    /// for `fugue call`, which ends with its one call and so only reads pipelines.
-    pub(crate) fn start(drive: bool) -> Runtime {
+    /// A runtime with no panes under the server's sandbox `policy`, its agent pipelines loaded
+    /// from `FUGUE_STATE_DIR`. `drive` is false for `fugue call`, which ends with its one call and
+    /// so only reads pipelines.
+    pub(crate) fn start(drive: bool, sandbox: Arc<Policy>) -> Runtime {
         // Before any call makes directories of its own: those of fugues that were killed go.
         crate::tempdir::sweep_stale();
         let config = crate::config::config().clone();
         let temp_dirs = Arc::<TempDirs>::default();
         let shells = Arc::new(crate::shell::Shells(temp_dirs.clone()));
-        let mux = Arc::new(Mux::new(shells, Setup::of(&config)));
+        let setup = Setup { sandbox: sandbox.clone(), ..Setup::of(&config) };
+        let mux = Arc::new(Mux::new(shells, setup));
         let agents = agent::start(mux.clone(), agent::manager::Settings::of(&config), drive);
         let (shells, tasks) = (Default::default(), Default::default());
-        Runtime { mux, agents, temp_dirs, shells, tasks, config }
+        Runtime { mux, agents, temp_dirs, shells, tasks, sandbox, config }
     }
 
     /// Stops everything, in order: durable calls first, so none starts work on what is ending; then

@@ -40,11 +40,11 @@ with fugue_send_input (keys: names or {text}, in order), or give `responses` ({q
 answer}) up front. Output is cut to ~4 KB, keeping the last and error lines; `keep` (regex) \
 keeps more, omitted_since reads the rest.";
 
-/// The instructions, with the sandbox policy in one line when there is one.
-fn instructions() -> String {
-    match crate::sandbox::server().mode {
+/// The instructions, with the server's sandbox `policy` in one line when there is one.
+fn instructions(policy: &crate::sandbox::Policy) -> String {
+    match policy.mode {
         crate::sandbox::Mode::Off => INSTRUCTIONS.to_string(),
-        _ => format!("{INSTRUCTIONS} {}.", crate::sandbox::report_here()),
+        _ => format!("{INSTRUCTIONS} {}.", crate::sandbox::report_here(policy)),
     }
 }
 
@@ -131,7 +131,7 @@ impl Mcp {
         let (result, cacheable) = match req.method {
             "initialize" => (self.initialize(req.params), false),
             "ping" if era == Era::Legacy => (json!({}), false),
-            "server/discover" => (discover(), true),
+            "server/discover" => (discover(&self.runtime.sandbox), true),
             "tools/list" => (list_tools(req.params)?, true),
             "tools/call" => (self.call_tool(req)?, false),
             "subscriptions/listen" if era == Era::Modern => (listen(req), false),
@@ -194,7 +194,7 @@ impl Mcp {
                 "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}},
             },
             "serverInfo": server_info(),
-            "instructions": instructions(),
+            "instructions": instructions(&self.runtime.sandbox),
         })
     }
 
@@ -283,7 +283,7 @@ fn supported_versions() -> Vec<&'static str> {
     std::iter::once(MODERN).chain(LEGACY).collect()
 }
 
-fn discover() -> Value {
+fn discover(policy: &crate::sandbox::Policy) -> Value {
     json!({
         "supportedVersions": supported_versions(),
         "capabilities": {
@@ -291,7 +291,7 @@ fn discover() -> Value {
             "extensions": {tasks::EXTENSION: {}},
         },
         "serverInfo": server_info(),
-        "instructions": instructions(),
+        "instructions": instructions(policy),
     })
 }
 

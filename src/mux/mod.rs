@@ -106,6 +106,11 @@ impl Mux {
         Ok(inner.sessions[s].windows[w].id.clone())
     }
 
+    /// The server's sandbox policy: a new pane's unless its call asks for its own.
+    pub(crate) fn sandbox(&self) -> Arc<crate::sandbox::Policy> {
+        self.inner.lock().limits.sandbox.clone()
+    }
+
     /// The pane `key` names: see `Inner::find_pane`.
     pub(crate) fn pane(&self, key: &str) -> Result<Arc<Pane>> {
         self.inner.lock().find_pane(key).cloned()

@@ -186,7 +186,8 @@ impl Inner {
             scrollback: self.limits.scrollback,
             quiet: self.limits.quiet,
             above: None,
-            sandbox: args.sandbox.clone(),
+            sandbox: args.sandbox.clone().unwrap_or_else(|| self.limits.sandbox.clone()),
+            processes: self.limits.processes.clone(),
             roots: args.roots.clone(),
             keep: Vec::new(),
         };

@@ -48,16 +48,32 @@ pub(crate) struct Setup {
     /// How long a pane's silence makes a wait for the terminal a question
     /// (`FUGUE_INPUT_QUIET_MS`).
     pub(crate) quiet: Duration,
+    /// The server's sandbox policy: a pane's unless its call asked for its own.
+    pub(crate) sandbox: Arc<crate::sandbox::Policy>,
+    /// The last scan of every process's group, shared by the panes' activity looks.
+    pub(crate) processes: Arc<crate::pane::activity::ProcessTable>,
 }
 
 impl Setup {
-    /// The limits `config` sets.
+    /// The limits `config` sets, with no sandbox (the runtime sets the server's).
     pub(crate) fn of(config: &crate::config::Config) -> Setup {
         let (max_panes, max_sessions) = (config.max_panes, config.max_sessions);
         let (rows, cols, shell) = (config.rows, config.cols, config.shell.clone());
         let (integration, scrollback) = (config.shell_integration, config.scrollback_bytes);
         let quiet = Duration::from_millis(config.input_quiet_ms as u64);
-        Setup { max_panes, max_sessions, rows, cols, shell, integration, scrollback, quiet }
+        let (sandbox, processes) = (Arc::default(), Arc::default());
+        Setup {
+            max_panes,
+            max_sessions,
+            rows,
+            cols,
+            shell,
+            integration,
+            scrollback,
+            quiet,
+            sandbox,
+            processes,
+        }
     }
 }
 

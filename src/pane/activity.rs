@@ -17,10 +17,8 @@
 use super::Pane;
 use crate::log;
 use crate::words::words;
-use parking_lot::Mutex;
-use std::collections::HashMap;
 use std::fs;
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod goruntime;
@@ -29,7 +27,7 @@ mod proc;
 mod syscalls;
 mod terminal;
 
-pub(crate) use proc::one_scan;
+pub(crate) use proc::{ProcessTable, one_scan};
 use proc::{Wait, group_wait};
 use terminal::Terminal;
 
@@ -46,11 +44,9 @@ const FAST_GAP: Duration = Duration::from_millis(50);
 const RETRY_GAP: Duration = Duration::from_millis(250);
 /// How long a status probe's verdict stands for a pane that printed nothing since: a status
 /// listing (`fugue_list_sessions`, `fugue attach`'s view) asked again and again of many idle panes
-/// looks at /proc for each at most this often. Waits (`InputWatch`) always look afresh.
+/// looks at /proc for each at most this often. Waits (`InputWatch`) always look afresh. The pane
+/// keeps its last verdict (`Pane::probed`).
 const PROBE_REUSE: Duration = Duration::from_millis(250);
-/// The status probes' verdicts that stand, by pane id; those older than `PROBE_REUSE` go at each
-/// probe, so it holds no more than the panes probed in that time.
-static PROBES: LazyLock<Mutex<HashMap<String, Probe>>> = LazyLock::new(Mutex::default);
 
 words! {
     /// What a pane is doing, in the words every view gives it (and `fugue ls` reads back from the
@@ -77,26 +73,22 @@ pub(crate) fn probe(pane: &Pane) -> (Activity, Option<String>) {
         return (Activity::Busy, None);
     }
     let end = pane.output().end();
-    let mut probes = PROBES.lock();
-    // One clock read for them all: a listing probes every pane, so this runs panes² times.
-    let now = Instant::now();
-    probes.retain(|_, probe| now.saturating_duration_since(probe.at) < PROBE_REUSE);
-    if let Some(probe) = probes.get(&pane.id).filter(|p| p.end == end) {
+    let stands = |p: &&Probe| p.end == end && p.at.elapsed() < PROBE_REUSE;
+    if let Some(probe) = pane.probed.lock().as_ref().filter(stands) {
         return (probe.activity, probe.program.clone());
     }
-    drop(probes);
     let (activity, program) = match look(pane) {
         Look::Asks(asker) => (Activity::Input, asker.program),
         Look::Quiet(asker) if quiet_for >= pane.quiet => (Activity::Input, asker.program),
         Look::Quiet(_) | Look::Busy => (Activity::Busy, None),
     };
     let probe = Probe { at: Instant::now(), end, activity, program: program.clone() };
-    PROBES.lock().insert(pane.id.clone(), probe);
+    *pane.probed.lock() = Some(probe);
     (activity, program)
 }
 
 /// A status probe's verdict of a pane, while it stands (`PROBE_REUSE`).
-struct Probe {
+pub(crate) struct Probe {
     at: Instant,
     /// The pane's output end when it was made: a pane that printed since is looked at again.
     end: u64,
@@ -142,7 +134,7 @@ fn shell_at_prompt(pane: &Pane) -> bool {
 /// nothing else, and for how long? Busy when in doubt.
 pub(crate) fn look(pane: &Pane) -> Look {
     let Some(terminal) = Terminal::of(pane) else { return Look::Busy };
-    let (verdict, asker) = group_wait(&terminal);
+    let (verdict, asker) = group_wait(&terminal, &pane.processes);
     // The bench counts these lines to check that nothing looks while nothing waits.
     log::debug(&format!("activity probe of pane {}: {verdict:?}", pane.id));
     let own = u32::try_from(terminal.group) == Ok(pane.own_pid());

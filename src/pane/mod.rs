@@ -91,6 +91,10 @@ pub(crate) struct Pane {
     own: std::sync::OnceLock<u32>,
     /// The last directory read from /proc (`process_cwd`), while it stands.
     cwd_seen: Mutex<Option<CwdSeen>>,
+    /// The status probe's last verdict (`activity::probe`), while it stands.
+    pub(crate) probed: Mutex<Option<activity::Probe>>,
+    /// The scan of every process's group its looks share with the registry's other panes.
+    pub(crate) processes: Arc<activity::ProcessTable>,
 }
 
 /// How long a directory read from /proc stands while the pane prints nothing, as the activity
@@ -132,6 +136,8 @@ impl Pane {
             reaped: started.reaped,
             own: std::sync::OnceLock::new(),
             cwd_seen: Mutex::new(None),
+            probed: Mutex::new(None),
+            processes: spec.processes,
         }))
     }
 
@@ -354,7 +360,7 @@ pub(crate) fn close_panes(panes: &[&Pane]) -> Vec<Option<Exit>> {
     // A sandboxed pane's processes that left its session (`setsid`, double forks) died with its
     // pid namespace when its launcher ended.
     for pane in panes.iter().filter(|p| p.sandbox.mode != Mode::Off) {
-        sandbox::forget(&sandbox::tag(&pane.id));
+        sandbox::forget(&pane.sandbox, &sandbox::tag(&pane.id));
     }
     panes
         .iter()

@@ -73,8 +73,10 @@ pub(crate) struct Spec {
     pub(crate) quiet: Duration,
     /// What stands above the pane (a live shell), if anything.
     pub(crate) above: Option<Arc<dyn Above>>,
-    /// The pane's whole sandbox policy, when the call asked for one stricter than the server's.
-    pub(crate) sandbox: Option<Arc<Policy>>,
+    /// The pane's whole sandbox policy: the server's, or its call's own stricter one.
+    pub(crate) sandbox: Arc<Policy>,
+    /// The scan of every process's group the registry's panes share (`mux::Setup`).
+    pub(crate) processes: Arc<crate::pane::activity::ProcessTable>,
     /// The only writable roots, in place of the policy's (an agent stage's worktree).
     pub(crate) roots: Option<Vec<PathBuf>>,
     /// The pane's own private directories, reachable from inside its sandbox.
@@ -105,7 +107,7 @@ pub(crate) fn start(spec: &Spec) -> Result<Started> {
     let mut cmd = command_builder(spec, &cwd);
     let sandbox = confine(&mut cmd, spec)?;
     let child = pair.slave.spawn_command(cmd).map_err(|e| {
-        sandbox::forget(&sandbox::tag(&spec.id));
+        sandbox::forget(&spec.sandbox, &sandbox::tag(&spec.id));
         Error::new(ErrorKind::SpawnFailed, format!("cannot start {}: {e}", spec.program))
     })?;
     // Our copy of the slave must go, or the reader never sees end of file.
@@ -180,16 +182,16 @@ fn command_builder(spec: &Spec, cwd: &std::path::Path) -> CommandBuilder {
 /// neither `--pass-env` nor the call named. Returns the policy: the call's own whole one or the
 /// server's, narrowed to the spec's roots when it has some.
 fn confine(cmd: &mut CommandBuilder, spec: &Spec) -> Result<Arc<Policy>> {
-    let policy = spec.sandbox.clone().unwrap_or_else(|| sandbox::server().clone());
+    let policy = spec.sandbox.clone();
     if policy.mode == Mode::Off {
         return Ok(policy);
     }
-    let policy = match (&spec.roots, &spec.sandbox) {
-        (Some(roots), _) => Arc::new(sandbox::for_roots(&policy, roots)),
-        (None, Some(_)) => Arc::new(sandbox::with_git_now(&policy)),
-        (None, None) => policy,
+    let policy = match &spec.roots {
+        Some(roots) => Arc::new(sandbox::for_roots(&policy, roots)),
+        None if policy.git_due => Arc::new(sandbox::with_git_now(&policy)),
+        None => policy,
     };
-    sandbox::check_available()?;
+    sandbox::check_available(&policy)?;
     let mut keep = spec.keep.clone();
     keep.extend(spec.roots.iter().flatten().cloned());
     let plan = sandbox::plan(&policy, &keep, sandbox::tag(&spec.id))?;

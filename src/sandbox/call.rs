@@ -4,7 +4,7 @@
 //! policy would give it — `.git` found for its roots at that moment, fugue's directories covered,
 //! the network off unless the server's is on — so a call's sandbox is never half of one.
 
-use super::policy::{Mode, Policy, git_dirs, report, server};
+use super::policy::{Mode, Policy, git_dirs, report};
 use crate::error::{Error, Result};
 use crate::words::Words;
 use std::path::{Path, PathBuf};
@@ -20,46 +20,44 @@ pub(crate) struct Asked {
 }
 
 /// The whole policy of a pane whose call asked `asked`, from the caller's directory `dir`: the
-/// server's, tightened. Anything looser than the server's (a mode, a root outside its roots, the
-/// network on where it is off) is refused, naming the server's policy.
-pub(crate) fn for_call(asked: &Asked, dir: &Path) -> Result<Policy> {
-    let server = server();
+/// `server`'s, tightened. Anything looser than the server's (a mode, a root outside its roots,
+/// the network on where it is off) is refused, naming the server's policy.
+pub(crate) fn for_call(asked: &Asked, dir: &Path, server: &Policy) -> Result<Policy> {
     let mode = asked.mode.ok_or_else(|| Error::invalid("sandbox: mode is required"))?;
     if mode == Mode::Off || mode > server.mode {
-        return Err(looser(&format!("sandbox {:?}", mode.name())));
+        return Err(looser(server, &format!("sandbox {:?}", mode.name())));
     }
-    let writable = roots(asked, mode, dir)?;
+    let writable = roots(asked, mode, dir, server)?;
     let network = match asked.network {
-        Some(true) if !server.network => return Err(looser("network \"on\"")),
+        Some(true) if !server.network => return Err(looser(server, "network \"on\"")),
         Some(on) => on,
         // An unsandboxed server's network is on, but a sandbox's is off unless said otherwise.
         None => server.mode != Mode::Off && server.network,
     };
     let mut hidden = server.hidden.clone();
-    hidden.extend(state_dirs(&writable).filter(|d| !server.hidden.contains(d)));
-    // The `.git` to keep read-only is found when a pane starts (`with_git_now`): a call that
-    // runs in a shell already started under the same policy pays nothing for it.
-    Ok(Policy { mode, writable, network, git: Vec::new(), hidden, ..Policy::clone(server) })
+    let state = state_dirs(&writable, server.state_in_roots);
+    hidden.extend(state.filter(|d| !server.hidden.contains(d)));
+    // The `.git` to keep read-only: the server's for its own roots, else found when a pane
+    // starts (`with_git_now`), so a call that runs in a shell already started under the same
+    // policy pays nothing for it.
+    let same_roots = server.mode != Mode::Off && writable == server.writable;
+    let git = if same_roots { server.git.clone() } else { Vec::new() };
+    let git_due = !same_roots && !server.writable_git;
+    Ok(Policy { mode, writable, network, git, git_due, hidden, ..Policy::clone(server) })
 }
 
-/// A call's policy with the `.git` of its roots found now, as its pane starts.
+/// A call's policy with the `.git` of its roots found now, as its pane starts (when due).
 pub(crate) fn with_git_now(policy: &Policy) -> Policy {
-    let server = server();
-    let git = if policy.writable_git {
-        Vec::new()
-    } else if server.mode != Mode::Off && policy.writable == server.writable {
-        server.git.clone()
-    } else {
-        git_dirs(&policy.writable)
-    };
-    Policy { git, ..policy.clone() }
+    if !policy.git_due {
+        return policy.clone();
+    }
+    Policy { git: git_dirs(&policy.writable), git_due: false, ..policy.clone() }
 }
 
 /// The roots a call's pane writes: those it named, each within the server's roots (any, when the
 /// server has none); else the server's; else, on a server without a sandbox, the caller's
 /// directory, as `--sandbox` alone gives fugue's.
-fn roots(asked: &Asked, mode: Mode, dir: &Path) -> Result<Vec<PathBuf>> {
-    let server = server();
+fn roots(asked: &Asked, mode: Mode, dir: &Path, server: &Policy) -> Result<Vec<PathBuf>> {
     if mode == Mode::ReadOnly {
         if !asked.writable.is_empty() {
             return Err(Error::invalid("sandbox: writable needs mode \"workspace-write\""));
@@ -77,7 +75,7 @@ fn roots(asked: &Asked, mode: Mode, dir: &Path) -> Result<Vec<PathBuf>> {
         let real = resolve(dir, root)?;
         let within = server.writable.iter().any(|r| real.starts_with(r));
         if server.mode != Mode::Off && !within {
-            return Err(looser(&format!("writable {}", root.display())));
+            return Err(looser(server, &format!("writable {}", root.display())));
         }
         roots.push(real);
     }
@@ -99,10 +97,10 @@ fn resolve(dir: &Path, root: &Path) -> Result<PathBuf> {
     Ok(real)
 }
 
-fn looser(what: &str) -> Error {
+fn looser(server: &Policy, what: &str) -> Error {
     Error::invalid(format!(
         "{what} is looser than the server's policy ({}); a call can only tighten it",
-        report(server())
+        report(server)
     ))
 }
 
@@ -110,13 +108,12 @@ fn looser(what: &str) -> Error {
 /// `.git` found now and read-only.
 pub(crate) fn for_roots(base: &Policy, roots: &[PathBuf]) -> Policy {
     let git = if base.writable_git { Vec::new() } else { git_dirs(roots) };
-    Policy { writable: roots.to_vec(), git, ..base.clone() }
+    Policy { writable: roots.to_vec(), git, git_due: false, ..base.clone() }
 }
 
-/// Where agent pipelines keep their state in a root, when no `FUGUE_STATE_DIR` moves it: hidden
-/// from the panes (a stage's run directory is bound back for it).
-pub(crate) fn state_dirs(roots: &[PathBuf]) -> impl Iterator<Item = PathBuf> + '_ {
-    let in_roots = crate::config::config().state_dir.is_none();
+/// Where agent pipelines keep their state in a root, when `in_roots` (no `FUGUE_STATE_DIR` moves
+/// it): hidden from the panes (a stage's run directory is bound back for it).
+pub(crate) fn state_dirs(roots: &[PathBuf], in_roots: bool) -> impl Iterator<Item = PathBuf> + '_ {
     roots
         .iter()
         .filter(move |_| in_roots)
@@ -131,16 +128,17 @@ mod tests {
         Asked { mode: Some(mode), network, writable: writable.iter().map(PathBuf::from).collect() }
     }
 
-    /// Unit tests run without a server policy, as a server started without `--sandbox`.
+    /// A server started without `--sandbox`.
     #[test]
     fn on_a_server_without_a_sandbox_a_call_gets_a_whole_one() {
         let dir = std::env::temp_dir().canonicalize().unwrap();
-        let policy = for_call(&asked(Mode::WorkspaceWrite, None, &[]), &dir).unwrap();
+        let off = Policy::default();
+        let policy = for_call(&asked(Mode::WorkspaceWrite, None, &[]), &dir, &off).unwrap();
         assert_eq!(policy.writable, vec![dir.clone()], "the caller's directory");
         assert!(!policy.network, "a sandbox's network is off unless asked");
-        let on = for_call(&asked(Mode::WorkspaceWrite, Some(true), &["."]), &dir).unwrap();
+        let on = for_call(&asked(Mode::WorkspaceWrite, Some(true), &["."]), &dir, &off).unwrap();
         assert!(on.network);
-        let ro = for_call(&asked(Mode::ReadOnly, None, &[]), &dir).unwrap();
+        let ro = for_call(&asked(Mode::ReadOnly, None, &[]), &dir, &off).unwrap();
         assert!(ro.writable.is_empty() && ro.mode == Mode::ReadOnly);
     }
 
@@ -154,7 +152,7 @@ mod tests {
             (asked(Mode::Off, None, &[]), "looser"),
             (Asked::default(), "mode is required"),
         ] {
-            let err = for_call(&bad, &dir).unwrap_err();
+            let err = for_call(&bad, &dir, &Policy::default()).unwrap_err();
             assert!(err.message().contains(says), "{bad:?}: {}", err.message());
         }
     }

@@ -35,7 +35,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 pub(crate) use call::{Asked, for_call, for_roots, state_dirs, with_git_now};
-pub(crate) use policy::{Flags, Mode, Policy, flags_of, install, report, server};
+pub(crate) use policy::{Flags, Mode, Policy, flags_of, report};
 
 /// Whether a pane was ever sandboxed here (a call's sandbox, on a server without one).
 static SANDBOXED: AtomicBool = AtomicBool::new(false);
@@ -111,9 +111,8 @@ pub(crate) fn denied(policy: &Policy, output: &str) -> Option<String> {
     Some(line[..end].trim().to_string())
 }
 
-/// The server's policy as a shared server's hello carries it: `None` when off.
-pub(crate) fn policy_line() -> Option<String> {
-    let policy = server();
+/// A server's policy as a shared server's hello carries it: `None` when off.
+pub(crate) fn policy_line(policy: &Policy) -> Option<String> {
     (policy.mode != Mode::Off).then(|| report(policy))
 }
 
@@ -149,21 +148,21 @@ pub(crate) enum Means {
     Fallback,
 }
 
-/// How panes are sandboxed here, or why they cannot be.
-pub(crate) fn means() -> std::result::Result<Means, String> {
+/// How panes are sandboxed here, or why they cannot be: a fact of this kernel, found once by a
+/// probe under `policy` (the first one asked: the probe only needs fugue's directories from it).
+pub(crate) fn means(policy: &Policy) -> std::result::Result<Means, String> {
     static MEANS: OnceLock<std::result::Result<Means, String>> = OnceLock::new();
-    MEANS.get_or_init(find_means).clone()
+    MEANS.get_or_init(|| find_means(policy)).clone()
 }
 
-fn find_means() -> std::result::Result<Means, String> {
-    // A server without a sandbox probes what a call's sandbox would be: network off. The `.git`
-    // a plan must keep read-only is each plan's own question (see `fallback_plan`).
-    let server = server();
+fn find_means(policy: &Policy) -> std::result::Result<Means, String> {
+    // Without a sandbox the probe is what a call's sandbox would be: network off. The `.git` a
+    // plan must keep read-only is each plan's own question (see `fallback_plan`).
     // Made before anything is covered: a server without a sandbox has not made it.
     crate::tempdir::private_path(true).map_err(|e| e.message().to_string())?;
-    let probe = match server.mode {
-        Mode::Off => Policy { mode: Mode::WorkspaceWrite, network: false, ..Policy::clone(server) },
-        _ => Policy { git: Vec::new(), ..Policy::clone(server) },
+    let probe = match policy.mode {
+        Mode::Off => Policy { mode: Mode::WorkspaceWrite, network: false, ..Policy::clone(policy) },
+        _ => Policy { git: Vec::new(), ..Policy::clone(policy) },
     };
     let tried = plan_with(Means::Namespaces, &probe, &[], tag("probe"))
         .map_err(|e| e.message().to_string())
@@ -174,16 +173,16 @@ fn find_means() -> std::result::Result<Means, String> {
             let plan = plan_with(Means::Fallback, &probe, &[], tag("probe"))
                 .map_err(|e| e.message().to_string())?;
             let probed = launch::probe(&plan);
-            forget(&tag("probe"));
+            forget(&probe, &tag("probe"));
             probed.map(|()| Means::Fallback)
         }
         Err(why) => Err(why),
     }
 }
 
-/// Removes what a pane's sandbox left in fugue's private directory (the fallback's TMPDIR).
-pub(crate) fn forget(tag: &str) {
-    let policy = server();
+/// Removes what a pane's sandbox (under `policy`) left in fugue's private directory (the
+/// fallback's TMPDIR).
+pub(crate) fn forget(policy: &Policy, tag: &str) {
     if SANDBOXED.load(Ordering::Relaxed) && !policy.private.as_os_str().is_empty() {
         let _ = std::fs::remove_dir_all(policy.private.join(tag));
     }
@@ -193,7 +192,7 @@ pub(crate) fn forget(tag: &str) {
 /// `keep` are the pane's own private directories (its shell's records, its pipeline's files),
 /// which stay reachable and writable.
 pub(crate) fn plan(policy: &Policy, keep: &[PathBuf], tag: String) -> Result<launch::Plan> {
-    let means = means().map_err(|why| Error::new(ErrorKind::SandboxUnavailable, why))?;
+    let means = means(policy).map_err(|why| Error::new(ErrorKind::SandboxUnavailable, why))?;
     // fugue's private directory exists before it is covered, whether or not fugue itself uses it.
     crate::tempdir::private_path(true)?;
     SANDBOXED.store(true, Ordering::Relaxed);
@@ -331,16 +330,15 @@ fn is_fugue_private(name: &str) -> bool {
 
 /// Checks once, by starting the launcher for real, that this kernel can give the sandbox; every
 /// pane start after a failure fails the same way, naming what is missing.
-pub(crate) fn check_available() -> Result<()> {
-    means().map(|_| ()).map_err(|why| Error::new(ErrorKind::SandboxUnavailable, why))
+pub(crate) fn check_available(policy: &Policy) -> Result<()> {
+    means(policy).map(|_| ()).map_err(|why| Error::new(ErrorKind::SandboxUnavailable, why))
 }
 
 /// The policy in one line with how this kernel gives it, for the agent: `report`, plus what the
 /// fallback lacks, or why no pane can start.
-pub(crate) fn report_here() -> String {
-    let policy = server();
+pub(crate) fn report_here(policy: &Policy) -> String {
     let line = report(policy);
-    match (policy.mode, means()) {
+    match (policy.mode, means(policy)) {
         (Mode::Off, _) | (_, Ok(Means::Namespaces)) => line,
         (_, Ok(Means::Fallback)) => format!(
             "{line}; no user namespaces here, so: inet sockets refused (no loopback shared by \
@@ -353,8 +351,8 @@ pub(crate) fn report_here() -> String {
 /// Whether a connection to fugue's control or shared socket comes from a sandboxed process: one
 /// in another user namespace, or under more seccomp filters than fugue. Only a fugue that has
 /// sandboxed a pane asks (with the sandbox never used nothing changes).
-pub(crate) fn refuses_peer(pid: i32) -> bool {
-    if server().mode == Mode::Off && !SANDBOXED.load(Ordering::Relaxed) {
+pub(crate) fn refuses_peer(policy: &Policy, pid: i32) -> bool {
+    if policy.mode == Mode::Off && !SANDBOXED.load(Ordering::Relaxed) {
         return false;
     }
     let ns = |p: &str| std::fs::read_link(format!("/proc/{p}/ns/user")).ok();

@@ -1,4 +1,5 @@
-//! The sandbox's policy: its modes, what the person set (the server's, installed once), and the
+//! The sandbox's policy: its modes, what the person set (the server's, which the runtime owns and
+//! hands down: a pane's `Spec` carries the policy it runs under), and the
 //! policy in one line; the flags of `fugue serve` (`--sandbox`, `--writable`, `--network`,
 //! `--writable-git`, `--pass-env`, `--allow-unix-socket` and `FUGUE_SANDBOX`), parsed and resolved
 //! against the directory into a `Policy`, and written back out for a shared server; with the `.git`
@@ -6,21 +7,6 @@
 
 use crate::words::{Words, words};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
-
-static SERVER: OnceLock<Arc<Policy>> = OnceLock::new();
-
-/// Sets the server's policy, once, before any pane starts: with `off`, fugue's directories (for a
-/// call's own sandbox to cover) and nothing else.
-pub(crate) fn install(policy: Policy) {
-    let _ = SERVER.set(Arc::new(policy));
-}
-
-/// The server's policy (`off` unless one was installed).
-pub(crate) fn server() -> &'static Arc<Policy> {
-    static OFF: OnceLock<Arc<Policy>> = OnceLock::new();
-    SERVER.get().unwrap_or_else(|| OFF.get_or_init(Arc::default))
-}
 
 words! {
     /// How much a pane may write.
@@ -54,6 +40,13 @@ pub(crate) struct Policy {
     /// The `.git` directories (and a worktree's `.git` file) of the roots, found when the policy
     /// is set.
     pub(crate) git: Vec<PathBuf>,
+    /// A call's own policy over roots other than the server's: its `.git` are found as its pane
+    /// starts (`with_git_now`), so a call that runs in a shell already started under it pays
+    /// nothing for them.
+    pub(crate) git_due: bool,
+    /// Agent pipelines keep their state in the roots (no `FUGUE_STATE_DIR`): a call's roots have
+    /// theirs hidden too.
+    pub(crate) state_in_roots: bool,
     /// fugue's private directory for its temporary files (hidden like the others); a read-only
     /// pane's `TMPDIR` is made inside the empty file system that hides it.
     pub(crate) private: PathBuf,
@@ -70,6 +63,8 @@ impl Default for Policy {
             allow_unix: Vec::new(),
             hidden: Vec::new(),
             git: Vec::new(),
+            git_due: false,
+            state_in_roots: false,
             private: PathBuf::new(),
         }
     }
@@ -259,6 +254,8 @@ impl Flags {
             allow_unix,
             hidden,
             git,
+            git_due: false,
+            state_in_roots: false,
             private: PathBuf::new(),
         })
     }

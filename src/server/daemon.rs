@@ -15,6 +15,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::os::unix::net::UnixListener;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How long a new server waits for an ending one of the same name to let go of the pid lock.
@@ -22,7 +23,8 @@ const PID_LOCK_PATIENCE: Duration = Duration::from_secs(20);
 /// The log is cut back to nothing when it grows past this.
 pub(crate) const LOG_CAP: u64 = 1 << 20;
 
-pub(crate) fn main(name: &str) -> ExitCode {
+/// The shared server `name`, under the sandbox `policy` its front asked for.
+pub(crate) fn main(name: &str, policy: Arc<crate::sandbox::Policy>) -> ExitCode {
     let (paths, log) = match Paths::new(name).and_then(|p| Ok((super::log_path(name)?, p))) {
         Ok((log, paths)) => (paths, log),
         Err(e) => {
@@ -41,7 +43,7 @@ pub(crate) fn main(name: &str) -> ExitCode {
     crate::log::cap(LOG_CAP);
     crate::log::warn(&format!("server {name:?} starting, pid {}", std::process::id()));
     match bind(&paths) {
-        Ok((pid_lock, listener)) => host::run(paths, listener, pid_lock, ready),
+        Ok((pid_lock, listener)) => host::run(paths, listener, (pid_lock, policy), ready),
         Err(e) => {
             crate::log::error(&e.to_string());
             let _ = writeln!(ready, "error: {e}");

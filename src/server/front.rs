@@ -11,6 +11,7 @@ use super::{Census, FileLock, HELLO_TIMEOUT, Hello, Paths, Role};
 use crate::error::{Error, ErrorKind, Result};
 use crate::jsonrpc::{self, RpcError};
 use crate::line::{self, LineError, Next};
+use crate::sandbox::Policy;
 use parking_lot::Mutex;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -52,11 +53,11 @@ enum Found {
     Server(Box<Link>),
 }
 
-/// `fugue serve --shared NAME`: connects (starting the server if needed) and pipes until the
-/// client or the server is gone.
-pub(crate) fn serve(name: &str) -> ExitCode {
+/// `fugue serve --shared NAME`: connects (starting the server if needed, under `policy`) and
+/// pipes until the client or the server is gone.
+pub(crate) fn serve(name: &str, policy: &Policy) -> ExitCode {
     let limits = LineLimits::of(crate::config::config());
-    match Paths::new(name).and_then(|paths| open(&paths)) {
+    match Paths::new(name).and_then(|paths| open(&paths, policy)) {
         Ok(link) => pipe(link, limits),
         Err(e) => {
             crate::log::error(e.message());
@@ -83,12 +84,13 @@ impl LineLimits {
     }
 }
 
-/// Connects to server `paths.name` as a front, starting or replacing it as needed.
-pub(crate) fn open(paths: &Paths) -> Result<Link> {
+/// Connects to server `paths.name` as a front that asks for `policy`, starting or replacing it
+/// as needed.
+pub(crate) fn open(paths: &Paths, policy: &Policy) -> Result<Link> {
     for _ in 0..ATTEMPTS {
         match connect(paths, Role::Front)? {
             Found::Server(link) if link.server.proto == super::proto() => {
-                return same_sandbox(paths, *link);
+                return same_sandbox(paths, *link, policy);
             }
             Found::Server(link) => replace_or_refuse(paths, &link.server)?,
             Found::Closed => {}
@@ -97,12 +99,12 @@ pub(crate) fn open(paths: &Paths) -> Result<Link> {
                 let _starting = FileLock::take(&paths.lock)?;
                 match connect(paths, Role::Front)? {
                     Found::Server(link) if link.server.proto == super::proto() => {
-                        return same_sandbox(paths, *link);
+                        return same_sandbox(paths, *link, policy);
                     }
                     Found::Server(link) => replace_or_refuse(paths, &link.server)?,
                     Found::Closed => {}
                     Found::Unresponsive => return Err(unresponsive(paths)),
-                    Found::Nobody => start(paths)?,
+                    Found::Nobody => start(paths, policy)?,
                 }
             }
         }
@@ -177,8 +179,8 @@ fn own_cwd() -> Option<String> {
 
 /// The link, when the server's sandbox policy is the front's; a server's policy is fixed when it
 /// starts, so a front can never loosen (or change) it.
-fn same_sandbox(paths: &Paths, link: Link) -> Result<Link> {
-    let ours = crate::sandbox::policy_line();
+fn same_sandbox(paths: &Paths, link: Link, policy: &Policy) -> Result<Link> {
+    let ours = crate::sandbox::policy_line(policy);
     if link.server.sandbox == ours {
         return Ok(link);
     }
@@ -272,13 +274,13 @@ pub(crate) fn end_server(paths: &Paths) -> Result<()> {
 }
 
 /// Starts the server detached and waits for its ready line. The caller holds `NAME.lock`.
-fn start(paths: &Paths) -> Result<()> {
+fn start(paths: &Paths, policy: &Policy) -> Result<()> {
     let exe =
         std::env::current_exe().map_err(|e| Error::internal(format!("no current exe: {e}")))?;
     let mut child = Command::new(exe)
         .arg("__server")
         .arg(&paths.name)
-        .args(crate::sandbox::flags_of(crate::sandbox::server()))
+        .args(crate::sandbox::flags_of(policy))
         .env_remove("FUGUE_SERVER")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -483,9 +485,11 @@ pub(crate) fn call(
     name: &str,
     tool: &str,
     arguments: &Value,
+    policy: &Policy,
 ) -> std::result::Result<Value, String> {
     let paths = Paths::new(name).map_err(|e| e.message().to_string())?;
-    let Link { stream, mut input, .. } = open(&paths).map_err(|e| e.message().to_string())?;
+    let link = open(&paths, policy).map_err(|e| e.message().to_string())?;
+    let Link { stream, mut input, .. } = link;
     let messages = [
         jsonrpc::request(
             &json!(1),

@@ -95,11 +95,12 @@ impl Host {
     }
 }
 
-/// Runs the server until it ends; never returns to the caller's caller in practice.
+/// Runs the server, under the sandbox `policy` it was started with, until it ends; never returns
+/// to the caller's caller in practice.
 pub(crate) fn run(
     paths: Paths,
     listener: UnixListener,
-    pid_lock: FileLock,
+    (pid_lock, sandbox): (FileLock, Arc<crate::sandbox::Policy>),
     mut ready: std::fs::File,
 ) -> ExitCode {
     let (end_tx, end_rx) = crossbeam_channel::bounded::<End>(8);
@@ -109,7 +110,7 @@ pub(crate) fn run(
     }) {
         crate::log::warn(&format!("cannot install the signal handler: {e}"));
     }
-    let runtime = Arc::new(Runtime::start(true));
+    let runtime = Arc::new(Runtime::start(true, sandbox));
     let (wake_tx, wake_rx) = crossbeam_channel::bounded(1);
     let host = Arc::new(Host {
         paths,
@@ -168,7 +169,7 @@ impl Host {
             crate::log::warn("shared socket: refused a connection from another user");
             return;
         }
-        if crate::sandbox::refuses_peer(cred.pid) {
+        if crate::sandbox::refuses_peer(&self.runtime.sandbox, cred.pid) {
             crate::log::warn("shared socket: refused a connection from a sandboxed pane");
             return;
         }
@@ -219,7 +220,8 @@ impl Host {
         let _ = stream.set_read_timeout(None);
         let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
         let role = theirs.role.unwrap_or(Role::Probe);
-        let ours = Hello::new(None, Some(self.census()));
+        let mut ours = Hello::new(None, Some(self.census()));
+        ours.sandbox = crate::sandbox::policy_line(&self.runtime.sandbox);
         if (&stream).write_all(&ours.line()).is_err() {
             return;
         }

@@ -104,7 +104,7 @@ impl Hello {
             role,
             cwd: None,
             state,
-            sandbox: crate::sandbox::policy_line(),
+            sandbox: None,
         }
     }
 

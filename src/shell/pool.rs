@@ -63,7 +63,7 @@ impl Pool {
         dir: &Path,
         sandbox: Option<Arc<crate::sandbox::Policy>>,
     ) -> Result<Claim<'_>> {
-        let policy = sandbox.clone().unwrap_or_else(|| crate::sandbox::server().clone());
+        let policy = sandbox.clone().unwrap_or_else(|| mux.sandbox());
         let mut shells = self.shells.lock();
         // Shells that were closed or exited leave the pool on every use, so it holds no more than
         // the shells still running.

@@ -103,7 +103,7 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     // the command's own time: a short timeout_ms asks to leave a job running, not to fail it.
     let started_by = started + timeout.max(SHELL_START);
     // A shell of fugue's own is held from the choice until the command is typed.
-    let asked = super::asked_sandbox(args, ctx.cwd)?;
+    let asked = super::asked_sandbox(args, ctx.cwd, &ctx.sandbox)?;
     let (pane, claim) = match args.str("pane_id")? {
         Some(id) => (super::check_pane(ctx.mux.pane(id)?, asked.as_ref())?, None),
         None => {

@@ -61,14 +61,18 @@ pub(crate) fn check_pane(pane: Arc<Pane>, sandbox: Option<&Arc<Policy>>) -> Resu
 /// The `sandbox` a call asked for, a word or `{mode, network, writable}`, as the pane's whole
 /// policy (relative roots against `dir`, the caller's directory): the server's, tightened. Asking
 /// for more than it allows is `invalid_argument`, naming it.
-pub(crate) fn asked_sandbox(args: &Args<'_>, dir: &Path) -> Result<Option<Arc<Policy>>> {
+pub(crate) fn asked_sandbox(
+    args: &Args<'_>,
+    dir: &Path,
+    server: &Policy,
+) -> Result<Option<Arc<Policy>>> {
     let Some(value) = args.value("sandbox") else { return Ok(None) };
     let asked = match value {
         Value::String(word) => Asked { mode: Some(mode_of(word)?), ..Asked::default() },
         Value::Object(_) => asked_object(&Args::object("sandbox", value)?)?,
         _ => return Err(Error::invalid(sandbox_forms())),
     };
-    sandbox::for_call(&asked, dir).map(|policy| Some(Arc::new(policy)))
+    sandbox::for_call(&asked, dir, server).map(|policy| Some(Arc::new(policy)))
 }
 
 /// The forms `sandbox` takes, for its errors: the modes a call may ask for, by their words.

@@ -332,7 +332,7 @@ fn pane_args(ctx: &Ctx<'_>, args: &Args<'_>, name_key: Option<&str>) -> Result<P
         cwd: ctx.dir(args.path("cwd")?),
         env: args.env("env")?,
         integration: args.bool("integration")?.unwrap_or(INTEGRATION),
-        sandbox: super::asked_sandbox(args, ctx.cwd)?,
+        sandbox: super::asked_sandbox(args, ctx.cwd, &ctx.sandbox)?,
         roots: None,
     })
 }

@@ -143,7 +143,7 @@ fn run_parallel(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let started = Instant::now();
     let mut tasks = parse_tasks(args, ctx.cwd, ctx.config.max_regex_bytes)?;
     let responses: Vec<Option<Responses>> = tasks.iter_mut().map(|t| t.responses.take()).collect();
-    let sandbox = super::asked_sandbox(args, ctx.cwd)?;
+    let sandbox = super::asked_sandbox(args, ctx.cwd, &ctx.sandbox)?;
     tasks.iter_mut().for_each(|task| task.pane.sandbox.clone_from(&sandbox));
     let tiled = Placement::parse(args, "layout")? == Placement::Tiled;
     let timeout = crate::tools::common::run_timeout(args, TIMEOUT_MS)?;

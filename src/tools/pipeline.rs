@@ -111,7 +111,7 @@ fn run_pipeline(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let mut plan = parse_plan(args, ctx.cwd, &ctx.config)?;
     let responses: Vec<Option<Responses>> =
         plan.steps.iter_mut().map(|s| s.responses.take()).collect();
-    let sandbox = super::asked_sandbox(args, ctx.cwd)?;
+    let sandbox = super::asked_sandbox(args, ctx.cwd, &ctx.sandbox)?;
     let asked = sandbox.is_some();
     let user = &ctx.config.shell;
     let runs_steps = crate::shell::posix(user);

@@ -25,15 +25,17 @@ const AWAKE_GAP: Duration = Duration::from_millis(5);
 /// no list of a group); two agreeing looks are 50 ms or more apart, so each still sees the process
 /// table afresh. A view of many panes takes one scan of its own (`one_scan`).
 const SCAN_REUSE: Duration = Duration::from_millis(5);
-/// The last scan of every process's group, and when it ended.
-static SCAN: Mutex<Option<(Instant, Groups)>> = Mutex::new(None);
+/// The last scan of every process's group, and when it ended: one for the registry's panes
+/// (`mux::Setup`), shared by their looks.
+#[derive(Default, Debug)]
+pub(crate) struct ProcessTable(Mutex<Option<(Instant, Groups)>>);
 /// Every process on the machine with its process group.
 type Groups = Vec<(u32, i32)>;
 
 /// The scan of the view a thread is making (`one_scan`).
 #[derive(Default)]
 enum ViewScan {
-    /// It makes none: its looks share the timed scan (`SCAN`).
+    /// It makes none: its looks share the timed scan (`ProcessTable`).
     #[default]
     Off,
     /// It makes one, and none of its looks has scanned yet.
@@ -82,8 +84,8 @@ impl Wait {
 
 /// The foreground group's verdict: its processes' verdicts together (`Wait::and`). With it, a
 /// process that waits for the terminal: the program that asks, if it does.
-pub(super) fn group_wait(terminal: &Terminal) -> (Wait, Option<u32>) {
-    let members = group_members(terminal.group);
+pub(super) fn group_wait(terminal: &Terminal, table: &ProcessTable) -> (Wait, Option<u32>) {
+    let members = group_members(terminal.group, table);
     if members.is_empty() {
         return (Wait::Busy, None);
     }
@@ -150,8 +152,8 @@ pub(crate) fn one_scan<R>(make: impl FnOnce() -> R) -> R {
 }
 
 /// The processes whose process group is `group`: from the scan of the view this thread makes, or
-/// from a scan of every process's group that ended at most `SCAN_REUSE` ago.
-fn group_members(group: i32) -> Vec<u32> {
+/// from `table`'s scan of every process's group, if it ended at most `SCAN_REUSE` ago.
+fn group_members(group: i32, table: &ProcessTable) -> Vec<u32> {
     let in_group = |all: &Groups| -> Vec<u32> {
         all.iter().filter(|(_, g)| *g == group).map(|(pid, _)| *pid).collect()
     };
@@ -168,7 +170,7 @@ fn group_members(group: i32) -> Vec<u32> {
     if let Some(members) = viewed {
         return members;
     }
-    let mut scan = SCAN.lock();
+    let mut scan = table.0.lock();
     if scan.as_ref().is_none_or(|(at, _)| at.elapsed() >= SCAN_REUSE) {
         let all = process_groups();
         *scan = Some((Instant::now(), all));
