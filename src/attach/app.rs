@@ -6,9 +6,14 @@
 //! one is out of date (`changed`), at most once per `FRAME`, and never while a fetch is in flight,
 //! so a pane that prints without pause costs a bounded number of frames. Keys follow tmux: a prefix
 //! (C-b) and a command letter; without `--input` the prefix is optional.
+//!
+//! The state decides and asks through an `Outbox` (the control socket's `Sender`, or a recorder in
+//! the unit tests, `app/tests.rs`); where the focus goes is `focus.rs`, scroll mode `scroll.rs`.
 
+use super::focus::{self, Dir};
 use super::keys::{self, Key};
-use crate::control::view::{Area, PaneView, Target, WindowView};
+use super::scroll::{Scroll, Scrolled};
+use crate::control::view::{PaneView, Target, WindowView};
 use crate::control::wire::{Fault, Incoming, Sender};
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -23,42 +28,14 @@ const SCROLLBACK_LINES: u64 = 10_000;
 /// The most typed input held while no pane is focused yet (before the first view arrives).
 const MAX_HELD_INPUT: usize = 64 << 10;
 
-/// Looking back through one pane's output.
-pub(crate) struct Scroll {
-    pub(crate) pane: String,
-    /// The pane's text lines, `None` until they arrive.
-    pub(crate) lines: Option<Vec<String>>,
-    /// `lines` wrapped to `width` cells.
-    wrapped: Vec<String>,
-    width: usize,
-    /// Display lines between the bottom of the view and the newest line.
-    pub(crate) offset: usize,
-    /// Start one page up once the lines arrive (scroll mode entered with PageUp).
-    page_up: bool,
+/// Where the state's requests go: each gets an id its answer comes back with.
+pub(crate) trait Outbox {
+    fn send(&mut self, op: &str, params: Value) -> std::io::Result<u64>;
 }
 
-impl Scroll {
-    /// The display lines `top..bottom` to show in `height` rows of `width` cells.
-    pub(crate) fn window(&mut self, height: usize, width: usize) -> (&[String], usize, usize) {
-        if width != self.width
-            && let Some(lines) = &self.lines
-        {
-            self.wrapped = lines.iter().flat_map(|l| super::width::wrap(l, width)).collect();
-            self.width = width;
-        }
-        self.offset = self.offset.min(self.max(height));
-        let bottom = self.wrapped.len() - self.offset;
-        (&self.wrapped, bottom.saturating_sub(height), bottom)
-    }
-
-    /// The largest offset: the first line at the top of the view.
-    pub(crate) fn max(&self, height: usize) -> usize {
-        self.wrapped.len().saturating_sub(height)
-    }
-
-    fn by(&mut self, lines: isize, height: usize) {
-        let offset = self.offset.saturating_add_signed(lines);
-        self.offset = offset.min(self.max(height));
+impl Outbox for Sender {
+    fn send(&mut self, op: &str, params: Value) -> std::io::Result<u64> {
+        Sender::send(self, op, params)
     }
 }
 
@@ -78,17 +55,8 @@ enum Pending {
     Quiet,
 }
 
-/// A direction to move the focus in.
-#[derive(Clone, Copy)]
-enum Dir {
-    Up,
-    Down,
-    Left,
-    Right,
-}
-
 pub(crate) struct App {
-    sender: Sender,
+    sender: Box<dyn Outbox>,
     pub(crate) pid: u32,
     pub(crate) client: Option<String>,
     pub(crate) input: bool,
@@ -114,26 +82,15 @@ pub(crate) struct App {
     pub(crate) dirty: bool,
 }
 
-/// How far `to` lies from `from` in `dir`, if it lies that way and overlaps it across.
-fn distance(dir: Dir, from: Area, to: Area) -> Option<u16> {
-    let overlap = |a: u16, alen: u16, b: u16, blen: u16| a < b + blen && b < a + alen;
-    let rows = overlap(to.row, to.rows, from.row, from.rows);
-    let cols = overlap(to.col, to.cols, from.col, from.cols);
-    match dir {
-        Dir::Left if rows && to.col + to.cols <= from.col => Some(from.col - (to.col + to.cols)),
-        Dir::Right if rows && to.col >= from.col + from.cols => {
-            Some(to.col - (from.col + from.cols))
-        }
-        Dir::Up if cols && to.row + to.rows <= from.row => Some(from.row - (to.row + to.rows)),
-        Dir::Down if cols && to.row >= from.row + from.rows => {
-            Some(to.row - (from.row + from.rows))
-        }
-        _ => None,
-    }
-}
-
 impl App {
-    pub(crate) fn new(sender: Sender, info: &Value, input: bool, target: Target) -> App {
+    /// The state of an attach to the server `info` describes, showing `target` on a terminal of
+    /// `size` (rows, cols).
+    pub(crate) fn new(
+        sender: Box<dyn Outbox>,
+        info: &Value,
+        (input, target): (bool, Target),
+        size: (u16, u16),
+    ) -> App {
         let client = info["client"]["name"].as_str().map(|name| {
             let version = info["client"]["version"].as_str().unwrap_or("");
             if version.is_empty() { name.to_string() } else { format!("{name} {version}") }
@@ -150,7 +107,7 @@ impl App {
             help: false,
             scroll: None,
             flash: None,
-            size: super::term::size().unwrap_or((24, 80)),
+            size,
             pending: HashMap::new(),
             fetching: false,
             wanted: true,
@@ -206,12 +163,13 @@ impl App {
         }
     }
 
-    pub(crate) fn signal(&mut self, signal: libc::c_int) {
+    /// A signal; with SIGWINCH, the terminal's new `size` if it could be read.
+    pub(crate) fn signal(&mut self, signal: libc::c_int, size: Option<(u16, u16)>) {
         if signal != libc::SIGWINCH {
             self.leave = Some(Leave::Signal(signal));
             return;
         }
-        if let Some(size) = super::term::size() {
+        if let Some(size) = size {
             self.size = size;
         }
         // The window is sized to the new terminal at the next view.
@@ -277,31 +235,22 @@ impl App {
 
     fn scroll_key(&mut self, key: &Key) {
         let height = self.focused_height();
-        let page = isize::try_from(height.saturating_sub(1).max(1)).unwrap_or(isize::MAX);
         let Some(scroll) = self.scroll.as_mut() else { return };
-        match key {
-            Key::Named("PageUp") => scroll.by(page, height),
-            Key::Named("PageDown") | Key::Ctrl(b'f') | Key::Char(' ') => scroll.by(-page, height),
-            Key::Named("Up") | Key::Char('k') => scroll.by(1, height),
-            Key::Named("Down") | Key::Char('j') => scroll.by(-1, height),
-            Key::Named("Home") | Key::Char('g') => scroll.offset = usize::MAX,
-            Key::Named("End") | Key::Char('G') => scroll.offset = 0,
-            Key::Char('q') | Key::Named("Escape") | Key::Ctrl(b'c') => self.scroll = None,
-            _ => self.say("scrolling: PageUp/PageDown, Up/Down, Home/End; q leaves"),
+        match scroll.key(key, height) {
+            Scrolled::Moved => {}
+            Scrolled::Leave => self.scroll = None,
+            Scrolled::Unknown => {
+                self.say("scrolling: PageUp/PageDown, Up/Down, Home/End; q leaves")
+            }
         }
     }
 
     fn step_window(&mut self, step: isize) {
-        let Some(view) = &self.view else { return };
-        let count = view.windows.len();
-        if count == 0 {
+        let Some(target) = self.view.as_ref().and_then(|view| focus::step_window(view, step))
+        else {
             return;
-        }
-        // A window count and index fit an isize; the Euclidean remainder is never negative.
-        let at = view.current.unwrap_or(0).cast_signed();
-        let next = &view.windows[(at + step).rem_euclid(count.cast_signed()).cast_unsigned()];
-        self.target =
-            Target { session: Some(next.session_id.clone()), window: Some(next.window_id.clone()) };
+        };
+        self.target = target;
         self.focus = None;
         self.scroll = None;
         self.wanted = true;
@@ -310,20 +259,14 @@ impl App {
 
     fn step_pane(&mut self) {
         let Some(view) = &self.view else { return };
-        let at = view.panes.iter().position(|p| Some(&p.id) == self.focus.as_ref());
-        let next = at.map_or(0, |i| (i + 1) % view.panes.len().max(1));
-        self.set_focus(view.panes.get(next).map(|p| p.id.clone()));
+        let next = focus::next_pane(&view.panes, self.focus.as_ref());
+        self.set_focus(next);
     }
 
     /// Moves the focus to the nearest pane in `dir` that overlaps the focused one across it.
     fn move_focus(&mut self, dir: Dir) {
         let (Some(view), Some(from)) = (&self.view, self.focused().map(|p| p.rect)) else { return };
-        let best = view
-            .panes
-            .iter()
-            .filter_map(|p| Some((distance(dir, from, p.rect)?, p.id.clone())))
-            .min_by_key(|(distance, _)| *distance);
-        if let Some((_, id)) = best {
+        if let Some(id) = focus::nearest(&view.panes, from, dir) {
             self.set_focus(Some(id));
         }
     }
@@ -337,14 +280,7 @@ impl App {
 
     fn enter_scroll(&mut self, page_up: bool) {
         let Some(pane) = self.focus.clone() else { return };
-        self.scroll = Some(Scroll {
-            pane: pane.clone(),
-            lines: None,
-            wrapped: Vec::new(),
-            width: 0,
-            offset: 0,
-            page_up,
-        });
+        self.scroll = Some(Scroll::new(pane.clone(), page_up));
         self.request(
             "scrollback",
             json!({"pane": pane, "lines": SCROLLBACK_LINES}),
@@ -431,11 +367,7 @@ impl App {
                 return self.say(&fault.message);
             }
         };
-        scroll.lines = Some(lines);
-        scroll.width = 0;
-        if scroll.page_up {
-            scroll.offset = height.saturating_sub(1);
-        }
+        scroll.arrived(lines, height);
         self.dirty = true;
     }
 
@@ -481,3 +413,6 @@ impl App {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

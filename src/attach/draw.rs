@@ -7,7 +7,8 @@
 //! row is the status line. `Painter` writes only the rows that changed since the last frame, inside
 //! a synchronized update, with line wrap off, so nothing scrolls or flickers.
 
-use super::app::{App, Scroll};
+use super::app::App;
+use super::scroll::Scroll;
 use super::width::{fit, printable, sgr_only, str_width};
 use crate::control::view::{Area, PaneView, WindowView, state_words};
 use std::fmt::Write;

@@ -9,8 +9,10 @@
 
 mod app;
 mod draw;
+mod focus;
 mod keys;
 pub(crate) mod ls;
+mod scroll;
 mod term;
 mod width;
 
@@ -89,7 +91,8 @@ pub(crate) fn run(args: &[&str]) -> ExitCode {
         Err(e) => return fail(&e.to_string()),
     };
     let keys = read_keys();
-    let mut app = App::new(sender, &info, options.input, target);
+    let size = term::size().unwrap_or((24, 80));
+    let mut app = App::new(Box::new(sender), &info, (options.input, target), size);
     let leave = run_loop(&mut app, &keys, &incoming, &signals);
     drop(terminal);
     goodbye(&app, leave)
@@ -126,7 +129,7 @@ fn run_loop(
             },
             recv(signals) -> signal => {
                 if let Ok(signal) = signal {
-                    app.signal(signal);
+                    app.signal(signal, term::size());
                 }
             },
             recv(timer) -> _ => {},

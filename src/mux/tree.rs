@@ -51,7 +51,7 @@ pub(crate) struct Setup {
     /// The server's sandbox policy: a pane's unless its call asked for its own.
     pub(crate) sandbox: Arc<crate::sandbox::Policy>,
     /// The last scan of every process's group, shared by the panes' activity looks.
-    pub(crate) processes: Arc<crate::pane::activity::ProcessTable>,
+    pub(crate) processes: Arc<crate::pane::seen::ProcessTable>,
 }
 
 impl Setup {

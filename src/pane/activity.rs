@@ -16,7 +16,6 @@
 
 use super::Pane;
 use crate::log;
-use crate::words::words;
 use std::fs;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -27,7 +26,9 @@ mod proc;
 mod syscalls;
 mod terminal;
 
-pub(crate) use proc::{ProcessTable, one_scan};
+pub(crate) use super::seen::Activity;
+use super::seen::Probe;
+pub(crate) use proc::one_scan;
 use proc::{Wait, group_wait};
 use terminal::Terminal;
 
@@ -47,20 +48,6 @@ const RETRY_GAP: Duration = Duration::from_millis(250);
 /// looks at /proc for each at most this often. Waits (`InputWatch`) always look afresh. The pane
 /// keeps its last verdict (`Pane::probed`).
 const PROBE_REUSE: Duration = Duration::from_millis(250);
-
-words! {
-    /// What a pane is doing, in the words every view gives it (and `fugue ls` reads back from the
-    /// control socket's tree).
-    pub(crate) enum Activity {
-        /// Its shell waits at the prompt (only shell integration can say so).
-        Prompt = "prompt",
-        /// A command or program works.
-        Busy = "busy",
-        /// The program in the foreground waits for the terminal and has printed nothing for a
-        /// while.
-        Input = "input",
-    }
-}
 
 /// Busy or Input for a live pane right now, and the program that asks: Input if its foreground is
 /// blocked on the terminal with no timeout and printed nothing for `FAST_QUIET`, or waits for the
@@ -85,16 +72,6 @@ pub(crate) fn probe(pane: &Pane) -> (Activity, Option<String>) {
     let probe = Probe { at: Instant::now(), end, activity, program: program.clone() };
     *pane.probed.lock() = Some(probe);
     (activity, program)
-}
-
-/// A status probe's verdict of a pane, while it stands (`PROBE_REUSE`).
-pub(crate) struct Probe {
-    at: Instant,
-    /// The pane's output end when it was made: a pane that printed since is looked at again.
-    end: u64,
-    activity: Activity,
-    /// The program that asks, with `Input`.
-    program: Option<String>,
 }
 
 /// What one look at /proc says about the pane's terminal foreground.

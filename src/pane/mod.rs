@@ -22,6 +22,7 @@ pub(crate) mod process;
 pub(crate) mod ring;
 pub(crate) mod screen;
 pub(crate) mod search;
+pub(crate) mod seen;
 pub(crate) mod spawn;
 pub(crate) mod tail;
 pub(crate) mod text;
@@ -92,9 +93,9 @@ pub(crate) struct Pane {
     /// The last directory read from /proc (`process_cwd`), while it stands.
     cwd_seen: Mutex<Option<CwdSeen>>,
     /// The status probe's last verdict (`activity::probe`), while it stands.
-    pub(crate) probed: Mutex<Option<activity::Probe>>,
+    pub(crate) probed: Mutex<Option<seen::Probe>>,
     /// The scan of every process's group its looks share with the registry's other panes.
-    pub(crate) processes: Arc<activity::ProcessTable>,
+    pub(crate) processes: Arc<seen::ProcessTable>,
 }
 
 /// How long a directory read from /proc stands while the pane prints nothing, as the activity

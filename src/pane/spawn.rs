@@ -76,7 +76,7 @@ pub(crate) struct Spec {
     /// The pane's whole sandbox policy: the server's, or its call's own stricter one.
     pub(crate) sandbox: Arc<Policy>,
     /// The scan of every process's group the registry's panes share (`mux::Setup`).
-    pub(crate) processes: Arc<crate::pane::activity::ProcessTable>,
+    pub(crate) processes: Arc<super::seen::ProcessTable>,
     /// The only writable roots, in place of the policy's (an agent stage's worktree).
     pub(crate) roots: Option<Vec<PathBuf>>,
     /// The pane's own private directories, reachable from inside its sandbox.

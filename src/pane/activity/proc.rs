@@ -7,7 +7,7 @@
 use super::terminal::Terminal;
 use super::{goruntime, syscalls};
 use crate::log;
-use parking_lot::Mutex;
+use crate::pane::seen::{Groups, ProcessTable};
 use std::cell::RefCell;
 use std::fs;
 use std::io::ErrorKind;
@@ -25,12 +25,6 @@ const AWAKE_GAP: Duration = Duration::from_millis(5);
 /// no list of a group); two agreeing looks are 50 ms or more apart, so each still sees the process
 /// table afresh. A view of many panes takes one scan of its own (`one_scan`).
 const SCAN_REUSE: Duration = Duration::from_millis(5);
-/// The last scan of every process's group, and when it ended: one for the registry's panes
-/// (`mux::Setup`), shared by their looks.
-#[derive(Default, Debug)]
-pub(crate) struct ProcessTable(Mutex<Option<(Instant, Groups)>>);
-/// Every process on the machine with its process group.
-type Groups = Vec<(u32, i32)>;
 
 /// The scan of the view a thread is making (`one_scan`).
 #[derive(Default)]
