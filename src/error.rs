@@ -5,70 +5,46 @@
 //! to do about it. Protocol faults (bad JSON-RPC) never become an `Error`: `rpc` answers them with
 //! JSON-RPC error codes directly.
 
+use crate::words::{Words, words};
 use std::fmt;
 
 pub(crate) type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// What kind of failure, with one stable code word per kind.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum ErrorKind {
-    /// An argument has the wrong type, is out of range, or is unknown.
-    InvalidArgument,
-    PaneNotFound,
-    WindowNotFound,
-    SessionNotFound,
-    PipelineNotFound,
-    /// A regular expression did not compile or is over the size limit.
-    InvalidRegex,
-    /// The working directory does not exist or is not a directory.
-    BadCwd,
-    /// A process could not be started.
-    SpawnFailed,
-    /// A sandbox was asked for and this kernel cannot make it; nothing is run unsandboxed.
-    SandboxUnavailable,
-    /// A hard limit (panes, sessions, calls, pipelines) is reached.
-    LimitReached,
-    /// A name is already taken.
-    NameTaken,
-    /// The operation needs a running pane, and the pane has exited.
-    PaneExited,
-    /// The pane was closed while the call waited on it.
-    PaneClosed,
-    /// The pane's shell is running a command, so nothing is typed into it.
-    PaneBusy,
-    /// The request was cancelled by the client.
-    Cancelled,
-    /// A git operation failed.
-    Git,
-    /// The operation is not allowed in the object's current state.
-    InvalidState,
-    Io,
-    Internal,
-}
-
-impl ErrorKind {
-    pub(crate) fn code(self) -> &'static str {
-        match self {
-            ErrorKind::InvalidArgument => "invalid_argument",
-            ErrorKind::PaneNotFound => "pane_not_found",
-            ErrorKind::WindowNotFound => "window_not_found",
-            ErrorKind::SessionNotFound => "session_not_found",
-            ErrorKind::PipelineNotFound => "pipeline_not_found",
-            ErrorKind::InvalidRegex => "invalid_regex",
-            ErrorKind::BadCwd => "bad_cwd",
-            ErrorKind::SpawnFailed => "spawn_failed",
-            ErrorKind::SandboxUnavailable => "sandbox_unavailable",
-            ErrorKind::LimitReached => "limit_reached",
-            ErrorKind::NameTaken => "name_taken",
-            ErrorKind::PaneExited => "pane_exited",
-            ErrorKind::PaneClosed => "pane_closed",
-            ErrorKind::PaneBusy => "pane_busy",
-            ErrorKind::Cancelled => "cancelled",
-            ErrorKind::Git => "git_failed",
-            ErrorKind::InvalidState => "invalid_state",
-            ErrorKind::Io => "io_error",
-            ErrorKind::Internal => "internal",
-        }
+words! {
+    /// What kind of failure, with one stable code word per kind.
+    pub(crate) enum ErrorKind {
+        /// An argument has the wrong type, is out of range, or is unknown.
+        InvalidArgument = "invalid_argument",
+        PaneNotFound = "pane_not_found",
+        WindowNotFound = "window_not_found",
+        SessionNotFound = "session_not_found",
+        PipelineNotFound = "pipeline_not_found",
+        /// A regular expression did not compile or is over the size limit.
+        InvalidRegex = "invalid_regex",
+        /// The working directory does not exist or is not a directory.
+        BadCwd = "bad_cwd",
+        /// A process could not be started.
+        SpawnFailed = "spawn_failed",
+        /// A sandbox was asked for and this kernel cannot make it; nothing is run unsandboxed.
+        SandboxUnavailable = "sandbox_unavailable",
+        /// A hard limit (panes, sessions, calls, pipelines) is reached.
+        LimitReached = "limit_reached",
+        /// A name is already taken.
+        NameTaken = "name_taken",
+        /// The operation needs a running pane, and the pane has exited.
+        PaneExited = "pane_exited",
+        /// The pane was closed while the call waited on it.
+        PaneClosed = "pane_closed",
+        /// The pane's shell is running a command, so nothing is typed into it.
+        PaneBusy = "pane_busy",
+        /// The request was cancelled by the client.
+        Cancelled = "cancelled",
+        /// A git operation failed.
+        Git = "git_failed",
+        /// The operation is not allowed in the object's current state.
+        InvalidState = "invalid_state",
+        Io = "io_error",
+        Internal = "internal",
     }
 }
 
@@ -100,7 +76,7 @@ impl Error {
     }
 
     pub(crate) fn code(&self) -> &'static str {
-        self.kind.code()
+        self.kind.name()
     }
 
     pub(crate) fn message(&self) -> &str {
@@ -128,31 +104,10 @@ mod tests {
 
     #[test]
     fn codes_are_distinct_words() {
-        let kinds = [
-            ErrorKind::InvalidArgument,
-            ErrorKind::PaneNotFound,
-            ErrorKind::WindowNotFound,
-            ErrorKind::SessionNotFound,
-            ErrorKind::PipelineNotFound,
-            ErrorKind::InvalidRegex,
-            ErrorKind::BadCwd,
-            ErrorKind::SpawnFailed,
-            ErrorKind::SandboxUnavailable,
-            ErrorKind::LimitReached,
-            ErrorKind::NameTaken,
-            ErrorKind::PaneExited,
-            ErrorKind::PaneClosed,
-            ErrorKind::PaneBusy,
-            ErrorKind::Cancelled,
-            ErrorKind::Git,
-            ErrorKind::InvalidState,
-            ErrorKind::Io,
-            ErrorKind::Internal,
-        ];
-        let mut codes: Vec<_> = kinds.iter().map(|k| k.code()).collect();
+        let mut codes = ErrorKind::names();
         assert!(codes.iter().all(|c| c.chars().all(|ch| ch.is_ascii_lowercase() || ch == '_')));
         codes.sort();
         codes.dedup();
-        assert_eq!(codes.len(), kinds.len());
+        assert_eq!(codes.len(), ErrorKind::VALUES.len());
     }
 }

@@ -99,13 +99,11 @@ impl Control {
         }
     }
 
-    /// Sends a request and returns its answer (`ok` or `error` object), skipping events.
-    fn call(&mut self, op: &str, params: Value) -> Value {
+    /// Sends a JSON-RPC request and returns its answer, skipping notifications.
+    fn call(&mut self, method: &str, params: Value) -> Value {
         let id = self.next_id;
         self.next_id += 1;
-        let mut request = params;
-        request["id"] = json!(id);
-        request["op"] = json!(op);
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         self.send_line(&request.to_string());
         loop {
             let line = self.line().expect("an answer before the end");
@@ -115,16 +113,21 @@ impl Control {
         }
     }
 
-    fn ok(&mut self, op: &str, params: Value) -> Value {
-        let answer = self.call(op, params.clone());
-        assert!(answer.get("ok").is_some(), "{op} {params} failed: {answer}");
-        answer["ok"].clone()
+    fn ok(&mut self, method: &str, params: Value) -> Value {
+        let answer = self.call(method, params.clone());
+        assert!(answer.get("result").is_some(), "{method} {params} failed: {answer}");
+        answer["result"].clone()
     }
 
-    fn error(&mut self, op: &str, params: Value) -> Value {
-        let answer = self.call(op, params.clone());
-        assert!(answer.get("error").is_some(), "{op} {params} should fail: {answer}");
+    fn error(&mut self, method: &str, params: Value) -> Value {
+        let answer = self.call(method, params.clone());
+        assert!(answer.get("error").is_some(), "{method} {params} should fail: {answer}");
         answer["error"].clone()
+    }
+
+    /// The stable word of a failed request: its error's `data.code`, as a tool's error has it.
+    fn fails(&mut self, method: &str, params: Value) -> Value {
+        self.error(method, params)["data"]["code"].clone()
     }
 }
 
@@ -378,16 +381,24 @@ fn the_control_protocol_answers_and_refuses_clearly() {
     let info = c.ok("hello", json!({}));
     assert_eq!(info["pid"], w.fugue.pid());
     assert_eq!(info["input"], false);
-    assert_eq!(c.error("launch", json!({}))["code"], "unknown_op");
+    assert_eq!(c.error("launch", json!({}))["code"], -32601, "method not found");
     c.send_line("{not json");
-    assert_eq!(c.line().unwrap()["error"]["code"], "bad_request");
-    assert_eq!(c.error("input", json!({"pane": shell, "data": "x"}))["code"], "read_only");
-    assert_eq!(c.error("scrollback", json!({"pane": "nope"}))["code"], "pane_not_found");
-    assert_eq!(c.error("window", json!({"rows": 0}))["code"], "invalid_argument");
+    assert_eq!(c.line().unwrap()["error"]["code"], -32700, "parse error");
+    c.send_line(r#"{"jsonrpc": "2.0", "id": 99, "op": "info"}"#);
+    assert_eq!(c.line().unwrap()["error"]["code"], -32600, "the old protocol is no request");
+    let typed = c.error("input", json!({"pane": shell, "data": "x"}));
+    assert_eq!(typed["data"]["code"], "invalid_state");
+    assert!(typed["message"].as_str().unwrap().contains("read-only"), "{typed}");
+    assert_eq!(c.fails("scrollback", json!({"pane": "nope"})), "pane_not_found");
+    let rows = c.error("window", json!({"rows": 0}));
+    assert_eq!(
+        (&rows["code"], &rows["data"]["code"]),
+        (&json!(-32602), &json!("invalid_argument"))
+    );
     let small = json!({"session": "0", "window": "0", "rows": 1, "cols": 80});
-    assert_eq!(c.error("resize", small)["code"], "invalid_argument");
+    assert_eq!(c.fails("resize", small), "invalid_argument");
     let gone = json!({"session": "nope", "window": "0", "rows": 20, "cols": 80});
-    assert_eq!(c.error("resize", gone)["code"], "session_not_found");
+    assert_eq!(c.fails("resize", gone), "session_not_found");
     // Still serving after all that.
     assert_eq!(c.ok("info", json!({}))["pid"], w.fugue.pid());
 
@@ -416,7 +427,7 @@ fn the_control_protocol_answers_and_refuses_clearly() {
     assert_eq!((named["missing"].clone(), named["current"].clone()), (json!(false), json!(0)));
 
     c.send_line(&"x".repeat(70 << 10));
-    assert_eq!(c.line().unwrap()["error"]["code"], "bad_request");
+    assert_eq!(c.line().unwrap()["error"]["code"], -32600, "an over-long line is no request");
     assert!(c.line().is_none(), "an over-long line ends the connection");
     // Other connections are unaffected.
     assert_eq!(w.control().ok("info", json!({}))["pid"], w.fugue.pid());
@@ -448,12 +459,12 @@ fn a_watched_view_is_told_when_it_goes_out_of_date() {
     let mut c = w.control();
     let before = c.ok("window", json!({"rows": 20, "cols": 80, "watch": true}));
     w.fugue.call("fugue_send_input", json!({"pane_id": cat, "input": "one", "submit": true}));
-    assert_eq!(c.line().unwrap(), json!({"event": "changed"}));
+    assert_eq!(c.line().unwrap(), json!({"jsonrpc": "2.0", "method": "changed"}));
     // Disarmed until the client looks again: the next line is the answer, then one more event.
     let after = c.ok("window", json!({"rows": 20, "cols": 80, "watch": true}));
     assert_ne!(before["panes"][0]["lines"], after["panes"][0]["lines"]);
     w.fugue.call("fugue_create_window", json!({"session_id": "0", "command": "exec cat"}));
-    assert_eq!(c.line().unwrap(), json!({"event": "changed"}));
+    assert_eq!(c.line().unwrap(), json!({"jsonrpc": "2.0", "method": "changed"}));
     let view = c.ok("window", json!({"rows": 20, "cols": 80}));
     assert_eq!(view["current"], 1, "a view without a target follows the newest window");
 }
@@ -468,13 +479,15 @@ fn control_connections_are_bounded_and_a_stuck_one_does_not_slow_the_agent() {
         c.ok("info", json!({}));
     }
     let mut extra = w.control();
-    assert_eq!(extra.line().unwrap()["error"]["code"], "busy");
+    assert_eq!(extra.line().unwrap()["error"]["data"]["code"], "limit_reached");
     assert!(extra.line().is_none());
     // One that asks and asks without reading: the agent is served all the same, and the server
     // drops that client once a write to it has been stuck for its timeout.
     let mut stuck = open.remove(0);
     let flood = std::thread::spawn(move || {
-        let request = format!("{}\n", json!({"id": 1, "op": "window", "rows": 200, "cols": 200}));
+        let params = json!({"rows": 200, "cols": 200});
+        let request = json!({"jsonrpc": "2.0", "id": 1, "method": "window", "params": params});
+        let request = format!("{request}\n");
         (0..1_000_000).any(|_| stuck.writer.write_all(request.as_bytes()).is_err())
     });
     let pane = w.fugue.pane("printf served");
@@ -491,11 +504,11 @@ fn control_connections_are_bounded_and_a_stuck_one_does_not_slow_the_agent() {
 /// Whether a new connection is served (rather than turned away as busy).
 fn answers_info(socket: &Path) -> bool {
     let mut c = Control::connect(socket);
-    let request = format!("{}\n", json!({"id": 1, "op": "info"}));
+    let request = format!("{}\n", json!({"jsonrpc": "2.0", "id": 1, "method": "info"}));
     if c.writer.write_all(request.as_bytes()).is_err() {
         return false;
     }
-    c.line().is_some_and(|answer| answer.get("ok").is_some())
+    c.line().is_some_and(|answer| answer.get("result").is_some())
 }
 
 #[test]

@@ -74,9 +74,9 @@ fn between<'a>(text: &'a str, start: &str, end: &str) -> &'a str {
 /// The error codes, as `ErrorKind::code` defines them.
 fn error_codes() -> Names {
     let source = read("src/error.rs");
-    let body = between(&source, "fn code(self) -> &'static str {", "\n    }\n");
+    let body = between(&source, "pub(crate) enum ErrorKind {", "\n    }\n");
     body.lines()
-        .filter_map(|line| line.split("=> \"").nth(1)?.split('"').next().map(str::to_string))
+        .filter_map(|line| line.split("= \"").nth(1)?.split('"').next().map(str::to_string))
         .collect()
 }
 

@@ -18,9 +18,10 @@ use std::path::{Path, PathBuf};
 /// it to that.
 const LAYERS: &[&[&str]] = &[
     // Leaves: they import nothing of the crate, or only the leaves before them.
+    &["words"],
     &[
-        "error", "log", "ids", "words", "watch", "waiter", "layout", "jsonrpc", "usage", "line",
-        "procfs", "cancel",
+        "error", "log", "ids", "watch", "waiter", "layout", "jsonrpc", "usage", "line", "procfs",
+        "cancel",
     ],
     &["files"],
     &["config", "inherit", "tempdir"],

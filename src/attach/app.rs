@@ -14,7 +14,8 @@ use super::focus::{self, Dir};
 use super::keys::{self, Key};
 use super::scroll::{Scroll, Scrolled};
 use crate::control::view::{PaneView, Target, WindowView};
-use crate::control::wire::{Fault, Incoming, Sender};
+use crate::control::wire::{Incoming, Sender};
+use crate::error::Error;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -155,8 +156,8 @@ impl App {
                 Some(Pending::Window) => self.on_view(result),
                 Some(Pending::Scrollback(pane)) => self.on_scrollback(&pane, result),
                 Some(Pending::Quiet) | None => {
-                    if let Err(fault) = result {
-                        self.say(&fault.message);
+                    if let Err(e) = result {
+                        self.say(e.message());
                     }
                 }
             },
@@ -315,13 +316,13 @@ impl App {
         self.last_fetch = Some(Instant::now());
     }
 
-    fn on_view(&mut self, result: Result<Value, Fault>) {
+    fn on_view(&mut self, result: Result<Value, Error>) {
         self.fetching = false;
         self.dirty = true;
         let view = match result.map(serde_json::from_value::<WindowView>) {
             Ok(Ok(view)) => view,
             Ok(Err(e)) => return self.say(&format!("cannot read the server's view: {e}")),
-            Err(fault) => return self.say(&fault.message),
+            Err(e) => return self.say(e.message()),
         };
         if view.missing {
             self.target = Target::default();
@@ -354,7 +355,7 @@ impl App {
         self.request("resize", params, Pending::Quiet);
     }
 
-    fn on_scrollback(&mut self, pane: &str, result: Result<Value, Fault>) {
+    fn on_scrollback(&mut self, pane: &str, result: Result<Value, Error>) {
         let height = self.focused_height();
         let Some(scroll) = self.scroll.as_mut().filter(|s| s.pane == pane) else { return };
         let lines = match result {
@@ -362,9 +363,9 @@ impl App {
                 .as_array()
                 .map(|a| a.iter().filter_map(|l| l.as_str()).map(super::width::printable).collect())
                 .unwrap_or_default(),
-            Err(fault) => {
+            Err(e) => {
                 self.scroll = None;
-                return self.say(&fault.message);
+                return self.say(e.message());
             }
         };
         scroll.arrived(lines, height);

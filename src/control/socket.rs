@@ -6,16 +6,18 @@
 //! client that stops reading is dropped after a write timeout. None of this shares a lock with the
 //! stdin loop, and a pane's reader only ever sees one more subscriber on its watch.
 //!
-//! Requests (`op`): `hello` (declares `input`, answers `info`), `info`, `tree`, `window` (a view:
-//! `session`, `window`, `rows`, `cols`, `watch`), `scrollback` (`pane`, `lines`), `input` (`pane`,
-//! `data`; only after `hello` with `input: true`) and `resize` (`session`, `window`, `rows`, `cols`).
+//! It speaks JSON-RPC as stdio does (`wire`). Methods: `hello` (declares `input`, answers `info`),
+//! `info`, `tree`, `window` (a view: `session`, `window`, `rows`, `cols`, `watch`), `scrollback`
+//! (`pane`, `lines`), `input` (`pane`, `data`; only after `hello` with `input: true`) and `resize`
+//! (`session`, `window`, `rows`, `cols`). A failure is an `Error`, answered with its stable word.
 
 use super::view::{self, Target};
 use super::watch::{self, Arm, Out};
-use super::wire::{self, Fault};
+use super::wire::{self, rpc_error};
 use super::{THREAD_STACK, dir};
 use crate::error::{Error, ErrorKind, Result};
 use crate::ids::unix_ms;
+use crate::jsonrpc::{self, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR, RpcError};
 use crate::line::{self, LineError};
 use crate::mcp::Mcp;
 use crate::pane::output::{ReadRequest, View};
@@ -118,7 +120,7 @@ fn admit(mut stream: UnixStream, shared: &Arc<Shared>) {
     let _ = stream.set_write_timeout(Some(WRITE_TIMEOUT));
     if shared.connections.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
         shared.connections.fetch_sub(1, Ordering::SeqCst);
-        let busy = fault_line(&Value::Null, &busy());
+        let busy = error_line(&rpc_error(&busy()));
         let _ = stream.write_all(&busy);
         return;
     }
@@ -164,11 +166,9 @@ fn serve(stream: UnixStream, shared: &Shared) {
             Ok(Some(line)) => line,
             Ok(None) | Err(LineError::Io(_)) => return,
             Err(LineError::TooLong) => {
-                let fault = Fault::new(
-                    "bad_request",
-                    format!("a request line is limited to {} bytes", wire::MAX_REQUEST),
-                );
-                let _ = conn.out.send(&fault_json(&Value::Null, &fault));
+                let message = format!("a request line is limited to {} bytes", wire::MAX_REQUEST);
+                let error = RpcError::new(INVALID_REQUEST, message);
+                let _ = conn.out.send(&jsonrpc::error(&Value::Null, &error));
                 discard_line(&mut reader);
                 return;
             }
@@ -187,11 +187,12 @@ impl Conn<'_> {
                 let id = request.get("id").cloned().unwrap_or(Value::Null);
                 (id, self.handle(&request))
             }
-            _ => (Value::Null, Err(Fault::new("bad_request", "a request is one JSON object"))),
+            Ok(_) => (Value::Null, Err(RpcError::new(INVALID_REQUEST, "a request is an object"))),
+            Err(e) => (Value::Null, Err(RpcError::new(PARSE_ERROR, format!("not JSON: {e}")))),
         };
         match outcome {
-            Ok(value) => self.out.send(&json!({"id": id, "ok": value}))?,
-            Err(fault) => self.out.send(&fault_json(&id, &fault))?,
+            Ok(value) => self.out.send(&jsonrpc::result(&id, value))?,
+            Err(error) => self.out.send(&jsonrpc::error(&id, &error))?,
         }
         if let Some(arm) = self.arm.take() {
             self.arm_watcher(arm)?;
@@ -199,29 +200,45 @@ impl Conn<'_> {
         Ok(())
     }
 
-    fn handle(&mut self, req: &Map<String, Value>) -> Result<Value, Fault> {
-        let op = req.get("op").and_then(Value::as_str).unwrap_or("");
-        // The same argument checks and errors as a tool call's.
-        let args = Args::new(req);
-        match op {
+    fn handle(&mut self, req: &Map<String, Value>) -> Result<Value, RpcError> {
+        let method = req.get("method").and_then(Value::as_str).unwrap_or("");
+        let empty = Map::new();
+        let params = match req.get("params") {
+            None | Some(Value::Null) => &empty,
+            Some(Value::Object(params)) => params,
+            Some(_) => return Err(RpcError::new(INVALID_REQUEST, "params is an object")),
+        };
+        if method.is_empty() {
+            return Err(RpcError::new(INVALID_REQUEST, "a request needs a \"method\""));
+        }
+        self.method(method, &Args::new(params)).map_err(|e| match e {
+            Call::Unknown => RpcError::new(
+                METHOD_NOT_FOUND,
+                format!(
+                    "unknown method {method:?}: hello, info, tree, window, scrollback, input, \
+                     resize"
+                ),
+            ),
+            Call::Failed(e) => rpc_error(&e),
+        })
+    }
+
+    /// One method's answer, with the same argument checks and errors as a tool call's.
+    fn method(&mut self, method: &str, args: &Args<'_>) -> std::result::Result<Value, Call> {
+        match method {
             "hello" => {
                 self.input = args.bool("input")?.unwrap_or(false);
                 Ok(self.info())
             }
             "info" => Ok(self.info()),
             "tree" => Ok(view::tree(&self.shared.mcp.runtime.mux)),
-            "window" => self.window(&args),
-            "scrollback" => self.scrollback(&args),
-            "input" => self.input(&args),
-            "resize" => self.resize(&args),
-            "" => Err(Fault::new("bad_request", "a request needs an \"op\"")),
-            other => Err(Fault::new(
-                "unknown_op",
-                format!(
-                    "unknown op {other:?}: hello, info, tree, window, scrollback, input, resize"
-                ),
-            )),
+            "window" => self.window(args),
+            "scrollback" => self.scrollback(args),
+            "input" => self.input(args),
+            "resize" => self.resize(args),
+            _ => return Err(Call::Unknown),
         }
+        .map_err(Call::Failed)
     }
 
     fn info(&self) -> Value {
@@ -238,7 +255,7 @@ impl Conn<'_> {
         })
     }
 
-    fn window(&mut self, args: &Args<'_>) -> Result<Value, Fault> {
+    fn window(&mut self, args: &Args<'_>) -> Result<Value> {
         let target = Target {
             session: args.str("session")?.map(str::to_string),
             window: args.str("window")?.map(str::to_string),
@@ -265,7 +282,7 @@ impl Conn<'_> {
         Ok(())
     }
 
-    fn scrollback(&self, args: &Args<'_>) -> Result<Value, Fault> {
+    fn scrollback(&self, args: &Args<'_>) -> Result<Value> {
         let pane = self.shared.mcp.runtime.mux.pane(args.required_str("pane")?)?;
         let lines = args.u64("lines", 1, MAX_SCROLLBACK_LINES)?.unwrap_or(1000);
         let read = pane.output().read(&ReadRequest {
@@ -279,10 +296,10 @@ impl Conn<'_> {
         Ok(json!({"lines": lines, "truncated": read.truncated}))
     }
 
-    fn input(&self, args: &Args<'_>) -> Result<Value, Fault> {
+    fn input(&self, args: &Args<'_>) -> Result<Value> {
         if !self.input {
-            return Err(Fault::new(
-                "read_only",
+            return Err(Error::new(
+                ErrorKind::InvalidState,
                 "this connection is read-only; say hello with \"input\": true (fugue attach --input)",
             ));
         }
@@ -292,7 +309,7 @@ impl Conn<'_> {
         Ok(json!({"bytes": data.len(), "offset": offset, "pending": pending}))
     }
 
-    fn resize(&self, args: &Args<'_>) -> Result<Value, Fault> {
+    fn resize(&self, args: &Args<'_>) -> Result<Value> {
         let session = args.required_str("session")?;
         let window = args.required_str("window")?;
         let rows = args.u16("rows", 2, 1000)?.ok_or_else(|| missing("rows"))?;
@@ -310,23 +327,32 @@ fn discard_line(reader: &mut BufReader<UnixStream>) {
     let _ = line::skip_line(reader, MAX_DISCARD);
 }
 
-fn missing(key: &str) -> Fault {
-    Fault::new("invalid_argument", format!("argument '{key}' is required"))
+/// Why a method gave no answer.
+enum Call {
+    /// No method has that name.
+    Unknown,
+    Failed(Error),
 }
 
-fn busy() -> Fault {
-    Fault::new(
-        "busy",
+impl From<Error> for Call {
+    fn from(e: Error) -> Call {
+        Call::Failed(e)
+    }
+}
+
+fn missing(key: &str) -> Error {
+    Error::invalid(format!("argument '{key}' is required"))
+}
+
+fn busy() -> Error {
+    Error::new(
+        ErrorKind::LimitReached,
         format!("this fugue already serves {MAX_CONNECTIONS} control connections; close one"),
     )
 }
 
-fn fault_json(id: &Value, fault: &Fault) -> Value {
-    json!({"id": id, "error": {"code": fault.code, "message": fault.message}})
-}
-
-fn fault_line(id: &Value, fault: &Fault) -> Vec<u8> {
-    let mut line = serde_json::to_vec(&fault_json(id, fault)).unwrap_or_default();
+fn error_line(error: &RpcError) -> Vec<u8> {
+    let mut line = serde_json::to_vec(&jsonrpc::error(&Value::Null, error)).unwrap_or_default();
     line.push(b'\n');
     line
 }

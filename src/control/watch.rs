@@ -1,4 +1,4 @@
-//! The watcher of one control connection: it sends `{"event": "changed"}` when a view it answered
+//! The watcher of one control connection: it sends the notification `changed` when a view it answered
 //! goes out of date.
 //!
 //! Each watched `window` answer arms the watcher with the view's target and fingerprint. The
@@ -13,7 +13,7 @@ use super::view::{self, Target};
 use crate::mux::Mux;
 use crossbeam_channel::{Receiver, Select, Sender};
 use parking_lot::Mutex;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::io::Write;
 use std::os::unix::net::UnixStream;
 use std::sync::Arc;
@@ -65,7 +65,8 @@ fn run(mux: &Mux, out: &Out, arms: &Receiver<Arm>) {
         if let Some(arm) = &armed {
             subscribe(mux, &arm.target, &mut panes);
             if view::fingerprint(mux, &arm.target) != arm.print {
-                if out.send(&json!({"event": "changed"})).is_err() {
+                let changed = crate::jsonrpc::notification(super::wire::CHANGED, Value::Null);
+                if out.send(&changed).is_err() {
                     return;
                 }
                 armed = None;

@@ -150,7 +150,10 @@ fn a_failed_answer_is_said_and_signals_resize_or_leave() {
     out.take();
     app.keys(b"x");
     let id = out.take()[0].0;
-    app.incoming(Incoming::Answer { id, result: Err(Fault::new("pane_not_found", "no pane a")) });
+    app.incoming(Incoming::Answer {
+        id,
+        result: Err(Error::new(crate::error::ErrorKind::PaneNotFound, "no pane a")),
+    });
     assert_eq!(app.flash_text(), Some("no pane a"));
     app.signal(libc::SIGWINCH, Some((40, 100)));
     assert_eq!(app.body(), (39, 100));
