@@ -17,8 +17,8 @@ use crate::ids::iso8601;
 use crate::jsonrpc::{INTERNAL_ERROR, INVALID_PARAMS, MISSING_CAPABILITY, RpcError};
 use crate::runtime::{Ctx, Runtime};
 use crate::tool::call::Progress;
-use crate::tool::task::{Answer, MAX_LIVE, Question, State, Status, StatusWord, Task, Tasks};
-use crate::tool::{Answer as ToolAnswer, Asking, Registered};
+use crate::tool::task::{MAX_LIVE, Question, Reply, State, Status, StatusWord, Task, Tasks};
+use crate::tool::{Answer, Asking, Registered};
 use crate::waiter::{Waiter, Woke};
 use crossbeam_channel::select;
 use serde::Serialize;
@@ -184,7 +184,7 @@ impl Work {
             };
             asked += 1;
             match self.ask(format!("input-{asked}"), &asks) {
-                Some(Answer::Accept(text)) => {
+                Some(Reply::Accept(text)) => {
                     let pane = &asks.pane_id;
                     self.task.working(Some(format!("typed an answer into pane {pane}")));
                     self.announce();
@@ -193,7 +193,7 @@ impl Work {
                         Err(error) => return self.fail(error),
                     };
                 }
-                Some(Answer::Decline) => return self.complete(called.result),
+                Some(Reply::Decline) => return self.complete(called.result),
                 None => return self.cancelled(Some(asks)),
             }
         }
@@ -202,7 +202,7 @@ impl Work {
     /// Runs a tool call under the task's cancel, with its progress as the task's status message.
     fn call(
         &self,
-        call: impl FnOnce(&Ctx<'_>) -> crate::error::Result<ToolAnswer>,
+        call: impl FnOnce(&Ctx<'_>) -> crate::error::Result<Answer>,
     ) -> Result<Called, RpcError> {
         let task = self.task.clone();
         let progress = Progress::new(Box::new(move |_, _, message| {
@@ -223,7 +223,7 @@ impl Work {
 
     /// Puts the question to the client and waits for its answer; `None` when the task is
     /// cancelled meanwhile.
-    fn ask(&self, key: String, asks: &Asking) -> Option<Answer> {
+    fn ask(&self, key: String, asks: &Asking) -> Option<Reply> {
         let message = asks.message();
         let request = json!({"method": "elicitation/create", "params": form(&message)});
         self.task.ask(Question { key: key.clone(), request }, message);
@@ -305,10 +305,10 @@ fn form(message: &str) -> Value {
 }
 
 /// An answer to the form: `accept` with a string `input` types it; anything else declines.
-fn answer_of(response: &Value) -> Answer {
+fn answer_of(response: &Value) -> Reply {
     match (response["action"].as_str(), response["content"]["input"].as_str()) {
-        (Some("accept"), Some(input)) => Answer::Accept(input.to_string()),
-        _ => Answer::Decline,
+        (Some("accept"), Some(input)) => Reply::Accept(input.to_string()),
+        _ => Reply::Decline,
     }
 }
 
@@ -523,7 +523,7 @@ pub(super) fn result(tasks: &Tasks, req: &Request<'_>) -> Result<Value, RpcError
                             task.answer(&question.key, answer_of(&response["result"]));
                         }
                         Some(_) => {
-                            task.answer(&question.key, Answer::Decline);
+                            task.answer(&question.key, Reply::Decline);
                         }
                         None => return Err(RpcError::new(INTERNAL_ERROR, "cancelled")),
                     }
@@ -568,9 +568,9 @@ mod tests {
     #[test]
     fn only_an_accepted_input_is_typed() {
         let accept = json!({"action": "accept", "content": {"input": "y"}});
-        assert_eq!(answer_of(&accept), Answer::Accept("y".into()));
-        assert_eq!(answer_of(&json!({"action": "decline"})), Answer::Decline);
-        assert_eq!(answer_of(&json!({"action": "accept", "content": {}})), Answer::Decline);
+        assert_eq!(answer_of(&accept), Reply::Accept("y".into()));
+        assert_eq!(answer_of(&json!({"action": "decline"})), Reply::Decline);
+        assert_eq!(answer_of(&json!({"action": "accept", "content": {}})), Reply::Decline);
     }
 
     #[test]

@@ -98,7 +98,7 @@ pub(crate) struct Question {
 
 /// What a client said to a question.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Answer {
+pub(crate) enum Reply {
     /// Accepted, with the text to type.
     Accept(String),
     /// Declined or cancelled: the program keeps waiting, and the task ends with the question.
@@ -128,7 +128,7 @@ pub(crate) struct Task {
 }
 
 /// An answer with the key of the question it answers.
-type Keyed = (String, Answer);
+type Keyed = (String, Reply);
 
 impl Task {
     fn new() -> Task {
@@ -211,7 +211,7 @@ impl Task {
 
     /// Hands the answer for question `key` to the work, if that question is the one outstanding;
     /// answers to other keys (never asked, already answered) are ignored, as the spec allows.
-    pub(crate) fn answer(&self, key: &str, answer: Answer) -> bool {
+    pub(crate) fn answer(&self, key: &str, answer: Reply) -> bool {
         let outstanding = {
             let mut state = self.state.lock();
             match &state.status {
@@ -334,17 +334,17 @@ mod tests {
         task.ask(question, "Continue?".into());
         assert_eq!(task.snapshot().status.word().to_string(), "input_required");
         assert!(!task.snapshot().status.is_terminal());
-        assert!(!task.answer("input-0", Answer::Decline), "a key never asked");
-        assert!(task.answer("input-1", Answer::Accept("y".into())));
+        assert!(!task.answer("input-0", Reply::Decline), "a key never asked");
+        assert!(task.answer("input-1", Reply::Accept("y".into())));
         assert_eq!(
             task.snapshot().status.word().to_string(),
             "working",
             "answered, it works again"
         );
-        assert!(!task.answer("input-1", Answer::Accept("again".into())), "answered already");
+        assert!(!task.answer("input-1", Reply::Accept("again".into())), "answered already");
         assert_eq!(
             task.answers().try_recv().unwrap(),
-            ("input-1".into(), Answer::Accept("y".into()))
+            ("input-1".into(), Reply::Accept("y".into()))
         );
         assert!(task.answers().try_recv().is_err());
         task.fail(json!({"code": -1}), "no".into());
@@ -360,7 +360,7 @@ mod tests {
         task.cancelled();
         assert_eq!(task.snapshot().status.word().to_string(), "cancelled");
         assert!(task.snapshot().status.is_terminal());
-        assert!(!task.answer("input-1", Answer::Decline), "no question outlives its task");
+        assert!(!task.answer("input-1", Reply::Decline), "no question outlives its task");
     }
 
     #[test]
