@@ -583,6 +583,9 @@ fn attach_follows_new_windows_switches_windows_and_scrolls_back() {
     d.fugue.call("fugue_send_input", json!({"pane_id": d.pane, "keys": ["PageUp"]}));
     d.until("one page up", |s| s.lines().next().unwrap_or("").contains("[28/"));
     d.type_text("q");
+    // Left before the next window comes: a view of another window ends scroll mode by itself,
+    // and a `q` that arrived after it would detach.
+    d.until("scroll mode left again", |s| !Driver::status(s).contains("scroll"));
 
     // Attached to the session without a window, the view follows the agent to its newest window.
     w.fugue.call(
