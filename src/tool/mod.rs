@@ -12,6 +12,7 @@ pub(crate) mod args;
 pub(crate) mod call;
 pub(crate) mod choice;
 pub(crate) mod order;
+pub(crate) mod params;
 pub(crate) mod task;
 
 use crate::cancel::Cancel;

@@ -39,9 +39,18 @@ use std::sync::Arc;
 
 /// The `sandbox` argument of the tools that start work: a policy stricter than the server's, a
 /// mode or an object (tools/list has room for no more than its keys; errors say their values).
+/// Described once, in fugue_exec's schema; the others refer to it.
 pub(crate) fn sandbox_arg() -> Value {
-    json!({"type": ["string", "object"],
-           "description": "Tighter: read-only|workspace-write|{mode,network,writable}"})
+    sandbox_said("Tighter: read-only|workspace-write|{mode,network,writable}")
+}
+
+/// The `sandbox` argument, described by reference to fugue_exec's.
+pub(crate) fn sandbox_ref() -> Value {
+    sandbox_said("As fugue_exec's")
+}
+
+fn sandbox_said(description: &str) -> Value {
+    json!({"type": ["string", "object"], "description": description})
 }
 
 /// `pane` for a call that asked for `sandbox`: refused when the pane runs under another policy.

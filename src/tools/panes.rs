@@ -12,6 +12,7 @@ use crate::pane::exit::{Exit, ExitFields, SignalField};
 use crate::runtime::{Ctx, Tool};
 use crate::tool::args::Args;
 use crate::tool::choice::Choice;
+use crate::tool::params::{Params, Spec, params};
 use crate::tool::{Answer, ENDS, READS, SETS, STARTS, schema::*};
 use crate::tools::common::responses;
 use serde::Serialize;
@@ -26,6 +27,10 @@ pub(crate) use input::type_answer;
 use input::{SUBMIT, send_input};
 pub(crate) use view::session_json;
 use view::{Format, LINES, get_output, get_status, list_sessions};
+
+/// The descriptions of the id arguments, said once.
+const PANE_ID: &str = "Pane id or name";
+const SESSION_ID: &str = "Session id or name";
 
 pub(crate) static TOOLS: &[Tool] = &[
     Tool {
@@ -54,7 +59,7 @@ pub(crate) static TOOLS: &[Tool] = &[
                     ("cwd", string("Working directory (default: fugue's)")),
                     ("env", env()),
                     ("integration", integration()),
-                    ("sandbox", super::sandbox_arg()),
+                    ("sandbox", super::sandbox_ref()),
                 ],
                 &[],
             )
@@ -85,7 +90,7 @@ pub(crate) static TOOLS: &[Tool] = &[
                     ("cwd", string("Working directory")),
                     ("env", env()),
                     ("integration", integration()),
-                    ("sandbox", super::sandbox_arg()),
+                    ("sandbox", super::sandbox_ref()),
                 ],
                 &["session_id"],
             )
@@ -115,7 +120,7 @@ pub(crate) static TOOLS: &[Tool] = &[
                     ("cwd", string("Working directory")),
                     ("env", env()),
                     ("integration", integration()),
-                    ("sandbox", super::sandbox_arg()),
+                    ("sandbox", super::sandbox_ref()),
                     ("name", string("Unique pane name, usable as pane_id")),
                 ],
                 &["session_id", "window_id"],
@@ -247,16 +252,7 @@ pub(crate) static TOOLS: &[Tool] = &[
         description: "Set a pane's terminal size (at most 250000 cells); the program gets \
                       SIGWINCH.",
         hints: SETS,
-        input: || {
-            object(
-                &[
-                    ("pane_id", string("Pane id or name")),
-                    ("rows", integer("Rows, 2-1000")),
-                    ("cols", integer("Columns, 10-1000")),
-                ],
-                &["pane_id", "rows", "cols"],
-            )
-        },
+        input: ResizeParams::schema,
         output: || {
             result(&[
                 ("pane_id", typed("string")),
@@ -266,7 +262,7 @@ pub(crate) static TOOLS: &[Tool] = &[
         },
         durable: false,
         asks: false,
-        call: resize_pane,
+        call: |ctx, args| resize_pane(ctx, Params::read(args)?),
     },
     Tool {
         name: "fugue_close_pane",
@@ -307,11 +303,11 @@ pub(crate) static TOOLS: &[Tool] = &[
         title: "Close session",
         description: "Close every pane of a session at once and remove it.",
         hints: ENDS,
-        input: || object(&[("session_id", string("Session id or name"))], &["session_id"]),
+        input: SessionParams::schema,
         output: || result(&[("closed", typed("integer")), ("pane_ids", typed("array"))]),
         durable: false,
         asks: false,
-        call: close_session,
+        call: |ctx, args| close_session(ctx, Params::read(args)?),
     },
 ];
 
@@ -394,22 +390,27 @@ fn create_pane(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     Answer::of(&Created::of(&pane, args.has("sandbox")))
 }
 
+params! {
+    /// `fugue_resize_pane`'s arguments.
+    struct ResizeParams {
+        pane_id: String = Spec::new(PANE_ID),
+        rows: u16 = Spec::new("Rows").range(2, 1000),
+        cols: u16 = Spec::new("Columns").range(10, 1000),
+    }
+}
+
 #[derive(Serialize)]
 struct Resized {
     pane_id: String,
-    rows: u64,
-    cols: u64,
+    rows: u16,
+    cols: u16,
 }
 
-fn resize_pane(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
-    let pane = ctx.mux.pane(args.required_str("pane_id")?)?;
-    let rows =
-        args.u64("rows", 2, 1000)?.ok_or_else(|| Error::invalid("argument 'rows' is required"))?;
-    let cols =
-        args.u64("cols", 10, 1000)?.ok_or_else(|| Error::invalid("argument 'cols' is required"))?;
-    crate::pane::check_size(rows as u16, cols as u16)?;
-    pane.resize(rows as u16, cols as u16)?;
-    Answer::of(&Resized { pane_id: pane.id.clone(), rows, cols })
+fn resize_pane(ctx: &Ctx<'_>, args: ResizeParams) -> Result<Answer> {
+    let pane = ctx.mux.pane(&args.pane_id)?;
+    crate::pane::check_size(args.rows, args.cols)?;
+    pane.resize(args.rows, args.cols)?;
+    Answer::of(&Resized { pane_id: pane.id.clone(), rows: args.rows, cols: args.cols })
 }
 
 /// One pane `fugue_close_pane` closed, and how its process ended.
@@ -458,8 +459,15 @@ struct SessionClosed<'a> {
     pane_ids: Vec<&'a str>,
 }
 
-fn close_session(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
-    let closed = ctx.mux.close_session(args.required_str("session_id")?)?;
+params! {
+    /// `fugue_close_session`'s arguments.
+    struct SessionParams {
+        session_id: String = Spec::new(SESSION_ID),
+    }
+}
+
+fn close_session(ctx: &Ctx<'_>, args: SessionParams) -> Result<Answer> {
+    let closed = ctx.mux.close_session(&args.session_id)?;
     let pane_ids: Vec<&str> = closed.iter().map(|(p, _)| p.id.as_str()).collect();
     Answer::of(&SessionClosed { closed: pane_ids.len(), pane_ids })
 }

@@ -79,7 +79,7 @@ pub(crate) const TOOL: Tool = Tool {
                 ("layout", Placement::schema("Where the panes go")),
                 timeout,
                 ("cleanup", boolean_or("Close the panes at the end", CLEANUP)),
-                ("sandbox", super::sandbox_arg()),
+                ("sandbox", super::sandbox_ref()),
                 tail_lines,
                 tails,
                 keep,
