@@ -487,6 +487,8 @@ fn valid_value(name: &str, schema: &Value, ids: &Value) -> Value {
                 .collect();
             json!([item])
         }
+        // A list the schema says may not be empty (`pane_ids` of fugue_wait) holds the pane.
+        Some("array") if schema["minItems"].as_u64() > Some(0) => json!([ids["pane_id"]]),
         Some("array") => json!([]),
         Some("object") => json!({}),
         _ => json!(match name {

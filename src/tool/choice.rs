@@ -5,7 +5,6 @@
 //! names, and listed by them in the tool's output schema (`Choice::words`).
 
 use super::args::Args;
-use super::schema;
 use crate::error::{Error, Result};
 use serde_json::Value;
 
@@ -33,7 +32,8 @@ pub(crate) trait Choice: Copy + PartialEq + 'static {
     /// The schema entry: a string of these names, the first as the default.
     fn schema(description: &str) -> Value {
         let names = Self::names();
-        schema::choice(description, &names, names[0])
+        serde_json::json!({"type": "string", "enum": names, "description": description,
+                           "default": names[0]})
     }
 
     /// The argument `key`, its default (the first value) when absent.
