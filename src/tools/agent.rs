@@ -14,10 +14,11 @@ use crate::agent::record::{
 };
 use crate::error::{Error, Result};
 use crate::runtime::{Ctx, Tool};
-use crate::tool::choice::choice_enum;
 use crate::tool::params::{Name, Params, Raw, Spec, Timeout, params};
 use crate::tool::{Answer, RUNS, SETS, schema::*};
 use crate::waiter::{Waiter, Woke};
+use crate::words::Words;
+use crate::words::words;
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -251,7 +252,7 @@ fn prompt_text(key: &str, given: Option<String>) -> Result<Option<String>> {
     Ok(Some(text))
 }
 
-choice_enum! {
+words! {
     /// What ends a status wait: any change, or every pipeline settled.
     enum Until {
         Change = "change",

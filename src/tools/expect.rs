@@ -15,13 +15,14 @@ use crate::pane::output::TAIL_SCAN_LIMIT;
 use crate::pane::search::{Found, Scan, compile};
 use crate::pane::tail;
 use crate::runtime::{Ctx, Tool};
-use crate::tool::choice::{Choice, choice_enum};
+use crate::tool::choice::Choice;
 use crate::tool::params::{Params, Spec, Timeout, params};
 use crate::tool::{Answer, Asking, RUNS, schema::*};
 use crate::tools::answer::ExpectStatus;
 use crate::tools::common::KEEP_AS_EXECS;
 use crate::tools::panes::PANE_ID;
 use crate::waiter::{Waiter, Woke};
+use crate::words::words;
 use crossbeam_channel::{RecvTimeoutError, TryRecvError};
 use regex::Regex;
 use serde::Serialize;
@@ -67,7 +68,7 @@ pub(crate) const TOOL: Tool = Tool {
     call: |ctx, args| expect(ctx, Params::read(args)?),
 };
 
-choice_enum! {
+words! {
     /// What to do on a match.
     enum Action {
         Notify = "notify",
@@ -76,7 +77,7 @@ choice_enum! {
     }
 }
 
-choice_enum! {
+words! {
     /// `fugue_expect`'s `on_input`: keep waiting for the pattern, or answer `input`. Not the run
     /// tools' `on_input` (`asking::OnInput`): their words are `stop` and `wait`, and both are the
     /// contract.

@@ -34,6 +34,7 @@ use crate::pane::Pane;
 use crate::sandbox::{self, Asked, Mode, Policy};
 use crate::tool::args::Args;
 use crate::tool::params::{Param, Spec, nested, params};
+use crate::words::Words;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -56,7 +57,7 @@ impl Param for Option<SandboxArg> {
         let asked = match value {
             Value::String(word) => Asked { mode: Some(mode_of(word)?), ..Asked::default() },
             Value::Object(_) => asked_object(nested(&args.at(key), value)?)?,
-            _ => return Err(Error::invalid(SANDBOX_FORMS)),
+            _ => return Err(Error::invalid(sandbox_forms())),
         };
         Ok(Some(SandboxArg(asked)))
     }
@@ -86,8 +87,18 @@ pub(crate) fn policy(asked: Option<&SandboxArg>, dir: &Path) -> Result<Option<Ar
     sandbox::for_call(asked, dir).map(|policy| Some(Arc::new(policy)))
 }
 
-const SANDBOX_FORMS: &str = "sandbox is \"read-only\", \"workspace-write\", or an object \
-                             {mode, network: \"on\"|\"off\", writable: [directories]}";
+/// The forms `sandbox` takes, for its errors: the modes a call may ask for, by their words.
+fn sandbox_forms() -> String {
+    let modes: Vec<String> = Mode::VALUES
+        .iter()
+        .filter(|(_, m)| *m != Mode::Off)
+        .map(|(w, _)| format!("{w:?}"))
+        .collect();
+    format!(
+        "sandbox is {}, or an object {{mode, network: \"on\"|\"off\", writable: [directories]}}",
+        modes.join(", ")
+    )
+}
 
 params! {
     /// The object form of `sandbox`.
@@ -118,8 +129,8 @@ fn asked_object(object: SandboxObject) -> Result<Asked> {
 }
 
 fn mode_of(word: &str) -> Result<Mode> {
-    match Mode::parse(word) {
+    match Mode::from_word(word) {
         Some(mode) if mode != Mode::Off => Ok(mode),
-        _ => Err(Error::invalid(format!("sandbox {word:?}: {SANDBOX_FORMS}"))),
+        _ => Err(Error::invalid(format!("sandbox {word:?}: {}", sandbox_forms()))),
     }
 }

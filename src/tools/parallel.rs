@@ -19,7 +19,7 @@ use crate::pane::Pane;
 use crate::pane::activity::InputWatch;
 use crate::pane::exit::{ExitFields, SignalField};
 use crate::runtime::{Ctx, Tool};
-use crate::tool::choice::{Choice, choice_enum};
+use crate::tool::choice::Choice;
 use crate::tool::params::{Name, Ordered, Params, Spec, Timeout, params};
 use crate::tool::{self, Answer, RUNS, schema::*};
 use crate::tools::answer::{CommandEnd, CommandResult, RunStatus, command_result_schema, denied};
@@ -32,6 +32,7 @@ use crate::tools::common::{
 use crate::tools::panes::ENV;
 use crate::tools::{SANDBOX_AS_EXECS, SandboxArg};
 use crate::waiter::{Waiter, Woke};
+use crate::words::words;
 use crossbeam_channel::Receiver;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -43,7 +44,7 @@ const MAX_COMMANDS: usize = 10;
 const TIMEOUT_MS: u64 = 300_000;
 const CLEANUP: bool = true;
 
-choice_enum! {
+words! {
     /// Where a run's panes go: a hidden session (the default), or tiled in a window of their own.
     enum Placement {
         Hidden = "hidden",

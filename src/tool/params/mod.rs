@@ -149,10 +149,10 @@ pub(crate) use params;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tool::choice::choice_enum;
+    use crate::words::words;
     use std::time::Duration;
 
-    choice_enum! {
+    words! {
         enum Side { Left = "left", Right = "right" }
     }
 

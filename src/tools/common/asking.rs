@@ -9,12 +9,12 @@ use crate::pane::Pane;
 use crate::pane::activity::InputWatch;
 use crate::pane::budget::{self, Budget, Fitted, Omitted};
 use crate::pane::tail::alternate_rows;
-use crate::tool::choice::choice_enum;
 use crate::tool::params::Spec;
+use crate::words::words;
 use serde::Serialize;
 use std::time::Instant;
 
-choice_enum! {
+words! {
     /// The run tools' `on_input`: stop a program that asks, or let it wait until the timeout.
     pub(crate) enum OnInput {
         Stop = "stop",

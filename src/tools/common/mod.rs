@@ -14,8 +14,8 @@ use crate::pane::Pane;
 use crate::pane::budget::{self, Budget, Fitted};
 use crate::pane::search::compile;
 use crate::tool::args::Args;
-use crate::tool::choice::choice_enum;
 use crate::tool::params::{Param, Spec};
+use crate::words::words;
 use regex::Regex;
 use serde_json::Value;
 use std::path::Path;
@@ -27,7 +27,7 @@ const MAX_TAIL_LINES: u64 = 1000;
 /// The least bytes one `output_tail` gets when several share the answer's budget.
 const MIN_TAIL_BYTES: usize = 512;
 
-choice_enum! {
+words! {
     /// Which results of a run get an `output_tail`; the default keeps a green run small.
     pub(crate) enum WhichTails {
         Failed = "failed",

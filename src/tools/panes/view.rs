@@ -13,14 +13,14 @@ use crate::pane::output::{Captured, ReadRequest, TAIL_SCAN_LIMIT, View};
 use crate::runtime::Ctx;
 use crate::shell::status::Doing;
 use crate::tool::Answer;
-use crate::tool::choice::choice_enum;
 use crate::tool::params::{Spec, params};
 use crate::tools::exec::{MAX_BYTES, MaxBytes};
+use crate::words::words;
 use serde::Serialize;
 use serde_json::Value;
 use std::sync::Arc;
 
-choice_enum! {
+words! {
     /// The output views `fugue_get_output` offers, as a call names them.
     pub(crate) enum Format {
         Text = "text",
