@@ -21,7 +21,8 @@ use serde_json::{Value, json};
 choice_enum! {
     /// Where a command waited on stands when the wait ends: it ended (`ok`, `failed`), the pane's
     /// process ended (`exited`), its program waits for the terminal (`input`), or it goes on
-    /// (`running`; `ready`, `matched`: a pattern matched its output).
+    /// (`running`; `ready`, `matched`: a pattern matched its output; `quiet`: it printed nothing
+    /// for `quiet_ms`).
     pub(crate) enum ExecStatus {
         Ok = "ok",
         Failed = "failed",
@@ -30,6 +31,7 @@ choice_enum! {
         Exited = "exited",
         Ready = "ready",
         Matched = "matched",
+        Quiet = "quiet",
     }
 }
 

@@ -24,8 +24,9 @@ use crate::tool::Asking;
 use crate::tool::args::Args;
 use crate::tool::choice::Choice;
 use crate::tool::schema::{nullable, result, typed};
+use crate::tools::common::quiet::Quiet;
 use crate::tools::common::responses::{Answered, Responder, Responses};
-use crate::waiter::{Waiter, Woke};
+use crate::waiter::{Drove, Look, Waiter};
 use regex::Regex;
 use serde::Serialize;
 use serde_json::Value;
@@ -57,6 +58,8 @@ pub(crate) enum Outcome {
     Input(Option<String>),
     /// The deadline passed.
     Running,
+    /// The program printed nothing for the wait's `quiet` period and does not ask.
+    Quiet,
     /// The exec's output matched the wait's pattern; the command goes on.
     Ready(Found),
 }
@@ -70,6 +73,8 @@ pub(crate) struct Wait<'a> {
     pub(crate) deadline: Instant,
     /// Answers the program's questions that its keys match; the wait goes on after each.
     pub(crate) responder: Option<&'a mut Responder>,
+    /// Ends the wait with `Quiet` when the program prints nothing this long (`quiet_ms`).
+    pub(crate) quiet: Option<Duration>,
 }
 
 /// The search of an exec's output for the wait's pattern: it begins once the mark where the
@@ -95,7 +100,7 @@ impl Wait<'_> {
     /// Blocks until the wait ends; `Err` only when the call is cancelled.
     pub(crate) fn run(&mut self, ctx: &Ctx<'_>) -> Result<Outcome> {
         let mut waiter = self.waiter(ctx);
-        let mut search = self.search();
+        let search = self.search();
         if !matches!(search, Search::None) {
             waiter.add(self.pane.output().subscribe());
         }
@@ -104,16 +109,20 @@ impl Wait<'_> {
         // What was just typed may still sit unread in the terminal while the program's last
         // print is long past.
         watch.typed_at(started);
-        loop {
-            if let Some(outcome) = self.look(&mut search, &mut watch) {
-                return Ok(outcome);
-            }
-            match waiter.sleep(watch.next_check()) {
-                Woke::Look => {}
-                Woke::Heartbeat => self.report(ctx, started),
-                Woke::Deadline => return Ok(Outcome::Running),
-                Woke::Cancelled => return Err(Error::cancelled()),
-            }
+        let quiet = self.quiet.map(|quiet| Quiet::new(self.pane, quiet, started));
+        let (pane, from, deadline) = (self.pane, self.from(), self.deadline);
+        let report = |_: &(Search, InputWatch, Option<Quiet>)| {
+            report(ctx, pane, from, (started, deadline));
+        };
+        let look = |(search, watch, quiet): &mut (Search, InputWatch, Option<Quiet>)| {
+            let outcome = self.look(search, watch, quiet.as_mut());
+            let next = [watch.next_check(), quiet.as_ref().map(Quiet::due)];
+            outcome.map_or_else(|| Look::Again(next.into_iter().flatten().min()), Look::Done)
+        };
+        match waiter.drive(&mut (search, watch, quiet), look, report) {
+            Drove::Done(outcome) => Ok(outcome),
+            Drove::Deadline => Ok(Outcome::Running),
+            Drove::Cancelled => Err(Error::cancelled()),
         }
     }
 
@@ -133,7 +142,12 @@ impl Wait<'_> {
 
     /// One look: the outcome, if the wait has one now. A question a response answers is not one:
     /// the next question is looked for once the answer has been read.
-    fn look(&mut self, search: &mut Search, watch: &mut InputWatch) -> Option<Outcome> {
+    fn look(
+        &mut self,
+        search: &mut Search,
+        watch: &mut InputWatch,
+        quiet: Option<&mut Quiet>,
+    ) -> Option<Outcome> {
         if let Some(outcome) = self.ended() {
             return Some(outcome);
         }
@@ -150,7 +164,7 @@ impl Wait<'_> {
             *watch = InputWatch::new(self.pane);
             watch.typed_at(Instant::now());
         }
-        None
+        quiet.is_some_and(Quiet::check).then_some(Outcome::Quiet)
     }
 
     /// The program asks: answers it from the responses, if a key matches its question.
@@ -201,16 +215,21 @@ impl Wait<'_> {
         }
     }
 
-    fn report(&self, ctx: &Ctx<'_>, started: Instant) {
-        let from = match self.until {
+    /// Where the output waited on begins: where the command was typed, or the write.
+    fn from(&self) -> u64 {
+        match self.until {
             Until::Exec { typed, .. } => typed,
             Until::PromptAfter { from, .. } => from,
-        };
-        let end = self.pane.output().end();
-        let line = crate::tools::common::tail(self.pane, from, end, 1);
-        let total = self.deadline.saturating_duration_since(started).as_secs_f64();
-        ctx.progress.report(started.elapsed().as_secs_f64(), Some(total), line.trim_end());
+        }
     }
+}
+
+/// Progress: the seconds waited of the wait's whole, and the last line the pane printed since
+/// `from`.
+fn report(ctx: &Ctx<'_>, pane: &Pane, from: u64, (started, deadline): (Instant, Instant)) {
+    let line = crate::tools::common::tail(pane, from, pane.output().end(), 1);
+    let total = deadline.saturating_duration_since(started).as_secs_f64();
+    ctx.progress.report(started.elapsed().as_secs_f64(), Some(total), line.trim_end());
 }
 
 /// The longest `wait_ms`: one day.
@@ -234,6 +253,7 @@ pub(crate) fn after_input(
     wait: Duration,
     budget: &Budget<'_>,
     responses: Option<Responses>,
+    quiet: Option<Duration>,
 ) -> Result<CommandAnswer> {
     let live = Live::of(pane);
     let shell = live.map(|live| live.shell);
@@ -256,9 +276,10 @@ pub(crate) fn after_input(
     let until = Until::PromptAfter { from, seen: seen.unwrap_or(0) };
     let deadline = Instant::now() + wait;
     let mut responder = responses.map(|r| Responder::new(r, from));
-    let responder_ref = responder.as_mut();
+    let responding = responder.as_mut();
     let outcome =
-        Wait { pane, shell, until, pattern: None, deadline, responder: responder_ref }.run(ctx)?;
+        Wait { pane, shell, until, pattern: None, deadline, responder: responding, quiet }
+            .run(ctx)?;
     let mut answer = answer(pane, outcome, from, budget, cwd(), shell_pane);
     answer.answered = responder.map(|r| r.answered());
     Ok(answer)
@@ -401,6 +422,7 @@ pub(crate) fn answer(
             answer.program = program;
         }
         Outcome::Running => {}
+        Outcome::Quiet => answer.status = ExecStatus::Quiet,
         Outcome::Ready(found) => {
             answer.status = ExecStatus::Ready;
             answer.alternate_screen = found.screen;

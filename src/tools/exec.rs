@@ -39,15 +39,15 @@ pub(crate) const TOOL: Tool = Tool {
     title: "Run a command in a live shell",
     description: "Run shell text in a live shell; answer when it ends: status ok/failed \
                   (exit_code), input (`program` waits for the terminal; reply with \
-                  fugue_send_input + wait_ms, or answer up front with responses), running \
-                  (timeout_ms passed), exited (it ended the shell), or ready (`until` matched its \
-                  output; it keeps running). cwd, output (its own, or a full-screen program's \
+                  fugue_send_input + wait_ms), running (timeout_ms passed), quiet (quiet_ms \
+                  passed without output, not asking), exited (it ended the shell), or ready \
+                  (`until` matched its output). cwd, output (its own, or a full-screen program's \
                   screen beside printed: what came before; past max_bytes: its end, errors, \
                   `keep` matches, its start; omitted_lines, omitted_since for fugue_get_output \
                   since), pane_id. State persists. \
                   No pane_id: fugue's own shells; while one is busy the command runs in another, \
                   so start a job with until, run the next command, then fugue_wait on both. \
-                  Timeout or cancel ends only the wait: stop it with keys [\"C-c\"] or \
+                  Only ok/failed/exited end it; stop it with keys [\"C-c\"] or \
                   fugue_close_pane.",
     hints: RUNS,
     input: || {
@@ -66,6 +66,7 @@ pub(crate) const TOOL: Tool = Tool {
                     "timeout_ms",
                     integer_or("Answer running after this long (1: at once)", DEFAULT_TIMEOUT_MS),
                 ),
+                crate::tools::common::quiet_schema("Silence that answers quiet"),
                 ("max_bytes", integer_or("Output budget", DEFAULT_MAX_BYTES)),
                 crate::tools::common::keep_schema(),
                 ("sandbox", super::sandbox_arg()),
@@ -98,6 +99,7 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let pattern = args.str("until")?.map(|p| compile(p, regex_limit)).transpose()?;
     let keep = crate::tools::common::keep(args, regex_limit)?;
     let responses = Responses::parse(args, regex_limit)?;
+    let quiet = crate::tools::common::quiet_ms(args)?;
     let timeout = Duration::from_millis(timeout);
     // A shell that is still starting (a new one of fugue's own, often) is waited for apart from
     // the command's own time: a short timeout_ms asks to leave a job running, not to fail it.
@@ -120,15 +122,25 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let mut responder = responses.map(|r| Responder::new(r, typed));
     let until = Until::Exec { id, typed };
     let responding = responder.as_mut();
-    let mut wait =
-        Wait { pane: &pane, shell: Some(shell), until, pattern, deadline, responder: responding };
+    let mut wait = Wait {
+        pane: &pane,
+        shell: Some(shell),
+        until,
+        pattern,
+        deadline,
+        responder: responding,
+        quiet,
+    };
     let outcome = wait.run(ctx);
     if outcome.is_err() && ctx.cancel.stops_work() {
         // A task was cancelled: the call ends once the shell is back at its prompt, so the shell
         // is not left busy for the next call.
         live.interrupt();
     }
-    if !matches!(outcome, Ok(Outcome::Input(_) | Outcome::Running | Outcome::Ready(_))) {
+    let goes_on = |o: &Outcome| {
+        matches!(o, Outcome::Input(_) | Outcome::Running | Outcome::Ready(_) | Outcome::Quiet)
+    };
+    if !outcome.as_ref().is_ok_and(goes_on) {
         shell.forget_exec(id);
     }
     let outcome = outcome?;

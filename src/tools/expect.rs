@@ -76,12 +76,7 @@ pub(crate) const TOOL: Tool = Tool {
                 ),
                 ("lines", integer_or("Lines of existing output to search, and to return", LINES)),
                 ("since", integer("Search only output after this offset")),
-                (
-                    "on_input",
-                    OnInput::schema(
-                        "return: answer status input (and program) if a program waits for keyboard input first",
-                    ),
-                ),
+                ("on_input", OnInput::schema("return: answer input if a program asks first")),
                 crate::tools::common::keep_schema(),
             ],
             &["pane_id", "pattern"],

@@ -152,6 +152,7 @@ pub(crate) static TOOLS: &[Tool] = &[
                     ("submit", boolean_or("Press Enter at the end", SUBMIT)),
                     ("wait_ms", integer("Then wait this long for the outcome")),
                     responses::schema_ref("With wait_ms: as fugue_exec's"),
+                    crate::tools::common::quiet_schema("With wait_ms: as fugue_exec's"),
                     (
                         "max_bytes",
                         integer_or(

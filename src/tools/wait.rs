@@ -24,7 +24,8 @@ use crate::tool::args::Args;
 use crate::tool::choice::{Choice, choice_enum};
 use crate::tool::{Answer, Asking, RUNS, schema::*};
 use crate::tools::answer::{ExecStatus, WaitStatus};
-use crate::waiter::{Waiter, Woke};
+use crate::tools::common::quiet::Quiet;
+use crate::waiter::{Drove, Look, Waiter};
 use crossbeam_channel::Receiver;
 use regex::Regex;
 use serde::Serialize;
@@ -59,11 +60,9 @@ choice_enum! {
 pub(crate) const TOOL: Tool = Tool {
     name: "fugue_wait",
     title: "Wait on panes",
-    description: "Wait on 1-32 panes (jobs started with fugue_exec until/running, panes of \
-                  commands) and answer when one (mode any) or all have an outcome: ok/failed \
-                  (exit_code, cwd: a shell's command ended, even before this call), exited (the \
-                  pane's program ended), input (`program` asks; output shows the question), matched \
-                  (until matched output printed after the call). \
+    description: "Wait on 1-32 panes (jobs left running, commands) and answer when one (mode any) or all have an outcome, as \
+                  fugue_exec's (ok/failed even before this call; exited: its program ended; \
+                  input; quiet), or matched (until matched output printed after the call). \
                   results in pane_ids order, each with its last lines + errors; fired: first \
                   first; status timeout leaves the rest running.",
     hints: RUNS,
@@ -79,6 +78,7 @@ pub(crate) const TOOL: Tool = Tool {
                 ("until", string("Regex for output printed after the call starts")),
                 ("timeout_ms", integer_or("Give up after this long", TIMEOUT_MS)),
                 ("tail_lines", integer_or("Lines of each pane's output to show", TAIL_LINES)),
+                crate::tools::common::quiet_schema("As fugue_exec's"),
                 crate::tools::common::keep_schema(),
             ],
             &["pane_ids"],
@@ -111,6 +111,8 @@ enum Fired {
     Input(Option<String>),
     /// `until` matched.
     Matched(Found),
+    /// It printed nothing for `quiet_ms` and does not ask.
+    Quiet,
 }
 
 /// One pane waited on.
@@ -118,6 +120,8 @@ struct Watched {
     pane: Arc<Pane>,
     scan: Option<Scan>,
     input: InputWatch,
+    /// The watchdog for silence, with `quiet_ms`.
+    quiet: Option<Quiet>,
     outcome: Option<Fired>,
     /// What wakes the wait for this pane: how it ends, its shell's records, and with a pattern
     /// its output.
@@ -131,7 +135,7 @@ struct Watched {
 }
 
 impl Watched {
-    fn new(pane: Arc<Pane>, pattern: Option<&Regex>) -> Watched {
+    fn new(pane: Arc<Pane>, pattern: Option<&Regex>, quiet: Option<Duration>) -> Watched {
         let mut wakes = vec![pane.output().subscribe_status()];
         wakes.extend(Live::of(&pane).map(|live| live.shell.subscribe()));
         let scan = pattern.map(|regex| {
@@ -140,11 +144,13 @@ impl Watched {
             Scan::new(regex.clone(), pane.output().end())
         });
         let input = InputWatch::new(&pane);
-        Watched { pane, scan, input, outcome: None, wakes, prompts_seen: None, ending: None }
+        let quiet = quiet.map(|quiet| Quiet::new(&pane, quiet, Instant::now()));
+        let (prompts_seen, ending) = (None, None);
+        Watched { pane, scan, input, quiet, outcome: None, wakes, prompts_seen, ending }
     }
 
     /// The pane's outcome now, if it has one: a match first, then its end, its shell back at
-    /// the prompt, a question.
+    /// the prompt, a question, silence.
     fn look(&mut self) -> Option<Fired> {
         if let Some(found) = self.scan.as_mut().and_then(|scan| scan.catch_up(&self.pane)) {
             return Some(Fired::Matched(found));
@@ -155,7 +161,10 @@ impl Watched {
         if let Some(ended) = self.command_end() {
             return Some(ended);
         }
-        self.input.check().then(|| Fired::Input(self.input.program()))
+        if self.input.check() {
+            return Some(Fired::Input(self.input.program()));
+        }
+        self.quiet.as_mut().is_some_and(Quiet::check).then_some(Fired::Quiet)
     }
 
     /// The end of the shell's command: its prompt record says the command ended, and the output
@@ -188,7 +197,8 @@ impl Watched {
     /// When this pane must be looked at again, whatever its channels say.
     fn next_look(&self) -> Option<Instant> {
         let catch_up = self.ending.as_ref().map(|(_, by)| *by);
-        [self.input.next_check(), catch_up].into_iter().flatten().min()
+        let quiet = self.quiet.as_ref().map(Quiet::due);
+        [self.input.next_check(), catch_up, quiet].into_iter().flatten().min()
     }
 
     /// The pane's entry in the answer: its outcome, and what it shows within `budget`.
@@ -231,6 +241,7 @@ impl Watched {
                 result.status = ExecStatus::Matched;
                 result.found = Some(found);
             }
+            Some(Fired::Quiet) => result.status = ExecStatus::Quiet,
         }
         let shown = tail::shown_since(&self.pane, job_start(&self.pane), budget);
         if result.status == ExecStatus::Input {
@@ -305,26 +316,24 @@ fn wait(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let deadline = started + Duration::from_millis(timeout);
     // The ids are looked up last: every argument is checked before anything is looked at.
     let panes = panes(ctx, args)?;
-    let mut watched: Vec<Watched> =
-        panes.into_iter().map(|pane| Watched::new(pane, pattern.as_ref())).collect();
-    let mut fired = Vec::new();
-    let waiter = Waiter::new()
+    let quiet = crate::tools::common::quiet_ms(args)?;
+    let watched: Vec<Watched> =
+        panes.into_iter().map(|pane| Watched::new(pane, pattern.as_ref(), quiet)).collect();
+    let mut waiter = Waiter::new()
         .cancel(ctx.cancel.receiver())
         .until(deadline)
         .heartbeat(ctx.progress.heartbeat());
-    let done = loop {
-        fire(&mut watched, &mut fired);
-        let enough = if all { fired.len() == watched.len() } else { !fired.is_empty() };
-        if enough {
-            break true;
-        }
-        match sleep(&waiter, &watched) {
-            Woke::Look => {}
-            Woke::Heartbeat => report(ctx, &watched, started, deadline),
-            Woke::Deadline => break false,
-            Woke::Cancelled => return Err(Error::cancelled()),
-        }
+    let mut run = (watched, Vec::new());
+    let look = |(watched, fired): &mut (Vec<Watched>, Vec<String>)| look(watched, fired, all);
+    let report = |(watched, _): &(Vec<Watched>, Vec<String>)| {
+        report(ctx, watched, started, deadline);
     };
+    let done = match waiter.drive(&mut run, look, report) {
+        Drove::Done(()) => true,
+        Drove::Deadline => false,
+        Drove::Cancelled => return Err(Error::cancelled()),
+    };
+    let (watched, fired) = run;
     // The answer's budget is shared among the panes.
     let bytes = budget::default_bytes(ctx.config.max_output_bytes) / watched.len();
     let bytes = bytes.max(MIN_RESULT_BYTES);
@@ -368,13 +377,17 @@ fn fire(watched: &mut [Watched], fired: &mut Vec<String>) {
     }
 }
 
-/// Sleeps until a pane still waited on announces a change or has a look due, the heartbeat ticks,
-/// the call is cancelled or the deadline passes.
-fn sleep(waiter: &Waiter, watched: &[Watched]) -> Woke {
+/// One look at every pane still waited on: done once enough have an outcome; otherwise the wait
+/// sleeps until one of them announces a change or has a look due.
+fn look(watched: &mut [Watched], fired: &mut Vec<String>, all: bool) -> Look<()> {
+    fire(watched, fired);
+    let enough = if all { fired.len() == watched.len() } else { !fired.is_empty() };
+    if enough {
+        return Look::Done(());
+    }
     let waiting = || watched.iter().filter(|w| w.outcome.is_none());
-    let wakes: Vec<&Receiver<()>> = waiting().flat_map(|w| &w.wakes).collect();
-    let look = waiting().filter_map(Watched::next_look).min();
-    waiter.sleep_on(&wakes, look)
+    let wakes = waiting().flat_map(|w| w.wakes.iter().cloned()).collect();
+    Look::AgainOn(waiting().filter_map(Watched::next_look).min(), wakes)
 }
 
 /// Progress: the seconds waited, and what still runs.

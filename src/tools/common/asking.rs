@@ -26,7 +26,7 @@ choice_enum! {
 
 /// The `on_input` argument of `fugue_run_parallel` and `fugue_run_pipeline`, with its default.
 pub(crate) fn schema() -> (&'static str, Value) {
-    let description = "stop: end a program waiting for keyboard input, status input, program named";
+    let description = "What a question does (see the description)";
     ("on_input", OnInput::schema(description))
 }
 

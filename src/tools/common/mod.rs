@@ -1,10 +1,11 @@
 //! What the tools that run commands share, below their handlers (`tools::parallel`,
 //! `tools::pipeline`, `tools::expect`, `tools::wait` and the wait behind `fugue_exec`): argument checks and their schemas, the text tail of a stretch of output,
 //! closing a run's panes at once, stopping a program that asks (`asking`), and answering it with
-//! the `responses` given up front (`responses`). In: arguments and panes; out: checked values,
+//! the `responses` given up front (`responses`); the watchdog for silent work (`quiet`). In: arguments and panes; out: checked values,
 //! tails, closed panes, typed answers. Nothing here waits: the handlers sleep in the one `Waiter`.
 
 pub(crate) mod asking;
+pub(crate) mod quiet;
 pub(crate) mod responses;
 
 use crate::config::Config;
@@ -24,6 +25,19 @@ use std::time::Duration;
 
 /// The longest total timeout `fugue_run_parallel` and `fugue_run_pipeline` accept: one day.
 const MAX_RUN_TIMEOUT_MS: u64 = 86_400_000;
+
+/// The longest `quiet_ms`: one day.
+const MAX_QUIET_MS: u64 = 86_400_000;
+
+/// The `quiet_ms` argument (`quiet::Quiet`); absent: no watchdog.
+pub(crate) fn quiet_ms(args: &Args<'_>) -> Result<Option<Duration>> {
+    Ok(args.u64("quiet_ms", quiet::MIN_QUIET_MS, MAX_QUIET_MS)?.map(Duration::from_millis))
+}
+
+/// The schema of `quiet_ms`.
+pub(crate) fn quiet_schema(description: &str) -> (&'static str, Value) {
+    ("quiet_ms", crate::tool::schema::integer(description))
+}
 
 /// The most lines an `output_tail` may ask for.
 const MAX_TAIL_LINES: u64 = 1000;

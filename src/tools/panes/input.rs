@@ -47,12 +47,16 @@ pub(super) fn send_input(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let keep = crate::tools::common::keep(args, ctx.config.max_regex_bytes)?;
     let budget = Budget::whole(max_bytes, keep.as_ref());
     let responses = Responses::parse(args, ctx.config.max_regex_bytes)?;
+    let quiet = crate::tools::common::quiet_ms(args)?;
     if responses.is_some() && wait.is_none() {
         return Err(Error::invalid("responses are used while waiting: give wait_ms too"));
     }
+    if quiet.is_some() && wait.is_none() {
+        return Err(Error::invalid("quiet_ms ends a wait early: give wait_ms too"));
+    }
     if input.is_empty() && keys.is_empty() && !submit {
         if let Some(wait) = wait {
-            return waited(after_input(ctx, &pane, None, wait, &budget, responses)?);
+            return waited(after_input(ctx, &pane, None, wait, &budget, responses, quiet)?);
         }
         return Err(Error::invalid(
             "nothing to send: give input, keys, or submit: true (or wait_ms to only wait)",
@@ -82,7 +86,8 @@ pub(super) fn send_input(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let (offset, pending) = pane.send(&parts)?;
     let written: usize = parts.iter().map(|p| p.len()).sum();
     if let Some(wait) = wait {
-        let mut answer = after_input(ctx, &pane, Some((offset, seen)), wait, &budget, responses)?;
+        let mut answer =
+            after_input(ctx, &pane, Some((offset, seen)), wait, &budget, responses, quiet)?;
         answer.bytes = Some(written);
         return waited(answer);
     }
@@ -116,7 +121,7 @@ pub(crate) fn type_answer(
     let (offset, _) = pane.send(&parts)?;
     let budget =
         Budget::whole(crate::pane::budget::default_bytes(ctx.config.max_output_bytes), None);
-    let mut answer = after_input(ctx, &pane, Some((offset, seen)), wait, &budget, None)?;
+    let mut answer = after_input(ctx, &pane, Some((offset, seen)), wait, &budget, None, None)?;
     answer.bytes = Some(text.len() + 1);
     answer.pane_id = Some(pane.id.clone());
     answer.duration_ms = Some(started.elapsed().as_millis() as u64);
