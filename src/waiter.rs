@@ -139,7 +139,7 @@ impl Waiter {
     /// Sleeps on the waiter's own channels until one speaks, `look` is due, the heartbeat ticks,
     /// the call is cancelled or the deadline passes. A channel whose sender is gone can never
     /// speak again and is dropped, so it cannot wake every sleep after it.
-    pub(crate) fn sleep(&mut self, look: Option<Instant>) -> Woke {
+    fn sleep(&mut self, look: Option<Instant>) -> Woke {
         let wakes: Vec<&Receiver<()>> = self.wakes.iter().collect();
         let (woke, gone) = self.sleep_among(&wakes, look);
         if !gone.is_empty() {
@@ -155,7 +155,7 @@ impl Waiter {
     /// Sleeps as `sleep` does on `wakes` instead of the waiter's own channels, for a call whose
     /// set of channels changes between sleeps (`fugue_wait` stops listening to a pane that has
     /// its outcome).
-    pub(crate) fn sleep_on(&self, wakes: &[&Receiver<()>], look: Option<Instant>) -> Woke {
+    fn sleep_on(&self, wakes: &[&Receiver<()>], look: Option<Instant>) -> Woke {
         self.sleep_among(wakes, look).0
     }
 

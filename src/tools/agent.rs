@@ -17,7 +17,7 @@ use crate::runtime::{Ctx, Tool};
 use crate::tool::args::Args;
 use crate::tool::choice::{Choice, choice_enum};
 use crate::tool::{Answer, RUNS, SETS, schema::*};
-use crate::waiter::{Waiter, Woke};
+use crate::waiter::{Drove, Look, Waiter};
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::path::Path;
@@ -381,23 +381,22 @@ fn wait(
         .heartbeat(ctx.progress.heartbeat())
         .on(events.clone());
     let first = keys(&targets());
-    loop {
+    let look = |(): &mut ()| {
         let handles = targets();
         let running = handles
             .iter()
             .any(|h| h.is_driven_here() && h.snapshot().status == PipelineStatus::Running);
-        if !running || (until == Until::Change && keys(&handles) != first) {
-            return Ok(true);
-        }
-        match waiter.sleep(None) {
-            Woke::Look => {}
-            Woke::Heartbeat => {
-                let secs = started.elapsed().as_secs_f64();
-                ctx.progress.report(secs, Some(within.as_secs_f64()), "waiting for the pipeline");
-            }
-            Woke::Deadline => return Ok(false),
-            Woke::Cancelled => return Err(Error::cancelled()),
-        }
+        let changed = until == Until::Change && keys(&handles) != first;
+        if !running || changed { Look::Done(()) } else { Look::Again(None) }
+    };
+    let report = |(): &()| {
+        let secs = started.elapsed().as_secs_f64();
+        ctx.progress.report(secs, Some(within.as_secs_f64()), "waiting for the pipeline");
+    };
+    match waiter.drive(&mut (), look, report) {
+        Drove::Done(()) => Ok(true),
+        Drove::Deadline => Ok(false),
+        Drove::Cancelled => Err(Error::cancelled()),
     }
 }
 

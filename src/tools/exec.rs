@@ -23,7 +23,7 @@ use crate::shell::{PROMPT_DRAWN_WAIT, Records};
 use crate::tool::args::Args;
 use crate::tool::{Answer, RUNS, schema::*};
 use crate::tools::common::responses::{self, Responder, Responses};
-use crate::waiter::{Waiter, Woke};
+use crate::waiter::{Drove, Look, Waiter};
 use std::time::{Duration, Instant};
 
 const DEFAULT_TIMEOUT_MS: u64 = 30_000;
@@ -199,16 +199,14 @@ fn wait_for_prompt(ctx: &Ctx<'_>, live: Live<'_>, deadline: Instant) -> Result<(
         .on(live.shell.subscribe())
         .on(pane.output().subscribe_status())
         .on(pane.output().subscribe());
-    let mut drawn_by = None;
-    loop {
-        if let Some(ready) = prompt_ready(&live, &mut drawn_by) {
-            return ready;
-        }
-        match waiter.sleep(drawn_by) {
-            Woke::Look | Woke::Heartbeat => {}
-            Woke::Cancelled => return Err(Error::cancelled()),
-            Woke::Deadline => return Err(no_first_prompt(pane)),
-        }
+    let look = |drawn_by: &mut Option<Instant>| match prompt_ready(&live, drawn_by) {
+        Some(ready) => Look::Done(ready),
+        None => Look::Again(*drawn_by),
+    };
+    match waiter.drive(&mut None, look, |_| {}) {
+        Drove::Done(ready) => ready,
+        Drove::Cancelled => Err(Error::cancelled()),
+        Drove::Deadline => Err(no_first_prompt(pane)),
     }
 }
 

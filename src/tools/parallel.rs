@@ -3,8 +3,8 @@
 //! Every command is checked before the first one starts. Each then gets a pane whose process is the
 //! command itself (`$SHELL -c command`), spawned on its own scoped thread so they all start
 //! together. The exit code or signal comes from the pane's waiter (`waitpid`), never from the
-//! terminal. The call blocks in one `Select` over every unfinished pane's output events, the cancel
-//! channel, a heartbeat and the deadline; at the deadline what still runs is killed (its whole
+//! terminal. The call sleeps in the one `Waiter` (`Waiter::drive`) on every unfinished pane's end
+//! (not its output), the cancel channel, the progress heartbeat and the deadline; at the deadline what still runs is killed (its whole
 //! session) and reported `timeout`. A command whose program waits for someone to type is answered
 //! from its `responses` when a key matches the question, and otherwise stopped the same way, on its
 //! own, and reported `input` (unless `on_input: wait`): the call also wakes when the next look at
@@ -26,7 +26,7 @@ use crate::tools::answer::{CommandEnd, CommandResult, RunStatus, command_result_
 use crate::tools::common::asking::{self, Asked, Told};
 use crate::tools::common::responses::{self, Responder, Responses};
 use crate::tools::common::{Tails, check_cwd, check_unique, command, end_run_panes, run_schema};
-use crate::waiter::{Waiter, Woke};
+use crate::waiter::{Drove, Look, Waiter};
 use crossbeam_channel::Receiver;
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -384,33 +384,34 @@ fn wait_all(
     started: Instant,
     stop_asking: bool,
 ) -> End {
-    let waiter = Waiter::new()
+    let mut waiter = Waiter::new()
         .cancel(ctx.cancel.receiver())
         .until(deadline)
         .heartbeat(ctx.progress.heartbeat());
-    let mut reported = usize::MAX;
-    loop {
+    // The commands, and how many had ended at the last report: each end is reported.
+    let mut run = (jobs, usize::MAX);
+    let look = |(jobs, reported): &mut (&mut [Launched<'_>], usize)| {
         if let Some(i) = asking_job(jobs, stop_asking) {
-            return End::Asked(i);
+            return Look::Done(End::Asked(i));
         }
         let pending: Vec<&Launched<'_>> = jobs.iter().filter(|j| j.running()).collect();
         let done = jobs.len() - pending.len();
-        if done != reported {
-            report(ctx, jobs, &pending, started);
-            reported = done;
+        if done != *reported {
+            report(ctx, jobs, started);
+            *reported = done;
         }
         if pending.is_empty() {
-            return End::AllDone;
+            return Look::Done(End::AllDone);
         }
+        // A pane's end or a look at /proc that is due: the next look makes it.
         let check = pending.iter().filter_map(|j| j.next_check()).min();
-        let wakes: Vec<&Receiver<()>> = pending.iter().filter_map(|j| j.events.as_ref()).collect();
-        match waiter.sleep_on(&wakes, check) {
-            // A pane ended or a look at /proc is due: the next round makes it.
-            Woke::Look => {}
-            Woke::Heartbeat => report(ctx, jobs, &pending, started),
-            Woke::Deadline => return End::Deadline,
-            Woke::Cancelled => return End::Cancelled,
-        }
+        Look::AgainOn(check, pending.iter().filter_map(|j| j.events.clone()).collect())
+    };
+    let progress = |(jobs, _): &(&mut [Launched<'_>], usize)| report(ctx, jobs, started);
+    match waiter.drive(&mut run, look, progress) {
+        Drove::Done(end) => end,
+        Drove::Deadline => End::Deadline,
+        Drove::Cancelled => End::Cancelled,
     }
 }
 
@@ -438,12 +439,13 @@ fn stop(mux: &Mux, job: &mut Launched<'_>, cleanup: bool, bytes: usize) {
 }
 
 /// Progress: commands finished of the total, and which ones are still running.
-fn report(ctx: &Ctx<'_>, jobs: &[Launched<'_>], pending: &[&Launched<'_>], started: Instant) {
+fn report(ctx: &Ctx<'_>, jobs: &[Launched<'_>], started: Instant) {
     if !ctx.progress.is_wanted() {
         return;
     }
-    let done = jobs.len() - pending.len();
-    let waiting: Vec<&str> = pending.iter().map(|j| j.task.name.as_str()).collect();
+    let waiting: Vec<&str> =
+        jobs.iter().filter(|j| j.running()).map(|j| j.task.name.as_str()).collect();
+    let done = jobs.len() - waiting.len();
     let message = if waiting.is_empty() {
         format!("{done}/{} commands finished", jobs.len())
     } else {
