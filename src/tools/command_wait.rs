@@ -9,11 +9,11 @@
 //! look and the progress heartbeat. Out: an `Outcome`, and from it the `CommandAnswer` that holds
 //! `status` (ok, failed, input, running, exited, ready), `exit_code`, `cwd`, `output` and `offset`.
 
-use super::answer::ExecStatus;
+use super::answer::{ExecStatus, Stand};
 use crate::error::{Error, Result};
 use crate::pane::activity::InputWatch;
 use crate::pane::budget::{self, Budget, Omitted, Output};
-use crate::pane::exit::{Exit, ExitFields, SignalField};
+use crate::pane::exit::Exit;
 use crate::pane::search::{Found, Scan};
 use crate::pane::tail;
 use crate::pane::{Pane, mark};
@@ -270,7 +270,7 @@ pub(crate) fn after_input(
         // Nothing runs and nothing was typed: the last command's outcome is the answer.
         let outcome = Outcome::Ended { prompt, end: from };
         let mut answer = answer(pane, outcome, from, budget, None, shell_pane);
-        answer.answered = responses.map(|_| Vec::new());
+        answer.call.answered = responses.map(|_| Vec::new());
         return Ok(answer);
     }
     let until = Until::PromptAfter { from, seen: seen.unwrap_or(0) };
@@ -281,33 +281,32 @@ pub(crate) fn after_input(
         Wait { pane, shell, until, pattern: None, deadline, responder: responding, quiet }
             .run(ctx)?;
     let mut answer = answer(pane, outcome, from, budget, cwd(), shell_pane);
-    answer.answered = responder.map(|r| r.answered());
+    answer.call.answered = responder.map(|r| r.answered());
     Ok(answer)
 }
 
 /// The answer of a command waited on in a shell: `fugue_exec`'s, and `fugue_send_input`'s with
-/// `wait_ms`. The fields after `offset` are the calls' own.
+/// `wait_ms`: where the command stands, what it printed, and the call's own fields.
 #[derive(Serialize)]
 pub(crate) struct CommandAnswer {
-    pub(crate) status: ExecStatus,
     #[serde(flatten)]
-    pub(crate) exit: Option<ExitFields>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) cwd: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) program: Option<String>,
-    /// What `until` matched (`ready`).
-    #[serde(flatten)]
-    pub(crate) found: Option<Found>,
+    pub(crate) stand: Stand,
     #[serde(flatten)]
     pub(crate) output: Output,
     /// Beside a full-screen program's screen: what the command printed on the main screen before
     /// the program took it (`git status; git commit`'s status lines under the editor).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) printed: Option<String>,
+    printed: Option<String>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub(crate) alternate_screen: bool,
-    pub(crate) offset: u64,
+    alternate_screen: bool,
+    offset: u64,
+    #[serde(flatten)]
+    pub(crate) call: CallFields,
+}
+
+/// The fields of a `CommandAnswer` that the call gives, after the command's own.
+#[derive(Default, Serialize)]
+pub(crate) struct CallFields {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) answered: Option<Vec<Answered>>,
     /// The pane's whole sandbox policy, when the call asked for one.
@@ -328,10 +327,11 @@ impl CommandAnswer {
     /// The program that waits for input, when the answer is `input`: its question is the last
     /// line the output shows.
     pub(crate) fn asks(&self) -> Option<Asking> {
-        (self.status == ExecStatus::Input).then(|| Asking {
-            pane_id: self.pane_id.clone().unwrap_or_default(),
+        let Stand::Input { program, .. } = &self.stand else { return None };
+        Some(Asking {
+            pane_id: self.call.pane_id.clone().unwrap_or_default(),
             question: tail::question(&self.output.output).trim().to_string(),
-            program: self.program.clone(),
+            program: program.clone(),
         })
     }
 }
@@ -386,58 +386,20 @@ pub(crate) fn answer(
         Some(rows) => screen_and_printed(pane, &rows, (from, end), budget),
         None => (budget::output(pane, from, end, budget).into(), None),
     };
-    let mut answer = CommandAnswer {
-        status: ExecStatus::Running,
-        exit: None,
-        cwd,
-        program: None,
-        found: None,
-        output,
-        printed,
-        alternate_screen,
-        offset: pane.output().end(),
-        answered: None,
-        sandbox: None,
-        sandbox_denied: None,
-        bytes: None,
-        duration_ms: None,
-        pane_id: None,
-    };
-    match outcome {
+    let stand = match outcome {
         Outcome::Ended { prompt, .. } => {
-            answer.status = if prompt.status == 0 { ExecStatus::Ok } else { ExecStatus::Failed };
-            answer.exit = Some(ExitFields {
-                exit_code: Some(prompt.status),
-                signal: None,
-                field: SignalField::WhenSignalled,
-            });
-            answer.cwd = Some(prompt.cwd);
+            Stand::ended(Some(Exit::Code(prompt.status)), Some(prompt.cwd))
         }
-        Outcome::Exited(exit) => {
-            answer.status = exited_status(exit, shell_pane);
-            answer.exit = Some(ExitFields::new(exit, SignalField::WhenSignalled));
-        }
-        Outcome::Input(program) => {
-            answer.status = ExecStatus::Input;
-            answer.program = program;
-        }
-        Outcome::Running => {}
-        Outcome::Quiet => answer.status = ExecStatus::Quiet,
-        Outcome::Ready(found) => {
-            answer.status = ExecStatus::Ready;
-            answer.alternate_screen = found.screen;
-            answer.found = Some(found);
-        }
-    }
-    answer
-}
-
-fn exited_status(exit: Option<Exit>, shell_pane: bool) -> ExecStatus {
-    match exit {
-        _ if shell_pane => ExecStatus::Exited,
-        Some(exit) if exit.success() => ExecStatus::Ok,
-        _ => ExecStatus::Failed,
-    }
+        Outcome::Exited(exit) if shell_pane => Stand::exited(exit, cwd),
+        Outcome::Exited(exit) => Stand::ended(exit, cwd),
+        Outcome::Input(program) => Stand::Input { cwd, program, line: None },
+        Outcome::Running => Stand::Running { cwd },
+        Outcome::Quiet => Stand::Quiet { cwd },
+        Outcome::Ready(found) => Stand::Ready { cwd, found },
+    };
+    let alternate_screen = alternate_screen || stand.found_on_screen();
+    let offset = pane.output().end();
+    CommandAnswer { stand, output, printed, alternate_screen, offset, call: CallFields::default() }
 }
 
 /// The output schema's main keys of a `CommandAnswer`, with `extra` of the tool's own.

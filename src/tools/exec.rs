@@ -11,8 +11,8 @@
 //! own output matches, and leaves it running. What is typed, in the shell's own syntax, and how a
 //! cancelled task's command is interrupted are the live shell's (`shell::live::Live`).
 
-use super::answer::{ExecStatus, denied};
-use super::command_wait::{self, Outcome, Until, Wait};
+use super::answer::{Stand, denied};
+use super::command_wait::{self, CallFields, Outcome, Until, Wait};
 use crate::error::{Error, ErrorKind, Result};
 use crate::pane::budget::Budget;
 use crate::pane::search::compile;
@@ -148,12 +148,15 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let cwd = shell.with(Records::cwd);
     let budget = Budget::whole(max_bytes, keep.as_ref());
     let mut answer = command_wait::answer(&pane, outcome, from, &budget, cwd, true);
-    answer.sandbox_denied =
-        denied(&pane, answer.status == ExecStatus::Failed, Some(&answer.output.output));
-    answer.duration_ms = Some(started.elapsed().as_millis() as u64);
-    answer.pane_id = Some(pane.id.clone());
-    answer.sandbox = asked.and_then(|_| crate::sandbox::view(&pane.sandbox));
-    answer.answered = responder.map(|r| r.answered());
+    let failed = matches!(answer.stand, Stand::Failed(_));
+    answer.call = CallFields {
+        answered: responder.map(|r| r.answered()),
+        sandbox: asked.and_then(|_| crate::sandbox::view(&pane.sandbox)),
+        sandbox_denied: denied(&pane, failed, Some(&answer.output.output)),
+        bytes: None,
+        duration_ms: Some(started.elapsed().as_millis() as u64),
+        pane_id: Some(pane.id.clone()),
+    };
     Ok(Answer::of(&answer)?.asking(answer.asks()))
 }
 

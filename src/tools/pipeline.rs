@@ -288,10 +288,8 @@ impl Run<'_> {
         let stopped = matches!(status, CommandEnd::Timeout | CommandEnd::Input);
         let (exit, ended_at) = match &record.ended {
             Some((at, prompt)) => {
-                let code = (!stopped).then_some(prompt.status);
-                let exit =
-                    ExitFields { exit_code: code, signal: None, field: SignalField::WhenSignalled };
-                (exit, *at)
+                let exit = (!stopped).then_some(Exit::Code(prompt.status));
+                (ExitFields::new(exit, SignalField::WhenSignalled), *at)
             }
             None => {
                 let exit = if status == CommandEnd::Exited { self.shell_exit } else { None };
@@ -329,11 +327,9 @@ impl Run<'_> {
         let end = self.pane.output().end();
         let said = tail(&self.pane, 0, end, 5);
         let how = match self.shell_exit {
-            Some(Exit { code: Some(code), .. }) => format!("with exit code {code}"),
-            Some(Exit { signal: Some(signal), .. }) => {
-                format!("by {}", crate::pane::exit::signal_name(signal))
-            }
-            _ => "unexpectedly".to_string(),
+            Some(Exit::Code(code)) => format!("with exit code {code}"),
+            Some(Exit::Signal(signal)) => format!("by {}", crate::pane::exit::signal_name(signal)),
+            Some(Exit::Unknown) | None => "unexpectedly".to_string(),
         };
         Error::new(
             ErrorKind::SpawnFailed,

@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::pane::Pane;
 use crate::pane::activity::InputWatch;
 use crate::pane::budget::{self, Budget, Output};
-use crate::pane::exit::{ExitFields, SignalField};
+use crate::pane::exit::Exit;
 use crate::pane::mark::{self, CATCH_UP};
 use crate::pane::search::{Found, Scan, compile};
 use crate::pane::tail;
@@ -23,7 +23,7 @@ use crate::shell::live::Live;
 use crate::tool::args::Args;
 use crate::tool::choice::{Choice, choice_enum};
 use crate::tool::{Answer, Asking, RUNS, schema::*};
-use crate::tools::answer::{ExecStatus, WaitStatus};
+use crate::tools::answer::{ExecStatus, Stand, WaitStatus};
 use crate::tools::common::quiet::Quiet;
 use crate::waiter::{Drove, Look, Waiter};
 use crossbeam_channel::Receiver;
@@ -203,54 +203,29 @@ impl Watched {
 
     /// The pane's entry in the answer: its outcome, and what it shows within `budget`.
     fn result(&self, budget: &Budget<'_>) -> PaneResult<'_> {
-        let mut result = PaneResult {
-            pane_id: &self.pane.id,
-            status: ExecStatus::Running,
-            exit: None,
-            cwd: None,
-            program: None,
-            found: None,
-            line: None,
-            output: Output::default(),
-            alternate_screen: false,
-        };
-        match &self.outcome {
-            None => {}
+        let pane_id = &self.pane.id;
+        let from = job_start(&self.pane);
+        let mut stand = match &self.outcome {
             Some(Fired::Ended { status, cwd, end }) => {
-                result.status = if *status == 0 { ExecStatus::Ok } else { ExecStatus::Failed };
-                result.exit = Some(ExitFields {
-                    exit_code: Some(*status),
-                    signal: None,
-                    field: SignalField::WhenSignalled,
-                });
-                result.cwd = Some(cwd);
-                let from = job_start(&self.pane);
-                result.output = budget::output(&self.pane, from, *end, budget).into();
-                return result;
+                // A command that ended shows its own output, not the pane's last lines.
+                let stand = Stand::ended(Some(Exit::Code(*status)), Some(cwd.clone()));
+                let output = budget::output(&self.pane, from, *end, budget).into();
+                return PaneResult { pane_id, stand, output, alternate_screen: false };
             }
-            Some(Fired::Exited) => {
-                result.status = ExecStatus::Exited;
-                let exit = self.pane.output().exit();
-                result.exit = Some(ExitFields::new(exit, SignalField::WhenSignalled));
-            }
+            None => Stand::Running { cwd: None },
+            Some(Fired::Exited) => Stand::exited(self.pane.output().exit(), None),
             Some(Fired::Input(program)) => {
-                result.status = ExecStatus::Input;
-                result.program = program.as_deref();
+                Stand::Input { cwd: None, program: program.clone(), line: None }
             }
-            Some(Fired::Matched(found)) => {
-                result.status = ExecStatus::Matched;
-                result.found = Some(found);
-            }
-            Some(Fired::Quiet) => result.status = ExecStatus::Quiet,
+            Some(Fired::Matched(found)) => Stand::Matched { found: found.clone() },
+            Some(Fired::Quiet) => Stand::Quiet { cwd: None },
+        };
+        let shown = tail::shown_since(&self.pane, from, budget);
+        if let Stand::Input { line, .. } = &mut stand {
+            *line = Some(tail::question(shown.text()).to_string());
         }
-        let shown = tail::shown_since(&self.pane, job_start(&self.pane), budget);
-        if result.status == ExecStatus::Input {
-            result.line = Some(tail::question(shown.text()).to_string());
-        }
-        let found_on_screen = matches!(&self.outcome, Some(Fired::Matched(f)) if f.screen);
-        result.alternate_screen = shown.alternate || found_on_screen;
-        result.output = shown.fitted.into();
-        result
+        let alternate_screen = shown.alternate || stand.found_on_screen();
+        PaneResult { pane_id, stand, output: shown.fitted.into(), alternate_screen }
     }
 }
 
@@ -258,18 +233,8 @@ impl Watched {
 #[derive(Serialize)]
 struct PaneResult<'a> {
     pane_id: &'a str,
-    status: ExecStatus,
     #[serde(flatten)]
-    exit: Option<ExitFields>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    cwd: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    program: Option<&'a str>,
-    #[serde(flatten)]
-    found: Option<&'a Found>,
-    /// The question, for `input`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    line: Option<String>,
+    stand: Stand,
     #[serde(flatten)]
     output: Output,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -288,11 +253,13 @@ struct WaitAnswer<'a> {
 impl WaitAnswer<'_> {
     /// The first pane whose program asks, and its question.
     fn asks(&self) -> Option<Asking> {
-        let asked = self.results.iter().find(|r| r.status == ExecStatus::Input)?;
-        Some(Asking {
-            pane_id: asked.pane_id.to_string(),
-            question: asked.line.as_deref().unwrap_or_default().trim().to_string(),
-            program: asked.program.map(str::to_string),
+        self.results.iter().find_map(|result| match &result.stand {
+            Stand::Input { program, line, .. } => Some(Asking {
+                pane_id: result.pane_id.to_string(),
+                question: line.as_deref().unwrap_or_default().trim().to_string(),
+                program: program.clone(),
+            }),
+            _ => None,
         })
     }
 }

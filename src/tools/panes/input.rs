@@ -35,8 +35,8 @@ pub(super) fn send_input(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let pane = ctx.mux.pane(args.required_str("pane_id")?)?;
     // A wait's answer names the pane and how long it took, as fugue_exec's does.
     let waited = |mut answer: CommandAnswer| {
-        answer.pane_id = Some(pane.id.clone());
-        answer.duration_ms = Some(started.elapsed().as_millis() as u64);
+        answer.call.pane_id = Some(pane.id.clone());
+        answer.call.duration_ms = Some(started.elapsed().as_millis() as u64);
         Answer::of(&answer).map(|a| a.asking(answer.asks()))
     };
     let input = args.str("input")?.unwrap_or("");
@@ -88,7 +88,7 @@ pub(super) fn send_input(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     if let Some(wait) = wait {
         let mut answer =
             after_input(ctx, &pane, Some((offset, seen)), wait, &budget, responses, quiet)?;
-        answer.bytes = Some(written);
+        answer.call.bytes = Some(written);
         return waited(answer);
     }
     // A program that is not reading its input (yet) gets the rest when it does.
@@ -122,8 +122,8 @@ pub(crate) fn type_answer(
     let budget =
         Budget::whole(crate::pane::budget::default_bytes(ctx.config.max_output_bytes), None);
     let mut answer = after_input(ctx, &pane, Some((offset, seen)), wait, &budget, None, None)?;
-    answer.bytes = Some(text.len() + 1);
-    answer.pane_id = Some(pane.id.clone());
-    answer.duration_ms = Some(started.elapsed().as_millis() as u64);
+    answer.call.bytes = Some(text.len() + 1);
+    answer.call.pane_id = Some(pane.id.clone());
+    answer.call.duration_ms = Some(started.elapsed().as_millis() as u64);
     Answer::of(&answer).map(|a| a.asking(answer.asks()))
 }
