@@ -18,10 +18,11 @@ use crate::pane::search::{Found, Scan, compile};
 use crate::pane::tail;
 use crate::runtime::{Ctx, Tool};
 use crate::tool::args::Args;
-use crate::tool::choice::{Choice, choice_enum};
+use crate::tool::choice::Choice;
 use crate::tool::{Answer, Asking, RUNS, schema::*};
 use crate::tools::answer::ExpectStatus;
 use crate::waiter::{Drove, Look, Waiter};
+use crate::words::words;
 use regex::Regex;
 use serde::Serialize;
 use std::time::{Duration, Instant};
@@ -97,7 +98,7 @@ pub(crate) const TOOL: Tool = Tool {
     call: expect,
 };
 
-choice_enum! {
+words! {
     /// What to do on a match.
     enum Action {
         Notify = "notify",
@@ -106,7 +107,7 @@ choice_enum! {
     }
 }
 
-choice_enum! {
+words! {
     /// `fugue_expect`'s `on_input`: keep waiting for the pattern, or answer `input`. Not the run
     /// tools' `on_input` (`asking::OnInput`): their words are `stop` and `wait`, and both are the
     /// contract.
