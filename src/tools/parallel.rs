@@ -121,14 +121,31 @@ struct Launched<'a> {
     task: &'a Task,
     pane: Result<Arc<Pane>>,
     events: Option<Receiver<()>>,
-    /// When the deadline killed it.
-    timed_out: Option<Instant>,
+    /// How fugue stopped it, if it did.
+    stopped: Option<Stopped>,
     /// Watches for its program asking, with `on_input: stop` or `responses`.
     watch: Option<InputWatch>,
     /// Answers its program's questions that a key matches.
     responder: Option<Responder>,
-    /// When it was found asking and stopped.
-    asked: Option<Asked>,
+}
+
+/// How fugue stopped a command: one or the other, since a command stopped at its question has
+/// ended by the deadline.
+enum Stopped {
+    /// The deadline killed it, then.
+    TimedOut(Instant),
+    /// It was found asking a question its responses did not answer.
+    Asked(Asked),
+}
+
+impl Stopped {
+    /// When it was stopped.
+    fn at(&self) -> Instant {
+        match self {
+            Stopped::TimedOut(at) => *at,
+            Stopped::Asked(asked) => asked.at,
+        }
+    }
 }
 
 enum End {
@@ -179,9 +196,11 @@ fn run_parallel(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
         place.remove(&ctx.mux);
     }
     let status = match end {
-        End::AllDone if jobs.iter().any(|j| j.asked.is_some()) => RunStatus::Input,
+        End::AllDone if jobs.iter().any(|j| j.asked().is_some()) => RunStatus::Input,
         End::AllDone => RunStatus::Completed,
-        _ if jobs.iter().any(|j| j.timed_out.is_none()) => RunStatus::Partial,
+        _ if jobs.iter().any(|j| !matches!(j.stopped, Some(Stopped::TimedOut(_)))) => {
+            RunStatus::Partial
+        }
         _ => RunStatus::Timeout,
     };
     let total_duration_ms = started.elapsed().as_millis() as u64;
@@ -328,7 +347,7 @@ fn start_all<'a>(
                 Ok(pane) if stop_asking || responder.is_some() => Some(InputWatch::new(pane)),
                 _ => None,
             };
-            Launched { task, pane, events, timed_out: None, watch, responder, asked: None }
+            Launched { task, pane, events, stopped: None, watch, responder }
         })
         .collect()
 }
@@ -337,11 +356,19 @@ impl Launched<'_> {
     /// The status its result gives, once it has ended or been stopped.
     fn status(&self) -> CommandEnd {
         let Ok(pane) = &self.pane else { return CommandEnd::Error };
-        match (self.timed_out, pane.output().exit()) {
-            _ if self.asked.is_some() => CommandEnd::Input,
-            (Some(_), _) => CommandEnd::Timeout,
+        match (&self.stopped, pane.output().exit()) {
+            (Some(Stopped::Asked(_)), _) => CommandEnd::Input,
+            (Some(Stopped::TimedOut(_)), _) => CommandEnd::Timeout,
             (None, Some(exit)) if exit.success() => CommandEnd::Ok,
             (None, _) => CommandEnd::Failed,
+        }
+    }
+
+    /// The question it was stopped at, if it was.
+    fn asked(&self) -> Option<&Asked> {
+        match &self.stopped {
+            Some(Stopped::Asked(asked)) => Some(asked),
+            _ => None,
         }
     }
 
@@ -434,7 +461,7 @@ fn asking_job(jobs: &mut [Launched<'_>], stop_asking: bool) -> Option<usize> {
 /// Stops a command found asking, as the deadline would; with cleanup it leaves the registry too.
 fn stop(mux: &Mux, job: &mut Launched<'_>, cleanup: bool, bytes: usize) {
     if let (Ok(pane), Some(watch)) = (&job.pane, &job.watch) {
-        job.asked = Some(Asked::now(pane, watch, bytes));
+        job.stopped = Some(Stopped::Asked(Asked::now(pane, watch, bytes)));
         end_run_panes(mux, std::slice::from_ref(pane), cleanup);
     }
 }
@@ -465,7 +492,7 @@ fn kill_unfinished(mux: &Mux, jobs: &mut [Launched<'_>], cleanup: bool) {
     let now = Instant::now();
     let mut doomed = Vec::new();
     for job in jobs.iter_mut().filter(|j| j.running()) {
-        job.timed_out = Some(now);
+        job.stopped = Some(Stopped::TimedOut(now));
         if let Ok(pane) = &job.pane {
             doomed.push(pane.clone());
         }
@@ -502,15 +529,15 @@ fn job_result(job: &Launched<'_>, tails: &Tails, shown: usize, stays: bool) -> C
     result.pane_id = Some(pane.id.clone());
     result.answered = job.responder.as_ref().map(Responder::answered);
     let (exit, exited_at, end) = pane.output().with(|s| (s.exit, s.exited_at, s.ring.end()));
-    let stopped = job.timed_out.or(job.asked.as_ref().map(|a| a.at));
+    let stopped = job.stopped.as_ref().map(Stopped::at);
     let exit = if stopped.is_some() { None } else { exit };
     result.exit = ExitFields::new(exit, SignalField::WhenSignalled);
     let ended = stopped.or(exited_at).unwrap_or_else(Instant::now);
     result.duration_ms = ended.saturating_duration_since(pane.started).as_millis() as u64;
     if result.status != CommandEnd::Ok || tails.all {
-        let end = job.asked.as_ref().map_or(end, |a| a.end);
+        let end = job.asked().map_or(end, |a| a.end);
         let tail = tails.of(pane, (0, end), shown, stays);
-        result.told = match &job.asked {
+        result.told = match job.asked() {
             Some(asked) => asked.told(tail),
             None => asking::told(tail),
         };
