@@ -1,8 +1,8 @@
 //! The words and shapes the tools' answers share: one status vocabulary per meaning, and one
 //! result per command for the run tools.
 //!
-//! Where a command waited on stands when the wait ends (`ExecStatus`) is what `fugue_exec`,
-//! `fugue_send_input`'s wait and `fugue_wait`'s results report; how a run's command or step ended
+//! Where a command waited on stands when the wait ends (`Stand`, whose status words are
+//! `ExecStatus`) is what `fugue_exec`, `fugue_send_input`'s wait and `fugue_wait`'s results report; how a run's command or step ended
 //! (`CommandEnd`), what the run tools' results report; a wait's outcome is what `fugue_wait`
 //! (`WaitStatus`) and `fugue_expect` (`ExpectStatus`) end with; a run's (`RunStatus`), what the
 //! run tools end with.

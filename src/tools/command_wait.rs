@@ -1,13 +1,14 @@
-//! Waiting for a command in a pane to end, ask, or outlast the deadline: the one wait behind
-//! `fugue_exec` and `fugue_send_input`'s `wait_ms`.
+//! Waiting for a command in a pane to end, ask, fall silent or outlast the deadline: the one wait
+//! behind `fugue_exec` and `fugue_send_input`'s `wait_ms`.
 //!
 //! In: the pane, its shell integration (if any), what ends the wait (the prompt after a given
 //! exec, or any prompt printed after a given output offset), an optional pattern for the exec's
 //! output (`until`), optional `responses` (a question a key matches is answered and the wait goes
-//! on), and the deadline. The wait sleeps in the one `Waiter` on the shell's records, the pane's end, its
-//! output (only with a pattern), the call's cancel channel, the deadline, the input watch's next
-//! look and the progress heartbeat. Out: an `Outcome`, and from it the `CommandAnswer` that holds
-//! `status` (ok, failed, input, running, exited, ready), `exit_code`, `cwd`, `output` and `offset`.
+//! on), an optional `quiet_ms` watchdog, and the deadline. `Waiter::drive` sleeps on the shell's
+//! records, the pane's end, its output (only with a pattern), the call's cancel channel, the
+//! deadline, the next look the input watch or the watchdog has due, and the progress heartbeat.
+//! Out: an `Outcome`, and from it the `CommandAnswer`: where the command stands (`Stand`: ok,
+//! failed, input, running, quiet, exited, ready, each with its own fields), `output` and `offset`.
 
 use super::answer::{ExecStatus, Stand};
 use crate::error::{Error, Result};
