@@ -281,10 +281,10 @@ fn wait(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let timeout = args.u64("timeout_ms", 0, MAX_TIMEOUT_MS)?.unwrap_or(TIMEOUT_MS);
     let lines = args.u64("tail_lines", 0, MAX_TAIL_LINES)?.unwrap_or(TAIL_LINES) as usize;
     let keep = crate::tools::common::keep(args, regex_limit)?;
+    let quiet = crate::tools::common::quiet_ms(args)?;
     let deadline = started + Duration::from_millis(timeout);
     // The ids are looked up last: every argument is checked before anything is looked at.
     let panes = panes(ctx, args)?;
-    let quiet = crate::tools::common::quiet_ms(args)?;
     let watched: Vec<Watched> =
         panes.into_iter().map(|pane| Watched::new(pane, pattern.as_ref(), quiet)).collect();
     let mut waiter = Waiter::new()
