@@ -20,10 +20,11 @@ use crate::pane::tail;
 use crate::runtime::{Ctx, Tool};
 use crate::shell::Prompt;
 use crate::shell::live::Live;
-use crate::tool::args::Args;
 use crate::tool::choice::Choice;
+use crate::tool::params::{Params, Spec, Timeout, params};
 use crate::tool::{Answer, Asking, RUNS, schema::*};
 use crate::tools::answer::{ExecStatus, Stand, WaitStatus};
+use crate::tools::common::KEEP_AS_EXECS;
 use crate::tools::common::quiet::Quiet;
 use crate::waiter::{Drove, Look, Waiter};
 use crate::words::words;
@@ -32,7 +33,7 @@ use regex::Regex;
 use serde::Serialize;
 use serde_json::json;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 // Defaults of absent arguments, declared in the schema and applied by the handler.
 /// `timeout_ms`: five minutes.
@@ -41,8 +42,6 @@ const TIMEOUT_MS: u64 = 300_000;
 const TAIL_LINES: u64 = 10;
 /// The most panes one call waits on.
 const MAX_PANES: usize = 32;
-/// The longest wait one call accepts: one day.
-const MAX_TIMEOUT_MS: u64 = 86_400_000;
 /// The most lines a result may show.
 const MAX_TAIL_LINES: u64 = 1000;
 /// The least bytes of output one pane's result gets when many share the answer.
@@ -63,28 +62,11 @@ pub(crate) const TOOL: Tool = Tool {
     title: "Wait on panes",
     description: "Wait on 1-32 panes (jobs left running, commands) and answer when one (mode any) or all have an outcome, as \
                   fugue_exec's (ok/failed even before this call; exited: its program ended; \
-                  input; quiet), or matched (until matched output printed after the call). \
+                  quiet), or matched (until matched output printed after the call). \
                   results in pane_ids order, each with its last lines + errors; fired: first \
                   first; status timeout leaves the rest running.",
     hints: RUNS,
-    input: || {
-        object(
-            &[
-                (
-                    "pane_ids",
-                    json!({"type": "array", "items": {"type": "string"}, "minItems": 1,
-                           "maxItems": MAX_PANES, "description": "Panes to wait on"}),
-                ),
-                ("mode", Mode::schema("any: the first outcome; all: every pane's")),
-                ("until", string("Regex for output printed after the call starts")),
-                ("timeout_ms", integer_or("Give up after this long", TIMEOUT_MS)),
-                ("tail_lines", integer_or("Lines of each pane's output to show", TAIL_LINES)),
-                crate::tools::common::quiet_schema("As fugue_exec's"),
-                crate::tools::common::keep_schema(),
-            ],
-            &["pane_ids"],
-        )
-    },
+    input: WaitParams::schema,
     output: || {
         result(&[
             ("status", WaitStatus::words()),
@@ -98,7 +80,7 @@ pub(crate) const TOOL: Tool = Tool {
     },
     durable: true,
     asks: true,
-    call: wait,
+    call: |ctx, args| wait(ctx, Params::read(args)?),
 };
 
 /// What happened to one pane.
@@ -136,7 +118,11 @@ struct Watched {
 }
 
 impl Watched {
-    fn new(pane: Arc<Pane>, pattern: Option<&Regex>, quiet: Option<Duration>) -> Watched {
+    fn new(
+        pane: Arc<Pane>,
+        pattern: Option<&Regex>,
+        quiet: Option<std::time::Duration>,
+    ) -> Watched {
         let mut wakes = vec![pane.output().subscribe_status()];
         wakes.extend(Live::of(&pane).map(|live| live.shell.subscribe()));
         let scan = pattern.map(|regex| {
@@ -273,18 +259,33 @@ fn job_start(pane: &Pane) -> u64 {
     Live::of(pane).and_then(|live| live.job_start(from)).unwrap_or(0)
 }
 
-fn wait(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
+params! {
+    /// `fugue_wait`'s arguments.
+    struct WaitParams {
+        pane_ids: Vec<String> = Spec::new("Panes to wait on").range(1, MAX_PANES as u64).required(),
+        mode: Mode = Spec::new("any: the first outcome; all: every pane's"),
+        until: Option<String> = Spec::new("Regex for output printed after the call starts"),
+        timeout_ms: Timeout = Spec::new("Give up after this long").or(TIMEOUT_MS),
+        tail_lines: usize = Spec::new("Lines per result")
+            .range(0, MAX_TAIL_LINES)
+            .or(TAIL_LINES),
+        quiet_ms: Option<u64> = crate::tools::common::quiet_row(""),
+        keep: Option<String> = KEEP_AS_EXECS,
+    }
+}
+
+fn wait(ctx: &Ctx<'_>, args: WaitParams) -> Result<Answer> {
     let started = Instant::now();
-    let all = Mode::parse(args, "mode")? == Mode::All;
+    let all = args.mode == Mode::All;
     let regex_limit = ctx.config.max_regex_bytes;
-    let pattern = args.str("until")?.map(|p| compile(p, regex_limit)).transpose()?;
-    let timeout = args.u64("timeout_ms", 0, MAX_TIMEOUT_MS)?.unwrap_or(TIMEOUT_MS);
-    let lines = args.u64("tail_lines", 0, MAX_TAIL_LINES)?.unwrap_or(TAIL_LINES) as usize;
-    let keep = crate::tools::common::keep(args, regex_limit)?;
-    let quiet = crate::tools::common::quiet_ms(args)?;
-    let deadline = started + Duration::from_millis(timeout);
+    let pattern = args.until.map(|p| compile(&p, regex_limit)).transpose()?;
+    let Timeout(timeout) = args.timeout_ms;
+    let lines = args.tail_lines;
+    let keep = crate::tools::common::keep(args.keep.as_deref(), regex_limit)?;
+    let quiet = args.quiet_ms.map(std::time::Duration::from_millis);
+    let deadline = started + timeout;
     // The ids are looked up last: every argument is checked before anything is looked at.
-    let panes = panes(ctx, args)?;
+    let panes = panes(ctx, &args.pane_ids)?;
     let watched: Vec<Watched> =
         panes.into_iter().map(|pane| Watched::new(pane, pattern.as_ref(), quiet)).collect();
     let mut waiter = Waiter::new()
@@ -316,16 +317,9 @@ fn wait(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
 }
 
 /// The panes named, each found before anything waits; one named twice is an error.
-fn panes(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Vec<Arc<Pane>>> {
-    let ids = args.strings("pane_ids")?;
-    if ids.is_empty() || ids.len() > MAX_PANES {
-        return Err(Error::invalid(format!(
-            "pane_ids holds {} ids; give 1 to {MAX_PANES}",
-            ids.len()
-        )));
-    }
+fn panes(ctx: &Ctx<'_>, ids: &[String]) -> Result<Vec<Arc<Pane>>> {
     let mut panes: Vec<Arc<Pane>> = Vec::with_capacity(ids.len());
-    for id in &ids {
+    for id in ids {
         let pane = ctx.mux.pane(id)?;
         if panes.iter().any(|p| p.id == pane.id) {
             return Err(Error::invalid(format!("pane_ids names pane {} twice", pane.id)));
