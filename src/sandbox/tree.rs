@@ -3,8 +3,8 @@
 //! - P, the launcher, the pane's process in fugue's eyes (in the host's pid namespace). It ignores
 //!   the signals fugue and the terminal send to the session, serves the program (`lockdown::serve`)
 //!   in a thread, waits for C, and ends the way G ended (C leaves that in a page P shares).
-//! - C, pid 1 of a new pid namespace (none in the fallback): in a mount namespace of its own with
-//!   a fresh `/proc` that shows the pane's processes only (P keeps the host's), it locks the tree
+//! - C, pid 1 of a new pid namespace (none in the fallback): it mounts a fresh `/proc` that shows
+//!   the pane's processes only (P keeps the host's, as its working directory), locks the tree
 //!   down (`lockdown::lock_tree`: Landlock and the seccomp filter, whose listener P's thread takes
 //!   from it), forks G, then reaps every orphan the namespace's processes leave until G ends, and
 //!   ends with it. It dies with P (`PR_SET_PDEATHSIG`). When it dies the kernel kills everything
@@ -77,10 +77,21 @@ pub(crate) fn run(plan: &Plan, program: &[String]) -> ExitCode {
         Ok(page) => page,
         Err(why) => return fail(&why),
     };
-    let c = match fork_init(plan, &theirs, serving, program, &ended) {
+    // Opened before C covers `/proc` with the pane's own.
+    let host_proc = match open_dir(c"/proc") {
+        Ok(fd) => fd,
+        Err(why) => return fail(&why),
+    };
+    let close = [serving, host_proc.as_raw_fd()];
+    let c = match fork_init(plan, &theirs, &close, program, &ended) {
         Ok(pid) => pid,
         Err(why) => return fail(&why),
     };
+    // The socket server looks at the pane's processes from here (`sockets::HOST_PROC`).
+    // SAFETY: fchdir takes an open directory descriptor.
+    if unsafe { libc::fchdir(host_proc.as_raw_fd()) } != 0 {
+        return fail(&format!("cd /proc: {}", std::io::Error::last_os_error()));
+    }
     drop(theirs);
     let status = wait_or_hang_up(c);
     mirror(ended.status().unwrap_or(status))
@@ -124,11 +135,11 @@ impl Ended {
     }
 }
 
-/// Forks C, which never returns; `serving` is P's end of the channel, which C must not hold.
+/// Forks C, which never returns; `close` are P's descriptors C must not hold.
 fn fork_init(
     plan: &Plan,
     channel: &UnixStream,
-    serving: libc::c_int,
+    close: &[libc::c_int],
     program: &[String],
     ended: &Ended,
 ) -> Result<libc::pid_t, String> {
@@ -137,7 +148,7 @@ fn fork_init(
     // SAFETY: C runs no code that takes a lock the thread may hold (see `run`).
     let pid = unsafe { libc::fork() };
     match pid {
-        0 => init_main(plan, &parent, channel, serving, program, ended),
+        0 => init_main(plan, &parent, channel, close, program, ended),
         p if p < 0 => Err(format!("fork: {}", std::io::Error::last_os_error())),
         p => Ok(p),
     }
@@ -149,12 +160,12 @@ fn init_main(
     plan: &Plan,
     parent: &OwnedFd,
     channel: &UnixStream,
-    serving: libc::c_int,
+    close: &[libc::c_int],
     program: &[String],
     ended: &Ended,
 ) -> ! {
-    // SAFETY: prctl and poll take no pointers but `pfd`, which outlives the call; `serving` is
-    // C's own copy.
+    // SAFETY: prctl and poll take no pointers but `pfd`, which outlives the call; the closed
+    // descriptors are C's own copies.
     unsafe {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
         // P may have died before the line above: its pidfd is then readable.
@@ -162,11 +173,12 @@ fn init_main(
         if libc::poll(&raw mut pfd, 1, 0) != 0 {
             libc::_exit(0);
         }
-        libc::close(serving);
+        for fd in close {
+            libc::close(*fd);
+        }
     }
     let steps = || -> Result<OwnedFd, String> {
         if !plan.fallback {
-            super::net::unshare(libc::CLONE_NEWNS)?;
             mount_proc()?;
         }
         lockdown::lock_tree(plan, channel)
@@ -320,7 +332,8 @@ fn take_the_terminal() {
     }
 }
 
-/// A fresh `/proc` of the pane's pid namespace, in C's own mount namespace.
+/// A fresh `/proc` of the pane's pid namespace over the tree's (the launcher's working directory
+/// keeps the host's).
 fn mount_proc() -> Result<(), String> {
     let (source, target) = (c"proc", c"/proc");
     let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
@@ -383,6 +396,18 @@ fn mirror(status: libc::c_int) -> ExitCode {
         libc::kill(libc::getpid(), sig);
     }
     ExitCode::from(128 + u8::try_from(sig).unwrap_or(0))
+}
+
+/// A directory opened `O_PATH`.
+fn open_dir(path: &std::ffi::CStr) -> Result<OwnedFd, String> {
+    let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC;
+    // SAFETY: `path` is a valid C string; open returns a new descriptor or -1.
+    let fd = unsafe { libc::open(path.as_ptr(), flags) };
+    if fd < 0 {
+        return Err(format!("{path:?}: {}", std::io::Error::last_os_error()));
+    }
+    // SAFETY: open returned a new descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// A descriptor that becomes readable when process `pid` ends.
