@@ -24,10 +24,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use target::{Errno, Target};
 
-/// The host's `/proc`, where the launcher looks at the pane's processes: its working directory
-/// (`tree::run`), since the pane's own `/proc` covers `/proc` in the namespace they share.
-pub(super) const HOST_PROC: &str = ".";
-
 /// What a pane's sockets may reach.
 #[derive(Debug, Default)]
 pub(crate) struct Rules {

@@ -1,11 +1,14 @@
 //! The process a notification is about, seen from the launcher: its memory read, its socket
 //! taken (`pidfd_getfd`, the same open socket, not a copy), a path resolved as it sees it.
 
-use super::HOST_PROC;
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+
+/// The host's `/proc`, where the launcher looks at the pane's processes: its working directory
+/// (`tree::run`), since the pane's own `/proc` covers `/proc` in the namespace they share.
+pub(super) const HOST_PROC: &str = ".";
 
 /// `pidfd_open`'s flag for a thread's descriptor (Linux 6.9): notifications name threads.
 const PIDFD_THREAD: libc::c_uint = libc::O_EXCL as libc::c_uint;
