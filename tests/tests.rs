@@ -90,3 +90,5 @@ mod docs;
 mod layers;
 // Answers that fit: a noisy failure's error line within the budget, keep, omitted_lines.
 mod budget;
+// The watchdog for silent work: quiet_ms answers `quiet` for a command that hangs without asking.
+mod quiet;
