@@ -32,6 +32,28 @@ fn no_capability_case(f: &mut Fugue, who: &str) {
     assert_eq!(caps["output"], "0000000000000000", "{who}: {caps}");
 }
 
+/// The pane's init (pid 1 of its pid namespace), which locks the tree down and holds the
+/// seccomp filter's listener until the launcher has taken it, is out of the program's reach: the
+/// program can neither take its descriptors (`pidfd_getfd`: with the listener it would answer
+/// its own socket calls) nor trace it. As root and as nobody.
+#[test]
+fn the_panes_init_is_out_of_the_programs_reach() {
+    let root = Dir::new("lock-init");
+    crate::sandbox::as_root_and_nobody(&root.path, "lock-init-nobody", init_case);
+}
+
+const REACH_INIT: &str = "python3 -c 'import ctypes, os; \
+    libc = ctypes.CDLL(None, use_errno=True); \
+    said = lambda r: \"taken\" if r >= 0 else os.strerror(ctypes.get_errno()); \
+    print(\"getfd:\", said(libc.syscall(438, os.pidfd_open(1), 0, 0))); \
+    print(\"trace:\", said(libc.ptrace(0x4206, 1, None, None)))'";
+
+fn init_case(f: &mut Fugue, who: &str) {
+    let done = run(f, REACH_INIT);
+    let denied = "getfd: Operation not permitted\ntrace: Operation not permitted";
+    assert_eq!(done["output"], denied, "{who}: {done}");
+}
+
 /// The mount API cannot make the read-only `.git` writable (issue 30, item 2): not by clearing
 /// the bind's read-only flag (`mount_setattr`), not by a clone of the root's mount without the
 /// bind (`open_tree`), not by a new mount namespace and a remount. As root and as nobody.

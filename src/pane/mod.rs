@@ -152,7 +152,7 @@ impl Pane {
     }
 
     /// The pane's own process, the program it runs: the child itself, or in a sandbox the
-    /// launcher's child that runs the program (`sandbox::tree`; the launcher and the init of its
+    /// launcher's grandchild that runs the program (`sandbox::tree`; the launcher and the init of its
     /// pid namespace are fugue's). The first to ask waits, a bounded time, for the launcher to
     /// start it: the pane's start does not, so the launcher's work goes on beside fugue's.
     pub(crate) fn own_pid(&self) -> u32 {

@@ -92,9 +92,11 @@ impl Sessions {
     }
 }
 
-/// The process a sandbox launcher runs the program in: its child that is not the init of the
-/// pid namespace it made (pid 1 there); `None` until it exists. The launcher forks twice at once,
-/// so the few pids after its own are looked at first, then every process of its session.
+/// The process a sandbox launcher runs the program in: its grandchild, the first child of the
+/// init of the pid namespace it made (pid 2 there; in the fallback, without a namespace, the only
+/// child of the launcher's child); `None` until it exists. The launcher and its child each fork
+/// once at once, so the few pids after the launcher's are looked at first, then every process of
+/// its session.
 pub(crate) fn launched(launcher: u32) -> Option<u32> {
     launched_near(launcher).or_else(|| {
         let dir = fs::read_dir("/proc").ok()?;
@@ -109,13 +111,21 @@ fn launched_near(launcher: u32) -> Option<u32> {
     (launcher + 1..=launcher + 8).find(|pid| is_launched_by(*pid, launcher))
 }
 
-/// Whether `pid` is `launcher`'s child and not pid 1 of a namespace.
+/// Whether `pid` is the program `launcher` runs (see `launched`): an orphan the init adopted is
+/// its child too, but never pid 2.
 fn is_launched_by(pid: u32, launcher: u32) -> bool {
-    let Ok(status) = fs::read_to_string(format!("/proc/{pid}/status")) else { return false };
+    let Some((parent, nspid)) = parent_and_nspid(pid) else { return false };
+    let ids: Vec<&str> = nspid.split_whitespace().collect();
+    let first = ids.len() < 2 || ids.last() == Some(&"2");
+    first && parent != launcher && parent_and_nspid(parent).is_some_and(|(p, _)| p == launcher)
+}
+
+/// A process's parent, and its pids in every pid namespace from ours down (`NSpid`).
+fn parent_and_nspid(pid: u32) -> Option<(u32, String)> {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let field =
         |name: &str| status.lines().find_map(|l| l.strip_prefix(name)).map_or("", str::trim);
-    field("PPid:") == launcher.to_string()
-        && field("NSpid:").split_whitespace().last().is_some_and(|n| n != "1")
+    Some((field("PPid:").parse().ok()?, field("NSpid:").to_string()))
 }
 
 /// Waits, at most until `deadline`, for the launcher `launcher` to start the program

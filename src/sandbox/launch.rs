@@ -6,8 +6,9 @@
 //! their owners) with a mount namespace, or the network holder's user and network namespace
 //! joined and a mount namespace of its own; the pane's file system laid out (`mounts`: everything
 //! read-only but the writable roots, private temporary directories, `/run` and fugue's private
-//! directories covered, every `.git` read-only); a pid namespace with a small init and the
-//! program in it (`tree`), which locks itself down (`lockdown`) and execs. The launcher stays, as
+//! directories covered, every `.git` read-only); a pid namespace with a small init that locks
+//! itself and what it forks down (`lockdown`), and the program's process it forks, which drops its
+//! capabilities and execs (`tree`). The launcher stays, as
 //! the pane's process in fugue's eyes, and ends as the program ends. The fallback (no user
 //! namespaces) has no namespaces and no mounts, only the lockdown.
 

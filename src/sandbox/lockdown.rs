@@ -1,10 +1,12 @@
 //! No way back: the last steps before the pane's program runs, after the namespaces and mounts
 //! are made, and the launcher's side of them.
 //!
-//! `apply` (in the process about to exec the program): `no_new_privs`, every capability dropped
-//! (`caps`), Landlock, then the seccomp filter (`seccomp`), whose listener goes to the launcher
-//! over `channel`. `serve` (in the launcher, outside every restriction, in a thread): answers the
-//! filter's questions about sockets (`sockets`) until no process of the pane is left.
+//! `lock_tree` (in C, the pane's init, before it forks the program's process): `no_new_privs`,
+//! Landlock, then the seccomp filter (`seccomp`), whose listener goes to the launcher over
+//! `channel`; the program's process inherits all three. `drop_privileges` (in the program's
+//! process, about to exec): every capability dropped (`caps`). `serve` (in the launcher, outside
+//! every restriction, in a thread): answers the filter's questions about sockets (`sockets`)
+//! until no process of the pane is left.
 
 use super::launch_plan::Plan;
 use super::{caps, landlock, seccomp, sockets};
@@ -13,11 +15,12 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 
-/// Locks this process down for good; see the module's comment. Any step that fails fails the
-/// sandbox: the caller must not exec.
-pub(crate) fn apply(plan: &Plan, channel: &UnixStream) -> Result<(), String> {
+/// Locks this process and the children it forks from now on down for good, but for its
+/// capabilities (see `drop_privileges`); see the module's comment. Returns the filter's listener,
+/// whose number the launcher has been sent: it must stay open until the launcher says it has taken
+/// it (`taken`). Any step that fails fails the sandbox: no program may run.
+pub(crate) fn lock_tree(plan: &Plan, channel: &UnixStream) -> Result<OwnedFd, String> {
     no_new_privs()?;
-    caps::drop_all()?;
     // The pane's own terminal, reopened by name (`/dev/stdout`, `/proc/self/fd/1`): the pane's
     // `/dev/pts` is its own (`mounts::dev`), where the host's terminal is not, so the rule is on
     // the terminal itself, reached through the descriptor.
@@ -27,7 +30,13 @@ pub(crate) fn apply(plan: &Plan, channel: &UnixStream) -> Result<(), String> {
     landlock::restrict(landlock::abi(), &write)?;
     let options = seccomp::Options { refuse_inet: plan.refuse_inet, notify: true };
     let listener = seccomp::install(options)?.ok_or("seccomp gave no listener")?;
-    send_fd(channel, &listener)
+    send_number(channel, &listener)?;
+    Ok(listener)
+}
+
+/// Drops every capability of this process, the last step before the program's exec.
+pub(crate) fn drop_privileges() -> Result<(), String> {
+    caps::drop_all()
 }
 
 /// Serves the pane's filter: receives its listener over `channel` and answers until every
@@ -51,13 +60,19 @@ fn no_new_privs() -> Result<(), String> {
 /// (`sendmsg` would wait for an answer that cannot come): the descriptor's number is written, with
 /// this process's credentials attached by the kernel (the launcher asked for them before this
 /// process was forked, `ask_for_credentials`), and the launcher takes the descriptor itself with
-/// `pidfd_getfd`, then says it has it: until then the number must stay open.
-fn send_fd(channel: &UnixStream, listener: &OwnedFd) -> Result<(), String> {
+/// `pidfd_getfd`, then says it has it (`taken`): until then the number must stay open.
+fn send_number(channel: &UnixStream, listener: &OwnedFd) -> Result<(), String> {
     let mut channel = channel;
-    let broken = |e: std::io::Error| format!("handing the filter's listener to the launcher: {e}");
-    channel.write_all(&listener.as_raw_fd().to_ne_bytes()).map_err(broken)?;
+    channel
+        .write_all(&listener.as_raw_fd().to_ne_bytes())
+        .map_err(|e| format!("handing the filter's listener to the launcher: {e}"))
+}
+
+/// Waits until the launcher has taken the listener (or will never take it: the channel closed).
+pub(crate) fn taken(channel: &UnixStream) {
+    let mut channel = channel;
     let mut taken = [0u8; 1];
-    channel.read_exact(&mut taken).map_err(broken)
+    let _ = channel.read_exact(&mut taken);
 }
 
 /// Makes the kernel attach the sender's credentials to what arrives on the launcher's end of the

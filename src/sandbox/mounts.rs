@@ -18,7 +18,7 @@ use super::launch_plan::Plan;
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 const OPEN_TREE_CLONE: libc::c_uint = 1;
 const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x04;
@@ -147,8 +147,15 @@ fn shown(plan: &Plan, cwd: &Path) -> Vec<PathBuf> {
 
 /// The trees of `paths` that exist, cloned with their mounts.
 fn clones(paths: &[PathBuf]) -> Result<Vec<(PathBuf, OwnedFd)>, String> {
-    let existing = paths.iter().filter(|p| std::fs::symlink_metadata(p).is_ok());
-    existing.map(|p| clone(p).map(|fd| (p.clone(), fd))).collect()
+    let mut trees = Vec::with_capacity(paths.len());
+    for path in paths {
+        match open_tree(path) {
+            Ok(tree) => trees.push((path.clone(), tree)),
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
+            Err(e) => return Err(format!("open_tree {}: {e}", path.display())),
+        }
+    }
+    Ok(trees)
 }
 
 /// The shared private temporary directories, cloned, by where the pane sees them; none in the
@@ -209,12 +216,15 @@ fn is_real_dir(path: &Path) -> bool {
 
 /// A detached copy of the mount tree at `path` (`open_tree(OPEN_TREE_CLONE | AT_RECURSIVE)`).
 fn clone(path: &Path) -> Result<OwnedFd, String> {
-    let c = cstring(path)?;
+    open_tree(path).map_err(|e| format!("open_tree {}: {e}", path.display()))
+}
+
+fn open_tree(path: &Path) -> std::io::Result<OwnedFd> {
+    let c = cstring(path).map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
     let flags =
         OPEN_TREE_CLONE | libc::O_CLOEXEC.cast_unsigned() | libc::AT_RECURSIVE.cast_unsigned();
     // SAFETY: `c` is a valid C string; open_tree returns a new descriptor or -1.
-    let fd = unsafe { libc::syscall(libc::SYS_open_tree, libc::AT_FDCWD, c.as_ptr(), flags) };
-    owned(fd).map_err(|e| format!("open_tree {}: {e}", path.display()))
+    owned(unsafe { libc::syscall(libc::SYS_open_tree, libc::AT_FDCWD, c.as_ptr(), flags) })
 }
 
 /// Makes every mount of the tree at `path` read-only; `tree`, when given, is a detached tree and
@@ -271,31 +281,59 @@ fn attach(tree: &OwnedFd, point: &OwnedFd) -> Result<(), String> {
 /// false) one component at a time, never through a link; opened `O_PATH`.
 fn mount_point(path: &Path, dir: bool) -> Result<OwnedFd, String> {
     let in_the_way = |e: std::io::Error| format!("mount point {}: {e}", path.display());
-    let mut at = open(Path::new("/"), libc::O_PATH | libc::O_DIRECTORY)?;
-    let names: Vec<&std::ffi::OsStr> = path
-        .components()
-        .filter_map(|c| if let Component::Normal(n) = c { Some(n) } else { None })
-        .collect();
-    for (i, name) in names.iter().enumerate() {
-        let last = i + 1 == names.len();
-        let c =
-            CString::new(name.as_bytes()).map_err(|_| format!("{} holds a NUL", path.display()))?;
-        let want_dir = !last || dir;
-        let flags = libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-        let mode = if want_dir { flags | libc::O_DIRECTORY } else { flags };
-        // SAFETY: `at` is an open directory and `c` a valid C string.
-        let mut fd = unsafe { libc::openat(at.as_raw_fd(), c.as_ptr(), mode) };
-        if fd < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOENT) {
-            make(&at, &c, want_dir).map_err(in_the_way)?;
-            // SAFETY: as above.
-            fd = unsafe { libc::openat(at.as_raw_fd(), c.as_ptr(), mode) };
-        }
-        at = owned(fd.into()).map_err(in_the_way)?;
+    match open_beneath(path, dir) {
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
+        found => return found.map_err(in_the_way),
     }
-    if !dir && is_link(&at) {
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(in_the_way(std::io::Error::from_raw_os_error(libc::ENOENT)));
+    };
+    let at = mount_point(parent, true)?;
+    let c = CString::new(name.as_bytes()).map_err(|_| format!("{} holds a NUL", path.display()))?;
+    make(&at, &c, dir).map_err(in_the_way)?;
+    let flags = libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    let flags = if dir { flags | libc::O_DIRECTORY } else { flags };
+    // SAFETY: `at` is an open directory and `c` a valid C string.
+    let point = owned(unsafe { libc::openat(at.as_raw_fd(), c.as_ptr(), flags) }.into())
+        .map_err(in_the_way)?;
+    if !dir && is_link(&point) {
         return Err(format!("mount point {}: a link is in the way", path.display()));
     }
-    Ok(at)
+    Ok(point)
+}
+
+/// `struct open_how` of `openat2(2)`.
+#[repr(C)]
+struct OpenHow {
+    flags: u64,
+    mode: u64,
+    resolve: u64,
+}
+
+const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
+const RESOLVE_NO_SYMLINKS: u64 = 0x04;
+
+/// Opens `path` (`O_PATH`, a directory when `dir`) in one call, failing with `ELOOP` if any of
+/// its components is a link.
+fn open_beneath(path: &Path, dir: bool) -> std::io::Result<OwnedFd> {
+    let c = CString::new(path.as_os_str().as_bytes()).map_err(|_| libc::EINVAL);
+    let c = c.map_err(std::io::Error::from_raw_os_error)?;
+    let flags = libc::O_PATH | libc::O_CLOEXEC | if dir { libc::O_DIRECTORY } else { 0 };
+    let how = OpenHow {
+        flags: flags.unsigned_abs().into(),
+        mode: 0,
+        resolve: RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+    };
+    // SAFETY: `c` and `how` are valid and outlive the call.
+    owned(unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            &raw const how,
+            std::mem::size_of::<OpenHow>(),
+        )
+    })
 }
 
 /// Whether `fd` (opened `O_PATH | O_NOFOLLOW`) is a symbolic link.
@@ -354,13 +392,6 @@ fn tmpfs(source: &str, dir: &Path, data: &str) -> Result<(), String> {
 /// The path through which `fd` is reached again (the kernel follows it to the very file).
 fn fd_path(fd: &OwnedFd) -> PathBuf {
     PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()))
-}
-
-fn open(path: &Path, flags: libc::c_int) -> Result<OwnedFd, String> {
-    let c = cstring(path)?;
-    // SAFETY: `c` is a valid C string.
-    let fd = unsafe { libc::open(c.as_ptr(), flags | libc::O_CLOEXEC) };
-    owned(fd.into()).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// A descriptor a system call returned, or its error.

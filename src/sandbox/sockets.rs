@@ -318,7 +318,8 @@ fn send(message: Message, done: impl FnOnce(i64) -> Answer + Send + 'static) -> 
 }
 
 /// A socket address of the target's, checked and made the launcher's own: a Unix path becomes
-/// `/proc/self/fd/N` of the socket the launcher resolved and checked (see the module's comment).
+/// `self/fd/N` in the host's `/proc` of the socket the launcher resolved and checked (see the
+/// module's comment).
 fn address(target: &Target, rules: &Rules, ptr: u64, len: u64) -> Result<Address, Errno> {
     let len = usize::try_from(len).map_err(|_| libc::EINVAL)?;
     if len > MAX_ADDR || ptr == 0 {

@@ -2,14 +2,22 @@
 //!
 //! - P, the launcher, the pane's process in fugue's eyes (in the host's pid namespace). It ignores
 //!   the signals fugue and the terminal send to the session, serves the program (`lockdown::serve`)
-//!   in a thread, waits for G, then kills C and ends the way G ended.
-//! - C, pid 1 of a new pid namespace (none in the fallback): a tiny init that reaps the orphans
-//!   the namespace's processes leave, never exits on its own, and dies with P (`PR_SET_PDEATHSIG`).
-//!   When it dies the kernel kills everything left in the namespace: `setsid`, double forks,
-//!   `chroot` and new namespaces change nothing.
-//! - G, the program (pid 2): the terminal's foreground in a process group of its own, in a mount
-//!   namespace of its own with a fresh `/proc` that shows the pane's processes only (P keeps the
-//!   host's), its signals back to their defaults, locked down (`lockdown::apply`), then exec'd.
+//!   in a thread, waits for C, and ends the way G ended (C leaves that in a page P shares).
+//! - C, pid 1 of a new pid namespace (none in the fallback): it mounts a fresh `/proc` that shows
+//!   the pane's processes only (P keeps the host's, as its working directory), locks the tree
+//!   down (`lockdown::lock_tree`: Landlock and the seccomp filter, whose listener P's thread takes
+//!   from it), forks G, then reaps every orphan the namespace's processes leave until G ends, and
+//!   ends with it. It dies with P (`PR_SET_PDEATHSIG`). When it dies the kernel kills everything
+//!   left in the namespace: `setsid`, double forks, `chroot` and new namespaces change nothing.
+//!   It keeps its capabilities, so G, which has none, can neither trace it nor take its
+//!   descriptors.
+//! - G, the program (pid 2): the terminal's foreground in a process group of its own, its
+//!   capabilities dropped (`lockdown::drop_privileges`), its signals back to their defaults,
+//!   then exec'd.
+//!
+//! Nothing on the way from the launcher's start to the program's exec, or from the program's end
+//! to the launcher's, waits for another process to answer: the filter's listener is taken while G
+//! starts, and C's end is the pane's end.
 
 use super::launch_plan::Plan;
 use super::lockdown;
@@ -41,8 +49,7 @@ pub(crate) fn ignore_signals() {
     }
 }
 
-/// Starts P's threads, then C (unless `plan.fallback`) and G; waits for G and returns how it
-/// ended.
+/// Starts P's thread, then C (which starts G); waits for C and returns how G ended.
 pub(crate) fn run(plan: &Plan, program: &[String]) -> ExitCode {
     let (mine, theirs) = match UnixStream::pair() {
         Ok(pair) => pair,
@@ -52,8 +59,8 @@ pub(crate) fn run(plan: &Plan, program: &[String]) -> ExitCode {
         return fail(&why);
     }
     let serving = mine.as_raw_fd();
-    // The threads first: once P has unshared a pid namespace the kernel lets it make none. (glibc's
-    // fork keeps malloc usable in the children; the threads hold no other lock while they wait.)
+    // The thread first: once P has unshared a pid namespace the kernel lets it make none. (glibc's
+    // fork keeps malloc usable in the children; the thread holds no other lock while it waits.)
     let served = plan.clone();
     let thread = std::thread::Builder::new()
         .name("sandbox-serve".into())
@@ -66,46 +73,97 @@ pub(crate) fn run(plan: &Plan, program: &[String]) -> ExitCode {
     {
         return fail(&why);
     }
-    let init = if plan.fallback {
-        None
-    } else {
-        match fork_init(&[serving, theirs.as_raw_fd()]) {
-            Ok(pid) => Some(pid),
-            Err(why) => return fail(&why),
-        }
+    let ended = match Ended::new() {
+        Ok(page) => page,
+        Err(why) => return fail(&why),
     };
-    // SAFETY: the child only runs G's steps and execs (see the comment above on the threads).
-    let g = unsafe { libc::fork() };
-    if g == 0 {
-        // SAFETY: G's copy of the launcher's end, which G must not hold.
-        unsafe { libc::close(serving) };
-        program_main(plan, &theirs, program);
+    // Opened before C covers `/proc` with the pane's own.
+    let host_proc = match open_dir(c"/proc") {
+        Ok(fd) => fd,
+        Err(why) => return fail(&why),
+    };
+    let close = [serving, host_proc.as_raw_fd()];
+    let c = match fork_init(plan, &theirs, &close, program, &ended) {
+        Ok(pid) => pid,
+        Err(why) => return fail(&why),
+    };
+    // The socket server looks at the pane's processes from here (`sockets::HOST_PROC`).
+    // SAFETY: fchdir takes an open directory descriptor.
+    if unsafe { libc::fchdir(host_proc.as_raw_fd()) } != 0 {
+        return fail(&format!("cd /proc: {}", std::io::Error::last_os_error()));
     }
     drop(theirs);
-    if g < 0 {
-        end_init(init);
-        return fail(&format!("fork: {}", std::io::Error::last_os_error()));
-    }
-    let status = wait_or_hang_up(g);
-    end_init(init);
-    mirror(status)
+    let status = wait_or_hang_up(c);
+    mirror(ended.status().unwrap_or(status))
 }
 
-/// Forks C; `close` are descriptors C must not hold.
-fn fork_init(close: &[libc::c_int]) -> Result<libc::pid_t, String> {
+/// A page P shares with C, where C leaves G's wait status as G ends.
+struct Ended(*mut libc::c_int);
+
+impl Ended {
+    /// The status is `i32::MIN` until C sets it: no wait status is.
+    fn new() -> Result<Ended, String> {
+        // SAFETY: an anonymous shared mapping of one page; no pointer is passed in.
+        let page = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                4096,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if page == libc::MAP_FAILED {
+            return Err(format!("mmap: {}", std::io::Error::last_os_error()));
+        }
+        let ended = Ended(page.cast());
+        ended.set(libc::c_int::MIN);
+        Ok(ended)
+    }
+
+    fn set(&self, status: libc::c_int) {
+        // SAFETY: the page is mapped for the life of both processes and holds this one int.
+        unsafe { self.0.write_volatile(status) };
+    }
+
+    /// G's wait status, when C saw G end (read once C has ended).
+    fn status(&self) -> Option<libc::c_int> {
+        // SAFETY: as in `set`.
+        let status = unsafe { self.0.read_volatile() };
+        (status != libc::c_int::MIN).then_some(status)
+    }
+}
+
+/// Forks C, which never returns; `close` are P's descriptors C must not hold.
+fn fork_init(
+    plan: &Plan,
+    channel: &UnixStream,
+    close: &[libc::c_int],
+    program: &[String],
+    ended: &Ended,
+) -> Result<libc::pid_t, String> {
     // SAFETY: getpid has no preconditions.
     let parent = pidfd_open(unsafe { libc::getpid() })?;
-    // SAFETY: C runs no code that takes a lock before it waits forever.
+    // SAFETY: C runs no code that takes a lock the thread may hold (see `run`).
     let pid = unsafe { libc::fork() };
     match pid {
-        0 => init_main(&parent, close),
+        0 => init_main(plan, &parent, channel, close, program, ended),
         p if p < 0 => Err(format!("fork: {}", std::io::Error::last_os_error())),
         p => Ok(p),
     }
 }
 
-/// C: dies with P, holds nothing of the terminal's, and reaps every orphan handed to it.
-fn init_main(parent: &OwnedFd, close: &[libc::c_int]) -> ! {
+/// C: dies with P, makes the pane's `/proc` and locks the tree down, starts G, then holds nothing
+/// of the terminal's and reaps every orphan handed to it until G ends.
+fn init_main(
+    plan: &Plan,
+    parent: &OwnedFd,
+    channel: &UnixStream,
+    close: &[libc::c_int],
+    program: &[String],
+    ended: &Ended,
+) -> ! {
     // SAFETY: prctl and poll take no pointers but `pfd`, which outlives the call; the closed
     // descriptors are C's own copies.
     unsafe {
@@ -115,39 +173,90 @@ fn init_main(parent: &OwnedFd, close: &[libc::c_int]) -> ! {
         if libc::poll(&raw mut pfd, 1, 0) != 0 {
             libc::_exit(0);
         }
-        for fd in close.iter().copied().chain([0, 1, 2, parent.as_raw_fd()]) {
+        for fd in close {
+            libc::close(*fd);
+        }
+    }
+    let steps = || -> Result<OwnedFd, String> {
+        if !plan.fallback {
+            mount_proc()?;
+        }
+        lockdown::lock_tree(plan, channel)
+    };
+    let mut listener = Some(steps().unwrap_or_else(|why| unavailable(&why)));
+    if plan.fallback {
+        // Without capabilities of its own C could be traced by G: the listener goes before G.
+        lockdown::taken(channel);
+        listener = None;
+    }
+    block_sigchld();
+    // SAFETY: G runs only its own steps, then execs.
+    let g = unsafe { libc::fork() };
+    if g == 0 {
+        drop(listener);
+        program_main(plan, program);
+    }
+    if g < 0 {
+        unavailable(&format!("fork: {}", std::io::Error::last_os_error()));
+    }
+    // Taken while G starts. Until then G cannot reach it: it has no capabilities, and C has.
+    lockdown::taken(channel);
+    drop(listener);
+    // SAFETY: closing C's own copies of the terminal and the channel.
+    unsafe {
+        for fd in [0, 1, 2, parent.as_raw_fd(), channel.as_raw_fd()] {
             libc::close(fd);
         }
     }
-    reap_forever()
+    reap_until(g, ended)
 }
 
-/// Waits for SIGCHLD (blocked, so none is lost between two waits) and reaps every child that
-/// ended, forever.
-fn reap_forever() -> ! {
-    // SAFETY: an all-zero sigset_t is valid; these calls only touch `set` and `info`, and
-    // `status`, which outlive them.
+/// Blocks SIGCHLD (so none is lost between two waits, see `reap_until`) with its default
+/// disposition; G unblocks it again.
+fn block_sigchld() {
+    // SAFETY: an all-zero sigset_t is valid; these calls only touch `set`.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&raw mut set);
         libc::sigaddset(&raw mut set, libc::SIGCHLD);
         libc::signal(libc::SIGCHLD, libc::SIG_DFL);
         libc::sigprocmask(libc::SIG_BLOCK, &raw const set, std::ptr::null_mut());
+    }
+}
+
+/// Reaps every child that ends, waiting for SIGCHLD between two rounds, until G is reaped: then
+/// leaves G's status for P and ends, which ends the pid namespace.
+fn reap_until(g: libc::pid_t, ended: &Ended) -> ! {
+    // SAFETY: an all-zero sigset_t and siginfo_t are valid; these calls only touch `set`, `info`
+    // and `status`, which outlive them.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&raw mut set);
+        libc::sigaddset(&raw mut set, libc::SIGCHLD);
         let mut info: libc::siginfo_t = std::mem::zeroed();
         loop {
             let mut status = 0;
-            while libc::waitpid(-1, &raw mut status, libc::WNOHANG) > 0 {}
+            loop {
+                let pid = libc::waitpid(-1, &raw mut status, libc::WNOHANG);
+                if pid == g {
+                    ended.set(status);
+                    libc::_exit(0);
+                }
+                if pid <= 0 {
+                    break;
+                }
+            }
             libc::sigwaitinfo(&raw const set, &raw mut info);
         }
     }
 }
 
-/// Waits for G to end, or for the terminal to hang up: fugue ended, however it ended, and with it
-/// the pane. P ignores the hang-up signal, and G may have too; on the hang-up P ends, which kills
-/// C (and G in the fallback) by `PR_SET_PDEATHSIG`, and C's end the namespace. One poll in P's
-/// own thread, so P starts no thread for it.
-fn wait_or_hang_up(g: libc::pid_t) -> libc::c_int {
-    let Ok(pidfd) = pidfd_open(g) else { return wait(g) };
+/// Waits for C to end (G ended), or for the terminal to hang up: fugue ended, however it ended,
+/// and with it the pane. P ignores the hang-up signal, and G may have too; on the hang-up P ends,
+/// which kills C by `PR_SET_PDEATHSIG`, and C's end G (by the same, in the fallback) and the
+/// namespace. One poll in P's own thread, so P starts no thread for it.
+fn wait_or_hang_up(c: libc::pid_t) -> libc::c_int {
+    let Ok(pidfd) = pidfd_open(c) else { return wait(c) };
     // No events asked of the terminal: poll still says when it hangs up, and only then.
     let mut fds = [
         libc::pollfd { fd: pidfd.as_raw_fd(), events: libc::POLLIN, revents: 0 },
@@ -159,49 +268,34 @@ fn wait_or_hang_up(g: libc::pid_t) -> libc::c_int {
             if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
                 continue;
             }
-            return wait(g);
+            return wait(c);
         }
         if fds[0].revents != 0 {
-            return wait(g);
+            return wait(c);
         }
         if fds[1].revents & (libc::POLLHUP | libc::POLLERR) != 0 {
             // SAFETY: _exit ends the process at once; nothing of P's needs flushing.
             unsafe { libc::_exit(128 + libc::SIGHUP) };
         }
-        // No terminal (a probe's stdin is /dev/null, or none): nothing to watch but G.
+        // No terminal (a probe's stdin is /dev/null, or none): nothing to watch but C.
         if fds[1].revents & libc::POLLNVAL != 0 {
             fds[1].fd = -1;
         }
     }
 }
 
-/// Kills C, which takes the namespace with it, and reaps it (the kernel reaps the namespace's
-/// processes before C's death is told, so nothing of the pane is left after this).
-fn end_init(init: Option<libc::pid_t>) {
-    if let Some(pid) = init {
-        // SAFETY: C is our child, not yet reaped, so the pid is still C's.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
-        wait(pid);
-    }
-}
-
 /// G's steps before the exec (see the module's comment); any failure ends G with 125, saying why.
-fn program_main(plan: &Plan, channel: &UnixStream, program: &[String]) -> ! {
+fn program_main(plan: &Plan, program: &[String]) -> ! {
     let steps = || -> Result<(), String> {
         // SAFETY: prctl takes no pointers.
         unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
         take_the_terminal();
-        if !plan.fallback {
-            super::net::unshare(libc::CLONE_NEWNS)?;
-            mount_proc()?;
-        }
+        lockdown::drop_privileges()?;
         default_signals();
-        lockdown::apply(plan, channel)
+        Ok(())
     };
     if let Err(why) = steps() {
-        eprintln!("fugue: sandbox unavailable: {why}");
-        // SAFETY: _exit ends the process at once, as a forked child should.
-        unsafe { libc::_exit(super::net::UNAVAILABLE.into()) };
+        unavailable(&why);
     }
     let mut cmd = std::process::Command::new(&program[0]);
     cmd.args(&program[1..]);
@@ -214,8 +308,15 @@ fn program_main(plan: &Plan, channel: &UnixStream, program: &[String]) -> ! {
     };
     let e = cmd.exec();
     eprintln!("fugue: cannot run {}: {e}", program[0]);
-    // SAFETY: as above.
+    // SAFETY: _exit ends the process at once, as a forked child should.
     unsafe { libc::_exit(127) }
+}
+
+/// Says why the sandbox cannot be made, and ends this forked process with the launcher's status.
+fn unavailable(why: &str) -> ! {
+    eprintln!("fugue: sandbox unavailable: {why}");
+    // SAFETY: _exit ends the process at once, as a forked child should.
+    unsafe { libc::_exit(super::net::UNAVAILABLE.into()) }
 }
 
 /// Puts G in a process group of its own, the terminal's foreground (P and C stay out of it, so a
@@ -231,7 +332,8 @@ fn take_the_terminal() {
     }
 }
 
-/// A fresh `/proc` of G's pid namespace, in G's own mount namespace.
+/// A fresh `/proc` of the pane's pid namespace over the tree's (the launcher's working directory
+/// keeps the host's).
 fn mount_proc() -> Result<(), String> {
     let (source, target) = (c"proc", c"/proc");
     let flags = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
@@ -294,6 +396,18 @@ fn mirror(status: libc::c_int) -> ExitCode {
         libc::kill(libc::getpid(), sig);
     }
     ExitCode::from(128 + u8::try_from(sig).unwrap_or(0))
+}
+
+/// A directory opened `O_PATH`.
+fn open_dir(path: &std::ffi::CStr) -> Result<OwnedFd, String> {
+    let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC;
+    // SAFETY: `path` is a valid C string; open returns a new descriptor or -1.
+    let fd = unsafe { libc::open(path.as_ptr(), flags) };
+    if fd < 0 {
+        return Err(format!("{path:?}: {}", std::io::Error::last_os_error()));
+    }
+    // SAFETY: open returned a new descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// A descriptor that becomes readable when process `pid` ends.

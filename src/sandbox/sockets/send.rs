@@ -104,7 +104,7 @@ impl Address {
     }
 
     pub(super) fn through(socket: OwnedFd) -> Address {
-        let path = format!("/proc/self/fd/{}", socket.as_raw_fd());
+        let path = format!("{}/self/fd/{}", super::target::HOST_PROC, socket.as_raw_fd());
         let mut bytes = (libc::AF_UNIX as u16).to_ne_bytes().to_vec();
         bytes.extend_from_slice(path.as_bytes());
         bytes.push(0);

@@ -6,6 +6,10 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+/// The host's `/proc`, where the launcher looks at the pane's processes: its working directory
+/// (`tree::run`), since the pane's own `/proc` covers `/proc` in the namespace they share.
+pub(super) const HOST_PROC: &str = ".";
+
 /// `pidfd_open`'s flag for a thread's descriptor (Linux 6.9): notifications name threads.
 const PIDFD_THREAD: libc::c_uint = libc::O_EXCL as libc::c_uint;
 
@@ -105,11 +109,11 @@ impl Target {
         let full = if path.first() == Some(&b'/') {
             PathBuf::from(std::ffi::OsStr::from_bytes(path))
         } else {
-            let cwd =
-                std::fs::read_link(format!("/proc/{}/cwd", self.tid)).map_err(|_| libc::ENOENT)?;
+            let cwd = std::fs::read_link(format!("{HOST_PROC}/{}/cwd", self.tid))
+                .map_err(|_| libc::ENOENT)?;
             cwd.join(std::ffi::OsStr::from_bytes(path))
         };
-        let root = open_path(Path::new(&format!("/proc/{}/root", self.tid)))?;
+        let root = open_path(Path::new(&format!("{HOST_PROC}/{}/root", self.tid)))?;
         let c = CString::new(full.as_os_str().as_bytes()).map_err(|_| libc::EINVAL)?;
         let how = OpenHow {
             flags: (libc::O_PATH | libc::O_CLOEXEC).unsigned_abs().into(),
@@ -136,7 +140,8 @@ fn open_path(path: &Path) -> Result<OwnedFd, Errno> {
 }
 
 fn tgid(tid: i32) -> Result<i32, Errno> {
-    let status = std::fs::read_to_string(format!("/proc/{tid}/status")).map_err(|_| libc::ESRCH)?;
+    let status =
+        std::fs::read_to_string(format!("{HOST_PROC}/{tid}/status")).map_err(|_| libc::ESRCH)?;
     status.lines().find_map(|l| l.strip_prefix("Tgid:")?.trim().parse().ok()).ok_or(libc::ESRCH)
 }
 
@@ -153,5 +158,5 @@ pub(super) fn socket_path(fd: &OwnedFd) -> Result<PathBuf, Errno> {
     if st.st_mode & libc::S_IFMT != libc::S_IFSOCK {
         return Err(libc::ECONNREFUSED);
     }
-    std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).map_err(|_| libc::ENOENT)
+    std::fs::read_link(format!("{HOST_PROC}/self/fd/{}", fd.as_raw_fd())).map_err(|_| libc::ENOENT)
 }
