@@ -264,11 +264,12 @@ fn asked_lines(text: &str) -> Vec<String> {
     printed[from..].iter().rev().map(|l| (*l).to_string()).collect()
 }
 
-/// Whether `line` is a budget's gap marker, `[… 12 lines]`.
+/// Whether `line` is a budget's gap note or fold marker, `[… 12 lines, no errors or warnings]`,
+/// `[… 9 more like this]`.
 fn is_marker(line: &str) -> bool {
     line.strip_prefix("[… ")
-        .and_then(|rest| rest.strip_suffix(" lines]").or_else(|| rest.strip_suffix(" line]")))
-        .is_some_and(|n| n.parse::<usize>().is_ok())
+        .and_then(|rest| rest.strip_suffix(']'))
+        .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
 }
 
 /// The end of a long question, where the question is.

@@ -198,8 +198,9 @@ fn last_lines(pane: &Pane, req: &ReadRequest) -> Read {
         View::Raw => budget::raw_lines(pane, from, to),
         View::Text => budget::lines(pane, from, to, &budget),
     };
+    let budget = if req.view == View::Raw { budget.raw() } else { budget };
     let fitted = budget::fit(&lines, &budget);
-    let truncated = fitted.omitted_lines > 0 || from > held_from;
+    let truncated = fitted.omitted.lines > 0 || from > held_from;
     Read { truncated, ..Read::of(pane, fitted, to) }
 }
 
@@ -209,7 +210,7 @@ fn screen(pane: &Pane, req: &ReadRequest) -> Read {
     let rows = crate::pane::screen::without_trailing_blanks(&grid.rows);
     let first = rows.len().saturating_sub(req.lines);
     let fitted = budget::screen(&rows[first..], &Budget::whole(req.max_bytes, None));
-    let truncated = fitted.omitted_lines > 0 || first > 0;
+    let truncated = fitted.omitted.lines > 0 || first > 0;
     Read {
         truncated,
         cursor: Some(Cursor { row: grid.cursor.0, col: grid.cursor.1 }),
@@ -225,10 +226,12 @@ fn page(pane: &Pane, req: &ReadRequest) -> Result<Read> {
     let (end, ends_a_line) = pane.output().with(complete_end);
     let after = pane.output().with(|s| s.ring.newlines(read.offset, end));
     let after = after + usize::from(end > read.offset && !ends_a_line);
-    let omitted = Omitted {
-        omitted_lines: (after > 0).then_some(after),
-        omitted_since: (after > 0).then_some(read.offset),
-    };
+    let matter = crate::pane::budget::raw_lines(pane, read.offset, end)
+        .text
+        .iter()
+        .filter(|l| crate::pane::matter::weight(l, None) > 0)
+        .count();
+    let omitted = Omitted { lines: after, since: (after > 0).then_some(read.offset), matter };
     Ok(Read {
         output: read.output,
         offset: read.offset,
