@@ -88,5 +88,7 @@ mod names;
 mod docs;
 // The layers of src/: imports point down, and no files import each other in a circle.
 mod layers;
-// Answers that fit: a noisy failure's error line within the budget, keep, omitted_lines.
+// Answers that fit: a noisy failure's error line within the budget, keep, omitted.
 mod budget;
+// Answers an agent can trust: search, cuts that say what they cut, folds, the ceiling, dialogues.
+mod trust;

@@ -35,8 +35,7 @@ pub(crate) fn default_bytes(max_output: usize) -> usize {
 const SCAN_WHOLE: u64 = 8 << 20;
 const SCAN_TAIL: u64 = 1 << 20;
 
-/// How many last lines an answer for a whole output holds when it does not fit, and how many
-/// last lines of any answer are never folded.
+/// How many last lines an answer for a whole output holds when it does not fit.
 pub(crate) const LAST_LINES: usize = 10;
 
 /// How an answer is built.
@@ -172,6 +171,12 @@ pub(crate) struct Lines {
 }
 
 impl Lines {
+    /// Lines with the raw offsets where they begin.
+    #[cfg(test)]
+    pub(crate) fn new(text: Vec<String>, starts: Vec<u64>) -> Lines {
+        Lines { text, starts, before: None }
+    }
+
     /// Keeps only the lines `keep` accepts, with their offsets.
     pub(crate) fn retain(&mut self, keep: impl Fn(&str) -> bool) {
         let mut starts = std::mem::take(&mut self.starts).into_iter();
@@ -292,8 +297,8 @@ pub(crate) fn fit(lines: &Lines, budget: &Budget<'_>) -> Fitted {
         return Fitted { text: all.join("\n"), omitted: Omitted::default() };
     }
     let weights: Vec<u8> = all.iter().map(|l| matter::weight(l, budget.keep)).collect();
-    let unfolded = if budget.fold { budget.last.min(LAST_LINES).min(all.len()) } else { all.len() };
-    let units = fold::units(all, &weights, all.len() - unfolded);
+    // A run's last line is shown, so the output's last line always is.
+    let units = fold::units(all, &weights, if budget.fold { all.len() } else { 0 });
     let marker_cost = Gap::reserve(all.len() + lines.before.map_or(0, |b| b.0));
     let cut = pick::Cut { all, units: &units, weights: &weights, marker_cost };
     let ask = pick::Ask {
@@ -474,8 +479,15 @@ mod tests {
                 "grammar.c:88:5: error: expected ';'",
             ]
         );
-        assert_eq!(text[5], "[… 988 more like this]", "{}", fitted.text);
-        assert_eq!(text.len(), 7 + LAST_LINES);
+        assert_eq!(
+            text[4..],
+            [
+                "cc -O2 -c src/unit1001.c -o obj/unit1001.o",
+                "[… 997 more like this]",
+                "cc -O2 -c src/unit1999.c -o obj/unit1999.o",
+                "make: *** [Makefile:12: all] Error 2",
+            ]
+        );
         assert_eq!(shown(&fitted.text).len() + fitted.omitted.lines, build.len());
         assert_eq!(fitted.omitted.matter, 0);
         // What fits is not folded.

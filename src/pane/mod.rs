@@ -15,6 +15,7 @@ pub(crate) mod echo;
 pub(crate) mod exit;
 pub(crate) mod fd;
 pub(crate) mod fold;
+pub(crate) mod grep;
 pub(crate) mod input;
 pub(crate) mod keys;
 pub(crate) mod mark;

@@ -18,6 +18,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
+mod find;
 mod input;
 mod view;
 
@@ -193,6 +194,9 @@ pub(crate) static TOOLS: &[Tool] = &[
                     ("lines", integer_or("Lines (screen: the last rows)", LINES)),
                     ("format", Format::schema("View")),
                     ("since", integer("Read on from this offset")),
+                    ("pattern", string("Regex: only the lines it matches")),
+                    ("context", integer_or("With pattern: lines around each match", 1)),
+                    ("until", integer("With pattern: search up to this offset")),
                     (
                         "max_bytes",
                         integer_or("Output budget", crate::tools::exec::DEFAULT_MAX_BYTES),

@@ -179,6 +179,12 @@ pub(super) fn get_output(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
             .u64("max_bytes", 1, max_output as u64)?
             .map_or(budget::default_bytes(max_output), |b| b as usize),
     };
+    if let Some(pattern) = args.str("pattern")? {
+        return super::find::search(ctx, args, &pane, (pattern, format, req.max_bytes));
+    }
+    if args.u64("until", 0, u64::MAX)?.is_some() {
+        return Err(crate::error::Error::invalid("until bounds a search: give pattern too"));
+    }
     let read = match (format, req.since) {
         (Format::Screen, _) => screen(&pane, &req),
         (_, Some(_)) => page(&pane, &req)?,

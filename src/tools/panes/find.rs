@@ -1,0 +1,71 @@
+//! `fugue_get_output` with `pattern`: a search of the pane's output between `since` and `until`
+//! (its whole scrollback by default), answering only the lines that match, each with `context`
+//! lines around it (`pane::grep`).
+
+use super::view::Format;
+use crate::error::{Error, Result};
+use crate::pane::Pane;
+use crate::pane::budget::{self, Budget, Omitted};
+use crate::pane::exit::PaneState;
+use crate::pane::grep;
+use crate::pane::search::compile;
+use crate::runtime::Ctx;
+use crate::tool::Answer;
+use crate::tool::args::Args;
+use serde::Serialize;
+
+/// `context` when absent, and its most.
+const CONTEXT: u64 = 1;
+const MAX_CONTEXT: u64 = 100;
+
+/// What a search answers.
+#[derive(Serialize)]
+struct Search {
+    output: String,
+    /// The raw offset where each group of `output` begins.
+    groups: Vec<u64>,
+    matches: usize,
+    /// Where the search ended: a later search `since` here sees only what came after.
+    offset: u64,
+    #[serde(flatten)]
+    omitted: Omitted,
+    #[serde(flatten)]
+    state: PaneState,
+}
+
+/// The search `pattern` asks of `pane`, within `max_bytes`.
+pub(super) fn search(
+    ctx: &Ctx<'_>,
+    args: &Args<'_>,
+    pane: &Pane,
+    (pattern, format, max_bytes): (&str, Format, usize),
+) -> Result<Answer> {
+    if format == Format::Screen {
+        return Err(Error::invalid("pattern searches the text or raw view, not the screen"));
+    }
+    let regex = compile(pattern, ctx.config.max_regex_bytes)?;
+    let context = args.u64("context", 0, MAX_CONTEXT)?.unwrap_or(CONTEXT) as usize;
+    let (start, end) = pane.output().with(|s| (s.ring.start(), s.ring.end()));
+    let since = args.u64("since", 0, u64::MAX)?.unwrap_or(start);
+    let until = args.u64("until", 0, u64::MAX)?.unwrap_or(end).min(end);
+    if since > end || until < since {
+        return Err(Error::invalid(format!(
+            "since={since}, until={until}: the output runs from {start} to {end}, and until \
+             comes after since"
+        )));
+    }
+    let whole = Budget::whole(max_bytes, None);
+    let lines = match format {
+        Format::Raw => budget::raw_lines(pane, since.max(start), until),
+        _ => budget::lines(pane, since.max(start), until, &whole),
+    };
+    let found = grep::search(&lines, &regex, context, max_bytes);
+    Answer::of(&Search {
+        output: found.text,
+        groups: found.groups,
+        matches: found.matches,
+        offset: until,
+        omitted: found.omitted,
+        state: PaneState::new(pane.output().exit()),
+    })
+}
