@@ -198,3 +198,57 @@ fn a_success_answers_its_end_and_a_failure_what_matters_not_the_beginning() {
     );
     assert!(more.get("omitted").is_none(), "{more}");
 }
+
+/// A script that asks seven questions, each on a line of its own, and says what it got.
+pub const SEVEN_QUESTIONS: &str = "for q in name email port host user shell editor; do \
+                                   printf '%s? ' \"$q\"; read -r a; echo \"got $q=$a\"; done";
+
+#[test]
+fn a_list_of_responses_answers_seven_questions_in_one_call() {
+    let mut f = Fugue::start();
+    let answers = ["ada", "ada@example.com", "8080", "db.local", "admin", "zsh", "vim"];
+    let done = f.call(
+        "fugue_exec",
+        json!({"command": SEVEN_QUESTIONS, "responses": answers,
+                                           "timeout_ms": 20000}),
+    );
+    eprintln!("seven questions: {} bytes", size(&done));
+    assert_eq!(done["status"], "ok", "{done}");
+    let output = done["output"].as_str().unwrap();
+    assert!(output.contains("got name=ada") && output.ends_with("got editor=vim"), "{output}");
+    let answered = done["answered"].as_array().unwrap();
+    assert_eq!(answered.len(), 7, "{done}");
+    assert_eq!(answered[6]["key"], "#7", "{done}");
+    assert_eq!(answered[2]["question"], "port?", "{done}");
+    assert!(!done["answered"].to_string().contains("8080"), "never the typed text: {done}");
+    // A list that runs out leaves the next question to the agent, as today.
+    let short = f.call(
+        "fugue_exec",
+        json!({"command": SEVEN_QUESTIONS, "responses": ["a", "b"],
+                                            "timeout_ms": 20000}),
+    );
+    assert_eq!(short["status"], "input", "{short}");
+    assert!(short["output"].as_str().unwrap().ends_with("port?"), "{short}");
+    assert_eq!(short["answered"].as_array().unwrap().len(), 2, "{short}");
+}
+
+#[test]
+fn a_debugger_session_by_order_is_one_call_with_the_values_in_output() {
+    if !std::process::Command::new("python3").arg("-V").output().is_ok_and(|o| o.status.success()) {
+        return skip("a_debugger_session_by_order", "python3 is not installed");
+    }
+    let dir = Dir::new("answers-pdb");
+    let script = "values = [3, 5, 8, 13]\ntotal = 0\ncount = 0\n\n\nfor v in values:\n    \
+                  total += v\n    count += 1\n\n\nprint('mean', total / count)\n";
+    let path = dir.write("stats.py", script);
+    let mut f = Fugue::start();
+    let done = f.call(
+        "fugue_exec",
+        json!({
+        "command": format!("python3 -m pdb {}", path.display()),
+        "responses": ["break 11", "continue", "p total, count", "quit"], "timeout_ms": 30000}),
+    );
+    assert_eq!(done["status"], "ok", "{done}");
+    assert!(done["output"].as_str().unwrap().contains("(29, 4)"), "{done}");
+    assert_eq!(done["answered"].as_array().unwrap().len(), 4, "{done}");
+}

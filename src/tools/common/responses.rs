@@ -1,8 +1,9 @@
 //! `responses`: answers given up front to the questions a command's program will ask, so that a
 //! dialogue (an installer, `rm -i`, `git add -p`, a passphrase) takes one call.
 //!
-//! In: the argument (regex keys, in the order written, each with a string or a list of strings),
-//! and, from a waiter whose input watch says the program asks, the pane. The question is the line
+//! In: the argument (regex keys, in the order written, each with a string or a list of strings;
+//! or a list of strings, answered by order: each the next time the program asks, whatever it
+//! asks), and, from a waiter whose input watch says the program asks, the pane. The question is the line
 //! the program waits on (`tail::question`), or for a full-screen program what its screen shows.
 //! The first key whose regex matches it decides: its string answers every time, its list answers
 //! successive times and, once used up, answers nothing. The answer and Enter are typed and the
@@ -45,14 +46,15 @@ const SHOWN_QUESTION_BYTES: usize = 200;
 
 /// `responses` as the other tools declare it: described once, in fugue_exec's schema.
 pub(crate) fn schema_ref(description: &str) -> (&'static str, Value) {
-    ("responses", json!({"type": "object", "description": description}))
+    ("responses", json!({"type": ["object", "array"], "description": description}))
 }
 
 /// The schema of `responses`, with its description: fugue_exec's.
 pub(crate) fn schema(description: &str) -> (&'static str, Value) {
     let answer = json!({"type": ["string", "array"], "items": {"type": "string"}});
     let value = json!({
-        "type": "object",
+        "type": ["object", "array"],
+        "items": {"type": "string"},
         "additionalProperties": answer,
         "maxProperties": MAX_KEYS,
         "description": description,
@@ -68,6 +70,9 @@ struct Rule {
     /// A string: it answers every time.
     every_time: bool,
     used: usize,
+    /// The list form of `responses`: the rule answers any question, and names an answer by its
+    /// place in the list (`#2`), not by a key.
+    by_order: bool,
 }
 
 /// A `responses` argument, checked.
@@ -87,8 +92,13 @@ impl Responses {
     /// a wrong value `invalid_argument` naming the key.
     /// Its keys are compiled within `limit` bytes (`FUGUE_MAX_REGEX_BYTES`).
     pub(crate) fn parse(args: &Args<'_>, limit: usize) -> Result<Option<Responses>> {
-        let Some(entries) = args.in_order("responses")? else { return Ok(None) };
         let at = args.at("responses");
+        if let Some(list @ Value::Array(_)) = args.value("responses") {
+            // A dialogue by order: each answer for the next question, whatever it asks.
+            let rule = Rule { by_order: true, ..Rule::parse(&at, "", list, limit)? };
+            return Ok(Some(Responses { rules: vec![rule] }));
+        }
+        let Some(entries) = args.in_order("responses")? else { return Ok(None) };
         if entries.len() > MAX_KEYS {
             return Err(Error::invalid(format!(
                 "argument '{at}' has {} keys; the limit is {MAX_KEYS}",
@@ -114,11 +124,12 @@ impl Responses {
         let index = if rule.every_time { 0 } else { rule.used };
         let answer = rule.answers.get(index)?.clone();
         rule.used += 1;
+        let key = if rule.by_order { format!("#{}", rule.used) } else { rule.key.clone() };
         let start = rule.regex.find(text).map_or(0, |m| m.start());
         let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
         let line_end = text[start..].find('\n').map_or(text.len(), |i| start + i);
         let line = text[line_start..line_end].trim().to_string();
-        Some(Hit { key: rule.key.clone(), answer, line })
+        Some(Hit { key, answer, line })
     }
 }
 
@@ -161,7 +172,7 @@ impl Rule {
                 return Err(wrong("an answer is one line (fugue presses Enter after it)"));
             }
         }
-        Ok(Rule { key: key.to_string(), regex, answers, every_time, used: 0 })
+        Ok(Rule { key: key.to_string(), regex, answers, every_time, used: 0, by_order: false })
     }
 }
 
@@ -315,6 +326,19 @@ mod tests {
     }
 
     #[test]
+    fn a_list_answers_by_order_whatever_is_asked_and_names_no_answer() {
+        let mut r = parse(json!(["break 11", "continue"])).unwrap().unwrap();
+        let first = r.take(&["(Pdb)".to_string()]).unwrap();
+        assert_eq!((first.key.as_str(), first.answer.as_str()), ("#1", "break 11"));
+        let second = r.take(&["Anything at all?".to_string()]).unwrap();
+        assert_eq!((second.key.as_str(), second.answer.as_str()), ("#2", "continue"));
+        assert!(r.take(&["(Pdb)".to_string()]).is_none(), "used up: the question is the agent's");
+        assert_eq!(refused(json!([])).code(), "invalid_argument");
+        assert!(refused(json!(["a", 2])).message().contains("string"));
+        assert!(refused(json!(vec!["y"; MAX_LIST + 1])).message().contains("limit is 256"));
+    }
+
+    #[test]
     fn the_first_key_that_matches_decides() {
         let map =
             crate::tool::order::parse(br#"{"responses": {"Overwrite": ["y"], "O": "other"}}"#)
@@ -348,6 +372,7 @@ mod tests {
     fn wrong_responses_are_refused_naming_the_key() {
         for (bad, code, needle) in [
             (json!("y"), "invalid_argument", "must be an object"),
+            (json!(5), "invalid_argument", "must be an object"),
             (json!({"(": "y"}), "invalid_regex", "invalid pattern"),
             (json!({"Name": 5}), "invalid_argument", "\"Name\""),
             (json!({"Name": []}), "invalid_argument", "empty list"),
