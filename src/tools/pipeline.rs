@@ -231,7 +231,9 @@ fn start_pane(
     reserved.show_as(plan.shown());
     keep.for_each(|dir| reserved.keep(dir));
     if let Some(shell) = owned {
-        reserved.with_shell(shell);
+        // A sandboxed pane keeps the shell's private directory reachable.
+        shell.dir().into_iter().for_each(|dir| reserved.keep(dir));
+        reserved.with_above(shell);
     }
     ctx.mux.start(reserved)
 }
