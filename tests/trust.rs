@@ -63,6 +63,9 @@ fn a_search_answers_the_matching_line_with_its_context_and_offset() {
     assert_eq!((&before["matches"], &before["output"]), (&json!(0), &json!("")), "{before}");
     let err = f.call_err("fugue_get_output", json!({"pane_id": pane, "pattern": "("}));
     assert_eq!(err["code"], "invalid_regex", "{err}");
+    let err =
+        f.call_err("fugue_get_output", json!({"pane_id": pane, "pattern": "x", "context": 101}));
+    assert_eq!(err["code"], "invalid_argument", "{err}");
     let err = f.call_err("fugue_get_output", json!({"pane_id": pane, "until": 5}));
     assert_eq!(err["code"], "invalid_argument", "{err}");
 }

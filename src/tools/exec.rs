@@ -42,9 +42,7 @@ pub(crate) const TOOL: Tool = Tool {
                   fugue_send_input + wait_ms, or answer up front with responses), running \
                   (timeout_ms passed), exited (it ended the shell), or ready (`until` matched its \
                   output; it keeps running). cwd, output (its own, or a full-screen program's \
-                  screen beside printed: what came before; past max_bytes: its end, errors, \
-                  `keep` matches, its start; omitted_lines, omitted_since for fugue_get_output \
-                  since), pane_id. State persists. \
+                  screen beside printed: what came before), omitted, pane_id. State persists. \
                   No pane_id: fugue's own shells; while one is busy the command runs in another, \
                   so start a job with until, run the next command, then fugue_wait on both. \
                   Timeout or cancel ends only the wait: stop it with keys [\"C-c\"] or \
@@ -60,7 +58,8 @@ pub(crate) const TOOL: Tool = Tool {
                 responses::schema(
                     "{question regex: answer, or [answers] used in turn}: when the program asks \
                      and its question matches a key (first in order), type the answer + Enter \
-                     and keep waiting. answered: [{question, key}]",
+                     and keep waiting; or [answers], one per asking. answered: \
+                     [{question, key}]",
                 ),
                 (
                     "timeout_ms",

@@ -68,13 +68,7 @@ pub(crate) const TOOL: Tool = Tool {
                 ),
                 ("timeout_ms", integer_or("Give up after this long", TIMEOUT_MS)),
                 ("action", Action::schema("What to do on a match")),
-                (
-                    "poll_interval_ms",
-                    integer_or(
-                        "Accepted for compatibility; unused (event-driven)",
-                        POLL_INTERVAL_MS,
-                    ),
-                ),
+                ("poll_interval_ms", integer_or("Unused (event-driven)", POLL_INTERVAL_MS)),
                 ("lines", integer_or("Lines of existing output to search, and to return", LINES)),
                 ("since", integer("Search only output after this offset")),
                 (

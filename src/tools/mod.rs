@@ -45,6 +45,11 @@ pub(crate) fn sandbox_arg() -> Value {
            "description": "Tighter: read-only|workspace-write|{mode,network,writable}"})
 }
 
+/// `sandbox_arg` where tools/list has said it before: the same argument, described once.
+pub(crate) fn sandbox_again() -> Value {
+    json!({"type": ["string", "object"], "description": "As fugue_exec's"})
+}
+
 /// `pane` for a call that asked for `sandbox`: refused when the pane runs under another policy.
 pub(crate) fn check_pane(pane: Arc<Pane>, sandbox: Option<&Arc<Policy>>) -> Result<Arc<Pane>> {
     match sandbox {

@@ -86,7 +86,7 @@ pub(crate) static TOOLS: &[Tool] = &[
                     ("cwd", string("Working directory")),
                     ("env", env()),
                     ("integration", integration()),
-                    ("sandbox", super::sandbox_arg()),
+                    ("sandbox", super::sandbox_again()),
                 ],
                 &["session_id"],
             )
@@ -116,7 +116,7 @@ pub(crate) static TOOLS: &[Tool] = &[
                     ("cwd", string("Working directory")),
                     ("env", env()),
                     ("integration", integration()),
-                    ("sandbox", super::sandbox_arg()),
+                    ("sandbox", super::sandbox_again()),
                     ("name", string("Unique pane name, usable as pane_id")),
                 ],
                 &["session_id", "window_id"],
@@ -181,11 +181,12 @@ pub(crate) static TOOLS: &[Tool] = &[
         name: "fugue_get_output",
         title: "Get output",
         description: "Read a pane. format: text (what a person sees: \\r and cursor moves resolved, \
-                      colours dropped; main screen only), raw (bytes as printed), screen (visible \
-                      grid + cursor). Without since: the last `lines` lines, fitted to max_bytes \
-                      like other answers (errors kept; omitted_lines). With since (an offset from \
-                      an earlier answer): the next `lines` lines; continue from the returned \
-                      offset.",
+                      colours dropped; main screen only), raw (bytes as printed), screen (grid + \
+                      cursor). The last `lines` lines, or the next after since (an offset from an \
+                      answer). pattern: only matching lines, `context` around; groups: each one's \
+                      offset; matches: how many. Any answer's output fits max_bytes: runs of one \
+                      shape folded, last lines and what matters (errors, warnings, keep matches) \
+                      kept, gaps noted; omitted {lines, since, matter: 0 = none that matters}.",
         hints: READS,
         input: || {
             object(
@@ -195,8 +196,8 @@ pub(crate) static TOOLS: &[Tool] = &[
                     ("format", Format::schema("View")),
                     ("since", integer("Read on from this offset")),
                     ("pattern", string("Regex: only the lines it matches")),
-                    ("context", integer_or("With pattern: lines around each match", 1)),
-                    ("until", integer("With pattern: search up to this offset")),
+                    ("context", integer_or("Lines around a match", 1)),
+                    ("until", integer("Search up to this offset")),
                     (
                         "max_bytes",
                         integer_or("Output budget", crate::tools::exec::DEFAULT_MAX_BYTES),

@@ -54,7 +54,7 @@ pub(crate) const TOOL: Tool = Tool {
     description: "Run steps one after another in one pane and one shell (cd, export carry over). \
                   Per step: exact exit_code, duration_ms, status (exited: it ended \
                   the shell). failed_at names the first failure, \
-                  output_tail holds its last lines + errors; tails=all gives every step its \
+                  output_tail its end; tails=all gives every step its \
                   output_tail. timeout_ms interrupts the running step; so does a step waiting for \
                   keyboard input its responses do not answer (status input, program, its \
                   question in output_tail; on_input=wait lets it wait). cwd: the shell's \
@@ -82,7 +82,7 @@ pub(crate) const TOOL: Tool = Tool {
                 ("stop_on_error", boolean_or("Stop at the first failing step", STOP_ON_ERROR)),
                 timeout,
                 ("cleanup", boolean_or("Close the pane at the end", CLEANUP)),
-                ("sandbox", super::sandbox_arg()),
+                ("sandbox", super::sandbox_again()),
                 tail_lines,
                 tails,
                 keep,

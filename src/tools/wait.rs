@@ -65,7 +65,7 @@ pub(crate) const TOOL: Tool = Tool {
                   (exit_code, cwd: a shell's command ended, even before this call), exited (the \
                   pane's program ended), input (`program` asks; output shows the question), matched \
                   (until matched output printed after the call). \
-                  results in pane_ids order, each with its last lines + errors; fired: first \
+                  results in pane_ids order, each with its output; fired: first \
                   first; status timeout leaves the rest running.",
     hints: RUNS,
     input: || {

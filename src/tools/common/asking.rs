@@ -27,7 +27,8 @@ words! {
 
 /// The `on_input` argument of `fugue_run_parallel` and `fugue_run_pipeline`, with its default.
 pub(crate) fn schema() -> (&'static str, Value) {
-    let description = "stop: end a program waiting for keyboard input, status input, program named";
+    // The tools' descriptions say what each does.
+    let description = "A program that asks";
     ("on_input", OnInput::schema(description))
 }
 
