@@ -66,8 +66,10 @@ fn a_search_answers_the_matching_line_with_its_context_and_offset() {
     let err =
         f.call_err("fugue_get_output", json!({"pane_id": pane, "pattern": "x", "context": 101}));
     assert_eq!(err["code"], "invalid_argument", "{err}");
-    let err = f.call_err("fugue_get_output", json!({"pane_id": pane, "until": 5}));
-    assert_eq!(err["code"], "invalid_argument", "{err}");
+    for alone in ["until", "context"] {
+        let err = f.call_err("fugue_get_output", json!({"pane_id": pane, alone: 5}));
+        assert_eq!(err["code"], "invalid_argument", "{alone}: {err}");
+    }
 }
 
 #[test]
@@ -254,4 +256,37 @@ fn a_debugger_session_by_order_is_one_call_with_the_values_in_output() {
     assert_eq!(done["status"], "ok", "{done}");
     assert!(done["output"].as_str().unwrap().contains("(29, 4)"), "{done}");
     assert_eq!(done["answered"].as_array().unwrap().len(), 4, "{done}");
+}
+
+#[test]
+fn the_instructions_and_the_descriptions_teach_it_once() {
+    let mut f = Fugue::spawn(&[]);
+    let init = f.request(
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {},
+               "clientInfo": {"name": "trust", "version": "1"}}),
+    );
+    let instructions = init["result"]["instructions"].as_str().unwrap().to_string();
+    for word in ["`pattern`", "omitted.matter", "a list by order", "folded"] {
+        assert!(instructions.contains(word), "the instructions lack {word}: {instructions}");
+    }
+    f.notify("notifications/initialized", json!({}));
+    let list = f.request("tools/list", json!({}));
+    let tools = list["result"]["tools"].as_array().unwrap();
+    let described = |name: &str| -> String {
+        let tool = tools.iter().find(|t| t["name"] == name).unwrap();
+        format!("{} {}", tool["description"], tool["inputSchema"])
+    };
+    let read = described("fugue_get_output");
+    for word in ["pattern", "context", "until", "groups", "matches", "matter", "folded"] {
+        assert!(read.contains(word), "fugue_get_output does not say {word}: {read}");
+    }
+    assert!(described("fugue_exec").contains("one per asking"), "the list form of responses");
+    // Said once: what matters is spelled out in fugue_get_output's description only.
+    let spelled: Vec<&str> = tools
+        .iter()
+        .filter(|t| t["description"].as_str().unwrap().contains("errors, warnings"))
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(spelled, ["fugue_get_output"]);
 }

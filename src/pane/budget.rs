@@ -35,7 +35,8 @@ pub(crate) fn default_bytes(max_output: usize) -> usize {
 const SCAN_WHOLE: u64 = 8 << 20;
 const SCAN_TAIL: u64 = 1 << 20;
 
-/// How many last lines an answer for a whole output holds when it does not fit.
+/// How many last lines an answer for a whole output holds when it does not fit, and the most last
+/// lines of a tail left unfolded.
 pub(crate) const LAST_LINES: usize = 10;
 
 /// How an answer is built.
@@ -297,8 +298,19 @@ pub(crate) fn fit(lines: &Lines, budget: &Budget<'_>) -> Fitted {
         return Fitted { text: all.join("\n"), omitted: Omitted::default() };
     }
     let weights: Vec<u8> = all.iter().map(|l| matter::weight(l, budget.keep)).collect();
-    // A run's last line is shown, so the output's last line always is.
-    let units = fold::units(all, &weights, if budget.fold { all.len() } else { 0 });
+    // A run's last line is shown, so the output's last line always is; a tail shows the lines it
+    // was asked for (up to `LAST_LINES`) as they were printed.
+    let n = all.len();
+    let units = match (budget.fold, budget.whole) {
+        (false, _) => fold::units(all, &weights, 0..0),
+        (true, true) => fold::units(all, &weights, 0..n),
+        // A tail shows no more than its `last` lines and what matters: only those may fold.
+        (true, false) => fold::units(
+            all,
+            &weights,
+            n.saturating_sub(budget.last)..n - budget.last.min(LAST_LINES).min(n),
+        ),
+    };
     let marker_cost = Gap::reserve(all.len() + lines.before.map_or(0, |b| b.0));
     let cut = pick::Cut { all, units: &units, weights: &weights, marker_cost };
     let ask = pick::Ask {

@@ -30,12 +30,13 @@ pub(crate) fn marker(n: usize) -> String {
     format!("[… {n} more like this]")
 }
 
-/// `all` as units, the runs of one shape before line `until` folded; `weights` says which lines
+/// `all` as units, the runs of one shape within `within` folded; `weights` says which lines
 /// matter (they are never folded).
-pub(crate) fn units(all: &[String], weights: &[u8], until: usize) -> Vec<Unit> {
-    let until = until.min(all.len());
+pub(crate) fn units(all: &[String], weights: &[u8], within: Range<usize>) -> Vec<Unit> {
+    let until = within.end.min(all.len());
     let mut units = Vec::with_capacity(all.len());
-    let mut i = 0;
+    units.extend((0..within.start.min(until)).map(Unit::line));
+    let mut i = within.start.min(until);
     while i < until {
         let end = run_end(all, weights, i, until);
         if end - i >= MIN_RUN {
@@ -70,9 +71,10 @@ pub(crate) fn shape(line: &str) -> String {
     static SIZE: OnceLock<Option<Regex>> = OnceLock::new();
     static HASH: OnceLock<Option<Regex>> = OnceLock::new();
     static NUMBER: OnceLock<Option<Regex>> = OnceLock::new();
-    let size = SIZE.get_or_init(|| Regex::new(r"\d+(\.\d+)?\s?[kKMGTP]?i?B\b").ok());
-    let hash = HASH.get_or_init(|| Regex::new(r"\b[0-9a-fA-F]{7,}\b").ok());
-    let number = NUMBER.get_or_init(|| Regex::new(r"\d+").ok());
+    // ASCII classes and boundaries: fast on any text, binary garbage too.
+    let size = SIZE.get_or_init(|| Regex::new(r"[0-9]+(\.[0-9]+)? ?[kKMGTP]?i?B(?-u:\b)").ok());
+    let hash = HASH.get_or_init(|| Regex::new(r"(?-u:\b)[0-9a-fA-F]{7,}(?-u:\b)").ok());
+    let number = NUMBER.get_or_init(|| Regex::new(r"[0-9]+").ok());
     let mut shaped = line.split_whitespace().map(path_aside).collect::<Vec<_>>().join(" ");
     if let Some(size) = size {
         shaped = size.replace_all(&shaped, "0B").into_owned();
@@ -149,7 +151,7 @@ mod tests {
         let mut text: Vec<String> = (0..10).map(|i| format!("step {i}/10")).collect();
         text.push("done".into());
         let weights = vec![0; text.len()];
-        let units = units(&text, &weights, text.len());
+        let units = units(&text, &weights, 0..text.len());
         assert_eq!(units.len(), 4);
         assert_eq!(units[1], Unit { lines: 1..9, fold: true });
         assert_eq!(marker(units[1].lines.len()), "[… 8 more like this]");
@@ -161,13 +163,13 @@ mod tests {
         text[10] = "step 10 error".into();
         let mut weights = vec![0; 20];
         weights[10] = 2;
-        let units = units(&text, &weights, 17);
+        let units = units(&text, &weights, 0..17);
         let folds: Vec<_> = units.iter().filter(|u| u.fold).map(|u| u.lines.clone()).collect();
         assert_eq!(folds, [1..9, 12..16]);
         assert!(units.iter().any(|u| u.lines == (10..11)), "the error line stands alone");
         assert_eq!(units.iter().rev().take(3).filter(|u| u.fold).count(), 0);
         // Three lines of a shape stay as they are.
         let three = lines(&["a 1", "a 2", "a 3"]);
-        assert!(super::units(&three, &[0, 0, 0], 3).iter().all(|u| !u.fold));
+        assert!(super::units(&three, &[0, 0, 0], 0..3).iter().all(|u| !u.fold));
     }
 }

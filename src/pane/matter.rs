@@ -20,13 +20,14 @@ pub(crate) const NOTE_BYTES: usize = 96;
 fn severe() -> Option<&'static Regex> {
     static SEVERE: OnceLock<Option<Regex>> = OnceLock::new();
     // On word starts: a compiler's `-Werror` flag is noise, its `error:` is not; an exception's
-    // class name (`ValueError`) ends in one.
+    // class name (`ValueError`) ends in one. ASCII word boundaries: the words are English, and
+    // Unicode ones make the regex slow on binary garbage (no DFA for them on non-ASCII text).
     SEVERE
         .get_or_init(|| {
             Regex::new(concat!(
-                r"(?i)\b(errors?|fail(s|ed|ure|ures|ing)?|fatal|panic(s|ked)?|traceback|",
-                r"exception|denied|not found|undefined|segmentation fault|abort(ed)?)\b",
-                r"|(?-i:[a-z](Error|Exception)\b)",
+                r"(?i)(?-u:\b)(errors?|fail(s|ed|ure|ures|ing)?|fatal|panic(s|ked)?|traceback|",
+                r"exception|denied|not found|undefined|segmentation fault|abort(ed)?)(?-u:\b)",
+                r"|(?-i:[a-z](Error|Exception)(?-u:\b))",
             ))
             .ok()
         })
@@ -35,7 +36,7 @@ fn severe() -> Option<&'static Regex> {
 
 fn warning() -> Option<&'static Regex> {
     static WARN: OnceLock<Option<Regex>> = OnceLock::new();
-    WARN.get_or_init(|| Regex::new(r"(?i)\bwarn(s|ing|ings)?\b").ok()).as_ref()
+    WARN.get_or_init(|| Regex::new(r"(?i)(?-u:\b)warn(s|ing|ings)?(?-u:\b)").ok()).as_ref()
 }
 
 /// How much `line` matters: `ERROR` for an error or a `keep` match, `WARNING`, or 0 for noise.

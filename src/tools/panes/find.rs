@@ -2,12 +2,12 @@
 //! (its whole scrollback by default), answering only the lines that match, each with `context`
 //! lines around it (`pane::grep`).
 
-use super::view::Format;
 use crate::error::{Error, Result};
 use crate::pane::Pane;
 use crate::pane::budget::{self, Budget, Omitted};
 use crate::pane::exit::PaneState;
 use crate::pane::grep;
+use crate::pane::output::View;
 use crate::pane::search::compile;
 use crate::runtime::Ctx;
 use crate::tool::Answer;
@@ -38,11 +38,8 @@ pub(super) fn search(
     ctx: &Ctx<'_>,
     args: &Args<'_>,
     pane: &Pane,
-    (pattern, format, max_bytes): (&str, Format, usize),
+    (pattern, view, max_bytes): (&str, View, usize),
 ) -> Result<Answer> {
-    if format == Format::Screen {
-        return Err(Error::invalid("pattern searches the text or raw view, not the screen"));
-    }
     let regex = compile(pattern, ctx.config.max_regex_bytes)?;
     let context = args.u64("context", 0, MAX_CONTEXT)?.unwrap_or(CONTEXT) as usize;
     let (start, end) = pane.output().with(|s| (s.ring.start(), s.ring.end()));
@@ -55,9 +52,9 @@ pub(super) fn search(
         )));
     }
     let whole = Budget::whole(max_bytes, None);
-    let lines = match format {
-        Format::Raw => budget::raw_lines(pane, since.max(start), until),
-        _ => budget::lines(pane, since.max(start), until, &whole),
+    let lines = match view {
+        View::Raw => budget::raw_lines(pane, since.max(start), until),
+        View::Text => budget::lines(pane, since.max(start), until, &whole),
     };
     let found = grep::search(&lines, &regex, context, max_bytes);
     Answer::of(&Search {

@@ -1,7 +1,7 @@
 //! What the pane tools show of panes: the listing of sessions, windows and panes, a pane's status
 //! and a read of its output, each a typed answer.
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::ids::unix_ms;
 use crate::mux::Session;
 use crate::pane::Pane;
@@ -181,10 +181,16 @@ pub(super) fn get_output(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
             .map_or(budget::default_bytes(max_output), |b| b as usize),
     };
     if let Some(pattern) = args.str("pattern")? {
-        return super::find::search(ctx, args, &pane, (pattern, format, req.max_bytes));
+        if format == Format::Screen {
+            return Err(Error::invalid("pattern searches the text or raw view, not the screen"));
+        }
+        return super::find::search(ctx, args, &pane, (pattern, view, req.max_bytes));
     }
-    if args.u64("until", 0, u64::MAX)?.is_some() {
-        return Err(crate::error::Error::invalid("until bounds a search: give pattern too"));
+    for key in ["context", "until"] {
+        if args.u64(key, 0, u64::MAX)?.is_some() {
+            let message = format!("{key} goes with a search: give pattern too");
+            return Err(Error::invalid(message));
+        }
     }
     let read = match (format, req.since) {
         (Format::Screen, _) => screen(&pane, &req),
