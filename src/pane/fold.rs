@@ -1,8 +1,8 @@
 //! Lines of one shape are one line: a run of lines that differ only in numbers, hashes, sizes or
 //! a path's last part (progress lines, `CC src/foo.o`, `Downloading x (3/57)`) is shown as its
 //! first line, `[… 97 more like this]`, and its last. An answer folds only when its output does
-//! not fit as it is, never a line that matters (`matter`), and never the last lines it shows
-//! whole; `raw` is never folded.
+//! not fit as it is, never a line that matters (`matter`), and never the last lines a tail was
+//! asked for; `raw` is never folded.
 
 use regex::Regex;
 use std::ops::Range;
