@@ -66,7 +66,7 @@ fn a_search_answers_the_matching_line_with_its_context_and_offset() {
     let err =
         f.call_err("fugue_get_output", json!({"pane_id": pane, "pattern": "x", "context": 101}));
     assert_eq!(err["code"], "invalid_argument", "{err}");
-    for alone in ["until", "context"] {
+    for alone in ["until"] {
         let err = f.call_err("fugue_get_output", json!({"pane_id": pane, alone: 5}));
         assert_eq!(err["code"], "invalid_argument", "{alone}: {err}");
     }
@@ -278,10 +278,10 @@ fn the_instructions_and_the_descriptions_teach_it_once() {
         format!("{} {}", tool["description"], tool["inputSchema"])
     };
     let read = described("fugue_get_output");
-    for word in ["pattern", "context", "until", "groups", "matches", "matter", "folded"] {
+    for word in ["pattern", "context", "until", "groups", "matches", "matter", "fold"] {
         assert!(read.contains(word), "fugue_get_output does not say {word}: {read}");
     }
-    assert!(described("fugue_exec").contains("one per asking"), "the list form of responses");
+    assert!(described("fugue_exec").contains("[answers] by order"), "the list form of responses");
     // Said once: what matters is spelled out in fugue_get_output's description only.
     let spelled: Vec<&str> = tools
         .iter()

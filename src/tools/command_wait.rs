@@ -21,7 +21,6 @@ use crate::runtime::Ctx;
 use crate::shell::live::Live;
 use crate::shell::{Prompt, Shell};
 use crate::tool::Asking;
-use crate::tool::args::Args;
 use crate::tool::choice::Choice;
 use crate::tool::schema::{nullable, result, typed};
 use crate::tools::common::responses::{Answered, Responder, Responses};
@@ -211,15 +210,6 @@ impl Wait<'_> {
         let total = self.deadline.saturating_duration_since(started).as_secs_f64();
         ctx.progress.report(started.elapsed().as_secs_f64(), Some(total), line.trim_end());
     }
-}
-
-/// The longest `wait_ms`: one day.
-const MAX_WAIT_MS: u64 = 86_400_000;
-
-/// The `wait_ms` argument of `fugue_send_input`; 0 or absent: no wait.
-pub(crate) fn wait_ms(args: &Args<'_>) -> Result<Option<Duration>> {
-    let ms = args.u64("wait_ms", 0, MAX_WAIT_MS)?.unwrap_or(0);
-    Ok((ms > 0).then(|| Duration::from_millis(ms)))
 }
 
 /// `fugue_send_input`'s wait: after a write at output offset `written.0` (when the shell had

@@ -15,10 +15,12 @@ use crate::pane::output::TAIL_SCAN_LIMIT;
 use crate::pane::search::{Found, Scan, compile};
 use crate::pane::tail;
 use crate::runtime::{Ctx, Tool};
-use crate::tool::args::Args;
 use crate::tool::choice::Choice;
+use crate::tool::params::{Params, Spec, Timeout, params};
 use crate::tool::{Answer, Asking, RUNS, schema::*};
 use crate::tools::answer::ExpectStatus;
+use crate::tools::common::KEEP_AS_EXECS;
+use crate::tools::panes::PANE_ID;
 use crate::waiter::{Waiter, Woke};
 use crate::words::words;
 use crossbeam_channel::{RecvTimeoutError, TryRecvError};
@@ -29,16 +31,12 @@ use std::time::{Duration, Instant};
 // Defaults of absent arguments, declared in the schema and applied by the handler.
 /// `timeout_ms`: one minute.
 const TIMEOUT_MS: u64 = 60_000;
-/// `poll_interval_ms`: the seed's value; accepted and unused, since the wait is event-driven.
-const POLL_INTERVAL_MS: u64 = 200;
 /// `lines`.
 const LINES: u64 = 100;
 /// How many of the pane's last lines a timeout or an `input` answer shows.
 const SHOWN_LINES: usize = 10;
 /// The most bytes of the question an `input` answer quotes.
 const MAX_QUESTION_BYTES: usize = 4 << 10;
-/// The longest wait one call accepts: one hour.
-const MAX_TIMEOUT_MS: u64 = 3_600_000;
 /// How long a waiter lets streaming output gather between scans (see `Pace`).
 const PACE: Duration = Duration::from_millis(1);
 
@@ -55,33 +53,7 @@ pub(crate) const TOOL: Tool = Tool {
                   the question) with `output` (what the pane shows), exited. action \
                   return_output adds `output`: the last `lines` lines.",
     hints: RUNS,
-    input: || {
-        object(
-            &[
-                ("pane_id", string("Pane id or name")),
-                (
-                    "pattern",
-                    string(
-                        "Regex, Rust `regex` syntax, multi-line mode. No look-around, no \
-                         backreferences: match the line itself instead",
-                    ),
-                ),
-                ("timeout_ms", integer_or("Give up after this long", TIMEOUT_MS)),
-                ("action", Action::schema("What to do on a match")),
-                ("poll_interval_ms", integer_or("Unused (event-driven)", POLL_INTERVAL_MS)),
-                ("lines", integer_or("Lines of existing output to search, and to return", LINES)),
-                ("since", integer("Search only output after this offset")),
-                (
-                    "on_input",
-                    OnInput::schema(
-                        "return: answer status input (and program) if a program waits for keyboard input first",
-                    ),
-                ),
-                crate::tools::common::keep_schema(),
-            ],
-            &["pane_id", "pattern"],
-        )
-    },
+    input: ExpectParams::schema,
     output: || {
         result(&[
             ("status", ExpectStatus::words()),
@@ -93,7 +65,7 @@ pub(crate) const TOOL: Tool = Tool {
     },
     durable: true,
     asks: true,
-    call: expect,
+    call: |ctx, args| expect(ctx, Params::read(args)?),
 };
 
 words! {
@@ -190,19 +162,37 @@ impl Pace {
     }
 }
 
-fn expect(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
+params! {
+    /// `fugue_expect`'s arguments. (`poll_interval_ms`, once accepted and ignored, is gone: the
+    /// wait wakes on each read, so an interval would only say what nothing does.)
+    struct ExpectParams {
+        pane_id: String = Spec::new(PANE_ID),
+        pattern: String = Spec::new(
+            "Regex, Rust `regex` syntax, multi-line mode. No look-around, no backreferences: \
+             match the line itself instead",
+        ),
+        timeout_ms: Timeout = Spec::new("Give up after this long").or(TIMEOUT_MS),
+        action: Action = Spec::new("What to do on a match"),
+        lines: usize = Spec::new("Lines of existing output to search, and to return")
+            .range(1, 100_000)
+            .or(LINES),
+        since: Option<u64> = Spec::new("Search only output after this offset"),
+        on_input: OnInput = Spec::new(
+            "return: answer input if a program asks first",
+        ),
+        keep: Option<String> = KEEP_AS_EXECS,
+    }
+}
+
+fn expect(ctx: &Ctx<'_>, args: ExpectParams) -> Result<Answer> {
     let started = Instant::now();
-    let pane = ctx.mux.pane(args.required_str("pane_id")?)?;
-    let pattern = args.required_str("pattern")?;
+    let pane = ctx.mux.pane(&args.pane_id)?;
+    let pattern = args.pattern.as_str();
     let regex = compile(pattern, ctx.config.max_regex_bytes)?;
-    let timeout =
-        Duration::from_millis(args.u64("timeout_ms", 0, MAX_TIMEOUT_MS)?.unwrap_or(TIMEOUT_MS));
-    let action = Action::parse(args, "action")?;
-    args.u64("poll_interval_ms", 0, MAX_TIMEOUT_MS)?;
-    let lines = args.u64("lines", 1, 100_000)?.unwrap_or(LINES) as usize;
-    let since = args.u64("since", 0, u64::MAX)?;
-    let return_on_input = OnInput::parse(args, "on_input")? == OnInput::Return;
-    let keep = crate::tools::common::keep(args, ctx.config.max_regex_bytes)?;
+    let Timeout(timeout) = args.timeout_ms;
+    let (action, lines, since) = (args.action, args.lines, args.since);
+    let return_on_input = args.on_input == OnInput::Return;
+    let keep = crate::tools::common::keep(args.keep.as_deref(), ctx.config.max_regex_bytes)?;
 
     // Subscribe before the first look, so nothing printed in between is missed.
     let events = pane.output().subscribe();

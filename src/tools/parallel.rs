@@ -19,19 +19,23 @@ use crate::pane::Pane;
 use crate::pane::activity::InputWatch;
 use crate::pane::exit::{ExitFields, SignalField};
 use crate::runtime::{Ctx, Tool};
-use crate::tool::args::Args;
 use crate::tool::choice::Choice;
+use crate::tool::params::{Name, Ordered, Params, Spec, Timeout, params};
 use crate::tool::{self, Answer, RUNS, schema::*};
 use crate::tools::answer::{CommandEnd, CommandResult, RunStatus, command_result_schema, denied};
-use crate::tools::common::asking::{self, Asked, Told};
-use crate::tools::common::responses::{self, Responder, Responses};
-use crate::tools::common::{Tails, check_cwd, check_unique, command, end_run_panes, run_schema};
+use crate::tools::common::asking::{Asked, ON_INPUT, OnInput, Told};
+use crate::tools::common::responses::{AS_EXECS, Responder, Responses};
+use crate::tools::common::{
+    Command, KEEP_AS_EXECS, RUN_TIMEOUT, TAIL_LINES, TAILS, Tails, WhichTails, check_cwd,
+    check_unique, end_run_panes,
+};
+use crate::tools::panes::ENV;
+use crate::tools::{SANDBOX_AS_EXECS, SandboxArg};
 use crate::waiter::{Waiter, Woke};
 use crate::words::words;
 use crossbeam_channel::Receiver;
 use serde::Serialize;
-use serde_json::{Value, json};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -59,36 +63,7 @@ pub(crate) const TOOL: Tool = Tool {
                   hidden (__orchestration__ session) or tiled (new session, side by side). \
                   timeout_ms kills what still runs; cleanup closes the panes.",
     hints: RUNS,
-    input: || {
-        let item = object(
-            &[
-                ("command", typed("string")),
-                ("cwd", typed("string")),
-                ("name", string("Default task-N")),
-                ("env", env()),
-                responses::schema_ref("As fugue_exec's"),
-            ],
-            &["command"],
-        );
-        let [timeout, tail_lines, tails, keep] = run_schema(TIMEOUT_MS);
-        object(
-            &[
-                (
-                    "commands",
-                    json!({"type": "array", "items": item, "minItems": 1, "maxItems": MAX_COMMANDS}),
-                ),
-                ("layout", Placement::schema("Where the panes go")),
-                timeout,
-                ("cleanup", boolean_or("Close the panes at the end", CLEANUP)),
-                ("sandbox", super::sandbox_again()),
-                tail_lines,
-                tails,
-                keep,
-                asking::schema(),
-            ],
-            &["commands"],
-        )
-    },
+    input: ParallelParams::schema,
     output: || {
         result(&[
             ("status", RunStatus::words()),
@@ -98,7 +73,7 @@ pub(crate) const TOOL: Tool = Tool {
     },
     durable: true,
     asks: false,
-    call: run_parallel,
+    call: |ctx, args| run_parallel(ctx, Params::read(args)?),
 };
 
 /// One command as asked for.
@@ -139,17 +114,43 @@ enum End {
     Asked(usize),
 }
 
-fn run_parallel(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
+params! {
+    /// One command of `fugue_run_parallel`.
+    struct TaskParams {
+        command: Command = Spec::new(""),
+        cwd: Option<PathBuf> = Spec::new(""),
+        name: Option<Name> = Spec::new("Default task-N"),
+        env: Vec<(String, String)> = ENV,
+        responses: Option<Ordered> = AS_EXECS,
+    }
+}
+
+params! {
+    /// `fugue_run_parallel`'s arguments.
+    struct ParallelParams {
+        commands: Vec<TaskParams> = Spec::new("").range(1, MAX_COMMANDS as u64),
+        layout: Placement = Spec::new("Where the panes go"),
+        timeout_ms: Timeout = RUN_TIMEOUT.or(TIMEOUT_MS),
+        cleanup: bool = Spec::new("Close the panes at the end").or_bool(CLEANUP),
+        sandbox: Option<SandboxArg> = SANDBOX_AS_EXECS,
+        tail_lines: usize = TAIL_LINES,
+        tails: WhichTails = TAILS,
+        keep: Option<String> = KEEP_AS_EXECS,
+        on_input: OnInput = ON_INPUT,
+    }
+}
+
+fn run_parallel(ctx: &Ctx<'_>, args: ParallelParams) -> Result<Answer> {
     let started = Instant::now();
-    let mut tasks = parse_tasks(args, ctx.cwd, ctx.config.max_regex_bytes)?;
+    let mut tasks = parse_tasks(args.commands, ctx.cwd, ctx.config.max_regex_bytes)?;
     let responses: Vec<Option<Responses>> = tasks.iter_mut().map(|t| t.responses.take()).collect();
-    let sandbox = super::asked_sandbox(args, ctx.cwd)?;
+    let sandbox = super::policy(args.sandbox.as_ref(), ctx.cwd)?;
     tasks.iter_mut().for_each(|task| task.pane.sandbox.clone_from(&sandbox));
-    let tiled = Placement::parse(args, "layout")? == Placement::Tiled;
-    let timeout = crate::tools::common::run_timeout(args, TIMEOUT_MS)?;
-    let cleanup = args.bool("cleanup")?.unwrap_or(CLEANUP);
-    let tails = Tails::parse(args, &ctx.config)?;
-    let stop_asking = asking::stops(args)?;
+    let tiled = args.layout == Placement::Tiled;
+    let Timeout(timeout) = args.timeout_ms;
+    let cleanup = args.cleanup;
+    let tails = Tails::new(args.tail_lines, args.tails, args.keep.as_deref(), &ctx.config)?;
+    let stop_asking = args.on_input == OnInput::Stop;
 
     let place = Place::prepare(&ctx.mux, tiled)?;
     let mut jobs = start_all(&ctx.mux, &place, &tasks, responses, stop_asking);
@@ -202,18 +203,9 @@ struct ParallelAnswer {
 
 /// Checks every command before anything starts; a relative `cwd` is taken from `base`, the
 /// caller's directory.
-fn parse_tasks(args: &Args<'_>, base: &Path, regex_limit: usize) -> Result<Vec<Task>> {
-    let items = args.array("commands")?.ok_or_else(|| {
-        Error::invalid("argument 'commands' is required: a list of {command, cwd?, name?, env?}")
-    })?;
-    if items.is_empty() || items.len() > MAX_COMMANDS {
-        return Err(Error::invalid(format!(
-            "'commands' has {} items; give 1 to {MAX_COMMANDS}",
-            items.len()
-        )));
-    }
+fn parse_tasks(items: Vec<TaskParams>, base: &Path, regex_limit: usize) -> Result<Vec<Task>> {
     let tasks = items
-        .iter()
+        .into_iter()
         .enumerate()
         .map(|(i, item)| parse_task(base, i, item, regex_limit))
         .collect::<Result<Vec<_>>>()?;
@@ -222,17 +214,9 @@ fn parse_tasks(args: &Args<'_>, base: &Path, regex_limit: usize) -> Result<Vec<T
     Ok(tasks)
 }
 
-fn parse_task(base: &Path, index: usize, item: &Value, regex_limit: usize) -> Result<Task> {
+fn parse_task(base: &Path, index: usize, item: TaskParams, regex_limit: usize) -> Result<Task> {
     let what = format!("commands[{index}]");
-    let item = Args::object(&what, item)?;
-    let unknown = item.unknown(&["command", "cwd", "name", "env", "responses"]);
-    if let Some(key) = unknown.first() {
-        return Err(Error::invalid(format!(
-            "{what}: unknown key '{key}'; a command takes command, cwd, name, env, responses"
-        )));
-    }
-    let command = command(&item, &what)?;
-    let cwd = match item.path("cwd")? {
+    let cwd = match item.cwd {
         Some(dir) => {
             let dir = tool::dir(base, Some(dir));
             check_cwd(&dir, &what)?;
@@ -240,16 +224,15 @@ fn parse_task(base: &Path, index: usize, item: &Value, regex_limit: usize) -> Re
         }
         None => tool::dir(base, None),
     };
-    let name = item.name("name")?.unwrap_or_else(|| format!("task-{}", index + 1));
-    let env = item.env("env")?;
-    let responses = Responses::parse(&item, regex_limit)?;
+    let name = item.name.map_or_else(|| format!("task-{}", index + 1), |n| n.0);
+    let responses = Responses::parse(item.responses.as_ref(), regex_limit)?;
     Ok(Task {
         name,
         pane: PaneArgs {
             name: None,
-            command: Some(command),
+            command: Some(item.command.0),
             cwd,
-            env,
+            env: item.env,
             integration: false,
             sandbox: None,
             roots: None,
@@ -510,7 +493,7 @@ fn job_result(job: &Launched<'_>, tails: &Tails, shown: usize, stays: bool) -> C
         let tail = tails.of(pane, (0, end), shown, stays);
         result.told = match &job.asked {
             Some(asked) => asked.told(tail),
-            None => asking::told(tail),
+            None => crate::tools::common::asking::told(tail),
         };
         result.sandbox_denied =
             denied(pane, result.status == CommandEnd::Failed, result.told.text());
@@ -521,11 +504,14 @@ fn job_result(job: &Launched<'_>, tails: &Tails, shown: usize, stays: bool) -> C
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::Map;
+    use crate::tool::args::Args;
+    use serde_json::{Map, Value, json};
 
+    /// The tasks of a call, its arguments read as the tool's table reads them.
     fn parse(value: Value) -> Result<Vec<Task>> {
         let map: Map<String, Value> = value.as_object().unwrap().clone();
-        parse_tasks(&Args::new(&map), Path::new("/"), 1 << 20)
+        let args = ParallelParams::read(&Args::new(&map))?;
+        parse_tasks(args.commands, Path::new("/"), 1 << 20)
     }
 
     #[test]
@@ -535,9 +521,12 @@ mod tests {
             (json!({"commands": []}), "1 to 10"),
             (json!({"commands": eleven}), "1 to 10"),
             (json!({}), "required"),
-            (json!({"commands": [{"cwd": "/"}]}), "'command' is required"),
-            (json!({"commands": [{"command": "  "}]}), "empty"),
-            (json!({"commands": [{"command": "true", "dir": "/"}]}), "unknown key 'dir'"),
+            (json!({"commands": [{"cwd": "/"}]}), "'commands[0].command' is required"),
+            (json!({"commands": [{"command": "  "}]}), "blank"),
+            (
+                json!({"commands": [{"command": "true", "dir": "/"}]}),
+                "unknown argument 'commands[0].dir'",
+            ),
             (json!({"commands": [{"command": "true", "cwd": "/nonexistent/x"}]}), "nonexistent"),
             (
                 json!({"commands": [{"command": "a", "name": "x"}, {"command": "b", "name": "x"}]}),

@@ -34,17 +34,16 @@ use crate::pane::exit::{Exit, ExitFields, SignalField};
 use crate::runtime::{Ctx, Tool};
 use crate::shell::{Launch, Shell};
 use crate::tempdir::PrivateDir;
-use crate::tool::args::Args;
 use crate::tool::choice::Choice;
+use crate::tool::params::Params;
 use crate::tool::{Answer, RUNS, schema::*};
 use crate::tools::answer::{CommandEnd, CommandResult, RunStatus, command_result_schema};
 use crate::tools::common::asking::{self, Told};
-use crate::tools::common::responses::{self, Responder, Responses};
-use crate::tools::common::{run_schema, tail};
-use plan::{CLEANUP, MAX_STEPS, Plan, STOP_ON_ERROR, TIMEOUT_MS, parse_plan};
+use crate::tools::common::responses::{Responder, Responses};
+use crate::tools::common::tail;
+use plan::{PipelineParams, Plan, parse_plan};
 use run::Run;
 use serde::Serialize;
-use serde_json::json;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -61,36 +60,7 @@ pub(crate) const TOOL: Tool = Tool {
                   directory after the last step. The pane stays, with an interactive shell for \
                   follow-ups, unless cleanup.",
     hints: RUNS,
-    input: || {
-        let step = object(
-            &[
-                ("command", typed("string")),
-                ("name", string("Default step-N")),
-                responses::schema_ref("As fugue_exec's"),
-            ],
-            &["command"],
-        );
-        let [timeout, tail_lines, tails, keep] = run_schema(TIMEOUT_MS);
-        object(
-            &[
-                (
-                    "commands",
-                    json!({"type": "array", "items": step, "minItems": 1, "maxItems": MAX_STEPS}),
-                ),
-                ("cwd", typed("string")),
-                ("env", env()),
-                ("stop_on_error", boolean_or("Stop at the first failing step", STOP_ON_ERROR)),
-                timeout,
-                ("cleanup", boolean_or("Close the pane at the end", CLEANUP)),
-                ("sandbox", super::sandbox_again()),
-                tail_lines,
-                tails,
-                keep,
-                asking::schema(),
-            ],
-            &["commands"],
-        )
-    },
+    input: PipelineParams::schema,
     output: || {
         result(&[
             ("status", RunStatus::words()),
@@ -103,15 +73,15 @@ pub(crate) const TOOL: Tool = Tool {
     },
     durable: true,
     asks: false,
-    call: run_pipeline,
+    call: |ctx, args| run_pipeline(ctx, Params::read(args)?),
 };
 
-fn run_pipeline(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
+fn run_pipeline(ctx: &Ctx<'_>, args: PipelineParams) -> Result<Answer> {
     let started = Instant::now();
-    let mut plan = parse_plan(args, ctx.cwd, &ctx.config)?;
+    let (mut plan, sandbox) = parse_plan(args, ctx.cwd, &ctx.config)?;
     let responses: Vec<Option<Responses>> =
         plan.steps.iter_mut().map(|s| s.responses.take()).collect();
-    let sandbox = super::asked_sandbox(args, ctx.cwd)?;
+    let sandbox = super::policy(sandbox.as_ref(), ctx.cwd)?;
     let asked = sandbox.is_some();
     let user = &ctx.config.shell;
     let runs_steps = crate::shell::posix(user);

@@ -20,10 +20,11 @@ use crate::pane::tail;
 use crate::runtime::{Ctx, Tool};
 use crate::shell::Prompt;
 use crate::shell::live::Live;
-use crate::tool::args::Args;
 use crate::tool::choice::Choice;
+use crate::tool::params::{Params, Spec, Timeout, params};
 use crate::tool::{Answer, Asking, RUNS, schema::*};
 use crate::tools::answer::{ExecStatus, WaitStatus};
+use crate::tools::common::KEEP_AS_EXECS;
 use crate::waiter::{Waiter, Woke};
 use crate::words::words;
 use crossbeam_channel::Receiver;
@@ -31,7 +32,7 @@ use regex::Regex;
 use serde::Serialize;
 use serde_json::json;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 // Defaults of absent arguments, declared in the schema and applied by the handler.
 /// `timeout_ms`: five minutes.
@@ -40,8 +41,6 @@ const TIMEOUT_MS: u64 = 300_000;
 const TAIL_LINES: u64 = 10;
 /// The most panes one call waits on.
 const MAX_PANES: usize = 32;
-/// The longest wait one call accepts: one day.
-const MAX_TIMEOUT_MS: u64 = 86_400_000;
 /// The most lines a result may show.
 const MAX_TAIL_LINES: u64 = 1000;
 /// The least bytes of output one pane's result gets when many share the answer.
@@ -68,23 +67,7 @@ pub(crate) const TOOL: Tool = Tool {
                   results in pane_ids order, each with its output; fired: first \
                   first; status timeout leaves the rest running.",
     hints: RUNS,
-    input: || {
-        object(
-            &[
-                (
-                    "pane_ids",
-                    json!({"type": "array", "items": {"type": "string"}, "minItems": 1,
-                           "maxItems": MAX_PANES, "description": "Panes to wait on"}),
-                ),
-                ("mode", Mode::schema("any: the first outcome; all: every pane's")),
-                ("until", string("Regex for output printed after the call starts")),
-                ("timeout_ms", integer_or("Give up after this long", TIMEOUT_MS)),
-                ("tail_lines", integer_or("Lines of each pane's output to show", TAIL_LINES)),
-                crate::tools::common::keep_schema(),
-            ],
-            &["pane_ids"],
-        )
-    },
+    input: WaitParams::schema,
     output: || {
         result(&[
             ("status", WaitStatus::words()),
@@ -98,7 +81,7 @@ pub(crate) const TOOL: Tool = Tool {
     },
     durable: true,
     asks: true,
-    call: wait,
+    call: |ctx, args| wait(ctx, Params::read(args)?),
 };
 
 /// What happened to one pane.
@@ -295,17 +278,31 @@ fn job_start(pane: &Pane) -> u64 {
     Live::of(pane).and_then(|live| live.job_start(from)).unwrap_or(0)
 }
 
-fn wait(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
+params! {
+    /// `fugue_wait`'s arguments.
+    struct WaitParams {
+        pane_ids: Vec<String> = Spec::new("Panes to wait on").range(1, MAX_PANES as u64).required(),
+        mode: Mode = Spec::new("any: the first outcome; all: every pane's"),
+        until: Option<String> = Spec::new("Regex for output printed after the call starts"),
+        timeout_ms: Timeout = Spec::new("Give up after this long").or(TIMEOUT_MS),
+        tail_lines: usize = Spec::new("Lines per result")
+            .range(0, MAX_TAIL_LINES)
+            .or(TAIL_LINES),
+        keep: Option<String> = KEEP_AS_EXECS,
+    }
+}
+
+fn wait(ctx: &Ctx<'_>, args: WaitParams) -> Result<Answer> {
     let started = Instant::now();
-    let all = Mode::parse(args, "mode")? == Mode::All;
+    let all = args.mode == Mode::All;
     let regex_limit = ctx.config.max_regex_bytes;
-    let pattern = args.str("until")?.map(|p| compile(p, regex_limit)).transpose()?;
-    let timeout = args.u64("timeout_ms", 0, MAX_TIMEOUT_MS)?.unwrap_or(TIMEOUT_MS);
-    let lines = args.u64("tail_lines", 0, MAX_TAIL_LINES)?.unwrap_or(TAIL_LINES) as usize;
-    let keep = crate::tools::common::keep(args, regex_limit)?;
-    let deadline = started + Duration::from_millis(timeout);
+    let pattern = args.until.map(|p| compile(&p, regex_limit)).transpose()?;
+    let Timeout(timeout) = args.timeout_ms;
+    let lines = args.tail_lines;
+    let keep = crate::tools::common::keep(args.keep.as_deref(), regex_limit)?;
+    let deadline = started + timeout;
     // The ids are looked up last: every argument is checked before anything is looked at.
-    let panes = panes(ctx, args)?;
+    let panes = panes(ctx, &args.pane_ids)?;
     let mut watched: Vec<Watched> =
         panes.into_iter().map(|pane| Watched::new(pane, pattern.as_ref())).collect();
     let mut fired = Vec::new();
@@ -340,16 +337,9 @@ fn wait(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
 }
 
 /// The panes named, each found before anything waits; one named twice is an error.
-fn panes(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Vec<Arc<Pane>>> {
-    let ids = args.strings("pane_ids")?;
-    if ids.is_empty() || ids.len() > MAX_PANES {
-        return Err(Error::invalid(format!(
-            "pane_ids holds {} ids; give 1 to {MAX_PANES}",
-            ids.len()
-        )));
-    }
+fn panes(ctx: &Ctx<'_>, ids: &[String]) -> Result<Vec<Arc<Pane>>> {
     let mut panes: Vec<Arc<Pane>> = Vec::with_capacity(ids.len());
-    for id in &ids {
+    for id in ids {
         let pane = ctx.mux.pane(id)?;
         if panes.iter().any(|p| p.id == pane.id) {
             return Err(Error::invalid(format!("pane_ids names pane {} twice", pane.id)));

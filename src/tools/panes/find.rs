@@ -11,12 +11,7 @@ use crate::pane::output::View;
 use crate::pane::search::compile;
 use crate::runtime::Ctx;
 use crate::tool::Answer;
-use crate::tool::args::Args;
 use serde::Serialize;
-
-/// `context` when absent, and its most.
-const CONTEXT: u64 = 1;
-const MAX_CONTEXT: u64 = 100;
 
 /// What a search answers.
 #[derive(Serialize)]
@@ -33,18 +28,18 @@ struct Search {
     state: PaneState,
 }
 
-/// The search `pattern` asks of `pane`, within `max_bytes`.
+/// The search `pattern` asks of `pane`, with `context` lines around each match, between `since`
+/// and `until` (the whole scrollback by default), within `max_bytes`.
 pub(super) fn search(
     ctx: &Ctx<'_>,
-    args: &Args<'_>,
     pane: &Pane,
-    (pattern, view, max_bytes): (&str, View, usize),
+    (pattern, context, (since, until)): (&str, usize, (Option<u64>, Option<u64>)),
+    (view, max_bytes): (View, usize),
 ) -> Result<Answer> {
     let regex = compile(pattern, ctx.config.max_regex_bytes)?;
-    let context = args.u64("context", 0, MAX_CONTEXT)?.unwrap_or(CONTEXT) as usize;
     let (start, end) = pane.output().with(|s| (s.ring.start(), s.ring.end()));
-    let since = args.u64("since", 0, u64::MAX)?.unwrap_or(start);
-    let until = args.u64("until", 0, u64::MAX)?.unwrap_or(end).min(end);
+    let since = since.unwrap_or(start);
+    let until = until.unwrap_or(end).min(end);
     if since > end || until < since {
         return Err(Error::invalid(format!(
             "since={since}, until={until}: the output runs from {start} to {end}, and until \
