@@ -92,3 +92,5 @@ mod layers;
 mod budget;
 // Answers an agent can trust: search, cuts that say what they cut, folds, the ceiling, dialogues.
 mod trust;
+// The watchdog for silent work: quiet_ms answers `quiet` for a command that hangs without asking.
+mod quiet;

@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::runtime::{Ctx, Tool};
 use crate::tool::params::{Name, Params, Raw, Spec, Timeout, params};
 use crate::tool::{Answer, RUNS, SETS, schema::*};
-use crate::waiter::{Waiter, Woke};
+use crate::waiter::{Drove, Look, Waiter};
 use crate::words::Words;
 use crate::words::words;
 use serde::Serialize;
@@ -382,23 +382,22 @@ fn wait(
         .heartbeat(ctx.progress.heartbeat())
         .on(events.clone());
     let first = keys(&targets());
-    loop {
+    let look = |(): &mut ()| {
         let handles = targets();
         let running = handles
             .iter()
             .any(|h| h.is_driven_here() && h.snapshot().status == PipelineStatus::Running);
-        if !running || (until == Until::Change && keys(&handles) != first) {
-            return Ok(true);
-        }
-        match waiter.sleep(None) {
-            Woke::Look => {}
-            Woke::Heartbeat => {
-                let secs = started.elapsed().as_secs_f64();
-                ctx.progress.report(secs, Some(within.as_secs_f64()), "waiting for the pipeline");
-            }
-            Woke::Deadline => return Ok(false),
-            Woke::Cancelled => return Err(Error::cancelled()),
-        }
+        let changed = until == Until::Change && keys(&handles) != first;
+        if !running || changed { Look::Done(()) } else { Look::Again(None) }
+    };
+    let report = |(): &()| {
+        let secs = started.elapsed().as_secs_f64();
+        ctx.progress.report(secs, Some(within.as_secs_f64()), "waiting for the pipeline");
+    };
+    match waiter.drive(&mut (), look, report) {
+        Drove::Done(()) => Ok(true),
+        Drove::Deadline => Ok(false),
+        Drove::Cancelled => Err(Error::cancelled()),
     }
 }
 

@@ -11,8 +11,8 @@
 //! own output matches, and leaves it running. What is typed, in the shell's own syntax, and how a
 //! cancelled task's command is interrupted are the live shell's (`shell::live::Live`).
 
-use super::answer::{ExecStatus, denied};
-use super::command_wait::{self, Outcome, Until, Wait};
+use super::answer::{Stand, denied};
+use super::command_wait::{self, CallFields, Outcome, Until, Wait};
 use crate::error::{Error, ErrorKind, Result};
 use crate::pane::budget::{self, Budget};
 use crate::pane::search::compile;
@@ -26,7 +26,7 @@ use crate::tool::{Answer, RUNS};
 use crate::tools::common::responses::{self, Responder, Responses};
 use crate::tools::common::{Command, KEEP};
 use crate::tools::{SANDBOX, SandboxArg};
-use crate::waiter::{Waiter, Woke};
+use crate::waiter::{Drove, Look, Waiter};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -41,14 +41,14 @@ pub(crate) const TOOL: Tool = Tool {
     name: "fugue_exec",
     title: "Run a command in a live shell",
     description: "Run shell text in a live shell; answer when it ends: status ok/failed \
-                  (exit_code), input (`program` waits for the terminal: reply with \
-                  fugue_send_input + wait_ms, or give responses), running \
-                  (timeout_ms passed), exited (it ended the shell), or ready (`until` matched its \
-                  output; it keeps running). cwd, output (its own, or a full-screen program's \
+                  (exit_code), input (`program` waits for the terminal; reply with \
+                  fugue_send_input + wait_ms), running (timeout_ms passed), quiet (no output \
+                  for quiet_ms, not asking), exited (it ended the shell), or ready \
+                  (`until` matched its output). cwd, output (its own, or a full-screen program's \
                   screen beside printed: what came before), omitted, pane_id. State persists. \
                   No pane_id: fugue's own shells; while one is busy the command runs in another, \
                   so start a job with until, run the next command, then fugue_wait on both. \
-                  Timeout or cancel ends only the wait: stop it with keys [\"C-c\"] or \
+                  Only ok/failed/exited end it; stop it with keys [\"C-c\"] or \
                   fugue_close_pane.",
     hints: RUNS,
     input: ExecParams::schema,
@@ -67,6 +67,7 @@ params! {
         until: Option<String> = Spec::new("Regex: answer ready when the command's output matches"),
         responses: Option<Ordered> = responses::RESPONSES,
         timeout_ms: Timeout = Spec::new("Answer running after this long (0: at once)").or(30_000),
+        quiet_ms: Option<u64> = crate::tools::common::quiet_row("Silence that answers quiet"),
         max_bytes: MaxBytes = MAX_BYTES,
         keep: Option<String> = KEEP,
         sandbox: Option<SandboxArg> = SANDBOX,
@@ -92,6 +93,7 @@ fn exec(ctx: &Ctx<'_>, args: ExecParams) -> Result<Answer> {
     let keep = crate::tools::common::keep(args.keep.as_deref(), regex_limit)?;
     let responses = Responses::parse(args.responses.as_ref(), regex_limit)?;
     let Timeout(timeout) = args.timeout_ms;
+    let quiet = args.quiet_ms.map(Duration::from_millis);
     // A shell that is still starting (a new one of fugue's own, often) is waited for apart from
     // the command's own time: a short timeout_ms asks to leave a job running, not to fail it.
     let started_by = started + timeout.max(SHELL_START);
@@ -113,15 +115,25 @@ fn exec(ctx: &Ctx<'_>, args: ExecParams) -> Result<Answer> {
     let mut responder = responses.map(|r| Responder::new(r, typed));
     let until = Until::Exec { id, typed };
     let responding = responder.as_mut();
-    let mut wait =
-        Wait { pane: &pane, shell: Some(shell), until, pattern, deadline, responder: responding };
+    let mut wait = Wait {
+        pane: &pane,
+        shell: Some(shell),
+        until,
+        pattern,
+        deadline,
+        responder: responding,
+        quiet,
+    };
     let outcome = wait.run(ctx);
     if outcome.is_err() && ctx.cancel.stops_work() {
         // A task was cancelled: the call ends once the shell is back at its prompt, so the shell
         // is not left busy for the next call.
         live.interrupt();
     }
-    if !matches!(outcome, Ok(Outcome::Input(_) | Outcome::Running | Outcome::Ready(_))) {
+    let goes_on = |o: &Outcome| {
+        matches!(o, Outcome::Input(_) | Outcome::Running | Outcome::Ready(_) | Outcome::Quiet)
+    };
+    if !outcome.as_ref().is_ok_and(goes_on) {
         shell.forget_exec(id);
     }
     let outcome = outcome?;
@@ -129,12 +141,15 @@ fn exec(ctx: &Ctx<'_>, args: ExecParams) -> Result<Answer> {
     let cwd = shell.with(Records::cwd);
     let budget = Budget::whole(max_bytes, keep.as_ref());
     let mut answer = command_wait::answer(&pane, outcome, from, &budget, cwd, true);
-    answer.sandbox_denied =
-        denied(&pane, answer.status == ExecStatus::Failed, Some(&answer.output.output));
-    answer.duration_ms = Some(started.elapsed().as_millis() as u64);
-    answer.pane_id = Some(pane.id.clone());
-    answer.sandbox = asked.and_then(|_| crate::sandbox::view(&pane.sandbox));
-    answer.answered = responder.map(|r| r.answered());
+    let failed = matches!(answer.stand, Stand::Failed(_));
+    answer.call = CallFields {
+        answered: responder.map(|r| r.answered()),
+        sandbox: asked.and_then(|_| crate::sandbox::view(&pane.sandbox)),
+        sandbox_denied: denied(&pane, failed, Some(&answer.output.output)),
+        bytes: None,
+        duration_ms: Some(started.elapsed().as_millis() as u64),
+        pane_id: Some(pane.id.clone()),
+    };
     Ok(Answer::of(&answer)?.asking(answer.asks()))
 }
 
@@ -210,16 +225,14 @@ fn wait_for_prompt(ctx: &Ctx<'_>, live: Live<'_>, deadline: Instant) -> Result<(
         .on(live.shell.subscribe())
         .on(pane.output().subscribe_status())
         .on(pane.output().subscribe());
-    let mut drawn_by = None;
-    loop {
-        if let Some(ready) = prompt_ready(&live, &mut drawn_by) {
-            return ready;
-        }
-        match waiter.sleep(drawn_by) {
-            Woke::Look | Woke::Heartbeat => {}
-            Woke::Cancelled => return Err(Error::cancelled()),
-            Woke::Deadline => return Err(no_first_prompt(pane)),
-        }
+    let look = |drawn_by: &mut Option<Instant>| match prompt_ready(&live, drawn_by) {
+        Some(ready) => Look::Done(ready),
+        None => Look::Again(*drawn_by),
+    };
+    match waiter.drive(&mut None, look, |_| {}) {
+        Drove::Done(ready) => ready,
+        Drove::Cancelled => Err(Error::cancelled()),
+        Drove::Deadline => Err(no_first_prompt(pane)),
     }
 }
 

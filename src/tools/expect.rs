@@ -2,9 +2,11 @@
 //!
 //! The call subscribes to the pane's output events, then scans (`pane::search`): the text view of
 //! everything from its start point on, and while a full-screen program shows it, the alternate
-//! screen. It sleeps in `select!` until the reader announces new output, the process exits, the
-//! deadline passes or the client cancels. A timeout or an `input` answer carries what the pane
-//! shows, so the agent sees why without another call.
+//! screen. Between scans it sleeps in the one `Waiter` (`Waiter::drive`) until the reader
+//! announces new output or the process's end, the input watch has a look due, the deadline passes
+//! or the client cancels; over a flood of output it lets the output gather a moment between scans
+//! (`Pace`). A timeout or an `input` answer carries what the pane shows, so the agent sees why
+//! without another call.
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::pane::Pane;
@@ -21,9 +23,8 @@ use crate::tool::{Answer, Asking, RUNS, schema::*};
 use crate::tools::answer::ExpectStatus;
 use crate::tools::common::KEEP_AS_EXECS;
 use crate::tools::panes::PANE_ID;
-use crate::waiter::{Waiter, Woke};
+use crate::waiter::{Drove, Look, Waiter};
 use crate::words::words;
-use crossbeam_channel::{RecvTimeoutError, TryRecvError};
 use regex::Regex;
 use serde::Serialize;
 use std::time::{Duration, Instant};
@@ -152,13 +153,24 @@ struct ExpectAnswer<'a> {
 struct Pace {
     last: Option<Instant>,
     streaming: bool,
+    /// The wait sleeps the pace's own pause: the look that ends it follows no wake.
+    pausing: bool,
 }
 
 impl Pace {
-    fn woke(&mut self) {
-        let now = Instant::now();
-        self.streaming = self.last.is_some_and(|last| now.duration_since(last) <= 2 * PACE);
-        self.last = Some(now);
+    /// A look at `now`: unless it ends the pace's own pause, it follows a wake (or is the first).
+    fn look(&mut self, now: Instant) {
+        if !self.pausing {
+            self.streaming = self.last.is_some_and(|last| now.duration_since(last) <= 2 * PACE);
+            self.last = Some(now);
+        }
+    }
+
+    /// After a scan that caught up: until when the output gathers (over a flood), or `None` to
+    /// sleep until the pane prints (a quiet spell, or the pause just ended).
+    fn caught_up(&mut self, now: Instant) -> Option<Instant> {
+        self.pausing = self.streaming && !self.pausing;
+        self.pausing.then(|| now + PACE)
     }
 }
 
@@ -207,50 +219,24 @@ fn expect(ctx: &Ctx<'_>, args: ExpectParams) -> Result<Answer> {
     let bytes = budget::default_bytes(ctx.config.max_output_bytes);
     let answering = Answering { action, lines, since: since.unwrap_or(0), keep, bytes };
     let input = return_on_input.then(|| InputWatch::new(&pane));
-    let mut expecting =
-        Expecting { pane: &pane, pattern, scan: Scan::new(regex, from), answering, started, input };
+    let scan = Scan::new(regex, from);
+    let pace = Pace::default();
+    let mut expecting = Expecting { pane: &pane, pattern, scan, answering, started, input, pace };
+    let deadline = started + timeout;
     let mut waiter = Waiter::new()
         .cancel(ctx.cancel.receiver())
-        .until(started + timeout)
+        .until(deadline)
         .heartbeat(ctx.progress.heartbeat())
         .on(events);
-    let mut pace = Pace::default();
-    loop {
-        let behind = match expecting.look(ctx) {
-            Look::Answer(answer) => return answer,
-            Look::Behind => true,
-            Look::Caught => false,
-        };
-        // More output waits to be scanned: the next scan goes at once, while time is left.
-        if behind && Instant::now() < started + timeout {
-            if let Err(TryRecvError::Disconnected) = ctx.cancel.receiver().try_recv() {
-                return Err(Error::cancelled());
-            }
-            continue;
-        }
-        if pace.streaming && gather(ctx, started + timeout).is_err() {
-            return Err(Error::cancelled());
-        }
-        match waiter.sleep(expecting.input.as_ref().and_then(InputWatch::next_check)) {
-            Woke::Look => pace.woke(),
-            Woke::Heartbeat => {
-                let secs = started.elapsed().as_secs_f64();
-                let waiting = format!("waiting for /{pattern}/");
-                ctx.progress.report(secs, Some(timeout.as_secs_f64()), &waiting);
-            }
-            Woke::Cancelled => return Err(Error::cancelled()),
-            Woke::Deadline => return expecting.last_look(ctx),
-        }
-    }
-}
-
-/// Lets streaming output gather for `PACE` before the next scan (see `Pace`); `Err` when the call
-/// is cancelled meanwhile.
-fn gather(ctx: &Ctx<'_>, deadline: Instant) -> std::result::Result<(), ()> {
-    let gather = PACE.min(deadline.saturating_duration_since(Instant::now()));
-    match ctx.cancel.receiver().recv_timeout(gather) {
-        Err(RecvTimeoutError::Disconnected) => Err(()),
-        _ => Ok(()),
+    let report = |expecting: &Expecting<'_>| {
+        let waiting = format!("waiting for /{}/", expecting.pattern);
+        let secs = expecting.started.elapsed().as_secs_f64();
+        ctx.progress.report(secs, Some(timeout.as_secs_f64()), &waiting);
+    };
+    match waiter.drive(&mut expecting, |expecting| expecting.look(ctx), report) {
+        Drove::Done(answer) => answer,
+        Drove::Deadline => expecting.last_look(ctx),
+        Drove::Cancelled => Err(Error::cancelled()),
     }
 }
 
@@ -263,10 +249,11 @@ struct Expecting<'a> {
     started: Instant,
     /// Watches for the program asking, with `on_input: return`.
     input: Option<InputWatch>,
+    pace: Pace,
 }
 
 /// What one look found.
-enum Look {
+enum Scanned {
     /// The call's answer (or error): a match, the pane's end, a question.
     Answer(Result<Answer>),
     /// More output than one scan takes is waiting.
@@ -276,28 +263,43 @@ enum Look {
 }
 
 impl Expecting<'_> {
+    /// One look of the wait: a scan, and what the wait does next. More output waiting to be
+    /// scanned is scanned at once; over a flood (see `Pace`) the output gathers for `PACE` before
+    /// the next scan; otherwise the wait sleeps until something is printed or a look is due.
+    fn look(&mut self, ctx: &Ctx<'_>) -> Look<Result<Answer>> {
+        self.pace.look(Instant::now());
+        match self.scan(ctx) {
+            Scanned::Answer(answer) => Look::Done(answer),
+            Scanned::Behind => Look::Again(Some(Instant::now())),
+            Scanned::Caught => match self.pace.caught_up(Instant::now()) {
+                Some(until) => Look::Pause(until),
+                None => Look::Again(self.input.as_ref().and_then(InputWatch::next_check)),
+            },
+        }
+    }
+
     /// One scan of what the pane printed since the last, then a look at the process.
-    fn look(&mut self, ctx: &Ctx<'_>) -> Look {
+    fn scan(&mut self, ctx: &Ctx<'_>) -> Scanned {
         let step = self.scan.step(self.pane);
         if let Some(found) = step.found {
-            return Look::Answer(self.matched(ctx, found));
+            return Scanned::Answer(self.matched(ctx, found));
         }
         if step.closed {
             let closed = format!("pane {} was closed while waiting", self.pane.id);
-            return Look::Answer(Err(Error::new(ErrorKind::PaneClosed, closed)));
+            return Scanned::Answer(Err(Error::new(ErrorKind::PaneClosed, closed)));
         }
         if step.exited {
-            return Look::Answer(Answer::of(&self.outcome(ExpectStatus::Exited, step.end)));
+            return Scanned::Answer(Answer::of(&self.outcome(ExpectStatus::Exited, step.end)));
         }
         if step.behind {
-            return Look::Behind;
+            return Scanned::Behind;
         }
         if self.input.as_mut().is_some_and(InputWatch::check) {
             let program = self.input.as_ref().and_then(InputWatch::program);
             let asked = self.outcome(ExpectStatus::Input, step.end);
-            return Look::Answer(asking(self.pane, asked, program));
+            return Scanned::Answer(asking(self.pane, asked, program));
         }
-        Look::Caught
+        Scanned::Caught
     }
 
     /// The deadline passed: one last look, since output may have arrived with it.
@@ -397,4 +399,29 @@ fn asking(pane: &Pane, mut asked: ExpectAnswer<'_>, program: Option<String>) -> 
 fn question(pane: &Pane) -> String {
     let budget = Budget::tail(MAX_QUESTION_BYTES, 5, None);
     tail::question(tail::shown(pane, &budget).text()).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_flood_gathers_once_between_wakes_and_a_quiet_spell_scans_at_once() {
+        let mut pace = Pace::default();
+        let t0 = Instant::now();
+        pace.look(t0);
+        assert_eq!(pace.caught_up(t0), None, "the first look sleeps until the pane prints");
+        // Wakes within 2 × PACE of each other: a flood. The scan that caught up pauses once...
+        let t1 = t0 + PACE;
+        pace.look(t1);
+        assert_eq!(pace.caught_up(t1), Some(t1 + PACE));
+        // ... and the look that ends the pause counts as no wake, and sleeps until woken.
+        let t2 = t1 + PACE;
+        pace.look(t2);
+        assert_eq!(pace.caught_up(t2), None);
+        // A wake long after the last: scanned at once, no pause.
+        let t3 = t2 + 10 * PACE;
+        pace.look(t3);
+        assert_eq!(pace.caught_up(t3), None);
+    }
 }

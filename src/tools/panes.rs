@@ -119,13 +119,11 @@ pub(crate) static TOOLS: &[Tool] = &[
     Tool {
         name: "fugue_get_output",
         title: "Get output",
-        description: "Read a pane. format: text (as seen: \\r, cursor moves resolved, \
-                      no colours; main screen only), raw (bytes as printed), screen (grid + \
-                      cursor). The last `lines` lines, or the next after since (an \
-                      offset). pattern: matching lines, groups (offsets), matches (count). \
-                      Answers fold repeats, keep the end and what matters \
-                      (errors, warnings, keep matches), note gaps; omitted {lines, since, matter \
-                      (0: none cut)}.",
+        description: "Read a pane. format: text (as seen: \\r, cursor moves resolved; main \
+                      screen only), raw (bytes as printed), screen (grid + cursor). Last `lines` \
+                      lines, or the next after since. pattern: matching lines, groups (offsets), \
+                      matches (count). Answers fold repeats, keep the end and what matters \
+                      (errors, warnings, keep matches); omitted {lines, since, matter}.",
         hints: READS,
         input: OutputParams::schema,
         output: || {

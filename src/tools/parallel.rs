@@ -3,8 +3,8 @@
 //! Every command is checked before the first one starts. Each then gets a pane whose process is the
 //! command itself (`$SHELL -c command`), spawned on its own scoped thread so they all start
 //! together. The exit code or signal comes from the pane's waiter (`waitpid`), never from the
-//! terminal. The call blocks in one `Select` over every unfinished pane's output events, the cancel
-//! channel, a heartbeat and the deadline; at the deadline what still runs is killed (its whole
+//! terminal. The call sleeps in the one `Waiter` (`Waiter::drive`) on every unfinished pane's end
+//! (not its output), the cancel channel, the progress heartbeat and the deadline; at the deadline what still runs is killed (its whole
 //! session) and reported `timeout`. A command whose program waits for someone to type is answered
 //! from its `responses` when a key matches the question, and otherwise stopped the same way, on its
 //! own, and reported `input` (unless `on_input: wait`): the call also wakes when the next look at
@@ -31,7 +31,7 @@ use crate::tools::common::{
 };
 use crate::tools::panes::ENV;
 use crate::tools::{SANDBOX_AS_EXECS, SandboxArg};
-use crate::waiter::{Waiter, Woke};
+use crate::waiter::{Drove, Look, Waiter};
 use crate::words::words;
 use crossbeam_channel::Receiver;
 use serde::Serialize;
@@ -58,7 +58,7 @@ pub(crate) const TOOL: Tool = Tool {
     description: "Run 1-10 commands at once, each in its own pane ($SHELL -c command); wait for \
                   all. Per command: status, exact exit_code (signal \
                   if killed), duration_ms, pane_id, and output_tail (its end) if not \
-                  ok, or always with tails=all. A command waiting for keyboard input is answered from its responses, else stopped: status input, program, \
+                  ok. A command waiting for keyboard input is answered from its responses, else stopped: status input, program, \
                   its question in output_tail (on_input=wait lets it wait). layout: \
                   hidden (__orchestration__ session) or tiled (new session, side by side). \
                   timeout_ms kills what still runs; cleanup closes the panes.",
@@ -96,14 +96,31 @@ struct Launched<'a> {
     task: &'a Task,
     pane: Result<Arc<Pane>>,
     events: Option<Receiver<()>>,
-    /// When the deadline killed it.
-    timed_out: Option<Instant>,
+    /// How fugue stopped it, if it did.
+    stopped: Option<Stopped>,
     /// Watches for its program asking, with `on_input: stop` or `responses`.
     watch: Option<InputWatch>,
     /// Answers its program's questions that a key matches.
     responder: Option<Responder>,
-    /// When it was found asking and stopped.
-    asked: Option<Asked>,
+}
+
+/// How fugue stopped a command: one or the other, since a command stopped at its question has
+/// ended by the deadline.
+enum Stopped {
+    /// The deadline killed it, then.
+    TimedOut(Instant),
+    /// It was found asking a question its responses did not answer.
+    Asked(Asked),
+}
+
+impl Stopped {
+    /// When it was stopped.
+    fn at(&self) -> Instant {
+        match self {
+            Stopped::TimedOut(at) => *at,
+            Stopped::Asked(asked) => asked.at,
+        }
+    }
 }
 
 enum End {
@@ -180,9 +197,11 @@ fn run_parallel(ctx: &Ctx<'_>, args: ParallelParams) -> Result<Answer> {
         place.remove(&ctx.mux);
     }
     let status = match end {
-        End::AllDone if jobs.iter().any(|j| j.asked.is_some()) => RunStatus::Input,
+        End::AllDone if jobs.iter().any(|j| j.asked().is_some()) => RunStatus::Input,
         End::AllDone => RunStatus::Completed,
-        _ if jobs.iter().any(|j| j.timed_out.is_none()) => RunStatus::Partial,
+        _ if jobs.iter().any(|j| !matches!(j.stopped, Some(Stopped::TimedOut(_)))) => {
+            RunStatus::Partial
+        }
         _ => RunStatus::Timeout,
     };
     let total_duration_ms = started.elapsed().as_millis() as u64;
@@ -311,7 +330,7 @@ fn start_all<'a>(
                 Ok(pane) if stop_asking || responder.is_some() => Some(InputWatch::new(pane)),
                 _ => None,
             };
-            Launched { task, pane, events, timed_out: None, watch, responder, asked: None }
+            Launched { task, pane, events, stopped: None, watch, responder }
         })
         .collect()
 }
@@ -320,11 +339,19 @@ impl Launched<'_> {
     /// The status its result gives, once it has ended or been stopped.
     fn status(&self) -> CommandEnd {
         let Ok(pane) = &self.pane else { return CommandEnd::Error };
-        match (self.timed_out, pane.output().exit()) {
-            _ if self.asked.is_some() => CommandEnd::Input,
-            (Some(_), _) => CommandEnd::Timeout,
+        match (&self.stopped, pane.output().exit()) {
+            (Some(Stopped::Asked(_)), _) => CommandEnd::Input,
+            (Some(Stopped::TimedOut(_)), _) => CommandEnd::Timeout,
             (None, Some(exit)) if exit.success() => CommandEnd::Ok,
             (None, _) => CommandEnd::Failed,
+        }
+    }
+
+    /// The question it was stopped at, if it was.
+    fn asked(&self) -> Option<&Asked> {
+        match &self.stopped {
+            Some(Stopped::Asked(asked)) => Some(asked),
+            _ => None,
         }
     }
 
@@ -368,33 +395,34 @@ fn wait_all(
     started: Instant,
     stop_asking: bool,
 ) -> End {
-    let waiter = Waiter::new()
+    let mut waiter = Waiter::new()
         .cancel(ctx.cancel.receiver())
         .until(deadline)
         .heartbeat(ctx.progress.heartbeat());
-    let mut reported = usize::MAX;
-    loop {
+    // The commands, and how many had ended at the last report: each end is reported.
+    let mut run = (jobs, usize::MAX);
+    let look = |(jobs, reported): &mut (&mut [Launched<'_>], usize)| {
         if let Some(i) = asking_job(jobs, stop_asking) {
-            return End::Asked(i);
+            return Look::Done(End::Asked(i));
         }
         let pending: Vec<&Launched<'_>> = jobs.iter().filter(|j| j.running()).collect();
         let done = jobs.len() - pending.len();
-        if done != reported {
-            report(ctx, jobs, &pending, started);
-            reported = done;
+        if done != *reported {
+            report(ctx, jobs, started);
+            *reported = done;
         }
         if pending.is_empty() {
-            return End::AllDone;
+            return Look::Done(End::AllDone);
         }
+        // A pane's end or a look at /proc that is due: the next look makes it.
         let check = pending.iter().filter_map(|j| j.next_check()).min();
-        let wakes: Vec<&Receiver<()>> = pending.iter().filter_map(|j| j.events.as_ref()).collect();
-        match waiter.sleep_on(&wakes, check) {
-            // A pane ended or a look at /proc is due: the next round makes it.
-            Woke::Look => {}
-            Woke::Heartbeat => report(ctx, jobs, &pending, started),
-            Woke::Deadline => return End::Deadline,
-            Woke::Cancelled => return End::Cancelled,
-        }
+        Look::AgainOn(check, pending.iter().filter_map(|j| j.events.clone()).collect())
+    };
+    let progress = |(jobs, _): &(&mut [Launched<'_>], usize)| report(ctx, jobs, started);
+    match waiter.drive(&mut run, look, progress) {
+        Drove::Done(end) => end,
+        Drove::Deadline => End::Deadline,
+        Drove::Cancelled => End::Cancelled,
     }
 }
 
@@ -416,18 +444,19 @@ fn asking_job(jobs: &mut [Launched<'_>], stop_asking: bool) -> Option<usize> {
 /// Stops a command found asking, as the deadline would; with cleanup it leaves the registry too.
 fn stop(mux: &Mux, job: &mut Launched<'_>, cleanup: bool, bytes: usize) {
     if let (Ok(pane), Some(watch)) = (&job.pane, &job.watch) {
-        job.asked = Some(Asked::now(pane, watch, bytes));
+        job.stopped = Some(Stopped::Asked(Asked::now(pane, watch, bytes)));
         end_run_panes(mux, std::slice::from_ref(pane), cleanup);
     }
 }
 
 /// Progress: commands finished of the total, and which ones are still running.
-fn report(ctx: &Ctx<'_>, jobs: &[Launched<'_>], pending: &[&Launched<'_>], started: Instant) {
+fn report(ctx: &Ctx<'_>, jobs: &[Launched<'_>], started: Instant) {
     if !ctx.progress.is_wanted() {
         return;
     }
-    let done = jobs.len() - pending.len();
-    let waiting: Vec<&str> = pending.iter().map(|j| j.task.name.as_str()).collect();
+    let waiting: Vec<&str> =
+        jobs.iter().filter(|j| j.running()).map(|j| j.task.name.as_str()).collect();
+    let done = jobs.len() - waiting.len();
     let message = if waiting.is_empty() {
         format!("{done}/{} commands finished", jobs.len())
     } else {
@@ -446,7 +475,7 @@ fn kill_unfinished(mux: &Mux, jobs: &mut [Launched<'_>], cleanup: bool) {
     let now = Instant::now();
     let mut doomed = Vec::new();
     for job in jobs.iter_mut().filter(|j| j.running()) {
-        job.timed_out = Some(now);
+        job.stopped = Some(Stopped::TimedOut(now));
         if let Ok(pane) = &job.pane {
             doomed.push(pane.clone());
         }
@@ -483,15 +512,15 @@ fn job_result(job: &Launched<'_>, tails: &Tails, shown: usize, stays: bool) -> C
     result.pane_id = Some(pane.id.clone());
     result.answered = job.responder.as_ref().map(Responder::answered);
     let (exit, exited_at, end) = pane.output().with(|s| (s.exit, s.exited_at, s.ring.end()));
-    let stopped = job.timed_out.or(job.asked.as_ref().map(|a| a.at));
+    let stopped = job.stopped.as_ref().map(Stopped::at);
     let exit = if stopped.is_some() { None } else { exit };
     result.exit = ExitFields::new(exit, SignalField::WhenSignalled);
     let ended = stopped.or(exited_at).unwrap_or_else(Instant::now);
     result.duration_ms = ended.saturating_duration_since(pane.started).as_millis() as u64;
     if result.status != CommandEnd::Ok || tails.all {
-        let end = job.asked.as_ref().map_or(end, |a| a.end);
+        let end = job.asked().map_or(end, |a| a.end);
         let tail = tails.of(pane, (0, end), shown, stays);
-        result.told = match &job.asked {
+        result.told = match job.asked() {
             Some(asked) => asked.told(tail),
             None => crate::tools::common::asking::told(tail),
         };

@@ -53,8 +53,7 @@ pub(crate) const TOOL: Tool = Tool {
     description: "Run steps one after another in one pane and one shell (cd, export carry over). \
                   Per step: exact exit_code, duration_ms, status (exited: it ended \
                   the shell). failed_at names the first failure, \
-                  output_tail its end; tails=all gives every step its \
-                  output_tail. timeout_ms interrupts the running step; so does a step waiting for \
+                  output_tail its end. timeout_ms interrupts the running step; so does a step waiting for \
                   keyboard input its responses do not answer (status input, program, its \
                   question in output_tail; on_input=wait lets it wait). cwd: the shell's \
                   directory after the last step. The pane stays, with an interactive shell for \
@@ -260,10 +259,8 @@ impl Run<'_> {
         let stopped = matches!(status, CommandEnd::Timeout | CommandEnd::Input);
         let (exit, ended_at) = match &record.ended {
             Some((at, prompt)) => {
-                let code = (!stopped).then_some(prompt.status);
-                let exit =
-                    ExitFields { exit_code: code, signal: None, field: SignalField::WhenSignalled };
-                (exit, *at)
+                let exit = (!stopped).then_some(Exit::Code(prompt.status));
+                (ExitFields::new(exit, SignalField::WhenSignalled), *at)
             }
             None => {
                 let exit = if status == CommandEnd::Exited { self.shell_exit } else { None };
@@ -301,11 +298,9 @@ impl Run<'_> {
         let end = self.pane.output().end();
         let said = tail(&self.pane, 0, end, 5);
         let how = match self.shell_exit {
-            Some(Exit { code: Some(code), .. }) => format!("with exit code {code}"),
-            Some(Exit { signal: Some(signal), .. }) => {
-                format!("by {}", crate::pane::exit::signal_name(signal))
-            }
-            _ => "unexpectedly".to_string(),
+            Some(Exit::Code(code)) => format!("with exit code {code}"),
+            Some(Exit::Signal(signal)) => format!("by {}", crate::pane::exit::signal_name(signal)),
+            Some(Exit::Unknown) | None => "unexpectedly".to_string(),
         };
         Error::new(
             ErrorKind::SpawnFailed,

@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::pane::Pane;
 use crate::pane::activity::InputWatch;
 use crate::pane::budget::{self, Budget, Output};
-use crate::pane::exit::{ExitFields, SignalField};
+use crate::pane::exit::Exit;
 use crate::pane::mark::{self, CATCH_UP};
 use crate::pane::search::{Found, Scan, compile};
 use crate::pane::tail;
@@ -23,9 +23,10 @@ use crate::shell::live::Live;
 use crate::tool::choice::Choice;
 use crate::tool::params::{Params, Spec, Timeout, params};
 use crate::tool::{Answer, Asking, RUNS, schema::*};
-use crate::tools::answer::{ExecStatus, WaitStatus};
+use crate::tools::answer::{ExecStatus, Stand, WaitStatus};
 use crate::tools::common::KEEP_AS_EXECS;
-use crate::waiter::{Waiter, Woke};
+use crate::tools::common::quiet::Quiet;
+use crate::waiter::{Drove, Look, Waiter};
 use crate::words::words;
 use crossbeam_channel::Receiver;
 use regex::Regex;
@@ -59,11 +60,9 @@ words! {
 pub(crate) const TOOL: Tool = Tool {
     name: "fugue_wait",
     title: "Wait on panes",
-    description: "Wait on 1-32 panes (jobs started with fugue_exec until/running, panes of \
-                  commands) and answer when one (mode any) or all have an outcome: ok/failed \
-                  (exit_code, cwd: a shell's command ended, even before this call), exited (the \
-                  pane's program ended), input (`program` asks; output shows the question), matched \
-                  (until matched output printed after the call). \
+    description: "Wait on 1-32 panes (jobs left running, commands) and answer when one (mode any) or all have an outcome, as \
+                  fugue_exec's (ok/failed even before this call; exited: its program ended; \
+                  quiet), or matched (until matched output printed after the call). \
                   results in pane_ids order, each with its output; fired: first \
                   first; status timeout leaves the rest running.",
     hints: RUNS,
@@ -95,6 +94,8 @@ enum Fired {
     Input(Option<String>),
     /// `until` matched.
     Matched(Found),
+    /// It printed nothing for `quiet_ms` and does not ask.
+    Quiet,
 }
 
 /// One pane waited on.
@@ -102,6 +103,8 @@ struct Watched {
     pane: Arc<Pane>,
     scan: Option<Scan>,
     input: InputWatch,
+    /// The watchdog for silence, with `quiet_ms`.
+    quiet: Option<Quiet>,
     outcome: Option<Fired>,
     /// What wakes the wait for this pane: how it ends, its shell's records, and with a pattern
     /// its output.
@@ -115,7 +118,11 @@ struct Watched {
 }
 
 impl Watched {
-    fn new(pane: Arc<Pane>, pattern: Option<&Regex>) -> Watched {
+    fn new(
+        pane: Arc<Pane>,
+        pattern: Option<&Regex>,
+        quiet: Option<std::time::Duration>,
+    ) -> Watched {
         let mut wakes = vec![pane.output().subscribe_status()];
         wakes.extend(Live::of(&pane).map(|live| live.shell.subscribe()));
         let scan = pattern.map(|regex| {
@@ -124,11 +131,13 @@ impl Watched {
             Scan::new(regex.clone(), pane.output().end())
         });
         let input = InputWatch::new(&pane);
-        Watched { pane, scan, input, outcome: None, wakes, prompts_seen: None, ending: None }
+        let quiet = quiet.map(|quiet| Quiet::new(&pane, quiet, Instant::now()));
+        let (prompts_seen, ending) = (None, None);
+        Watched { pane, scan, input, quiet, outcome: None, wakes, prompts_seen, ending }
     }
 
     /// The pane's outcome now, if it has one: a match first, then its end, its shell back at
-    /// the prompt, a question.
+    /// the prompt, a question, silence.
     fn look(&mut self) -> Option<Fired> {
         if let Some(found) = self.scan.as_mut().and_then(|scan| scan.catch_up(&self.pane)) {
             return Some(Fired::Matched(found));
@@ -139,7 +148,10 @@ impl Watched {
         if let Some(ended) = self.command_end() {
             return Some(ended);
         }
-        self.input.check().then(|| Fired::Input(self.input.program()))
+        if self.input.check() {
+            return Some(Fired::Input(self.input.program()));
+        }
+        self.quiet.as_mut().is_some_and(Quiet::check).then_some(Fired::Quiet)
     }
 
     /// The end of the shell's command: its prompt record says the command ended, and the output
@@ -172,58 +184,35 @@ impl Watched {
     /// When this pane must be looked at again, whatever its channels say.
     fn next_look(&self) -> Option<Instant> {
         let catch_up = self.ending.as_ref().map(|(_, by)| *by);
-        [self.input.next_check(), catch_up].into_iter().flatten().min()
+        let quiet = self.quiet.as_ref().map(Quiet::due);
+        [self.input.next_check(), catch_up, quiet].into_iter().flatten().min()
     }
 
     /// The pane's entry in the answer: its outcome, and what it shows within `budget`.
     fn result(&self, budget: &Budget<'_>) -> PaneResult<'_> {
-        let mut result = PaneResult {
-            pane_id: &self.pane.id,
-            status: ExecStatus::Running,
-            exit: None,
-            cwd: None,
-            program: None,
-            found: None,
-            line: None,
-            output: Output::default(),
-            alternate_screen: false,
-        };
-        match &self.outcome {
-            None => {}
+        let pane_id = &self.pane.id;
+        let from = job_start(&self.pane);
+        let mut stand = match &self.outcome {
             Some(Fired::Ended { status, cwd, end }) => {
-                result.status = if *status == 0 { ExecStatus::Ok } else { ExecStatus::Failed };
-                result.exit = Some(ExitFields {
-                    exit_code: Some(*status),
-                    signal: None,
-                    field: SignalField::WhenSignalled,
-                });
-                result.cwd = Some(cwd);
-                let from = job_start(&self.pane);
-                result.output = budget::output(&self.pane, from, *end, budget).into();
-                return result;
+                // A command that ended shows its own output, not the pane's last lines.
+                let stand = Stand::ended(Some(Exit::Code(*status)), Some(cwd.clone()));
+                let output = budget::output(&self.pane, from, *end, budget).into();
+                return PaneResult { pane_id, stand, output, alternate_screen: false };
             }
-            Some(Fired::Exited) => {
-                result.status = ExecStatus::Exited;
-                let exit = self.pane.output().exit();
-                result.exit = Some(ExitFields::new(exit, SignalField::WhenSignalled));
-            }
+            None => Stand::Running { cwd: None },
+            Some(Fired::Exited) => Stand::exited(self.pane.output().exit(), None),
             Some(Fired::Input(program)) => {
-                result.status = ExecStatus::Input;
-                result.program = program.as_deref();
+                Stand::Input { cwd: None, program: program.clone(), line: None }
             }
-            Some(Fired::Matched(found)) => {
-                result.status = ExecStatus::Matched;
-                result.found = Some(found);
-            }
+            Some(Fired::Matched(found)) => Stand::Matched { found: found.clone() },
+            Some(Fired::Quiet) => Stand::Quiet { cwd: None },
+        };
+        let shown = tail::shown_since(&self.pane, from, budget);
+        if let Stand::Input { line, .. } = &mut stand {
+            *line = Some(tail::question(shown.text()).to_string());
         }
-        let shown = tail::shown_since(&self.pane, job_start(&self.pane), budget);
-        if result.status == ExecStatus::Input {
-            result.line = Some(tail::question(shown.text()).to_string());
-        }
-        let found_on_screen = matches!(&self.outcome, Some(Fired::Matched(f)) if f.screen);
-        result.alternate_screen = shown.alternate || found_on_screen;
-        result.output = shown.fitted.into();
-        result
+        let alternate_screen = shown.alternate || stand.found_on_screen();
+        PaneResult { pane_id, stand, output: shown.fitted.into(), alternate_screen }
     }
 }
 
@@ -231,18 +220,8 @@ impl Watched {
 #[derive(Serialize)]
 struct PaneResult<'a> {
     pane_id: &'a str,
-    status: ExecStatus,
     #[serde(flatten)]
-    exit: Option<ExitFields>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    cwd: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    program: Option<&'a str>,
-    #[serde(flatten)]
-    found: Option<&'a Found>,
-    /// The question, for `input`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    line: Option<String>,
+    stand: Stand,
     #[serde(flatten)]
     output: Output,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -261,11 +240,13 @@ struct WaitAnswer<'a> {
 impl WaitAnswer<'_> {
     /// The first pane whose program asks, and its question.
     fn asks(&self) -> Option<Asking> {
-        let asked = self.results.iter().find(|r| r.status == ExecStatus::Input)?;
-        Some(Asking {
-            pane_id: asked.pane_id.to_string(),
-            question: asked.line.as_deref().unwrap_or_default().trim().to_string(),
-            program: asked.program.map(str::to_string),
+        self.results.iter().find_map(|result| match &result.stand {
+            Stand::Input { program, line, .. } => Some(Asking {
+                pane_id: result.pane_id.to_string(),
+                question: line.as_deref().unwrap_or_default().trim().to_string(),
+                program: program.clone(),
+            }),
+            _ => None,
         })
     }
 }
@@ -288,6 +269,7 @@ params! {
         tail_lines: usize = Spec::new("Lines per result")
             .range(0, MAX_TAIL_LINES)
             .or(TAIL_LINES),
+        quiet_ms: Option<u64> = crate::tools::common::quiet_row(""),
         keep: Option<String> = KEEP_AS_EXECS,
     }
 }
@@ -300,29 +282,27 @@ fn wait(ctx: &Ctx<'_>, args: WaitParams) -> Result<Answer> {
     let Timeout(timeout) = args.timeout_ms;
     let lines = args.tail_lines;
     let keep = crate::tools::common::keep(args.keep.as_deref(), regex_limit)?;
+    let quiet = args.quiet_ms.map(std::time::Duration::from_millis);
     let deadline = started + timeout;
     // The ids are looked up last: every argument is checked before anything is looked at.
     let panes = panes(ctx, &args.pane_ids)?;
-    let mut watched: Vec<Watched> =
-        panes.into_iter().map(|pane| Watched::new(pane, pattern.as_ref())).collect();
-    let mut fired = Vec::new();
-    let waiter = Waiter::new()
+    let watched: Vec<Watched> =
+        panes.into_iter().map(|pane| Watched::new(pane, pattern.as_ref(), quiet)).collect();
+    let mut waiter = Waiter::new()
         .cancel(ctx.cancel.receiver())
         .until(deadline)
         .heartbeat(ctx.progress.heartbeat());
-    let done = loop {
-        fire(&mut watched, &mut fired);
-        let enough = if all { fired.len() == watched.len() } else { !fired.is_empty() };
-        if enough {
-            break true;
-        }
-        match sleep(&waiter, &watched) {
-            Woke::Look => {}
-            Woke::Heartbeat => report(ctx, &watched, started, deadline),
-            Woke::Deadline => break false,
-            Woke::Cancelled => return Err(Error::cancelled()),
-        }
+    let mut run = (watched, Vec::new());
+    let look = |(watched, fired): &mut (Vec<Watched>, Vec<String>)| look(watched, fired, all);
+    let report = |(watched, _): &(Vec<Watched>, Vec<String>)| {
+        report(ctx, watched, started, deadline);
     };
+    let done = match waiter.drive(&mut run, look, report) {
+        Drove::Done(()) => true,
+        Drove::Deadline => false,
+        Drove::Cancelled => return Err(Error::cancelled()),
+    };
+    let (watched, fired) = run;
     // The answer's budget is shared among the panes.
     let bytes = budget::default_bytes(ctx.config.max_output_bytes) / watched.len();
     let bytes = bytes.max(MIN_RESULT_BYTES);
@@ -359,13 +339,17 @@ fn fire(watched: &mut [Watched], fired: &mut Vec<String>) {
     }
 }
 
-/// Sleeps until a pane still waited on announces a change or has a look due, the heartbeat ticks,
-/// the call is cancelled or the deadline passes.
-fn sleep(waiter: &Waiter, watched: &[Watched]) -> Woke {
+/// One look at every pane still waited on: done once enough have an outcome; otherwise the wait
+/// sleeps until one of them announces a change or has a look due.
+fn look(watched: &mut [Watched], fired: &mut Vec<String>, all: bool) -> Look<()> {
+    fire(watched, fired);
+    let enough = if all { fired.len() == watched.len() } else { !fired.is_empty() };
+    if enough {
+        return Look::Done(());
+    }
     let waiting = || watched.iter().filter(|w| w.outcome.is_none());
-    let wakes: Vec<&Receiver<()>> = waiting().flat_map(|w| &w.wakes).collect();
-    let look = waiting().filter_map(Watched::next_look).min();
-    waiter.sleep_on(&wakes, look)
+    let wakes = waiting().flat_map(|w| w.wakes.iter().cloned()).collect();
+    Look::AgainOn(waiting().filter_map(Watched::next_look).min(), wakes)
 }
 
 /// Progress: the seconds waited, and what still runs.

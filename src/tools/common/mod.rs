@@ -1,10 +1,11 @@
 //! What the tools that run commands share, below their handlers (`tools::parallel`,
 //! `tools::pipeline`, `tools::expect`, `tools::wait` and the wait behind `fugue_exec`): argument checks and their schemas, the text tail of a stretch of output,
 //! closing a run's panes at once, stopping a program that asks (`asking`), and answering it with
-//! the `responses` given up front (`responses`). In: arguments and panes; out: checked values,
+//! the `responses` given up front (`responses`); the watchdog for silent work (`quiet`). In: arguments and panes; out: checked values,
 //! tails, closed panes, typed answers. Nothing here waits: the handlers sleep in the one `Waiter`.
 
 pub(crate) mod asking;
+pub(crate) mod quiet;
 pub(crate) mod responses;
 
 use crate::config::Config;
@@ -20,6 +21,14 @@ use regex::Regex;
 use serde_json::Value;
 use std::path::Path;
 use std::sync::Arc;
+
+/// The longest `quiet_ms`: one day.
+const MAX_QUIET_MS: u64 = 86_400_000;
+
+/// The `quiet_ms` row (`quiet::Quiet`; absent: no watchdog), described so.
+pub(crate) const fn quiet_row(description: &'static str) -> Spec {
+    Spec::new(description).range(quiet::MIN_QUIET_MS, MAX_QUIET_MS)
+}
 
 /// The most lines an `output_tail` may ask for.
 const MAX_TAIL_LINES: u64 = 1000;

@@ -47,7 +47,7 @@ const SHOWN_QUESTION_BYTES: usize = 200;
 /// The row of `responses` as fugue_exec declares it, described there once.
 pub(crate) const RESPONSES: Spec = Spec::new(
     "{question regex: answer or [answers] in turn}, or [answers] by order: typed + Enter when the \
-     program asks (first matching key); the wait goes on. answered: [{question, key}]",
+     program asks (first matching key). answered: [{question, key}]",
 )
 .shaped(schema);
 

@@ -44,6 +44,7 @@ params! {
         submit: bool = Spec::new("Press Enter at the end").or_bool(SUBMIT),
         wait_ms: Option<Timeout> = Spec::new("Then wait this long for the outcome"),
         responses: Option<Ordered> = Spec::new("With wait_ms: as fugue_exec's"),
+        quiet_ms: Option<u64> = crate::tools::common::quiet_row(""),
         max_bytes: MaxBytes = Spec { description: "Output budget with wait_ms", ..MAX_BYTES },
         keep: Option<String> = KEEP_AS_EXECS,
     }
@@ -60,8 +61,8 @@ pub(in crate::tools) fn send_input(ctx: &Ctx<'_>, args: SendParams) -> Result<An
     let pane = ctx.mux.pane(&args.pane_id)?;
     // A wait's answer names the pane and how long it took, as fugue_exec's does.
     let waited = |mut answer: CommandAnswer| {
-        answer.pane_id = Some(pane.id.clone());
-        answer.duration_ms = Some(started.elapsed().as_millis() as u64);
+        answer.call.pane_id = Some(pane.id.clone());
+        answer.call.duration_ms = Some(started.elapsed().as_millis() as u64);
         Answer::of(&answer).map(|a| a.asking(answer.asks()))
     };
     let input = args.input.as_deref().unwrap_or("");
@@ -73,12 +74,16 @@ pub(in crate::tools) fn send_input(ctx: &Ctx<'_>, args: SendParams) -> Result<An
     let keep = crate::tools::common::keep(args.keep.as_deref(), ctx.config.max_regex_bytes)?;
     let budget = Budget::whole(max_bytes, keep.as_ref());
     let responses = Responses::parse(args.responses.as_ref(), ctx.config.max_regex_bytes)?;
+    let quiet = args.quiet_ms.map(std::time::Duration::from_millis);
     if responses.is_some() && wait.is_none() {
         return Err(Error::invalid("responses are used while waiting: give wait_ms too"));
     }
+    if quiet.is_some() && wait.is_none() {
+        return Err(Error::invalid("quiet_ms ends a wait early: give wait_ms too"));
+    }
     if input.is_empty() && keys.is_empty() && !submit {
         if let Some(wait) = wait {
-            return waited(after_input(ctx, &pane, None, wait, &budget, responses)?);
+            return waited(after_input(ctx, &pane, None, wait, &budget, responses, quiet)?);
         }
         return Err(Error::invalid(
             "nothing to send: give input, keys, or submit: true (or wait_ms to only wait)",
@@ -108,8 +113,9 @@ pub(in crate::tools) fn send_input(ctx: &Ctx<'_>, args: SendParams) -> Result<An
     let (offset, pending) = pane.send(&parts)?;
     let written: usize = parts.iter().map(|p| p.len()).sum();
     if let Some(wait) = wait {
-        let mut answer = after_input(ctx, &pane, Some((offset, seen)), wait, &budget, responses)?;
-        answer.bytes = Some(written);
+        let mut answer =
+            after_input(ctx, &pane, Some((offset, seen)), wait, &budget, responses, quiet)?;
+        answer.call.bytes = Some(written);
         return waited(answer);
     }
     // A program that is not reading its input (yet) gets the rest when it does.
@@ -142,9 +148,9 @@ pub(crate) fn type_answer(
     let (offset, _) = pane.send(&parts)?;
     let budget =
         Budget::whole(crate::pane::budget::default_bytes(ctx.config.max_output_bytes), None);
-    let mut answer = after_input(ctx, &pane, Some((offset, seen)), wait, &budget, None)?;
-    answer.bytes = Some(text.len() + 1);
-    answer.pane_id = Some(pane.id.clone());
-    answer.duration_ms = Some(started.elapsed().as_millis() as u64);
+    let mut answer = after_input(ctx, &pane, Some((offset, seen)), wait, &budget, None, None)?;
+    answer.call.bytes = Some(text.len() + 1);
+    answer.call.pane_id = Some(pane.id.clone());
+    answer.call.duration_ms = Some(started.elapsed().as_millis() as u64);
     Answer::of(&answer).map(|a| a.asking(answer.asks()))
 }

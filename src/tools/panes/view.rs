@@ -180,7 +180,7 @@ params! {
 
 /// A read within the answers' budget (`budget::default_bytes`; `max_bytes` asks for more, up to
 /// `FUGUE_MAX_OUTPUT_BYTES`). The last lines and the screen are fitted as every answer is
-/// (`pane::budget`: the end, the lines that matter, a marker in each gap, `omitted_lines`); a
+/// (`pane::budget`: the end, the lines that matter, a note in each gap, `omitted`); a
 /// read `since` an offset is a page, cut at its back, that says how many lines follow it.
 pub(super) fn get_output(ctx: &Ctx<'_>, args: OutputParams) -> Result<Answer> {
     let pane = ctx.mux.pane(&args.pane_id)?;
@@ -248,7 +248,7 @@ fn screen(pane: &Pane, req: &ReadRequest) -> Read {
     }
 }
 
-/// A page of what came after `since`, and how many lines follow it (`omitted_lines`, read on from
+/// A page of what came after `since`, and how many lines follow it (`omitted`, read on from
 /// `offset`).
 fn page(pane: &Pane, req: &ReadRequest) -> Result<Read> {
     let read = pane.output().read(req)?;
