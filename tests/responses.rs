@@ -199,7 +199,10 @@ fn an_invalid_key_is_invalid_regex_and_nothing_runs() {
     for (bad, needle) in [
         (json!({"Name": 5}), "\"Name\""),
         (json!({"Name": []}), "\"Name\""),
-        (json!(["Name", "x"]), "must be an object"),
+        // A list answers by order (issue 33): its answers are strings, one at least.
+        (json!(["Name", 5]), "must be a string"),
+        (json!([]), "empty list"),
+        (json!(5), "must be an object"),
     ] {
         let err = f.call_err("fugue_exec", json!({"command": touch, "responses": bad}));
         assert_eq!(err["code"], "invalid_argument", "{err}");

@@ -88,7 +88,9 @@ mod names;
 mod docs;
 // The layers of src/: imports point down, and no files import each other in a circle.
 mod layers;
-// Answers that fit: a noisy failure's error line within the budget, keep, omitted_lines.
+// Answers that fit: a noisy failure's error line within the budget, keep, omitted.
 mod budget;
+// Answers an agent can trust: search, cuts that say what they cut, folds, the ceiling, dialogues.
+mod trust;
 // The watchdog for silent work: quiet_ms answers `quiet` for a command that hangs without asking.
 mod quiet;

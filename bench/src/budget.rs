@@ -62,8 +62,8 @@ fn row(tool: &str, answer: &Value, output: &Value, whole: usize) -> R<Row> {
             "{tool}: {size} B, error line {}, {} lines omitted",
             if found { "in it" } else { "MISSING" },
             answer
-                .pointer("/omitted_lines")
-                .or(answer.pointer("/results/0/omitted_lines"))
+                .pointer("/omitted/lines")
+                .or(answer.pointer("/results/0/omitted/lines"))
                 .unwrap_or(&json!(0))
         ),
         ratio: format!("{:.3}×", size as f64 / whole as f64),

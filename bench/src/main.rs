@@ -18,6 +18,7 @@ mod pty;
 mod report;
 mod sandbox;
 mod shared;
+mod trust;
 
 use figures::{Bench, guard};
 use report::{Row, Verdict};
@@ -35,7 +36,7 @@ Usage:
   --fugue PATH   the binary under test (default: $FUGUE_BIN, else target/release/fugue)
   --quick        fewer repetitions, for a quick look
   FIGURE         any of: ingest parallel wake herd input probes init memory panes exec
-                 dialogue tools jobs answers size shared sandbox (default: all)
+                 dialogue tools jobs answers trust size shared sandbox (default: all)
 
 Exit status: 0 when every measured figure meets its target, 1 otherwise.
 ";
@@ -43,7 +44,7 @@ Exit status: 0 when every measured figure meets its target, 1 otherwise.
 type Figure = fn(&Bench) -> client::R<Vec<Row>>;
 
 /// The figures in table order: (name on the command line, row name for errors, target, function).
-const FIGURES: [(&str, &str, Figure); 17] = [
+const FIGURES: [(&str, &str, Figure); 18] = [
     ("ingest", figures::INGEST, figures::ingestion),
     ("parallel", figures::TRUE_FIG, figures::parallel),
     ("wake", figures::WAKE_FIG, figures::wake),
@@ -57,6 +58,7 @@ const FIGURES: [(&str, &str, Figure); 17] = [
     ("dialogue", dialogue::DIALOGUE_FIG, dialogue::dialogue),
     ("jobs", jobs::WAIT_FIG, jobs::jobs),
     ("answers", budget::ANSWER_FIG, budget::answers),
+    ("trust", trust::PROGRESS_FIG, trust::trust),
     ("tools", figures::TOOLS_FIG, figures::tools_list),
     ("size", figures::SIZE_FIG, figures::binary_size),
     ("shared", shared::LIST_FIG, shared::shared),

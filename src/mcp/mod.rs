@@ -35,11 +35,11 @@ const MAX_CLIENT_FIELD: usize = 100;
 
 /// What `initialize` tells a model, read on every start: the tools to reach for first. Short.
 const INSTRUCTIONS: &str = "Run commands with fugue_exec: it answers when the command ends \
-(exit_code, output); cd and export persist. For a server or long job pass `until` (regex), go \
-on, then fugue_wait on its pane_id; never sleep or poll. Status input: a program asks; reply \
-with fugue_send_input (keys: names or {text}, in order), or give `responses` ({question regex: \
-answer}) up front. Output is cut to ~4 KB, keeping the last and error lines; `keep` (regex) \
-keeps more, omitted_since reads the rest.";
+(exit_code, output); cd and export persist. For a server or long job pass `until` (regex), then \
+fugue_wait on its pane_id; never sleep or poll. Status input: a program asks; reply with \
+fugue_send_input (keys: names, {text}), or give `responses` up front ({regex: answer}, or a list \
+by order). Output is ~4 KB at most: repeats folded; last lines, errors, warnings, `keep` matches \
+kept; omitted.matter 0: none cut. Search: fugue_get_output `pattern`.";
 
 /// The instructions, with the server's sandbox `policy` in one line when there is one.
 fn instructions(policy: &crate::sandbox::Policy) -> String {

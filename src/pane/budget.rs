@@ -1,19 +1,24 @@
 //! Answers that fit: every answer that carries a command's output (`fugue_exec`, `fugue_send_input`
-//! waits, `fugue_wait` results, the run tools' tails, `fugue_expect`) is built here, from the
-//! output's lines, within a byte budget (about 4 KB by default), in this order: the last lines;
-//! the lines in the middle that matter (errors, failures, panics, tracebacks, "denied", "not
-//! found", "undefined", then warnings, and what the call's `keep` regex matches, each with a line
-//! of context); the first lines. A noisy build that fails shows its error line, whatever the
-//! noise around it. What is left out is said: a marker line in each gap (`[… 812 lines]`), and
-//! `omitted_lines` with `omitted_since`, the raw offset from which `fugue_get_output` `since` reads
-//! the first line left out. A full-screen program's screen is fitted the same way, its rows
-//! collapsed first (`screen::collapse`).
+//! waits, `fugue_wait` results, the run tools' tails, `fugue_expect`, `fugue_get_output`) is built
+//! here, from the output's lines, within a byte budget (about 4 KB by default): a ceiling, not a
+//! target. An output that fits is shown as it is. One that does not has its runs of lines of one
+//! shape folded (`fold`); if it still does not fit, the answer holds its last lines (10, or the
+//! call's `tail_lines`/`lines`) and the lines that matter (`matter`: errors, warnings, `keep`'s
+//! matches, each with a line of context), and, only for a command that did not succeed and where
+//! nothing matters, its first lines. A noisy build that fails shows its error line, whatever the
+//! noise around it. What is left out is said: a note in each gap saying what it holds (`[… 78
+//! lines, no errors or warnings]`), and once as data, `omitted: {lines, since, matter}`: `since`
+//! is the raw offset from which `fugue_get_output` reads the first line left out, and `matter`
+//! how many of the lines left out matter (0: none). A full-screen program's screen is fitted the
+//! same way, its rows collapsed first (`screen::collapse`).
 
+use super::fold::{self, Unit};
+use super::matter::{self, Gap, Note};
+use super::pick;
 use super::{Pane, screen, text};
 use regex::Regex;
-use serde::Serialize;
+use serde::ser::{Serialize, SerializeMap, Serializer};
 use std::borrow::Cow;
-use std::sync::OnceLock;
 
 /// The budget of an answer's output when the call does not set `max_bytes`: with the answer's
 /// other fields and JSON's escapes, the answer stays within about 4 KB.
@@ -30,28 +35,54 @@ pub(crate) fn default_bytes(max_output: usize) -> usize {
 const SCAN_WHOLE: u64 = 8 << 20;
 const SCAN_TAIL: u64 = 1 << 20;
 
+/// How many last lines an answer for a whole output holds when it does not fit, and the most last
+/// lines of a tail left unfolded.
+pub(crate) const LAST_LINES: usize = 10;
+
 /// How an answer is built.
+#[derive(Clone)]
 pub(crate) struct Budget<'a> {
     /// The most bytes of the text.
     pub(crate) bytes: usize,
-    /// The most lines kept from the end (a `tail_lines`); `usize::MAX`: as many as fit.
+    /// The most lines kept from the end when the output does not fit.
     pub(crate) last: usize,
-    /// The first lines fill what room is left (an answer that shows a whole output); otherwise
-    /// the room goes to more of the end (a tail).
+    /// The answer is for a whole output: it is shown as it is when its bytes fit, whatever its
+    /// lines. Otherwise it is a tail, of at most `last` lines.
+    pub(crate) whole: bool,
+    /// Where nothing matters, the first lines fill the room left (a command that failed, or has
+    /// not ended); a command that succeeded answers its last lines and what matters.
     pub(crate) first: bool,
     /// The call's `keep`: lines it matches matter as errors do.
     pub(crate) keep: Option<&'a Regex>,
+    /// Runs of one shape are folded: in every text, never in `raw`.
+    pub(crate) fold: bool,
 }
 
 impl<'a> Budget<'a> {
-    /// For a whole output: its end, what matters, its beginning.
+    /// For a whole output: all of it when it fits; else its last lines, what matters, and where
+    /// nothing matters its first lines.
     pub(crate) fn whole(bytes: usize, keep: Option<&'a Regex>) -> Budget<'a> {
-        Budget { bytes, last: usize::MAX, first: true, keep }
+        Budget { bytes, last: LAST_LINES, whole: true, first: true, keep, fold: true }
     }
 
     /// For a tail: at most `lines` lines of the end, and what matters before them.
     pub(crate) fn tail(bytes: usize, lines: usize, keep: Option<&'a Regex>) -> Budget<'a> {
-        Budget { bytes, last: lines, first: false, keep }
+        Budget { bytes, last: lines, whole: false, first: false, keep, fold: true }
+    }
+
+    /// For a screen: its rows in place, none folded.
+    pub(crate) fn screen(bytes: usize, keep: Option<&'a Regex>) -> Budget<'a> {
+        Budget { bytes, last: usize::MAX, whole: true, first: true, keep, fold: true }
+    }
+
+    /// The same for bytes as printed: nothing folded.
+    pub(crate) fn raw(&self) -> Budget<'a> {
+        Budget { fold: false, ..self.clone() }
+    }
+
+    /// The same for a command that succeeded: its first lines are not what it is read for.
+    pub(crate) fn succeeded(&self) -> Budget<'a> {
+        Budget { first: false, ..self.clone() }
     }
 }
 
@@ -59,24 +90,52 @@ impl<'a> Budget<'a> {
 #[derive(Clone, Default)]
 pub(crate) struct Fitted {
     pub(crate) text: String,
-    pub(crate) omitted_lines: usize,
-    /// Where `fugue_get_output` `since` reads on from the first line left out; none for a screen,
-    /// or for a pane that will be gone.
-    pub(crate) omitted_since: Option<u64>,
+    pub(crate) omitted: Omitted,
 }
 
-/// What an answer's text left out, beside the text: `omitted_lines`, and `omitted_since` where
-/// `fugue_get_output` reads on; neither when nothing was left out.
-#[derive(Clone, Copy, Debug, Default, Serialize)]
+/// What an answer's text left out, said once beside it as `omitted: {lines, since, matter}`, and
+/// not at all when nothing was: how many lines; where `fugue_get_output` `since` reads on from
+/// the first of them (none for a screen, or for a pane that will be gone); how many of them matter
+/// (`matter`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Omitted {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) omitted_lines: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) omitted_since: Option<u64>,
+    pub(crate) lines: usize,
+    pub(crate) since: Option<u64>,
+    pub(crate) matter: usize,
+}
+
+impl Omitted {
+    /// Both of what two parts of one answer left out; `since` is `later`'s.
+    pub(crate) fn and(self, later: Omitted) -> Omitted {
+        Omitted {
+            lines: self.lines + later.lines,
+            since: later.since,
+            matter: self.matter + later.matter,
+        }
+    }
+}
+
+impl Serialize for Omitted {
+    // Flattened into an answer: one key, `omitted`, only when something was left out.
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(serde::Serialize)]
+        struct Said {
+            lines: usize,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            since: Option<u64>,
+            matter: usize,
+        }
+        let mut map = serializer.serialize_map(None)?;
+        if self.lines > 0 {
+            let said = Said { lines: self.lines, since: self.since, matter: self.matter };
+            map.serialize_entry("omitted", &said)?;
+        }
+        map.end()
+    }
 }
 
 /// An answer's `output`, with what it left out.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, serde::Serialize)]
 pub(crate) struct Output {
     pub(crate) output: String,
     #[serde(flatten)]
@@ -85,24 +144,19 @@ pub(crate) struct Output {
 
 impl From<Fitted> for Output {
     fn from(fitted: Fitted) -> Output {
-        let omitted = fitted.omitted();
-        Output { output: fitted.text, omitted }
+        Output { output: fitted.text, omitted: fitted.omitted }
     }
 }
 
 impl Fitted {
     /// What was left out, as an answer says it.
     pub(crate) fn omitted(&self) -> Omitted {
-        let left_out = self.omitted_lines > 0;
-        Omitted {
-            omitted_lines: left_out.then_some(self.omitted_lines),
-            omitted_since: self.omitted_since.filter(|_| left_out),
-        }
+        self.omitted
     }
 
     /// The same, for a pane that will be closed before anyone can read it.
     pub(crate) fn without_since(mut self) -> Fitted {
-        self.omitted_since = None;
+        self.omitted.since = None;
         self
     }
 }
@@ -118,6 +172,12 @@ pub(crate) struct Lines {
 }
 
 impl Lines {
+    /// Lines with the raw offsets where they begin.
+    #[cfg(test)]
+    pub(crate) fn new(text: Vec<String>, starts: Vec<u64>) -> Lines {
+        Lines { text, starts, before: None }
+    }
+
     /// Keeps only the lines `keep` accepts, with their offsets.
     pub(crate) fn retain(&mut self, keep: impl Fn(&str) -> bool) {
         let mut starts = std::mem::take(&mut self.starts).into_iter();
@@ -211,7 +271,7 @@ pub(crate) fn lines(pane: &Pane, from: u64, to: u64, budget: &Budget<'_>) -> Lin
     if to <= from {
         return Lines::default();
     }
-    lines_between(pane, from, to, if budget.first { SCAN_WHOLE } else { SCAN_TAIL })
+    lines_between(pane, from, to, if budget.whole { SCAN_WHOLE } else { SCAN_TAIL })
 }
 
 /// A screen's rows (down to the last non-blank one), collapsed and fitted to `budget`'s bytes: a
@@ -220,208 +280,141 @@ pub(crate) fn screen(rows: &[String], budget: &Budget<'_>) -> Fitted {
     let text = screen::collapse(rows);
     fit(
         &Lines { text, starts: Vec::new(), before: None },
-        &Budget::whole(budget.bytes, budget.keep),
+        &Budget::screen(budget.bytes, budget.keep),
     )
 }
 
-/// How much a line matters: 2 for an error (or a `keep` match), 1 for a warning, 0 for noise.
-fn weight(line: &str, keep: Option<&Regex>) -> u8 {
-    static SEVERE: OnceLock<Option<Regex>> = OnceLock::new();
-    static WARNING: OnceLock<Option<Regex>> = OnceLock::new();
-    // On word starts: a compiler's `-Werror` flag is noise, its `error:` is not.
-    let severe = SEVERE.get_or_init(|| {
-        Regex::new(concat!(
-            r"(?i)\b(errors?|fail(s|ed|ure|ures|ing)?|fatal|panic(s|ked)?|traceback|exception|",
-            r"denied|not found|undefined|segmentation fault|abort(ed)?)\b",
-        ))
-        .ok()
-    });
-    let warning = WARNING.get_or_init(|| Regex::new(r"(?i)\bwarn(s|ing|ings)?\b").ok());
-    let hit = |r: Option<&Regex>| r.is_some_and(|r| r.is_match(line));
-    if hit(keep) || hit(severe.as_ref()) {
-        2
-    } else if hit(warning.as_ref()) {
-        1
-    } else {
-        0
-    }
-}
-
-/// Builds the answer from `lines` within `budget`: the last lines (up to half the budget), the
-/// lines that matter with a line of context each (errors first, then warnings, each in order),
-/// then the first lines, or more of the last ones for a tail. Each gap is a marker line.
+/// Builds the answer from `lines` within `budget`: all of them when they fit; else, with the runs
+/// of one shape before the last lines folded, all of those when they fit a whole output's budget;
+/// else what `pick` chooses. Each gap is a note of what it holds.
 pub(crate) fn fit(lines: &Lines, budget: &Budget<'_>) -> Fitted {
     if budget.last == 0 {
         return Fitted::default(); // a tail of no lines: none asked for
     }
     let all = &lines.text;
     let size: usize = all.iter().map(|l| l.len() + 1).sum::<usize>().saturating_sub(1);
-    if size <= budget.bytes && all.len() <= budget.last && lines.before.is_none() {
-        return Fitted { text: all.join("\n"), omitted_lines: 0, omitted_since: None };
+    let few = budget.whole || all.len() <= budget.last;
+    if size <= budget.bytes && few && lines.before.is_none() {
+        return Fitted { text: all.join("\n"), omitted: Omitted::default() };
     }
-    let mut pick = Pick::new(lines, budget.bytes);
-    let top = pick.last_lines(budget.last, budget.bytes / 2);
-    pick.lines_that_matter(top, budget.keep);
-    if budget.first {
-        pick.first_lines(top);
-    } else {
-        pick.more_of_the_last(top, budget.last);
-    }
-    assemble(lines, &pick.kept, budget)
+    let weights: Vec<u8> = all.iter().map(|l| matter::weight(l, budget.keep)).collect();
+    // A run's last line is shown, so the output's last line always is; a tail shows the lines it
+    // was asked for (up to `LAST_LINES`) as they were printed.
+    let n = all.len();
+    let units = match (budget.fold, budget.whole) {
+        (false, _) => fold::units(all, &weights, 0..0),
+        (true, true) => fold::units(all, &weights, 0..n),
+        // A tail shows no more than its `last` lines and what matters: only those may fold.
+        (true, false) => fold::units(
+            all,
+            &weights,
+            n.saturating_sub(budget.last)..n - budget.last.min(LAST_LINES).min(n),
+        ),
+    };
+    let marker_cost = Gap::reserve(all.len() + lines.before.map_or(0, |b| b.0));
+    let cut = pick::Cut { all, units: &units, weights: &weights, marker_cost };
+    let ask = pick::Ask {
+        bytes: budget.bytes,
+        last: budget.last,
+        whole: budget.whole,
+        first: budget.first,
+    };
+    let kept = cut.choose(&ask, lines.before.is_some());
+    assemble(lines, &cut, &kept, budget)
 }
 
-/// The lines an answer keeps, chosen in turns, and the bytes still free.
-struct Pick<'a> {
-    all: &'a [String],
-    kept: Vec<Option<Cow<'a, str>>>,
-    room: usize,
-    /// What a marker line costs at most, reserved for every gap the answer may hold.
-    marker_cost: usize,
+/// The kept units in order, a note in each gap (a folded run's marker for a gap that is just
+/// one); with what was left out. Notes say less when the text would not fit otherwise.
+fn assemble(
+    lines: &Lines,
+    cut: &pick::Cut<'_>,
+    kept: &[Option<Cow<'_, str>>],
+    budget: &Budget<'_>,
+) -> Fitted {
+    let mut fitted = Fitted::default();
+    for how in [Note::Full, Note::Counts, Note::Bare] {
+        fitted = assemble_with(lines, cut, kept, budget, how);
+        if fitted.text.len() <= budget.bytes {
+            return fitted;
+        }
+    }
+    fitted.text = pick::clip_start(&fitted.text, budget.bytes);
+    fitted
 }
 
-impl<'a> Pick<'a> {
-    fn new(lines: &'a Lines, bytes: usize) -> Pick<'a> {
-        let n = lines.text.len();
-        let marker_cost = marker(n + lines.before.map_or(0, |b| b.0)).len() + 1;
-        Pick { all: &lines.text, kept: vec![None; n], room: bytes, marker_cost }
-    }
-
-    fn cost(&self, i: usize) -> usize {
-        self.all[i].len() + 1
-    }
-
-    fn keep(&mut self, i: usize) {
-        let all = self.all;
-        self.kept[i].get_or_insert(Cow::Borrowed(all[i].as_str()));
-    }
-
-    /// The last lines, at most `last` of them in `half` the bytes (the end of one longer line, as
-    /// a tail shows it); answers the first of them.
-    fn last_lines(&mut self, last: usize, half: usize) -> usize {
-        let n = self.all.len();
-        let (mut top, mut spent) = (n, 0);
-        while top > 0 && n - top < last {
-            let i = top - 1;
-            if spent + self.cost(i) > half {
-                if top == n {
-                    let clipped = clip_start(&self.all[i], half.saturating_sub(4));
-                    spent += clipped.len() + 1;
-                    self.kept[i] = Some(Cow::Owned(clipped));
-                    top = i;
-                }
-                break;
-            }
-            self.keep(i);
-            spent += self.cost(i);
-            top = i;
-        }
-        self.room = self.room.saturating_sub(spent + self.marker_cost);
-        top
-    }
-
-    /// Before `top`, the lines that matter, each with a line of context: errors (and `keep`'s
-    /// matches) first, then warnings, each in order, while they fit.
-    fn lines_that_matter(&mut self, top: usize, keep: Option<&Regex>) {
-        let weights: Vec<u8> = self.all[..top].iter().map(|l| weight(l, keep)).collect();
-        for tier in [2, 1] {
-            for i in (0..top).filter(|i| weights[*i] == tier) {
-                if self.kept[i].is_some() {
-                    continue;
-                }
-                let group = i.saturating_sub(1)..(i + 2).min(top);
-                let new: usize =
-                    group.clone().filter(|j| self.kept[*j].is_none()).map(|j| self.cost(j)).sum();
-                if new + self.marker_cost > self.room {
-                    continue;
-                }
-                self.room -= new + self.marker_cost;
-                for j in group {
-                    self.keep(j);
-                }
-            }
-        }
-    }
-
-    /// The first lines before `top`, while they fit.
-    fn first_lines(&mut self, top: usize) {
-        for i in 0..top {
-            if self.kept[i].is_some() {
-                continue;
-            }
-            if self.cost(i) > self.room {
-                break;
-            }
-            self.room -= self.cost(i);
-            self.keep(i);
-        }
-    }
-
-    /// More of the last lines before `top`, up to `last` in all, while they fit.
-    fn more_of_the_last(&mut self, top: usize, last: usize) {
-        let mut tail = self.all.len() - top;
-        for i in (0..top).rev() {
-            if tail >= last {
-                break;
-            }
-            if self.kept[i].is_some() {
-                continue;
-            }
-            if self.cost(i) > self.room {
-                break;
-            }
-            self.room -= self.cost(i);
-            tail += 1;
-            self.keep(i);
-        }
-    }
+/// A run of units left out, as `assemble` gathers it.
+#[derive(Default)]
+struct Left {
+    gap: Gap,
+    units: usize,
+    fold: bool,
 }
 
-/// The kept lines in order, a marker in each gap; with what was left out.
-fn assemble(lines: &Lines, kept: &[Option<Cow<'_, str>>], budget: &Budget<'_>) -> Fitted {
-    let (mut omitted, mut since) = lines.before.map_or((0, None), |(n, at)| (n, Some(at)));
+fn assemble_with(
+    lines: &Lines,
+    cut: &pick::Cut<'_>,
+    kept: &[Option<Cow<'_, str>>],
+    budget: &Budget<'_>,
+    how: Note,
+) -> Fitted {
+    let mut omitted = Omitted::default();
     let mut out: Vec<Cow<'_, str>> = Vec::new();
-    let mut gap = omitted;
-    for (i, line) in kept.iter().enumerate() {
+    let mut left = Left::default();
+    if let Some((n, at)) = lines.before {
+        (left.gap.lines, left.gap.unread, omitted.since) = (n, n, Some(at));
+    }
+    for (unit, line) in cut.units.iter().zip(kept) {
         match line {
-            None => {
-                if since.is_none() {
-                    since = lines.starts.get(i).copied();
-                }
-                omitted += 1;
-                gap += 1;
-            }
+            None => left_out(&mut left, &mut omitted, unit, lines, cut, budget),
             Some(line) => {
-                // A tail's leading gap goes without saying: it is the tail of something.
-                if gap > 0 && (budget.first || !out.is_empty()) {
-                    out.push(Cow::Owned(marker(gap)));
-                }
-                gap = 0;
+                flush(&mut left, &mut omitted, &mut out, budget, how);
                 out.push(Cow::Borrowed(line));
             }
         }
     }
-    if gap > 0 {
-        out.push(Cow::Owned(marker(gap)));
-    }
-    let text = clip_start(&out.join("\n"), budget.bytes);
-    Fitted { text, omitted_lines: omitted, omitted_since: since.filter(|_| omitted > 0) }
+    flush(&mut left, &mut omitted, &mut out, budget, how);
+    Fitted { text: out.join("\n"), omitted }
 }
 
-/// The line that stands for `n` lines left out.
-fn marker(n: usize) -> String {
-    if n == 1 { "[… 1 line]".to_string() } else { format!("[… {n} lines]") }
+/// Adds `unit`, left out, to the gap being gathered.
+fn left_out(
+    left: &mut Left,
+    omitted: &mut Omitted,
+    unit: &Unit,
+    lines: &Lines,
+    cut: &pick::Cut<'_>,
+    budget: &Budget<'_>,
+) {
+    if omitted.since.is_none() {
+        omitted.since = lines.starts.get(unit.lines.start).copied();
+    }
+    for i in unit.lines.clone() {
+        left.gap.add(&cut.all[i], cut.weights[i], budget.keep);
+    }
+    left.units += 1;
+    left.fold = unit.fold;
 }
 
-/// The last `max` bytes of `line` at a character boundary, after `…` when anything was cut.
-fn clip_start(line: &str, max: usize) -> String {
-    if line.len() <= max {
-        return line.to_string();
+/// Ends the gap being gathered: its note (none for a tail's leading gap: it is the tail of
+/// something), counted in `omitted`.
+fn flush(
+    left: &mut Left,
+    omitted: &mut Omitted,
+    out: &mut Vec<Cow<'_, str>>,
+    budget: &Budget<'_>,
+    how: Note,
+) {
+    let Left { gap, units, fold } = std::mem::take(left);
+    if gap.lines == 0 {
+        return;
     }
-    let mut start = line.len() - max.saturating_sub(3);
-    while !line.is_char_boundary(start) {
-        start += 1;
+    omitted.lines += gap.lines;
+    omitted.matter += gap.matter();
+    if units == 1 && fold && gap.unread == 0 {
+        out.push(Cow::Owned(fold::marker(gap.lines)));
+    } else if budget.whole || !out.is_empty() {
+        out.push(Cow::Owned(gap.note(how, budget.keep)));
     }
-    format!("…{}", &line[start..])
 }
 
 #[cfg(test)]
@@ -441,36 +434,120 @@ mod tests {
         Lines { text: text.to_vec(), starts, before: None }
     }
 
+    /// A failing `make -j4`: 2000 lines of compiler noise of three shapes, interleaved, with one
+    /// error line in the middle, then make's own line.
     fn noisy_build() -> Vec<String> {
         let mut out: Vec<String> = (0..2000)
-            .map(|i| format!("cc -O2 -Wall -Werror -c src/unit{i}.c -o obj/unit{i}.o"))
+            .map(|i| match i % 3 {
+                0 => format!("cc -O2 -Wall -Werror -c src/unit{i}.c -o obj/unit{i}.o"),
+                1 => format!("  GEN     include/gen{i}.h"),
+                _ => format!("ar rcs lib/libpart{i}.a obj/unit{i}.o"),
+            })
             .collect();
         out[1000] = "grammar.c:88:5: error: expected ';' before '}' token".into();
         out.push("make: *** [Makefile:12: all] Error 2".into());
         out
     }
 
+    fn shown(text: &str) -> Vec<&str> {
+        text.lines().filter(|l| !l.starts_with("[… ")).collect()
+    }
+
     #[test]
     fn what_fits_is_whole() {
         let text: Vec<String> = ["a", "", "b"].iter().map(|s| s.to_string()).collect();
         let fitted = fit(&lines(&text), &Budget::whole(100, None));
-        assert_eq!((fitted.text.as_str(), fitted.omitted_lines), ("a\n\nb", 0));
+        assert_eq!((fitted.text.as_str(), fitted.omitted), ("a\n\nb", Omitted::default()));
     }
 
     #[test]
-    fn a_noisy_failure_keeps_its_error_line_within_the_budget() {
+    fn a_noisy_failure_answers_its_error_line_and_its_end_not_its_beginning() {
         let build = noisy_build();
         let fitted = fit(&lines(&build), &Budget::whole(DEFAULT_BYTES, None));
-        assert!(fitted.text.len() <= DEFAULT_BYTES, "{}", fitted.text.len());
-        assert!(fitted.text.contains("grammar.c:88:5: error"), "{}", fitted.text);
+        assert!(fitted.text.len() <= 1500, "a ceiling, not a target: {}", fitted.text.len());
+        let shown = shown(&fitted.text);
+        assert!(shown.contains(&"grammar.c:88:5: error: expected ';' before '}' token"));
         assert!(fitted.text.ends_with("make: *** [Makefile:12: all] Error 2"));
-        assert!(fitted.text.starts_with("cc -O2 -Wall -Werror -c src/unit0.c"), "the first lines");
-        let shown = fitted.text.lines().filter(|l| !l.starts_with("[… ")).count();
-        assert_eq!(shown + fitted.omitted_lines, build.len());
-        // The first line left out is read from `omitted_since`.
-        let first_gap = fitted.text.lines().position(|l| l.starts_with("[… ")).unwrap();
-        let at = lines(&build).starts[first_gap];
-        assert_eq!(fitted.omitted_since, Some(at));
+        assert_eq!(shown.len(), 3 + LAST_LINES, "{}", fitted.text);
+        assert!(fitted.text.starts_with("[… 999 lines, no errors or warnings]"), "{}", fitted.text);
+        assert_eq!(shown.len() + fitted.omitted.lines, build.len());
+        assert_eq!((fitted.omitted.since, fitted.omitted.matter), (Some(0), 0));
+    }
+
+    #[test]
+    fn runs_of_one_shape_are_folded_and_what_matters_breaks_them() {
+        let mut build: Vec<String> =
+            (0..2000).map(|i| format!("cc -O2 -c src/unit{i}.c -o obj/unit{i}.o")).collect();
+        build[1000] = "grammar.c:88:5: error: expected ';'".into();
+        build.push("make: *** [Makefile:12: all] Error 2".into());
+        let fitted = fit(&lines(&build), &Budget::whole(DEFAULT_BYTES, None));
+        let text: Vec<&str> = fitted.text.lines().collect();
+        assert_eq!(
+            text[..4],
+            [
+                "cc -O2 -c src/unit0.c -o obj/unit0.o",
+                "[… 998 more like this]",
+                "cc -O2 -c src/unit999.c -o obj/unit999.o",
+                "grammar.c:88:5: error: expected ';'",
+            ]
+        );
+        assert_eq!(
+            text[4..],
+            [
+                "cc -O2 -c src/unit1001.c -o obj/unit1001.o",
+                "[… 997 more like this]",
+                "cc -O2 -c src/unit1999.c -o obj/unit1999.o",
+                "make: *** [Makefile:12: all] Error 2",
+            ]
+        );
+        assert_eq!(shown(&fitted.text).len() + fitted.omitted.lines, build.len());
+        assert_eq!(fitted.omitted.matter, 0);
+        // What fits is not folded.
+        let few: Vec<String> = (0..20).map(|i| format!("step {i}")).collect();
+        assert_eq!(fit(&lines(&few), &Budget::whole(DEFAULT_BYTES, None)).text, few.join("\n"));
+    }
+
+    #[test]
+    fn a_success_answers_its_last_lines_and_what_matters() {
+        let mut run = noisy_build();
+        run[1000] = "warning: deprecated flag -O2".into();
+        run.pop();
+        let budget = Budget::whole(DEFAULT_BYTES, None).succeeded();
+        let fitted = fit(&lines(&run), &budget);
+        let shown = shown(&fitted.text);
+        assert_eq!(shown.len(), 3 + LAST_LINES, "{}", fitted.text);
+        assert!(shown.contains(&"warning: deprecated flag -O2"), "{}", fitted.text);
+        assert!(fitted.text.ends_with(&run[1999]));
+        // A failure where nothing matters shows its first lines too.
+        run[1000] = "plain".into();
+        let failed = fit(&lines(&run), &Budget::whole(DEFAULT_BYTES, None));
+        assert!(failed.text.starts_with(&run[0]) && failed.text.len() > 3000, "{}", failed.text);
+    }
+
+    #[test]
+    fn a_gap_says_what_it_holds() {
+        let mut text: Vec<String> =
+            (0..300).map(|i| format!("line {i} of noise {}", i % 7)).collect();
+        for i in [50, 60, 70] {
+            text[i] = format!("E   ValueError: bad value {i}");
+        }
+        let fitted = fit(&lines(&text), &Budget::tail(300, 2, None));
+        assert!(fitted.text.len() <= 300, "{}", fitted.text);
+        assert!(
+            fitted.text.contains(", 2 of them errors: pattern \"(?i)error\" lists them]")
+                || fitted.text.contains(", 1 of them error"),
+            "{}",
+            fitted.text
+        );
+        assert!(fitted.omitted.matter > 0 && fitted.omitted.matter < 3, "{:?}", fitted.omitted);
+        let json = serde_json::to_value(Output::from(fitted.clone())).unwrap();
+        assert_eq!(json["omitted"]["lines"], fitted.omitted.lines, "{json}");
+        assert_eq!(json["omitted"]["matter"], fitted.omitted.matter, "{json}");
+        let whole = serde_json::to_value(Output::from(fit(
+            &lines(&text[..2]),
+            &Budget::tail(300, 2, None),
+        )));
+        assert!(whole.unwrap().get("omitted").is_none(), "nothing left out, nothing said");
     }
 
     #[test]
@@ -478,13 +555,12 @@ mod tests {
         let build = noisy_build();
         let fitted = fit(&lines(&build), &Budget::tail(DEFAULT_BYTES, 3, None));
         let shown: Vec<&str> = fitted.text.lines().collect();
-        assert_eq!(shown[0], "cc -O2 -Wall -Werror -c src/unit999.c -o obj/unit999.o");
+        assert_eq!(shown[0], build[999]);
         assert_eq!(shown[1], "grammar.c:88:5: error: expected ';' before '}' token");
-        assert_eq!(shown[3], "[… 996 lines]");
+        assert_eq!(shown[3], "[… 996 lines, no errors or warnings]");
         assert_eq!(shown.len(), 7, "{}", fitted.text);
-        assert_eq!(fitted.omitted_lines, 2001 - 6);
+        assert_eq!(fitted.omitted.lines, 2001 - 6);
     }
-
     #[test]
     fn keep_adds_lines_and_warnings_come_after_errors() {
         let mut text: Vec<String> = (0..500).map(|i| format!("noise {i}")).collect();
@@ -492,10 +568,11 @@ mod tests {
         text[200] = "warning: unused variable".into();
         text[300] = "Error: it broke".into();
         let keep = Regex::new("compiled \\d+").unwrap();
-        let fitted = fit(&lines(&text), &Budget::tail(160, 1, Some(&keep)));
+        let fitted = fit(&lines(&text), &Budget::tail(200, 1, Some(&keep)));
         assert!(fitted.text.contains("compiled 17") && fitted.text.contains("Error: it broke"));
-        assert!(!fitted.text.contains("warning"), "no room for it: {}", fitted.text);
-        assert!(fitted.text.len() <= 160);
+        assert!(!fitted.text.contains("warning: unused"), "no room for it: {}", fitted.text);
+        assert!(fitted.text.contains("1 of them warning"), "its gap says so: {}", fitted.text);
+        assert!(fitted.text.len() <= 200);
         let roomy = fit(&lines(&text), &Budget::tail(400, 1, None));
         assert!(roomy.text.contains("warning: unused") && !roomy.text.contains("compiled"));
     }

@@ -13,7 +13,7 @@
 use super::answer::{ExecStatus, Stand};
 use crate::error::{Error, Result};
 use crate::pane::activity::InputWatch;
-use crate::pane::budget::{self, Budget, Omitted, Output};
+use crate::pane::budget::{self, Budget, Output};
 use crate::pane::exit::Exit;
 use crate::pane::search::{Found, Scan};
 use crate::pane::tail;
@@ -330,7 +330,7 @@ impl CommandAnswer {
 /// A full-screen program asks (an editor, a pager, an installer): its screen is the `output`, what
 /// the agent must see to answer; what the command printed on the main screen before it (the text
 /// view, which leaves the alternate screen out) is `printed`, in what the screen left of `budget`.
-/// `omitted_lines` counts the lines both left out; `omitted_since` is where `printed`'s begin.
+/// `omitted` counts the lines both left out; its `since` is where `printed`'s begin.
 fn screen_and_printed(
     pane: &Pane,
     rows: &[String],
@@ -344,20 +344,13 @@ fn screen_and_printed(
     if room == 0 || printed.text.trim().is_empty() {
         return (screen.into(), None);
     }
-    let omitted = screen.omitted_lines + printed.omitted_lines;
-    let output = Output {
-        output: screen.text,
-        omitted: Omitted {
-            omitted_lines: (omitted > 0).then_some(omitted),
-            omitted_since: printed.omitted().omitted_since,
-        },
-    };
+    let output = Output { output: screen.text, omitted: screen.omitted.and(printed.omitted) };
     (output, Some(printed.text))
 }
 
 /// The answer for `outcome`: `status`, `exit_code` where there is one, `cwd`, `output` (the text
-/// view of the output from `from`, fitted to `budget`, with `omitted_lines` and `omitted_since`
-/// when lines were left out) and `offset`. `shell_pane` says whether the pane's own process is the
+/// view of the output from `from`, fitted to `budget`, with `omitted` when lines were left
+/// out) and `offset`. `shell_pane` says whether the pane's own process is the
 /// shell: its end is then `exited`.
 pub(crate) fn answer(
     pane: &Pane,
@@ -373,9 +366,16 @@ pub(crate) fn answer(
     };
     let screen = matches!(outcome, Outcome::Input(_)).then(|| tail::alternate_rows(pane)).flatten();
     let alternate_screen = screen.is_some();
+    // A command that succeeded is read for its end and what matters, not its first lines.
+    let succeeded = match &outcome {
+        Outcome::Ended { prompt, .. } => prompt.status == 0,
+        Outcome::Exited(exit) => !shell_pane && exit.is_some_and(|e| e.success()),
+        _ => false,
+    };
+    let budget = if succeeded { budget.succeeded() } else { budget.clone() };
     let (output, printed) = match screen {
-        Some(rows) => screen_and_printed(pane, &rows, (from, end), budget),
-        None => (budget::output(pane, from, end, budget).into(), None),
+        Some(rows) => screen_and_printed(pane, &rows, (from, end), &budget),
+        None => (budget::output(pane, from, end, &budget).into(), None),
     };
     let stand = match outcome {
         Outcome::Ended { prompt, .. } => {

@@ -45,9 +45,7 @@ pub(crate) const TOOL: Tool = Tool {
                   fugue_send_input + wait_ms), running (timeout_ms passed), quiet (no output \
                   for quiet_ms, not asking), exited (it ended the shell), or ready \
                   (`until` matched its output). cwd, output (its own, or a full-screen program's \
-                  screen beside printed: what came before; past max_bytes: its end, errors, \
-                  `keep` matches, its start; omitted_lines, omitted_since for fugue_get_output \
-                  since), pane_id. State persists. \
+                  screen beside printed: what came before), omitted, pane_id. State persists. \
                   No pane_id: fugue's own shells; while one is busy the command runs in another, \
                   so start a job with until, run the next command, then fugue_wait on both. \
                   Only ok/failed/exited end it; stop it with keys [\"C-c\"] or \

@@ -190,7 +190,7 @@ params! {
             .or(LINES),
         since: Option<u64> = Spec::new("Search only output after this offset"),
         on_input: OnInput = Spec::new(
-            "return: answer status input if a program waits for keyboard input first",
+            "return: answer input if a program asks first",
         ),
         keep: Option<String> = KEEP_AS_EXECS,
     }

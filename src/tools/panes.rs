@@ -19,6 +19,7 @@ use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+mod find;
 mod input;
 mod shared;
 mod view;
@@ -118,12 +119,11 @@ pub(crate) static TOOLS: &[Tool] = &[
     Tool {
         name: "fugue_get_output",
         title: "Get output",
-        description: "Read a pane. format: text (what a person sees: \\r and cursor moves resolved, \
-                      colours dropped; main screen only), raw (bytes as printed), screen (visible \
-                      grid + cursor). Without since: the last `lines` lines, fitted to max_bytes \
-                      like other answers (errors kept; omitted_lines). With since (an offset from \
-                      an earlier answer): the next `lines` lines; continue from the returned \
-                      offset.",
+        description: "Read a pane. format: text (as seen: \\r, cursor moves resolved; main \
+                      screen only), raw (bytes as printed), screen (grid + cursor). Last `lines` \
+                      lines, or the next after since. pattern: matching lines, groups (offsets), \
+                      matches (count). Answers fold repeats, keep the end and what matters \
+                      (errors, warnings, keep matches); omitted {lines, since, matter}.",
         hints: READS,
         input: OutputParams::schema,
         output: || {

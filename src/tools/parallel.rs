@@ -57,7 +57,7 @@ pub(crate) const TOOL: Tool = Tool {
     title: "Run commands in parallel",
     description: "Run 1-10 commands at once, each in its own pane ($SHELL -c command); wait for \
                   all. Per command: status, exact exit_code (signal \
-                  if killed), duration_ms, pane_id, and output_tail (last lines + errors) if not \
+                  if killed), duration_ms, pane_id, and output_tail (its end) if not \
                   ok. A command waiting for keyboard input is answered from its responses, else stopped: status input, program, \
                   its question in output_tail (on_input=wait lets it wait). layout: \
                   hidden (__orchestration__ session) or tiled (new session, side by side). \

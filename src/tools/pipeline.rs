@@ -53,7 +53,7 @@ pub(crate) const TOOL: Tool = Tool {
     description: "Run steps one after another in one pane and one shell (cd, export carry over). \
                   Per step: exact exit_code, duration_ms, status (exited: it ended \
                   the shell). failed_at names the first failure, \
-                  output_tail holds its last lines + errors. timeout_ms interrupts the running step; so does a step waiting for \
+                  output_tail its end. timeout_ms interrupts the running step; so does a step waiting for \
                   keyboard input its responses do not answer (status input, program, its \
                   question in output_tail; on_input=wait lets it wait). cwd: the shell's \
                   directory after the last step. The pane stays, with an interactive shell for \

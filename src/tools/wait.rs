@@ -63,7 +63,7 @@ pub(crate) const TOOL: Tool = Tool {
     description: "Wait on 1-32 panes (jobs left running, commands) and answer when one (mode any) or all have an outcome, as \
                   fugue_exec's (ok/failed even before this call; exited: its program ended; \
                   quiet), or matched (until matched output printed after the call). \
-                  results in pane_ids order, each with its last lines + errors; fired: first \
+                  results in pane_ids order, each with its output; fired: first \
                   first; status timeout leaves the rest running.",
     hints: RUNS,
     input: WaitParams::schema,

@@ -234,16 +234,25 @@ impl Param for Option<Vec<Value>> {
 pub(crate) struct Ordered {
     pub(crate) at: String,
     pub(crate) entries: Vec<(String, Value)>,
+    /// The argument was a list, not an object: its items, in order (`responses` by order).
+    pub(crate) list: Option<Value>,
 }
 
 impl Param for Option<Ordered> {
     fn read(args: &Args<'_>, key: &str, _: &Spec) -> Result<Self> {
+        if let Some(list @ Value::Array(_)) = args.value(key) {
+            return Ok(Some(Ordered {
+                at: args.at(key),
+                entries: Vec::new(),
+                list: Some(list.clone()),
+            }));
+        }
         let Some(entries) = args.in_order(key)? else { return Ok(None) };
         let entries = entries.into_iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
-        Ok(Some(Ordered { at: args.at(key), entries }))
+        Ok(Some(Ordered { at: args.at(key), entries, list: None }))
     }
     fn schema(spec: &Spec) -> Value {
-        spec.describe(json!({"type": "object"}))
+        spec.describe(json!({"type": ["object", "array"]}))
     }
 }
 

@@ -23,7 +23,7 @@ words! {
 }
 
 /// The `on_input` row of `fugue_run_parallel` and `fugue_run_pipeline`.
-pub(crate) const ON_INPUT: Spec = Spec::new("What a question does (see the description)");
+pub(crate) const ON_INPUT: Spec = Spec::new("A program that asks");
 
 /// When and where a program was found asking: the moment, and the end of the pane's output then,
 /// so its `output_tail` ends with the question and not with what dying printed; and when the

@@ -50,7 +50,7 @@ pub(crate) const TAIL_LINES: Spec =
 pub(crate) const TAILS: Spec = Spec::new("Which results get an output_tail");
 pub(crate) const RUN_TIMEOUT: Spec = Spec::new("Limit for the whole call");
 /// `keep`, described once, in fugue_exec's schema; the other tools refer to it.
-pub(crate) const KEEP: Spec = Spec::new("Regex: more lines to keep");
+pub(crate) const KEEP: Spec = Spec::new("Regex: lines to keep");
 pub(crate) const KEEP_AS_EXECS: Spec = Spec::new("As fugue_exec's");
 /// The rows of fugue_run_pipeline that are fugue_run_parallel's, described there once.
 pub(crate) const AS_PARALLELS: Spec = Spec::new("As fugue_run_parallel's");

@@ -1,8 +1,9 @@
 //! `responses`: answers given up front to the questions a command's program will ask, so that a
 //! dialogue (an installer, `rm -i`, `git add -p`, a passphrase) takes one call.
 //!
-//! In: the argument (regex keys, in the order written, each with a string or a list of strings),
-//! and, from a waiter whose input watch says the program asks, the pane. The question is the line
+//! In: the argument (regex keys, in the order written, each with a string or a list of strings;
+//! or a list of strings, answered by order: each the next time the program asks, whatever it
+//! asks), and, from a waiter whose input watch says the program asks, the pane. The question is the line
 //! the program waits on (`tail::question`), or for a full-screen program what its screen shows.
 //! The first key whose regex matches it decides: its string answers every time, its list answers
 //! successive times and, once used up, answers nothing. The answer and Enter are typed and the
@@ -45,9 +46,8 @@ const SHOWN_QUESTION_BYTES: usize = 200;
 
 /// The row of `responses` as fugue_exec declares it, described there once.
 pub(crate) const RESPONSES: Spec = Spec::new(
-    "{question regex: answer, or [answers] used in turn}: when the program asks and its question \
-     matches a key (first in order), type the answer + Enter and keep waiting. answered: \
-     [{question, key}]",
+    "{question regex: answer or [answers] in turn}, or [answers] by order: typed + Enter when the \
+     program asks (first matching key). answered: [{question, key}]",
 )
 .shaped(schema);
 
@@ -57,7 +57,7 @@ pub(crate) const AS_EXECS: Spec = Spec::new("As fugue_exec's");
 /// The shape of `responses` in fugue_exec's schema.
 fn schema() -> Value {
     let answer = json!({"type": ["string", "array"], "items": {"type": "string"}});
-    json!({"type": "object", "additionalProperties": answer, "maxProperties": MAX_KEYS})
+    json!({"type": ["object", "array"], "additionalProperties": answer, "maxProperties": MAX_KEYS})
 }
 
 /// One key: its regex and its answers.
@@ -68,6 +68,9 @@ struct Rule {
     /// A string: it answers every time.
     every_time: bool,
     used: usize,
+    /// The list form of `responses`: the rule answers any question, and names an answer by its
+    /// place in the list (`#2`), not by a key.
+    by_order: bool,
 }
 
 /// A `responses` argument, checked.
@@ -87,7 +90,12 @@ impl Responses {
     /// a wrong value `invalid_argument` naming the key.
     /// Its keys are compiled within `limit` bytes (`FUGUE_MAX_REGEX_BYTES`).
     pub(crate) fn parse(asked: Option<&Ordered>, limit: usize) -> Result<Option<Responses>> {
-        let Some(Ordered { at, entries }) = asked else { return Ok(None) };
+        let Some(Ordered { at, entries, list }) = asked else { return Ok(None) };
+        if let Some(list) = list {
+            // A dialogue by order: each answer for the next question, whatever it asks.
+            let rule = Rule { by_order: true, ..Rule::parse(at, "", list, limit)? };
+            return Ok(Some(Responses { rules: vec![rule] }));
+        }
         if entries.len() > MAX_KEYS {
             return Err(Error::invalid(format!(
                 "argument '{at}' has {} keys; the limit is {MAX_KEYS}",
@@ -113,11 +121,12 @@ impl Responses {
         let index = if rule.every_time { 0 } else { rule.used };
         let answer = rule.answers.get(index)?.clone();
         rule.used += 1;
+        let key = if rule.by_order { format!("#{}", rule.used) } else { rule.key.clone() };
         let start = rule.regex.find(text).map_or(0, |m| m.start());
         let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
         let line_end = text[start..].find('\n').map_or(text.len(), |i| start + i);
         let line = text[line_start..line_end].trim().to_string();
-        Some(Hit { key: rule.key.clone(), answer, line })
+        Some(Hit { key, answer, line })
     }
 }
 
@@ -160,7 +169,7 @@ impl Rule {
                 return Err(wrong("an answer is one line (fugue presses Enter after it)"));
             }
         }
-        Ok(Rule { key: key.to_string(), regex, answers, every_time, used: 0 })
+        Ok(Rule { key: key.to_string(), regex, answers, every_time, used: 0, by_order: false })
     }
 }
 
@@ -263,11 +272,12 @@ fn asked_lines(text: &str) -> Vec<String> {
     printed[from..].iter().rev().map(|l| (*l).to_string()).collect()
 }
 
-/// Whether `line` is a budget's gap marker, `[… 12 lines]`.
+/// Whether `line` is a budget's gap note or fold marker, `[… 12 lines, no errors or warnings]`,
+/// `[… 9 more like this]`.
 fn is_marker(line: &str) -> bool {
     line.strip_prefix("[… ")
-        .and_then(|rest| rest.strip_suffix(" lines]").or_else(|| rest.strip_suffix(" line]")))
-        .is_some_and(|n| n.parse::<usize>().is_ok())
+        .and_then(|rest| rest.strip_suffix(']'))
+        .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
 }
 
 /// The end of a long question, where the question is.
@@ -317,6 +327,19 @@ mod tests {
         assert_eq!(answer(&mut r, "Again?").unwrap().1, "n");
         assert_eq!(answer(&mut r, "Again?"), None, "used up: no answer");
         assert_eq!(answer(&mut r, "Something else"), None);
+    }
+
+    #[test]
+    fn a_list_answers_by_order_whatever_is_asked_and_names_no_answer() {
+        let mut r = parse(json!(["break 11", "continue"])).unwrap().unwrap();
+        let first = r.take(&["(Pdb)".to_string()]).unwrap();
+        assert_eq!((first.key.as_str(), first.answer.as_str()), ("#1", "break 11"));
+        let second = r.take(&["Anything at all?".to_string()]).unwrap();
+        assert_eq!((second.key.as_str(), second.answer.as_str()), ("#2", "continue"));
+        assert!(r.take(&["(Pdb)".to_string()]).is_none(), "used up: the question is the agent's");
+        assert_eq!(refused(json!([])).code(), "invalid_argument");
+        assert!(refused(json!(["a", 2])).message().contains("string"));
+        assert!(refused(json!(vec!["y"; MAX_LIST + 1])).message().contains("limit is 256"));
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! and a read of its output, each a typed answer.
 
 use super::shared::{NoParams, PANE_ID, PaneParams};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::ids::unix_ms;
 use crate::mux::Session;
 use crate::pane::Pane;
@@ -171,13 +171,16 @@ params! {
         lines: usize = Spec::new("Lines (screen: the last rows)").range(1, 1_000_000).or(LINES),
         format: Format = Spec::new("View"),
         since: Option<u64> = Spec::new("Read on from this offset"),
+        pattern: Option<String> = Spec::new("Regex"),
+        context: usize = Spec::new("Lines around a match").range(0, 100).or(1),
+        until: Option<u64> = Spec::new("Search to this offset"),
         max_bytes: MaxBytes = MAX_BYTES.range(1, u64::MAX),
     }
 }
 
 /// A read within the answers' budget (`budget::default_bytes`; `max_bytes` asks for more, up to
 /// `FUGUE_MAX_OUTPUT_BYTES`). The last lines and the screen are fitted as every answer is
-/// (`pane::budget`: the end, the lines that matter, a marker in each gap, `omitted_lines`); a
+/// (`pane::budget`: the end, the lines that matter, a note in each gap, `omitted`); a
 /// read `since` an offset is a page, cut at its back, that says how many lines follow it.
 pub(super) fn get_output(ctx: &Ctx<'_>, args: OutputParams) -> Result<Answer> {
     let pane = ctx.mux.pane(&args.pane_id)?;
@@ -190,6 +193,21 @@ pub(super) fn get_output(ctx: &Ctx<'_>, args: OutputParams) -> Result<Answer> {
         since: args.since,
         max_bytes: args.max_bytes.within(max_output)?,
     };
+    if let Some(pattern) = &args.pattern {
+        if format == Format::Screen {
+            return Err(Error::invalid("pattern searches the text or raw view, not the screen"));
+        }
+        let range = (args.since, args.until);
+        return super::find::search(
+            ctx,
+            &pane,
+            (pattern, args.context, range),
+            (view, req.max_bytes),
+        );
+    }
+    if args.until.is_some() {
+        return Err(Error::invalid("until bounds a search: give pattern too"));
+    }
     let read = match (format, req.since) {
         (Format::Screen, _) => screen(&pane, &req),
         (_, Some(_)) => page(&pane, &req)?,
@@ -209,8 +227,9 @@ fn last_lines(pane: &Pane, req: &ReadRequest) -> Read {
         View::Raw => budget::raw_lines(pane, from, to),
         View::Text => budget::lines(pane, from, to, &budget),
     };
+    let budget = if req.view == View::Raw { budget.raw() } else { budget };
     let fitted = budget::fit(&lines, &budget);
-    let truncated = fitted.omitted_lines > 0 || from > held_from;
+    let truncated = fitted.omitted.lines > 0 || from > held_from;
     Read { truncated, ..Read::of(pane, fitted, to) }
 }
 
@@ -220,7 +239,7 @@ fn screen(pane: &Pane, req: &ReadRequest) -> Read {
     let rows = crate::pane::screen::without_trailing_blanks(&grid.rows);
     let first = rows.len().saturating_sub(req.lines);
     let fitted = budget::screen(&rows[first..], &Budget::whole(req.max_bytes, None));
-    let truncated = fitted.omitted_lines > 0 || first > 0;
+    let truncated = fitted.omitted.lines > 0 || first > 0;
     Read {
         truncated,
         cursor: Some(Cursor { row: grid.cursor.0, col: grid.cursor.1 }),
@@ -229,17 +248,19 @@ fn screen(pane: &Pane, req: &ReadRequest) -> Read {
     }
 }
 
-/// A page of what came after `since`, and how many lines follow it (`omitted_lines`, read on from
+/// A page of what came after `since`, and how many lines follow it (`omitted`, read on from
 /// `offset`).
 fn page(pane: &Pane, req: &ReadRequest) -> Result<Read> {
     let read = pane.output().read(req)?;
     let (end, ends_a_line) = pane.output().with(complete_end);
     let after = pane.output().with(|s| s.ring.newlines(read.offset, end));
     let after = after + usize::from(end > read.offset && !ends_a_line);
-    let omitted = Omitted {
-        omitted_lines: (after > 0).then_some(after),
-        omitted_since: (after > 0).then_some(read.offset),
-    };
+    let matter = crate::pane::budget::raw_lines(pane, read.offset, end)
+        .text
+        .iter()
+        .filter(|l| crate::pane::matter::weight(l, None) > 0)
+        .count();
+    let omitted = Omitted { lines: after, since: (after > 0).then_some(read.offset), matter };
     Ok(Read {
         output: read.output,
         offset: read.offset,
