@@ -44,6 +44,14 @@ pub(crate) enum ErrorKind {
     InvalidState,
     Io,
     Internal,
+    /// An ssh host cannot be reached (no route, refused, timed out, or the connection dropped).
+    HostUnreachable,
+    /// An ssh host's key is not in known_hosts (or differs): ssh asks, and fugue never answers.
+    HostKeyUnknown,
+    /// An ssh login needs a password or a key ssh does not have: fugue never types one.
+    HostAuth,
+    /// A host fugue cannot run on: another architecture and no binary configured for it.
+    HostUnsupported,
 }
 
 impl ErrorKind {
@@ -68,9 +76,40 @@ impl ErrorKind {
             ErrorKind::InvalidState => "invalid_state",
             ErrorKind::Io => "io_error",
             ErrorKind::Internal => "internal",
+            ErrorKind::HostUnreachable => "host_unreachable",
+            ErrorKind::HostKeyUnknown => "host_key_unknown",
+            ErrorKind::HostAuth => "host_auth_needed",
+            ErrorKind::HostUnsupported => "host_unsupported",
         }
     }
 }
+
+/// Every kind, for reading a code back (`Error::from_code`).
+const ALL_KINDS: [ErrorKind; 23] = [
+    ErrorKind::InvalidArgument,
+    ErrorKind::PaneNotFound,
+    ErrorKind::WindowNotFound,
+    ErrorKind::SessionNotFound,
+    ErrorKind::PipelineNotFound,
+    ErrorKind::InvalidRegex,
+    ErrorKind::BadCwd,
+    ErrorKind::SpawnFailed,
+    ErrorKind::SandboxUnavailable,
+    ErrorKind::LimitReached,
+    ErrorKind::NameTaken,
+    ErrorKind::PaneExited,
+    ErrorKind::PaneClosed,
+    ErrorKind::PaneBusy,
+    ErrorKind::Cancelled,
+    ErrorKind::Git,
+    ErrorKind::InvalidState,
+    ErrorKind::Io,
+    ErrorKind::Internal,
+    ErrorKind::HostUnreachable,
+    ErrorKind::HostKeyUnknown,
+    ErrorKind::HostAuth,
+    ErrorKind::HostUnsupported,
+];
 
 #[derive(Clone, Debug)]
 pub(crate) struct Error {
@@ -93,6 +132,12 @@ impl Error {
 
     pub(crate) fn cancelled() -> Error {
         Error::new(ErrorKind::Cancelled, "the request was cancelled")
+    }
+
+    /// The error a remote fugue answered, from its code; an unknown code is `internal`.
+    pub(crate) fn from_code(code: &str, message: impl Into<String>) -> Error {
+        let kind = ALL_KINDS.iter().copied().find(|k| k.code() == code);
+        Error::new(kind.unwrap_or(ErrorKind::Internal), message)
     }
 
     pub(crate) fn kind(&self) -> ErrorKind {
@@ -128,27 +173,7 @@ mod tests {
 
     #[test]
     fn codes_are_distinct_words() {
-        let kinds = [
-            ErrorKind::InvalidArgument,
-            ErrorKind::PaneNotFound,
-            ErrorKind::WindowNotFound,
-            ErrorKind::SessionNotFound,
-            ErrorKind::PipelineNotFound,
-            ErrorKind::InvalidRegex,
-            ErrorKind::BadCwd,
-            ErrorKind::SpawnFailed,
-            ErrorKind::SandboxUnavailable,
-            ErrorKind::LimitReached,
-            ErrorKind::NameTaken,
-            ErrorKind::PaneExited,
-            ErrorKind::PaneClosed,
-            ErrorKind::PaneBusy,
-            ErrorKind::Cancelled,
-            ErrorKind::Git,
-            ErrorKind::InvalidState,
-            ErrorKind::Io,
-            ErrorKind::Internal,
-        ];
+        let kinds = ALL_KINDS;
         let mut codes: Vec<_> = kinds.iter().map(|k| k.code()).collect();
         assert!(codes.iter().all(|c| c.chars().all(|ch| ch.is_ascii_lowercase() || ch == '_')));
         codes.sort();

@@ -22,7 +22,7 @@ const LAYERS: &[&[&str]] = &[
         "cancel",
     ],
     &["files"],
-    &["config", "inherit", "tempdir", "tool"],
+    &["config", "inherit", "tempdir", "tool", "control::dir"],
     // The sandbox: the policy and the launcher that applies it to a pane's process.
     &["sandbox"],
     // The domain: panes, the live shells above them, the registry, agent pipelines and the pool of
@@ -41,6 +41,8 @@ const LAYERS: &[&[&str]] = &[
     &["tools::exec"],
     &["tools::panes"],
     &["tools::expect", "tools::wait", "tools::parallel", "tools::pipeline", "tools::agent"],
+    // Remote hosts: the one place a call is routed, here or to a host's fugue over ssh.
+    &["remote"],
     // The protocol, then the front-ends.
     &["mcp"],
     &["rpc"],

@@ -2,6 +2,8 @@
 
 // The stdio harness: start fugue, send requests, wait for answers.
 mod util;
+// Private sshd servers on 127.0.0.1, for the tests that ssh somewhere.
+mod sshd;
 // What /proc shows of fugue and its children: memory, threads, descriptors, zombies, sockets.
 mod procfs;
 
@@ -90,3 +92,5 @@ mod docs;
 mod layers;
 // Answers that fit: a noisy failure's error line within the budget, keep, omitted_lines.
 mod budget;
+// Remote hosts over ssh: private sshd servers as hosts, every tool there, faults, fan-out.
+mod remote;

@@ -57,6 +57,7 @@ pub(crate) const TOOL: Tool = Tool {
                 ("pane_id", string("A shell pane (default: fugue's own, a free one)")),
                 ("cwd", string("Run it in this directory (as cd DIR &&)")),
                 ("until", string("Regex: answer ready when the command's output matches")),
+                ("host", super::host_arg()),
                 responses::schema(
                     "{question regex: answer, or [answers] used in turn}: when the program asks \
                      and its question matches a key (first in order), type the answer + Enter \

@@ -44,6 +44,12 @@ pub(crate) fn sandbox_arg() -> Value {
            "description": "Tighter: read-only|workspace-write|{mode,network,writable}"})
 }
 
+/// The `host` argument of the tools that start work: an ssh destination, where `remote` sends
+/// the call (the handlers never see it).
+pub(crate) fn host_arg() -> Value {
+    json!({"type": "string", "description": "ssh host to run on; its ids come back as host:id"})
+}
+
 /// `pane` for a call that asked for `sandbox`: refused when the pane runs under another policy.
 pub(crate) fn check_pane(pane: Arc<Pane>, sandbox: Option<&Arc<Policy>>) -> Result<Arc<Pane>> {
     match sandbox {

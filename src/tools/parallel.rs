@@ -66,6 +66,7 @@ pub(crate) const TOOL: Tool = Tool {
                 ("name", string("Default task-N")),
                 ("env", env()),
                 responses::schema_ref("As fugue_exec's"),
+                ("host", string("ssh host (up to 10 a host)")),
             ],
             &["command"],
         );

@@ -83,6 +83,7 @@ pub(crate) const TOOL: Tool = Tool {
                 timeout,
                 ("cleanup", boolean_or("Close the pane at the end", CLEANUP)),
                 ("sandbox", super::sandbox_arg()),
+                ("host", super::host_arg()),
                 tail_lines,
                 tails,
                 keep,

@@ -1,0 +1,171 @@
+//! The channel to a host's fugue: `fugue serve --shared NAME` run there over the master, a front
+//! for the host's shared server (started by that front when none runs), spoken to in MCP lines.
+//!
+//! Any number of calls share the channel at once; answers are matched by request id, as the front
+//! matches them. A call cancelled here sends `notifications/cancelled` there. When the channel
+//! closes — the master dropped the connection, or the front ended — every call waiting on it
+//! answers `host_unreachable` at once; the host's server keeps its panes, and the next call opens
+//! a new channel to it.
+
+use super::ssh::{self, Master, Stderr};
+use super::upload::Binary;
+use crate::cancel::Cancel;
+use crate::error::{Error, ErrorKind, Result};
+use crossbeam_channel::{Sender, bounded, never, select};
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+/// How long the host's fugue may take to answer `initialize` (starting its server included).
+const HELLO_TIMEOUT: Duration = Duration::from_secs(30);
+
+type Pending = Arc<Mutex<HashMap<u64, Sender<Value>>>>;
+
+pub(crate) struct Link {
+    host: String,
+    stdin: Mutex<ChildStdin>,
+    pending: Pending,
+    next: AtomicU64,
+    closed: Arc<AtomicBool>,
+    child: Mutex<Child>,
+    stderr: Stderr,
+}
+
+impl Link {
+    /// Starts the host's front for server `server` and says hello.
+    pub(crate) fn open(master: &Master, binary: &Binary, server: &str) -> Result<Link> {
+        let script = format!("exec {} serve --shared {server}", binary.remote_path());
+        let mut cmd = ssh::remote(&master.host, &master.control, &script);
+        cmd.stdin(Stdio::piped());
+        let mut child = ssh::spawn(cmd)?;
+        let stderr = Stderr::drain(child.stderr.take().expect("piped"));
+        let pending = Pending::default();
+        let closed = Arc::new(AtomicBool::new(false));
+        read_answers(child.stdout.take().expect("piped"), pending.clone(), closed.clone());
+        let link = Link {
+            host: master.host.clone(),
+            stdin: Mutex::new(child.stdin.take().expect("piped")),
+            pending,
+            next: AtomicU64::new(1),
+            closed,
+            child: Mutex::new(child),
+            stderr,
+        };
+        link.hello()?;
+        Ok(link)
+    }
+
+    fn hello(&self) -> Result<()> {
+        let params = json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                            "clientInfo": {"name": "fugue-remote", "version": env!("CARGO_PKG_VERSION")}});
+        let (id, answer) = self.send("initialize", params)?;
+        match answer.recv_timeout(HELLO_TIMEOUT) {
+            Ok(message) if message.get("result").is_some() => {}
+            Ok(message) => {
+                return Err(Error::new(
+                    ErrorKind::HostUnsupported,
+                    format!("fugue on {} refused to start: {}", self.host, message["error"]),
+                ));
+            }
+            Err(_) => {
+                self.pending.lock().remove(&id);
+                return Err(self.gone("fugue there did not start"));
+            }
+        }
+        self.write(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+    }
+
+    /// Whether the channel is still open.
+    pub(crate) fn alive(&self) -> bool {
+        !self.closed.load(Ordering::SeqCst)
+    }
+
+    /// Calls `method` there and waits for its answer; `cancel` passes a cancel on.
+    pub(crate) fn request(&self, method: &str, params: Value, cancel: &Cancel) -> Result<Value> {
+        let (id, answer) = self.send(method, params)?;
+        let mut cancelled = cancel.receiver().clone();
+        loop {
+            select! {
+                recv(answer) -> message => return match message {
+                    Ok(message) => Ok(message),
+                    Err(_) => Err(self.gone("the connection dropped")),
+                },
+                recv(cancelled) -> _ => {
+                    cancelled = never();
+                    let note = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                      "params": {"requestId": id}});
+                    let _ = self.write(&note);
+                }
+            }
+        }
+    }
+
+    fn send(
+        &self,
+        method: &str,
+        params: Value,
+    ) -> Result<(u64, crossbeam_channel::Receiver<Value>)> {
+        let id = self.next.fetch_add(1, Ordering::SeqCst);
+        let (tx, rx) = bounded(1);
+        self.pending.lock().insert(id, tx);
+        if !self.alive() {
+            self.pending.lock().remove(&id);
+            return Err(self.gone("the connection is closed"));
+        }
+        self.write(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
+        Ok((id, rx))
+    }
+
+    fn write(&self, message: &Value) -> Result<()> {
+        let mut line = serde_json::to_vec(message).unwrap_or_default();
+        line.push(b'\n');
+        let mut stdin = self.stdin.lock();
+        stdin
+            .write_all(&line)
+            .and_then(|()| stdin.flush())
+            .map_err(|_| self.gone("the connection is closed"))
+    }
+
+    /// `host_unreachable`, with what ssh said.
+    fn gone(&self, what: &str) -> Error {
+        let said = self.stderr.text();
+        let said = said.lines().last().map(|l| format!(" ({l})")).unwrap_or_default();
+        Error::new(
+            ErrorKind::HostUnreachable,
+            format!(
+                "{}: {what}{said}; its panes live on there, and the next call reconnects",
+                self.host
+            ),
+        )
+    }
+}
+
+impl Drop for Link {
+    fn drop(&mut self) {
+        let mut child = self.child.lock();
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
+
+/// Reads the front's lines, handing each answer to the call that waits for it; at the end,
+/// closes the link and wakes every call still waiting.
+fn read_answers(stdout: ChildStdout, pending: Pending, closed: Arc<AtomicBool>) {
+    let _ = std::thread::Builder::new().name("remote-link".into()).spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(std::result::Result::ok) {
+            let Ok(message) = serde_json::from_str::<Value>(&line) else { continue };
+            let waiting =
+                message.get("id").and_then(Value::as_u64).and_then(|id| pending.lock().remove(&id));
+            if let Some(waiting) = waiting {
+                let _ = waiting.send(message);
+            }
+        }
+        closed.store(true, Ordering::SeqCst);
+        pending.lock().clear();
+    });
+}
