@@ -77,7 +77,7 @@ fn run_part(
     cancel: &Cancel,
 ) -> Result<Answer> {
     match &part.host {
-        Some(host) => forward(host, tool.tool.name, part.args.clone(), cancel),
+        Some(host) => forward(host, tool.tool.name, ids::strip(&part.args)?.1, cancel),
         None => {
             let progress = Progress::none();
             let own = Ctx { runtime: ctx.runtime, cwd: ctx.cwd, cancel, progress: &progress };
