@@ -358,3 +358,30 @@ fn an_unknown_host_key_a_password_and_no_route_are_each_said() {
     }
     assert!(std::fs::read_to_string(&empty).unwrap().is_empty(), "a host key was accepted");
 }
+
+#[test]
+fn ls_and_attach_reach_a_hosts_sessions() {
+    let Some(hosts) = Hosts::start(1) else { return };
+    let mut f = hosts.fugue();
+    let made = f.call(
+        "fugue_create_session",
+        json!({"host": "h0", "name": "far", "command": "echo far-away-marker; sleep 60"}),
+    );
+    let pane = made["pane_id"].as_str().unwrap().trim_start_matches("h0:").to_string();
+    let listed = Command::new(BIN)
+        .args(["ls", "h0"])
+        .env("FUGUE_SSH_CONFIG", &hosts.config)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&listed.stdout);
+    assert!(listed.status.success(), "{text} {}", String::from_utf8_lossy(&listed.stderr));
+    assert!(text.contains("session far") && text.contains(&pane[..8]), "{text}");
+    // attach runs in a pane of this fugue: a real terminal, as a person's.
+    let watcher = f.call(
+        "fugue_create_session",
+        json!({"command": format!("{BIN} attach h0:far"),
+               "env": {"FUGUE_SSH_CONFIG": hosts.config.to_str().unwrap()}}),
+    );
+    let watcher = watcher["pane_id"].as_str().unwrap().to_string();
+    f.screen_until(&watcher, "far-away-marker");
+}

@@ -50,15 +50,20 @@ pub(crate) fn link(host: &str) -> Result<Arc<Link>> {
     *connection = None;
     let master = Master::connect(host, control_path()?)?;
     let binary = upload::ensure(&master)?;
-    let server = format!("ssh-{}", &binary.name[binary.name.len() - 12..]);
-    let link = Arc::new(Link::open(&master, &binary, &server)?);
+    let link = Arc::new(Link::open(&master, &binary, &server_name(&binary))?);
     *connection = Some(Connection { link: link.clone(), master });
     Ok(link)
 }
 
+/// The name of the shared server fugue runs on a host: one per build, so another build's is left
+/// alone.
+pub(crate) fn server_name(binary: &upload::Binary) -> String {
+    format!("ssh-{}", &binary.name[binary.name.len() - 12..])
+}
+
 /// A new master socket path in fugue's private directory: short, since a socket's path is at most
 /// 107 bytes.
-fn control_path() -> Result<PathBuf> {
+pub(crate) fn control_path() -> Result<PathBuf> {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     let dir = crate::control::dir::create()?.join("ssh");
     crate::files::private_dir(&dir, crate::files::Existing::Keep)?;

@@ -13,6 +13,7 @@
 //! `ids` (the `host:` on ids). Nothing here listens: ssh does every connection and every
 //! authentication.
 
+pub(crate) mod cli;
 mod hosts;
 mod ids;
 mod link;

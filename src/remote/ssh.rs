@@ -56,8 +56,14 @@ pub(crate) fn command(control: &Path) -> Command {
 pub(crate) fn remote(host: &str, control: &Path, script: &str) -> Command {
     let mut cmd = command(control);
     cmd.args(["-o", "ControlMaster=no", "-T", "--", host]);
-    cmd.arg(format!("sh -c '{script}'"));
+    cmd.arg(format!("sh -c {}", quote(script)));
     cmd
+}
+
+/// `text` as one word for a POSIX shell (and for fish): in single quotes, each of its own quotes
+/// closed, escaped and opened again.
+pub(crate) fn quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
 }
 
 /// Starts `cmd` as a child that dies with fugue: from the one thread that spawns them all, since
@@ -226,6 +232,18 @@ mod tests {
         for bad in ["", "-oProxyCommand=x", "a b", "a:22", "a;b", "@x", &"h".repeat(256)] {
             assert!(check_host(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn words_are_quoted_for_the_shell() {
+        assert_eq!(quote("a b"), "'a b'");
+        assert_eq!(quote("it's"), "'it'\\''s'");
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("printf %s {}", quote("it's $HOME \\ \"x\"")))
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8(out.stdout).unwrap(), "it's $HOME \\ \"x\"");
     }
 
     #[test]
