@@ -196,6 +196,14 @@ fn a_remote_programs_question_is_answered_and_until_fires_there() {
     assert_eq!(server["groups"][0], "8123", "{server}");
     let shown = f.call("fugue_get_output", json!({"pane_id": ready["pane_id"], "lines": 5}));
     assert!(shown["output"].as_str().unwrap().contains("listening on 8123"), "{shown}");
+    // Progress the host's fugue reports on a long call reaches the client, with its last line.
+    let args = json!({"host": "h0", "command": "echo step-one; sleep 2.5; echo step-two"});
+    let id = f.submit("tools/call", crate::util::tool_params("fugue_exec", args, Some("far")));
+    crate::util::wait_for_progress(&mut f, "far");
+    let answer = crate::util::structured(&f.response(&id));
+    assert_eq!(answer["status"], "ok", "{answer}");
+    let said = crate::util::progress_for(&f, "far");
+    assert!(said.iter().any(|p| p["message"] == "step-one"), "{said:?}");
 }
 
 #[test]

@@ -78,7 +78,8 @@ fn ask_times(fugue: &mut Fugue, pane: &Value, command: &str, reps: usize) -> R<V
     let mut times = Vec::new();
     for _ in 0..reps {
         let sent = now_ns();
-        fugue.call("fugue_send_input", json!({"pane_id": pane, "input": command, "submit": true}))?;
+        fugue
+            .call("fugue_send_input", json!({"pane_id": pane, "input": command, "submit": true}))?;
         let seen = fugue.submit_tool(
             "fugue_expect",
             json!({"pane_id": pane, "pattern": r"^ok\? ?$", "since": offset, "timeout_ms": 10_000}),

@@ -15,6 +15,7 @@ mod input;
 mod jobs;
 mod live;
 mod pty;
+mod remote;
 mod report;
 mod sandbox;
 mod shared;
@@ -35,7 +36,8 @@ Usage:
   --fugue PATH   the binary under test (default: $FUGUE_BIN, else target/release/fugue)
   --quick        fewer repetitions, for a quick look
   FIGURE         any of: ingest parallel wake herd input probes init memory panes exec
-                 dialogue tools jobs answers size shared sandbox (default: all)
+                 dialogue tools jobs answers size shared sandbox remote (default:
+                 all)
 
 Exit status: 0 when every measured figure meets its target, 1 otherwise.
 ";
@@ -43,7 +45,7 @@ Exit status: 0 when every measured figure meets its target, 1 otherwise.
 type Figure = fn(&Bench) -> client::R<Vec<Row>>;
 
 /// The figures in table order: (name on the command line, row name for errors, target, function).
-const FIGURES: [(&str, &str, Figure); 17] = [
+const FIGURES: [(&str, &str, Figure); 18] = [
     ("ingest", figures::INGEST, figures::ingestion),
     ("parallel", figures::TRUE_FIG, figures::parallel),
     ("wake", figures::WAKE_FIG, figures::wake),
@@ -61,6 +63,7 @@ const FIGURES: [(&str, &str, Figure); 17] = [
     ("size", figures::SIZE_FIG, figures::binary_size),
     ("shared", shared::LIST_FIG, shared::shared),
     ("sandbox", sandbox::START_FIG, sandbox::sandbox),
+    ("remote", remote::EXEC_FIG, remote::remote),
 ];
 
 fn main() -> ExitCode {

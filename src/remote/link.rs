@@ -5,13 +5,14 @@
 //! matches them. A call cancelled here sends `notifications/cancelled` there. When the channel
 //! closes — the master dropped the connection, or the front ended — every call waiting on it
 //! answers `host_unreachable` at once; the host's server keeps its panes, and the next call opens
-//! a new channel to it.
+//! a new channel to it. Progress the host's fugue reports on a call is reported on the call here.
 
 use super::ssh::{self, Master, Stderr};
 use super::upload::Binary;
 use crate::cancel::Cancel;
 use crate::error::{Error, ErrorKind, Result};
-use crossbeam_channel::{Sender, bounded, never, select};
+use crate::tool::call::Progress;
+use crossbeam_channel::{Receiver, Sender, never, select, unbounded};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -63,7 +64,8 @@ impl Link {
     fn hello(&self) -> Result<()> {
         let params = json!({"protocolVersion": "2025-11-25", "capabilities": {},
                             "clientInfo": {"name": "fugue-remote", "version": env!("CARGO_PKG_VERSION")}});
-        let (id, answer) = self.send("initialize", params)?;
+        let id = self.next.fetch_add(1, Ordering::SeqCst);
+        let answer = self.send(id, "initialize", params)?;
         match answer.recv_timeout(HELLO_TIMEOUT) {
             Ok(message) if message.get("result").is_some() => {}
             Ok(message) => {
@@ -72,9 +74,16 @@ impl Link {
                     format!("fugue on {} refused to start: {}", self.host, message["error"]),
                 ));
             }
-            Err(_) => {
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
                 self.pending.lock().remove(&id);
-                return Err(self.gone("fugue there did not start"));
+                return Err(self.gone("fugue there did not answer its hello"));
+            }
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
+                let said = self.stderr.text();
+                return Err(Error::new(
+                    ErrorKind::HostUnsupported,
+                    format!("fugue did not start on {}: {}", self.host, said.trim()),
+                ));
             }
         }
         self.write(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
@@ -85,15 +94,32 @@ impl Link {
         !self.closed.load(Ordering::SeqCst)
     }
 
-    /// Calls `method` there and waits for its answer; `cancel` passes a cancel on.
-    pub(crate) fn request(&self, method: &str, params: Value, cancel: &Cancel) -> Result<Value> {
-        let (id, answer) = self.send(method, params)?;
+    /// Calls `method` there and waits for its answer; `cancel` passes a cancel on, and the
+    /// progress it reports (its token is the request's id) is reported here.
+    pub(crate) fn request(
+        &self,
+        method: &str,
+        mut params: Value,
+        cancel: &Cancel,
+        progress: &Progress,
+    ) -> Result<Value> {
+        let id = self.next.fetch_add(1, Ordering::SeqCst);
+        if progress.is_wanted() {
+            params["_meta"] = json!({"progressToken": id});
+        }
+        let answer = self.send(id, method, params)?;
         let mut cancelled = cancel.receiver().clone();
         loop {
             select! {
-                recv(answer) -> message => return match message {
-                    Ok(message) => Ok(message),
-                    Err(_) => Err(self.gone("the connection dropped")),
+                recv(answer) -> message => match message {
+                    Ok(message) if message.get("method").is_some() => {
+                        let p = &message["params"];
+                        let total = p["total"].as_f64();
+                        let said = p["message"].as_str().unwrap_or("");
+                        progress.report(p["progress"].as_f64().unwrap_or(0.0), total, said);
+                    }
+                    Ok(message) => return Ok(message),
+                    Err(_) => return Err(self.gone("the connection dropped")),
                 },
                 recv(cancelled) -> _ => {
                     cancelled = never();
@@ -105,20 +131,16 @@ impl Link {
         }
     }
 
-    fn send(
-        &self,
-        method: &str,
-        params: Value,
-    ) -> Result<(u64, crossbeam_channel::Receiver<Value>)> {
-        let id = self.next.fetch_add(1, Ordering::SeqCst);
-        let (tx, rx) = bounded(1);
+    /// Sends request `id`; its answer, and before it its progress, come on the channel.
+    fn send(&self, id: u64, method: &str, params: Value) -> Result<Receiver<Value>> {
+        let (tx, rx) = unbounded();
         self.pending.lock().insert(id, tx);
         if !self.alive() {
             self.pending.lock().remove(&id);
             return Err(self.gone("the connection is closed"));
         }
         self.write(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
-        Ok((id, rx))
+        Ok(rx)
     }
 
     fn write(&self, message: &Value) -> Result<()> {
@@ -153,14 +175,19 @@ impl Drop for Link {
     }
 }
 
-/// Reads the front's lines, handing each answer to the call that waits for it; at the end,
+/// Reads the front's lines, handing each answer (and progress) to the call that waits for it;
+/// at the end,
 /// closes the link and wakes every call still waiting.
 fn read_answers(stdout: ChildStdout, pending: Pending, closed: Arc<AtomicBool>) {
     let _ = std::thread::Builder::new().name("remote-link".into()).spawn(move || {
         for line in BufReader::new(stdout).lines().map_while(std::result::Result::ok) {
             let Ok(message) = serde_json::from_str::<Value>(&line) else { continue };
-            let waiting =
-                message.get("id").and_then(Value::as_u64).and_then(|id| pending.lock().remove(&id));
+            let waiting = if message["method"] == "notifications/progress" {
+                let token = message["params"]["progressToken"].as_u64();
+                token.and_then(|t| pending.lock().get(&t).cloned())
+            } else {
+                message.get("id").and_then(Value::as_u64).and_then(|id| pending.lock().remove(&id))
+            };
             if let Some(waiting) = waiting {
                 let _ = waiting.send(message);
             }

@@ -8,7 +8,8 @@
 //!   be reached gives its commands status `error` with why.
 //! - `fugue_list_sessions`: this fugue's sessions, then under `hosts` each reached host's.
 
-use super::{forward, hosts, ids};
+use super::route::{forward, single};
+use super::{hosts, ids};
 use crate::cancel::Cancel;
 use crate::error::{Error, Result};
 use crate::runtime::Runtime;
@@ -21,9 +22,9 @@ use std::time::Instant;
 const MAX_FANOUT: usize = 64;
 
 /// One part of a split call: the host (`None`: here) and its arguments.
-pub(super) struct Part {
+struct Part {
     host: Option<String>,
-    pub(super) args: Map<String, Value>,
+    args: Map<String, Value>,
 }
 
 /// Runs every part at once, each with a cancel of its own; `stop` is told of each answer as it
@@ -76,13 +77,11 @@ fn run_part(
     part: &Part,
     cancel: &Cancel,
 ) -> Result<Answer> {
+    let progress = Progress::none();
+    let own = Ctx { runtime: ctx.runtime, cwd: ctx.cwd, cancel, progress: &progress };
     match &part.host {
-        Some(host) => forward(host, tool.tool.name, ids::strip(&part.args)?.1, cancel),
-        None => {
-            let progress = Progress::none();
-            let own = Ctx { runtime: ctx.runtime, cwd: ctx.cwd, cancel, progress: &progress };
-            tool.call(&own, &part.args)
-        }
+        Some(host) => forward(host, tool.tool.name, ids::strip(&part.args)?.1, &own),
+        None => tool.call(&own, &part.args),
     }
 }
 
@@ -127,7 +126,7 @@ pub(super) fn wait(
         id.as_str().and_then(ids::split).map(|(h, _)| h.to_string())
     });
     if parts.len() == 1 {
-        return super::call_one(tool, ctx, &parts[0]);
+        return single(tool, ctx, &parts[0].args);
     }
     let all = args.get("mode").and_then(Value::as_str) == Some("all");
     let done = |a: &Result<Answer>| a.as_ref().is_ok_and(|a| a.value["status"] == "done");

@@ -63,8 +63,11 @@ impl Binary {
 
 /// The SHA-256 of a local file, once per file and process.
 fn hash_of(path: &PathBuf) -> Result<String> {
+    // Held while hashing, so hosts reached at once wait for one hash rather than each making it.
     static HASHES: Mutex<Option<HashMap<PathBuf, String>>> = Mutex::new(None);
-    if let Some(hash) = HASHES.lock().get_or_insert_with(HashMap::new).get(path) {
+    let mut hashes = HASHES.lock();
+    let hashes = hashes.get_or_insert_with(HashMap::new);
+    if let Some(hash) = hashes.get(path) {
         return Ok(hash.clone());
     }
     let out =
@@ -81,7 +84,7 @@ fn hash_of(path: &PathBuf) -> Result<String> {
             ),
         )
     })?;
-    HASHES.lock().get_or_insert_with(HashMap::new).insert(path.clone(), hash.clone());
+    hashes.insert(path.clone(), hash.clone());
     Ok(hash)
 }
 
