@@ -158,10 +158,7 @@ fn exec_on_a_host_gives_the_exact_exit_and_cwd() {
         f.call("fugue_exec", json!({"pane_id": pane, "command": "pwd; echo $SSH_CONNECTION"}));
     assert_eq!(again["status"], "ok", "{again}");
     let port = hosts.sshds[0].port.to_string();
-    assert!(
-        again["output"].as_str().unwrap().contains(&format!("/usr/share\n127.0.0.1 ")),
-        "{again}"
-    );
+    assert!(again["output"].as_str().unwrap().contains("/usr/share\n127.0.0.1 "), "{again}");
     assert!(again["output"].as_str().unwrap().ends_with(&port), "{again}");
     // The binary there: fugue's own, private, under its version and hash.
     let placed = hosts.bin_dir().join(binary_name());

@@ -197,7 +197,7 @@ fn ready_line(stdout: impl Read + Send + 'static) -> crossbeam_channel::Receiver
 /// that needs what only a person can give, or a host it cannot reach.
 pub(crate) fn classify(host: &str, said: &str) -> Error {
     let said = said.trim();
-    let last = said.lines().filter(|l| !l.starts_with('@')).last().unwrap_or("ssh failed");
+    let last = said.lines().rfind(|l| !l.starts_with('@')).unwrap_or("ssh failed");
     if said.contains("Host key verification failed") || said.contains("host key is known") {
         return Error::new(
             ErrorKind::HostKeyUnknown,
