@@ -1,14 +1,32 @@
-//! Ids and times as fugue writes them: a new id, its short form for people, a time in Unix
-//! milliseconds or in ISO 8601 (UTC, as MCP's tasks carry them).
+//! Ids and times as fugue writes them: a handle fugue hands out (8 characters), a long random id
+//! for names no one types, an id's short form for people, a time in Unix milliseconds or in ISO
+//! 8601 (UTC, as MCP's tasks carry them).
 //!
 //! A leaf: panes, the mux, live shells, agent pipelines and the front-ends all name things with
 //! these, so they live below all of them rather than in any one.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// A new id: a UUID v4.
+/// A new random id no one types (a UUID v4): the part of a private directory's name or a nonce
+/// that must not repeat across processes.
 pub(crate) fn new_id() -> String {
     uuid::Uuid::new_v4().to_string()
+}
+
+/// The length of a handle fugue hands out.
+pub(crate) const HANDLE_LEN: usize = 8;
+
+/// A new handle for something fugue hands out (a pane, window, session, pipeline): 8 lowercase
+/// hex digits of a UUID v4, drawn again while `taken` says it clashes with one in use. Every
+/// answer and most requests carry one, so it is short: a UUID cost ~60 bytes a round trip.
+pub(crate) fn new_handle(taken: impl Fn(&str) -> bool) -> String {
+    loop {
+        let simple = uuid::Uuid::new_v4().simple().to_string();
+        let handle = simple[..HANDLE_LEN].to_string();
+        if !taken(&handle) {
+            return handle;
+        }
+    }
 }
 
 /// The first eight characters of an id: enough to tell ids apart where a person reads them (a
@@ -54,6 +72,19 @@ fn civil(days: u64) -> (u64, u64, u64) {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn a_handle_is_eight_hex_digits_drawn_again_on_a_clash() {
+        let first = new_handle(|_| false);
+        assert_eq!(first.len(), 8);
+        assert!(first.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
+        let tries = std::cell::Cell::new(0);
+        let second = new_handle(|h| {
+            tries.set(tries.get() + 1);
+            tries.get() < 3 || h == first
+        });
+        assert!(tries.get() >= 3 && second != first, "drawn again while it clashed");
+    }
 
     #[test]
     fn times_are_iso_8601_in_utc() {

@@ -35,6 +35,7 @@ mod tools;
 mod usage;
 mod waiter;
 mod watch;
+mod words;
 
 use cancel::Cancel;
 use mcp::Mcp;

@@ -42,7 +42,8 @@ impl Runtime {
         crate::tempdir::sweep_stale();
         let config = crate::config::config().clone();
         let temp_dirs = Arc::<TempDirs>::default();
-        let mux = Arc::new(Mux::new(temp_dirs.clone(), Setup::of(&config)));
+        let shells = Arc::new(crate::shell::Shells(temp_dirs.clone()));
+        let mux = Arc::new(Mux::new(shells, Setup::of(&config)));
         let agents = agent::start(mux.clone(), agent::manager::Settings::of(&config), drive);
         let (shells, tasks) = (Default::default(), Default::default());
         Runtime { mux, agents, temp_dirs, shells, tasks, config }

@@ -319,7 +319,7 @@ fn wait_refuses_unknown_and_ambiguous_ids_before_waiting() {
     assert_eq!(twice["code"], "invalid_argument", "{twice}");
     let short = f.call_err("fugue_get_status", json!({"pane_id": &pane[..3]}));
     assert_eq!(short["code"], "pane_not_found", "a prefix under four characters: {short}");
-    let prefix = &pane[..8];
+    let prefix = &pane[..5];
     let by_prefix = f.call("fugue_get_status", json!({"pane_id": prefix}));
     assert_eq!(by_prefix["pane_id"], pane, "{by_prefix}");
 }

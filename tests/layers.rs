@@ -14,23 +14,27 @@ use std::path::{Path, PathBuf};
 /// path, and a file belongs to the longest unit its module starts with: `shell` is the live shell
 /// that stands above a pane (the pane is a terminal and a process, and knows no shell), while
 /// `fugue_exec`, its tool (`tools/exec.rs`), stands with the other tool handlers. README's
-/// Development section draws the same order.
+/// Development section draws the same order, and `readme_lists_the_layers_of_this_order` holds
+/// it to that.
 const LAYERS: &[&[&str]] = &[
     // Leaves: they import nothing of the crate, or only the leaves before them.
     &[
-        "error", "log", "ids", "watch", "waiter", "layout", "jsonrpc", "usage", "line", "procfs",
-        "cancel",
+        "error", "log", "ids", "words", "watch", "waiter", "layout", "jsonrpc", "usage", "line",
+        "procfs", "cancel",
     ],
     &["files"],
-    &["config", "inherit", "tempdir", "tool", "control::dir"],
+    &["config", "inherit", "tempdir", "control::dir"],
     // The sandbox: the policy and the launcher that applies it to a pane's process.
     &["sandbox"],
-    // The domain: panes, the live shells above them, the registry, agent pipelines and the pool of
-    // fugue's own shells; none of it knows of MCP or of the runtime.
+    // The domain: panes, the registry (which places panes and chooses no shell), the live shells
+    // above panes, agent pipelines and the pool of fugue's own shells; none of it knows of MCP,
+    // of the tool framework or of the runtime.
     &["pane"],
+    &["mux"],
     &["shell"],
-    &["mux", "shell::status"],
     &["agent", "shell::pool"],
+    // The tool framework: a tool, its arguments, its call and durable tasks.
+    &["tool"],
     // What one server owns for its lifetime.
     &["runtime"],
     // The tool handlers, all in `tools/`, each on the runtime and the domain; some on the handlers
@@ -506,4 +510,71 @@ fn every_unit_of_the_order_is_a_module() {
             if *unit == "main" { Vec::new() } else { unit.split("::").map(String::from).collect() };
         assert!(files.iter().any(|f| f.module == path), "LAYERS names {unit}, which is no module");
     }
+}
+
+/// README's list of the layers: every unit named in backquotes in the numbered list under
+/// "The files stand in layers", in the order it names them, files (`live.rs`) read as modules of
+/// the unit named last (`shell`), a folder's path (`tools/common/`) as its module.
+fn readme_units() -> Vec<String> {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let start = readme.find("The files stand in layers").expect("README's list of layers");
+    let list = &readme[start..];
+    let list = &list[list.find("\n1. ").expect("a numbered list")..];
+    let end = list.find("\n\n").unwrap_or(list.len());
+    let mut units = Vec::new();
+    let mut parent = String::new();
+    for (i, piece) in list[..end].split('`').enumerate() {
+        if i % 2 == 0 {
+            continue;
+        }
+        let piece = piece.trim_end_matches('/');
+        if let Some((first, _)) = piece.split_once('/')
+            && unit_of_name(first).is_some()
+        {
+            parent = first.to_string();
+        }
+        let unit = match piece.strip_suffix(".rs") {
+            Some("mod") => parent.clone(),
+            Some(file) if file.contains('/') => file.replace('/', "::"),
+            Some(file) => format!("{parent}::{file}"),
+            None if piece.contains('/') => piece.replace('/', "::"),
+            None => piece.to_string(),
+        };
+        if !unit.contains("::") && unit_of_name(&unit).is_some() {
+            parent = unit.clone();
+        }
+        units.push(unit);
+    }
+    units
+}
+
+#[test]
+fn readme_lists_the_layers_of_this_order() {
+    let ordered: Vec<&str> = LAYERS.iter().flat_map(|l| l.iter().copied()).collect();
+    let named = readme_units();
+    let known: Vec<&String> = named.iter().filter(|u| unit_of_name(u).is_some()).collect();
+    for unit in &ordered {
+        assert!(named.iter().any(|n| n == unit), "README's list of layers leaves out `{unit}`");
+    }
+    // Each unit's layer as README names it: never lower than a unit it named before.
+    let mut last = (String::new(), 0);
+    for name in known {
+        let (unit, layer) = unit_of_name(name).unwrap();
+        assert!(
+            layer >= last.1,
+            "README names `{name}` (layer {layer}) after `{}` (layer {}); LAYERS has them the \
+             other way round",
+            last.0,
+            last.1
+        );
+        last = (unit, layer);
+    }
+}
+
+/// The unit and layer of a name README gives, as `unit` finds a module's.
+fn unit_of_name(name: &str) -> Option<(String, usize)> {
+    let module: Vec<String> =
+        if name == "main" { Vec::new() } else { name.split("::").map(String::from).collect() };
+    unit(&module)
 }

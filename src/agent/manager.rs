@@ -18,9 +18,10 @@ use super::store::{Problem, Store, valid_id};
 use crate::cancel::Cancel;
 use crate::error::{Error, ErrorKind, Result};
 use crate::files::FileLock;
-use crate::ids::{new_id, short_id};
+use crate::ids::{new_handle, short_id};
 use crate::mux::Mux;
 use crate::watch::Watch;
+use crate::words::Words;
 use crossbeam_channel::{Receiver, Sender, after, select};
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -313,7 +314,7 @@ impl Manager {
         };
         git::check_branch_name(repo, &base_branch)?;
         let base_commit = git::branch_commit(repo, &base_branch)?;
-        let id = new_id();
+        let id = new_handle(|h| store.taken(h));
         let branch = format!("fugue/{}", short_id(&id));
         let worktree = store.worktree_path(&id)?;
         let lock = store.lock(&id)?.ok_or_else(|| Error::internal("a new pipeline id is taken"))?;
@@ -500,7 +501,7 @@ mod tests {
     use crate::agent::record::PipelineStatus;
 
     fn cancelled(name: String) -> AgentPipeline {
-        let mut p = crate::agent::record::sample(&new_id(), Some(name));
+        let mut p = crate::agent::record::sample(&crate::ids::new_handle(|_| false), Some(name));
         p.status = PipelineStatus::Cancelled;
         p
     }

@@ -6,9 +6,8 @@
 //! than misread). The transitions that change them live in `machine`.
 
 use crate::ids::short_id;
-use crate::tool::choice::{Choice, choice_enum};
+use crate::words::{Words, words};
 use serde::{Deserialize, Serialize};
-use std::fmt;
 use std::time::SystemTime;
 
 /// The time a record is stamped with: milliseconds since the Unix epoch.
@@ -21,7 +20,7 @@ pub(crate) const SCHEMA_VERSION: u32 = 1;
 /// Events kept in the state file; older ones are dropped and counted.
 pub(crate) const MAX_EVENTS: usize = 200;
 
-choice_enum! {
+words! {
     /// A stage of the pipeline, in the order they run. Its words, here only, are the saved
     /// record's and the answers'.
     #[derive(Hash)]
@@ -37,34 +36,25 @@ impl StageType {
     pub(crate) const ALL: [StageType; 4] =
         [StageType::Implementer, StageType::Analyzer, StageType::Qa, StageType::Merger];
 
-    pub(crate) fn name(self) -> &'static str {
-        word(self)
-    }
-
     pub(crate) fn index(self) -> usize {
         self as usize
     }
 }
 
-impl fmt::Display for StageType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+words! {
+    /// Where one stage stands.
+    pub(crate) enum StageStatus {
+        Pending = "pending",
+        Running = "running",
+        Success = "success",
+        Failed = "failed",
+        Blocked = "blocked",
+        /// The stage has no agent (an optional analyzer or QA left out).
+        Skipped = "skipped",
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum StageStatus {
-    Pending,
-    Running,
-    Success,
-    Failed,
-    Blocked,
-    /// The stage has no agent (an optional analyzer or QA left out).
-    Skipped,
-}
-
-choice_enum! {
+words! {
     /// Where a pipeline stands. Its words, here only, are the saved record's and the answers'.
     pub(crate) enum PipelineStatus {
         Running = "running",
@@ -78,13 +68,9 @@ impl PipelineStatus {
     pub(crate) fn is_terminal(self) -> bool {
         matches!(self, PipelineStatus::Complete | PipelineStatus::Cancelled)
     }
-
-    pub(crate) fn name(self) -> &'static str {
-        word(self)
-    }
 }
 
-choice_enum! {
+words! {
     /// What an analyzer decided. Its words, here only, are the verdict file's, the saved
     /// record's, `fugue verdict`'s and the answers'.
     pub(crate) enum AnalyzerVerdict {
@@ -95,14 +81,10 @@ choice_enum! {
 }
 
 impl AnalyzerVerdict {
-    pub(crate) fn name(self) -> &'static str {
-        word(self)
-    }
-
     /// The verdict `word` names, in any case; `follow_up` and `follow-up` are `followup`.
     pub(crate) fn parse(word: &str) -> Option<AnalyzerVerdict> {
         let word = word.to_ascii_lowercase().replace(['_', '-'], "");
-        pick(&word)
+        AnalyzerVerdict::from_word(&word)
     }
 
     /// The words, as a sentence lists them: `complete, followup, failed`.
@@ -111,7 +93,7 @@ impl AnalyzerVerdict {
     }
 }
 
-choice_enum! {
+words! {
     /// What a person or agent may do to a blocked or running pipeline
     /// (`fugue_agent_pipeline_control`'s `action`); `Followup` takes a prompt.
     pub(crate) enum Action {
@@ -120,34 +102,6 @@ choice_enum! {
         Cancel = "cancel",
     }
 }
-
-/// The word of `value`, from its choice's one list.
-fn word<C: Choice + PartialEq>(value: C) -> &'static str {
-    C::VALUES.iter().find(|(_, v)| *v == value).map_or("", |(name, _)| name)
-}
-
-/// The value whose word is exactly `word`.
-fn pick<C: Choice>(word: &str) -> Option<C> {
-    C::VALUES.iter().find(|(name, _)| *name == word).map(|(_, value)| *value)
-}
-
-/// Read as its word, for the state file (`choice_enum!` serializes it by the same word).
-macro_rules! serde_by_word {
-    ($($name:ident),+) => {$(
-        impl<'de> Deserialize<'de> for $name {
-            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<$name, D::Error> {
-                let text = String::deserialize(d)?;
-                pick(&text).ok_or_else(|| {
-                    serde::de::Error::custom(format!(
-                        "{text:?} is not one of {}",
-                        $name::names().join(", ")
-                    ))
-                })
-            }
-        }
-    )+};
-}
-serde_by_word!(StageType, PipelineStatus, AnalyzerVerdict, Action);
 
 /// The bounds on a pipeline's loops, time and money. Each one, when reached, blocks the pipeline.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -442,7 +396,7 @@ mod tests {
     /// version is refused by name, not misread.
     fn round_trips<C>()
     where
-        C: Choice + PartialEq + std::fmt::Debug + Serialize + for<'de> Deserialize<'de>,
+        C: Words + std::fmt::Debug + Serialize + for<'de> Deserialize<'de>,
     {
         for (name, value) in C::VALUES {
             assert_eq!(serde_json::to_value(value).unwrap(), serde_json::json!(name));

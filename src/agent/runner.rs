@@ -25,6 +25,7 @@ use crate::pane::Pane;
 use crate::pane::exit::Exit;
 use crate::pane::process::session_members;
 use crate::watch::Watch;
+use crate::words::Words;
 use crossbeam_channel::{Receiver, Sender, after, select};
 use parking_lot::Mutex;
 use std::collections::HashMap;

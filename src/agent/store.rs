@@ -225,6 +225,17 @@ impl Store {
         finished
     }
 
+    /// Whether `handle` clashes with a pipeline this store has or had: a state, lock, worktree or
+    /// runs entry whose id starts with it. An older fugue's id is a whole UUID whose first eight
+    /// characters name its branch (`fugue/<first 8>`), so a new handle equal to them is taken too.
+    pub(crate) fn taken(&self, handle: &str) -> bool {
+        ["pipelines", "worktrees", "runs"].iter().any(|dir| {
+            fs::read_dir(self.root.join(dir)).into_iter().flatten().flatten().any(|entry| {
+                entry.file_name().to_str().is_some_and(|name| name.starts_with(handle))
+            })
+        })
+    }
+
     /// Removes the lock file of a pipeline that was never created; `lock` is released with it.
     pub(crate) fn discard_lock(&self, id: &str, lock: FileLock) {
         if valid_id(id) {
@@ -452,6 +463,20 @@ mod tests {
         assert!(store.load("../../etc/passwd").is_err());
         assert!(store.lock("../x").is_err());
         assert!(valid_id(&crate::ids::new_id()));
+    }
+
+    #[test]
+    fn a_new_handle_is_none_an_old_pipeline_starts_with() {
+        let dir = Temp::new("handles");
+        let store = Store::open(&dir.0).unwrap();
+        let old = "1a2b3c4d-0000-4000-8000-000000000000";
+        store.save(&pipeline(old)).unwrap();
+        assert!(store.taken("1a2b3c4d"), "an old UUID's first eight characters name its branch");
+        assert!(!store.taken("5e6f7a8b"));
+        assert_eq!(store.load(old).unwrap().id, old, "an old id is still read");
+        let new = crate::ids::new_handle(|h| store.taken(h) || h == "1a2b3c4d");
+        store.save(&pipeline(&new)).unwrap();
+        assert_eq!(store.load(&new).unwrap().id, new);
     }
 
     #[test]

@@ -9,7 +9,7 @@
 
 use super::record::AnalyzerVerdict;
 use super::store::write_atomic;
-use crate::tool::choice::Choice;
+use crate::words::Words;
 use serde_json::{Value, json};
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -13,6 +13,7 @@ use crate::pane::Pane;
 use crate::pane::activity::Activity;
 use crate::pane::exit::PaneState;
 use crate::shell::status::Doing;
+use crate::words::Words;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -122,7 +123,7 @@ pub(crate) fn state_words(state: &PaneState, doing: &Doing) -> String {
             (Some(Activity::Input), _) if doing.program.is_some() => {
                 format!("input ({})", doing.program.as_deref().unwrap_or_default())
             }
-            (Some(activity), _) => activity.as_str().to_string(),
+            (Some(activity), _) => activity.name().to_string(),
             (None, _) => "running".to_string(),
         },
         (_, Some(code), _) => format!("exited {code}"),

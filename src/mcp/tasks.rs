@@ -17,7 +17,7 @@ use crate::ids::iso8601;
 use crate::jsonrpc::{INTERNAL_ERROR, INVALID_PARAMS, MISSING_CAPABILITY, RpcError};
 use crate::runtime::{Ctx, Runtime};
 use crate::tool::call::Progress;
-use crate::tool::task::{Answer, MAX_LIVE, Question, State, Status, Task, Tasks};
+use crate::tool::task::{Answer, MAX_LIVE, Question, State, Status, StatusWord, Task, Tasks};
 use crate::tool::{Answer as ToolAnswer, Asking, Registered};
 use crate::waiter::{Waiter, Woke};
 use crossbeam_channel::select;
@@ -318,7 +318,7 @@ fn answer_of(response: &Value) -> Answer {
 #[serde(rename_all = "camelCase")]
 struct ModernTask<'a> {
     task_id: &'a str,
-    status: &'static str,
+    status: StatusWord,
     created_at: String,
     last_updated_at: String,
     ttl_ms: Option<u64>,
@@ -347,7 +347,7 @@ enum Carried<'a> {
 #[serde(rename_all = "camelCase")]
 struct LegacyTask<'a> {
     task_id: &'a str,
-    status: &'static str,
+    status: StatusWord,
     created_at: String,
     last_updated_at: String,
     ttl: Option<u64>,
@@ -370,7 +370,7 @@ fn modern<'a>(task: &'a Task, state: &'a State, detailed: bool) -> ModernTask<'a
     };
     ModernTask {
         task_id: &task.id,
-        status: state.status.as_str(),
+        status: state.status.word(),
         created_at: iso8601(task.created),
         last_updated_at: iso8601(state.updated),
         ttl_ms: task.ttl_ms(state),
@@ -389,7 +389,7 @@ fn modern_json(task: &Task, state: &State, detailed: bool) -> Value {
 fn legacy_json(task: &Task, state: &State) -> Value {
     to_json(&LegacyTask {
         task_id: &task.id,
-        status: state.status.as_str(),
+        status: state.status.word(),
         created_at: iso8601(task.created),
         last_updated_at: iso8601(state.updated),
         ttl: task.ttl_ms(state),

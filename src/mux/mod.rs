@@ -1,6 +1,7 @@
 //! The registry of sessions, windows and panes.
 //!
-//! Sessions hold windows, windows hold panes, and every pane is also indexed by id. Ids are UUID v4;
+//! Sessions hold windows, windows hold panes, and every pane is also indexed by id. Ids are short
+//! handles (`ids::new_handle`: 8 hex digits, none the registry holds);
 //! every lookup also accepts the object's unique name. Panes are spawned outside the registry lock
 //! (a spawn forks and execs), with a reservation so that limits and names hold under concurrency.
 //! A reservation also takes the pane's place in its window before the spawn, so the pane starts at
@@ -18,7 +19,6 @@
 use crate::error::{Error, ErrorKind, Result};
 use crate::pane::Pane;
 use crate::pane::exit::Exit;
-use crate::tempdir::TempDirs;
 use crate::watch::Watch;
 use crossbeam_channel::Receiver;
 use parking_lot::Mutex;
@@ -29,8 +29,10 @@ mod reserve;
 mod tree;
 
 use names::{session_not_found, window_index, window_not_found};
+#[cfg(test)]
+use reserve::NoShell;
 use reserve::Slot;
-pub(crate) use reserve::{PaneArgs, Place, Reserved};
+pub(crate) use reserve::{PaneArgs, Place, Reserved, Stand};
 use tree::Inner;
 pub(crate) use tree::{Session, Setup};
 
@@ -42,16 +44,15 @@ pub(crate) struct Mux {
     inner: Mutex<Inner>,
     /// Woken after a pane is added or removed and after a window is resized.
     changes: Watch,
-    /// Where live shells register their private directories (the runtime's registry).
-    temp_dirs: Arc<TempDirs>,
+    /// What stands a live shell above an interactive pane (the runtime's shells).
+    stand: Arc<dyn Stand>,
 }
 
 impl Mux {
-    /// A registry whose live shells register their private directories in `temp_dirs`, held to
-    /// `limits`.
-    pub(crate) fn new(temp_dirs: Arc<TempDirs>, limits: Setup) -> Mux {
+    /// A registry held to `limits`, whose interactive panes get what `stand` stands above them.
+    pub(crate) fn new(stand: Arc<dyn Stand>, limits: Setup) -> Mux {
         let inner = Inner::new(limits);
-        Mux { inner: Mutex::new(inner), changes: Watch::default(), temp_dirs }
+        Mux { inner: Mutex::new(inner), changes: Watch::default(), stand }
     }
 
     pub(crate) fn create_session(
@@ -243,12 +244,19 @@ impl Mux {
 
     /// Spawns a reserved pane at its reserved size and puts it in its place.
     pub(crate) fn start(&self, mut reserved: Reserved<'_>) -> Result<Arc<Pane>> {
-        let Some(Slot { mut spec, own_window, integration, shell }) = reserved.slot.take() else {
+        let Some(Slot { mut spec, own_window, integration, above }) = reserved.slot.take() else {
             return Err(Error::internal("a pane's slot was started twice"));
         };
         let (id, window, name) = (spec.id.clone(), spec.window_id.clone(), spec.name.clone());
-        let spawned = crate::shell::stand_above(&mut spec, shell, integration, &self.temp_dirs)
-            .and_then(|()| Pane::spawn(spec));
+        let stood = match above {
+            Some(above) => {
+                spec.above = Some(above);
+                Ok(())
+            }
+            None if integration && spec.command.is_none() => self.stand.stand_above(&mut spec),
+            None => Ok(()),
+        };
+        let spawned = stood.and_then(|()| Pane::spawn(spec));
         let mut inner = self.inner.lock();
         let pane = match spawned {
             Ok(pane) => {
@@ -321,7 +329,7 @@ fn close_all(panes: Vec<Arc<Pane>>) -> Vec<(Arc<Pane>, Option<Exit>)> {
 #[cfg(test)]
 impl Default for Mux {
     fn default() -> Mux {
-        Mux::new(Arc::default(), Setup::of(crate::config::config()))
+        Mux::new(Arc::new(NoShell), Setup::of(crate::config::config()))
     }
 }
 

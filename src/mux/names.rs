@@ -5,7 +5,7 @@
 
 use super::tree::{Inner, Session, Setup, Window};
 use crate::error::{Error, ErrorKind, Result};
-use crate::ids::new_id;
+use crate::ids::new_handle;
 use crate::pane::Pane;
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -35,7 +35,7 @@ impl Inner {
             }
             None => self.free_session_name(),
         };
-        let id = new_id();
+        let id = self.new_handle();
         self.sessions.push(Session {
             id: id.clone(),
             name,
@@ -70,8 +70,25 @@ impl Inner {
             },
         };
         let Setup { rows, cols, .. } = self.limits;
-        session.windows.push(Window { id: new_id(), name, rows, cols, panes: Vec::new() });
+        let id = self.new_handle();
+        let session = &mut self.sessions[s];
+        session.windows.push(Window { id, name, rows, cols, panes: Vec::new() });
         Ok((s, session.windows.len() - 1))
+    }
+
+    /// A handle for a new session, window or pane: none of those the registry holds (reserved
+    /// panes among them, which their windows list) has it as its id or name.
+    pub(super) fn new_handle(&self) -> String {
+        new_handle(|h| {
+            self.sessions.iter().any(|s| {
+                s.id == h
+                    || s.name == h
+                    || s.windows
+                        .iter()
+                        .any(|w| w.id == h || w.name == h || w.panes.iter().any(|p| p == h))
+            }) || self.panes.values().any(|p| p.name.as_deref() == Some(h))
+                || self.reserved_names.contains(h)
+        })
     }
 
     /// The pane `key` names, as an agent would say it: its id or name; a session's or window's id

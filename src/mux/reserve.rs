@@ -6,13 +6,31 @@
 use super::names::{name_taken, session_not_found, window_index, window_not_found};
 use super::tree::Inner;
 use crate::error::{Error, ErrorKind, Result};
-use crate::ids::new_id;
 use crate::layout;
-use crate::pane::Spec;
+use crate::pane::{Above, Spec};
 use crate::watch::Watch;
 use parking_lot::Mutex;
 use std::path::PathBuf;
 use std::sync::Arc;
+
+/// What stands a live shell above an interactive pane: given by whoever made the registry (the
+/// runtime, which knows the shells), so that the registry places panes without choosing a shell.
+pub(crate) trait Stand: Send + Sync {
+    /// Prepares what stands above the pane `spec` is about to start, adding the program's
+    /// arguments and variables to the spec; nothing when its program is no shell fugue knows.
+    fn stand_above(&self, spec: &mut Spec) -> Result<()>;
+}
+
+/// Stands nothing above a pane: a registry of plain terminals (unit tests).
+#[cfg(test)]
+pub(crate) struct NoShell;
+
+#[cfg(test)]
+impl Stand for NoShell {
+    fn stand_above(&self, _: &mut Spec) -> Result<()> {
+        Ok(())
+    }
+}
 
 /// What a new pane runs, where, and under what name.
 #[derive(Clone)]
@@ -70,10 +88,10 @@ pub(super) struct Slot {
     pub(super) spec: Spec,
     /// The window was made for this pane, so it goes if the pane cannot start.
     pub(super) own_window: bool,
-    /// An interactive shell gets a live shell above it (see `shell::stand_above`).
+    /// An interactive shell gets a live shell above it (see `Stand`).
     pub(super) integration: bool,
-    /// A live shell made beforehand (see `Reserved::with_shell`).
-    pub(super) shell: Option<Arc<crate::shell::Shell>>,
+    /// What stands above the pane, made beforehand (see `Reserved::with_above`).
+    pub(super) above: Option<Arc<dyn Above>>,
 }
 
 impl<'m> Reserved<'m> {
@@ -90,11 +108,11 @@ impl<'m> Reserved<'m> {
         }
     }
 
-    /// Gives the pane a shell integration made beforehand, for a command that ends by starting an
+    /// Gives the pane a live shell made beforehand, for a command that ends by starting an
     /// interactive shell with it (a kept pipeline pane's shell, which replaces the steps' one).
-    pub(crate) fn with_shell(&mut self, shell: Arc<crate::shell::Shell>) {
+    pub(crate) fn with_above(&mut self, above: Arc<dyn Above>) {
         if let Some(slot) = &mut self.slot {
-            slot.shell = Some(shell);
+            slot.above = Some(above);
         }
     }
 }
@@ -148,7 +166,7 @@ impl Inner {
                 (s, w)
             }
         };
-        let id = new_id();
+        let id = self.new_handle();
         let session = &mut self.sessions[s];
         let window = &mut session.windows[w];
         window.panes.push(id.clone());
@@ -178,7 +196,7 @@ impl Inner {
         }
         let own_window = matches!(place, Place::NewWindow { .. });
         let integration = args.integration && self.limits.integration;
-        Ok(Slot { spec, own_window, integration, shell: None })
+        Ok(Slot { spec, own_window, integration, above: None })
     }
 
     /// Sets a reserved pane's size to its tile in its window as the window is now.

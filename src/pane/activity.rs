@@ -16,6 +16,7 @@
 
 use super::Pane;
 use crate::log;
+use crate::words::words;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::fs;
@@ -51,42 +52,17 @@ const PROBE_REUSE: Duration = Duration::from_millis(250);
 /// probe, so it holds no more than the panes probed in that time.
 static PROBES: LazyLock<Mutex<HashMap<String, Probe>>> = LazyLock::new(Mutex::default);
 
-/// What a pane is doing, in the words every view gives it (`as_str`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Activity {
-    /// Its shell waits at the prompt (only shell integration can say so).
-    Prompt,
-    /// A command or program works.
-    Busy,
-    /// The program in the foreground waits for the terminal and has printed nothing for a while.
-    Input,
-}
-
-impl Activity {
-    const ALL: [Activity; 3] = [Activity::Prompt, Activity::Busy, Activity::Input];
-
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Activity::Prompt => "prompt",
-            Activity::Busy => "busy",
-            Activity::Input => "input",
-        }
-    }
-}
-
-impl serde::Serialize for Activity {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
-
-/// Read back by `fugue ls` from the control socket's tree, by the same words.
-impl<'de> serde::Deserialize<'de> for Activity {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Activity, D::Error> {
-        let word = String::deserialize(d)?;
-        Activity::ALL.into_iter().find(|a| a.as_str() == word).ok_or_else(|| {
-            serde::de::Error::custom(format!("{word:?} is not an activity (prompt, busy, input)"))
-        })
+words! {
+    /// What a pane is doing, in the words every view gives it (and `fugue ls` reads back from the
+    /// control socket's tree).
+    pub(crate) enum Activity {
+        /// Its shell waits at the prompt (only shell integration can say so).
+        Prompt = "prompt",
+        /// A command or program works.
+        Busy = "busy",
+        /// The program in the foreground waits for the terminal and has printed nothing for a
+        /// while.
+        Input = "input",
     }
 }
 

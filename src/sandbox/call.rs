@@ -6,6 +6,7 @@
 
 use super::policy::{Mode, Policy, git_dirs, report, server};
 use crate::error::{Error, Result};
+use crate::words::Words;
 use std::path::{Path, PathBuf};
 
 /// What a call asked for in its `sandbox` argument.

@@ -29,6 +29,7 @@ pub(crate) mod sockets;
 mod tree;
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::words::Words;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};

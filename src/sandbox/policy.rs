@@ -4,6 +4,7 @@
 //! against the directory into a `Policy`, and written back out for a shared server; with the `.git`
 //! directories under the writable roots that the policy keeps read-only.
 
+use crate::words::{Words, words};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
@@ -21,33 +22,17 @@ pub(crate) fn server() -> &'static Arc<Policy> {
     SERVER.get().unwrap_or_else(|| OFF.get_or_init(Arc::default))
 }
 
-/// How much a pane may write.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum Mode {
-    /// No writes but the terminal, the devices and a private temporary directory.
-    ReadOnly,
-    /// Writes beneath the writable roots, the temporary directory, the terminal and the devices.
-    WorkspaceWrite,
-    /// No sandbox: today's behaviour.
-    Off,
-}
-
-impl Mode {
-    pub(crate) fn parse(text: &str) -> Option<Mode> {
-        match text {
-            "off" => Some(Mode::Off),
-            "workspace-write" => Some(Mode::WorkspaceWrite),
-            "read-only" => Some(Mode::ReadOnly),
-            _ => None,
-        }
-    }
-
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Mode::Off => "off",
-            Mode::WorkspaceWrite => "workspace-write",
-            Mode::ReadOnly => "read-only",
-        }
+words! {
+    /// How much a pane may write.
+    #[derive(PartialOrd, Ord)]
+    pub(crate) enum Mode {
+        /// No writes but the terminal, the devices and a private temporary directory.
+        ReadOnly = "read-only",
+        /// Writes beneath the writable roots, the temporary directory, the terminal and the
+        /// devices.
+        WorkspaceWrite = "workspace-write",
+        /// No sandbox: today's behaviour.
+        Off = "off",
     }
 }
 
@@ -157,10 +142,11 @@ impl Flags {
             };
             match name {
                 "--sandbox" => {
-                    let v = value("a mode: off, workspace-write or read-only")?;
-                    flags.mode = Some(Mode::parse(v).ok_or_else(|| {
-                        format!("--sandbox {v:?}: the modes are off, workspace-write, read-only")
-                    })?);
+                    let v = value("a mode")?;
+                    flags.mode = Some(
+                        Mode::from_word(v)
+                            .ok_or_else(|| format!("--sandbox {}", Mode::not_one_of(v)))?,
+                    );
                 }
                 "--writable" => flags.writable.push(PathBuf::from(value("a directory")?)),
                 "--network" => {
@@ -188,9 +174,10 @@ impl Flags {
             && let Ok(v) = std::env::var("FUGUE_SANDBOX")
             && !v.is_empty()
         {
-            flags.mode = Some(Mode::parse(&v).ok_or_else(|| {
-                format!("FUGUE_SANDBOX={v:?}: the modes are off, workspace-write, read-only")
-            })?);
+            flags.mode = Some(
+                Mode::from_word(&v)
+                    .ok_or_else(|| format!("FUGUE_SANDBOX {}", Mode::not_one_of(&v)))?,
+            );
         }
         Ok((flags, rest))
     }
@@ -401,7 +388,11 @@ mod tests {
         assert_eq!(flags.writable, vec![PathBuf::from("/x")]);
         assert_eq!(flags.network, Some(true));
         assert_eq!(rest, vec!["--shared"]);
-        assert!(Flags::parse(&["--sandbox", "loose"]).unwrap_err().contains("modes are"));
+        assert!(
+            Flags::parse(&["--sandbox", "loose"])
+                .unwrap_err()
+                .contains("is not one of read-only, workspace-write, off")
+        );
         assert!(Flags::parse(&["--network", "maybe"]).is_err());
         assert!(Flags::parse(&["--writable"]).unwrap_err().contains("takes"));
         assert!(Flags::parse(&["--pass-env", "A B"]).is_err());

@@ -16,6 +16,7 @@ pub(crate) mod host;
 use crate::control::dir;
 use crate::error::{Error, ErrorKind, Result};
 use crate::files::{Existing, private_dir};
+use crate::words::words;
 // The lock and the error of a path live in `files`, shared with agent pipelines' state; named here
 // too because every file of this module uses them.
 pub(crate) use crate::files::{FileLock, io_error};
@@ -47,16 +48,16 @@ pub(crate) fn version() -> String {
         .unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_string())
 }
 
-/// Why a peer connects.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum Role {
-    /// An MCP session follows.
-    Front,
-    /// Only the hello, for `fugue ls`.
-    Probe,
-    /// End the server and everything it started (`fugue kill-server`).
-    Kill,
+words! {
+    /// Why a peer connects.
+    pub(crate) enum Role {
+        /// An MCP session follows.
+        Front = "front",
+        /// Only the hello, for `fugue ls`.
+        Probe = "probe",
+        /// End the server and everything it started (`fugue kill-server`).
+        Kill = "kill",
+    }
 }
 
 /// The first line each side sends on every connection. Its shape is fixed for all versions, so

@@ -27,6 +27,7 @@ pub(crate) use init::{Kind, Launch, is_stub, posix, quote};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::ids::new_id;
+use crate::mux::Stand;
 use crate::pane::output::Output;
 use crate::pane::{Above, Spec};
 use crate::tempdir::{PrivateDir, TempDirs};
@@ -302,34 +303,25 @@ fn wait_readable(file: &File) -> bool {
     }
 }
 
-/// Puts a live shell above the pane `spec` is about to start: `made`, one the caller made
-/// beforehand for a command that ends by starting an interactive shell with it (a kept pipeline
-/// pane's); else, when `interactive` asks for it and the pane runs no command, one prepared now
-/// for the pane's own program, whose arguments and variables it adds to the spec. Nothing when the
-/// integration is off (the caller passes `interactive` false) or the shell is not one fugue knows.
-pub(crate) fn stand_above(
-    spec: &mut Spec,
-    made: Option<Arc<Shell>>,
-    interactive: bool,
-    temp_dirs: &Arc<TempDirs>,
-) -> Result<()> {
-    let shell = match made {
-        Some(shell) => shell,
-        None if interactive && spec.command.is_none() => {
-            let Some((shell, launch)) = Shell::prepare(&spec.program, &spec.env, temp_dirs)? else {
-                return Ok(());
-            };
-            spec.args.extend(launch.args);
-            // After the pane's own variables: the init script restores ENV or ZDOTDIR from them.
-            spec.env.extend(launch.env);
-            shell
-        }
-        None => return Ok(()),
-    };
-    // A sandboxed pane keeps the shell's private directory reachable.
-    spec.keep.extend(shell.dir());
-    spec.above = Some(shell);
-    Ok(())
+/// Stands live shells above interactive panes, their private directories registered in the
+/// runtime's `TempDirs`.
+pub(crate) struct Shells(pub(crate) Arc<TempDirs>);
+
+impl Stand for Shells {
+    /// A live shell prepared for the pane's own program, whose arguments and variables it adds to
+    /// the spec; nothing when the program is not a shell fugue knows.
+    fn stand_above(&self, spec: &mut Spec) -> Result<()> {
+        let Some((shell, launch)) = Shell::prepare(&spec.program, &spec.env, &self.0)? else {
+            return Ok(());
+        };
+        spec.args.extend(launch.args);
+        // After the pane's own variables: the init script restores ENV or ZDOTDIR from them.
+        spec.env.extend(launch.env);
+        // A sandboxed pane keeps the shell's private directory reachable.
+        spec.keep.extend(shell.dir());
+        spec.above = Some(shell);
+        Ok(())
+    }
 }
 
 impl Feed {

@@ -1,29 +1,17 @@
 //! Choice arguments: an argument that takes one of a few words, declared once as an enum with
-//! `choice_enum!`. Its wire names give both the schema entry and the parse, so the two lists can
-//! never differ, as ripgrep's flags do. The names are the contract: each variant carries its own.
-//! The same enums name the words an answer reports (a command's `status`): serialized by those
-//! names, and listed by them in the tool's output schema (`Choice::words`).
+//! `words!` (`crate::words`). Its wire names give both the schema entry and the parse, so the two
+//! lists can never differ, as ripgrep's flags do. The same enums name the words an answer reports
+//! (a command's `status`), listed by them in the tool's output schema (`Choice::words`).
 
 use super::args::Args;
 use super::schema;
 use crate::error::{Error, Result};
+use crate::words::Words;
 use serde_json::Value;
 
-/// An enum declared with `choice_enum!`. The default, where there is one, is the first value.
-pub(crate) trait Choice: Copy + PartialEq + 'static {
-    /// Every value with its name on the wire, the default first.
-    const VALUES: &'static [(&'static str, Self)];
-
-    /// The names, in order.
-    fn names() -> Vec<&'static str> {
-        Self::VALUES.iter().map(|(name, _)| *name).collect()
-    }
-
-    /// The value's name on the wire.
-    fn name(self) -> &'static str {
-        Self::VALUES.iter().find(|(_, value)| *value == self).map_or("", |(name, _)| *name)
-    }
-
+/// A `Words` enum taken as a tool's argument or listed in its output schema. The default, where
+/// there is one, is the first value.
+pub(crate) trait Choice: Words {
     /// The schema of an answer's field that holds one of these words (`enum` alone: its values
     /// say the type, and `tools/list` is paid for in every agent's context).
     fn words() -> Value {
@@ -51,55 +39,19 @@ pub(crate) trait Choice: Copy + PartialEq + 'static {
 
     /// The value named `word`, or the error that lists the names.
     fn pick(args: &Args<'_>, key: &str, word: &str) -> Result<Self> {
-        let found = Self::VALUES.iter().find(|(name, _)| *name == word);
-        found.map(|(_, value)| *value).ok_or_else(|| {
-            Error::invalid(format!(
-                "{} {word:?} is not one of {}",
-                args.at(key),
-                Self::names().join(", ")
-            ))
-        })
+        Self::from_word(word)
+            .ok_or_else(|| Error::invalid(format!("{} {}", args.at(key), Self::not_one_of(word))))
     }
 }
 
-/// Declares a `Choice` enum: each variant with its name on the wire, the default first.
-///
-/// ```ignore
-/// choice_enum! {
-///     /// What `fugue_get_output` returns.
-///     pub(crate) enum Format { Text = "text", Raw = "raw", Screen = "screen" }
-/// }
-/// ```
-macro_rules! choice_enum {
-    ($(#[$meta:meta])* $vis:vis enum $name:ident {
-        $($(#[$vmeta:meta])* $variant:ident = $wire:literal),+ $(,)?
-    }) => {
-        $(#[$meta])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-        $vis enum $name {
-            $($(#[$vmeta])* $variant),+
-        }
-
-        impl $crate::tool::choice::Choice for $name {
-            const VALUES: &'static [(&'static str, $name)] = &[$(($wire, $name::$variant)),+];
-        }
-
-        /// Serialized by its wire name, as an answer reports it.
-        impl serde::Serialize for $name {
-            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                serializer.serialize_str($crate::tool::choice::Choice::name(*self))
-            }
-        }
-    };
-}
-pub(crate) use choice_enum;
+impl<T: Words> Choice for T {}
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
 
-    choice_enum! {
+    crate::words::words! {
         enum Fruit { Apple = "apple", Pear = "pear" }
     }
 

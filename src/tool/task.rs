@@ -13,6 +13,7 @@
 
 use crate::cancel::Cancel;
 use crate::watch::Watch;
+use crate::words::words;
 use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
 use serde_json::Value;
@@ -50,14 +51,25 @@ pub(crate) enum Status {
     },
 }
 
+words! {
+    /// A task's status as MCP names it, without what the status carries.
+    pub(crate) enum StatusWord {
+        Working = "working",
+        InputRequired = "input_required",
+        Completed = "completed",
+        Failed = "failed",
+        Cancelled = "cancelled",
+    }
+}
+
 impl Status {
-    pub(crate) fn as_str(&self) -> &'static str {
+    pub(crate) fn word(&self) -> StatusWord {
         match self {
-            Status::Working => "working",
-            Status::InputRequired { .. } => "input_required",
-            Status::Completed { .. } => "completed",
-            Status::Failed { .. } => "failed",
-            Status::Cancelled { .. } => "cancelled",
+            Status::Working => StatusWord::Working,
+            Status::InputRequired { .. } => StatusWord::InputRequired,
+            Status::Completed { .. } => StatusWord::Completed,
+            Status::Failed { .. } => StatusWord::Failed,
+            Status::Cancelled { .. } => StatusWord::Cancelled,
         }
     }
 
@@ -301,13 +313,13 @@ mod tests {
     #[test]
     fn a_task_ends_once_and_keeps_its_result() {
         let task = Task::new();
-        assert_eq!(task.snapshot().status.as_str(), "working");
+        assert_eq!(task.snapshot().status.word().to_string(), "working");
         assert!(!task.snapshot().status.is_terminal());
         assert!(task.ttl_ms(&task.snapshot()).is_none(), "no retention while it runs");
         task.complete(json!({"ok": 1}));
         task.cancelled();
         let state = task.snapshot();
-        assert_eq!(state.status.as_str(), "completed", "a later cancel changes nothing");
+        assert_eq!(state.status.word().to_string(), "completed", "a later cancel changes nothing");
         assert!(state.status.is_terminal());
         assert!(
             matches!(&state.status, Status::Completed { result, .. } if *result == json!({"ok": 1}))
@@ -320,11 +332,15 @@ mod tests {
         let task = Task::new();
         let question = Question { key: "input-1".into(), request: json!({}) };
         task.ask(question, "Continue?".into());
-        assert_eq!(task.snapshot().status.as_str(), "input_required");
+        assert_eq!(task.snapshot().status.word().to_string(), "input_required");
         assert!(!task.snapshot().status.is_terminal());
         assert!(!task.answer("input-0", Answer::Decline), "a key never asked");
         assert!(task.answer("input-1", Answer::Accept("y".into())));
-        assert_eq!(task.snapshot().status.as_str(), "working", "answered, it works again");
+        assert_eq!(
+            task.snapshot().status.word().to_string(),
+            "working",
+            "answered, it works again"
+        );
         assert!(!task.answer("input-1", Answer::Accept("again".into())), "answered already");
         assert_eq!(
             task.answers().try_recv().unwrap(),
@@ -332,7 +348,7 @@ mod tests {
         );
         assert!(task.answers().try_recv().is_err());
         task.fail(json!({"code": -1}), "no".into());
-        assert_eq!(task.snapshot().status.as_str(), "failed");
+        assert_eq!(task.snapshot().status.word().to_string(), "failed");
         assert!(task.snapshot().status.is_terminal());
         assert_eq!(task.snapshot().message.as_deref(), Some("no"));
     }
@@ -342,7 +358,7 @@ mod tests {
         let task = Task::new();
         task.ask(Question { key: "input-1".into(), request: json!({}) }, "Name?".into());
         task.cancelled();
-        assert_eq!(task.snapshot().status.as_str(), "cancelled");
+        assert_eq!(task.snapshot().status.word().to_string(), "cancelled");
         assert!(task.snapshot().status.is_terminal());
         assert!(!task.answer("input-1", Answer::Decline), "no question outlives its task");
     }

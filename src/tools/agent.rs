@@ -15,9 +15,11 @@ use crate::agent::record::{
 use crate::error::{Error, Result};
 use crate::runtime::{Ctx, Tool};
 use crate::tool::args::Args;
-use crate::tool::choice::{Choice, choice_enum};
+use crate::tool::choice::Choice;
 use crate::tool::{Answer, RUNS, SETS, schema::*};
 use crate::waiter::{Waiter, Woke};
+use crate::words::Words;
+use crate::words::words;
 use serde::Serialize;
 use serde_json::{Value, json};
 use std::path::Path;
@@ -263,7 +265,7 @@ fn limits(args: &Args<'_>, base: Limits) -> Result<Limits> {
     })
 }
 
-choice_enum! {
+words! {
     /// What ends a status wait: any change, or every pipeline settled.
     enum Until {
         Change = "change",

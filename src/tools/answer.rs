@@ -6,19 +6,20 @@
 //! (`CommandEnd`), what the run tools' results report; a wait's outcome is what `fugue_wait`
 //! (`WaitStatus`) and `fugue_expect` (`ExpectStatus`) end with; a run's (`RunStatus`), what the
 //! run tools end with.
-//! Each is a `choice_enum!`: serialized by its wire names, and listed by the same names in the
+//! Each is a `words!`: serialized by its wire names, and listed by the same names in the
 //! output schemas (`Choice::words`), so an answer and its schema cannot name different words.
 
 use crate::pane::Pane;
 use crate::pane::exit::ExitFields;
-use crate::tool::choice::{Choice, choice_enum};
+use crate::tool::choice::Choice;
 use crate::tool::schema::result;
 use crate::tools::common::asking::Told;
 use crate::tools::common::responses::Answered;
+use crate::words::words;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-choice_enum! {
+words! {
     /// Where a command waited on stands when the wait ends: it ended (`ok`, `failed`), the pane's
     /// process ended (`exited`), its program waits for the terminal (`input`), or it goes on
     /// (`running`; `ready`, `matched`: a pattern matched its output).
@@ -33,7 +34,7 @@ choice_enum! {
     }
 }
 
-choice_enum! {
+words! {
     /// How a command or step of a run ended: by itself (`ok`, `failed`; `exited`: it ended the
     /// shell), stopped at the deadline (`timeout`) or because its program asked (`input`), or it
     /// never started (`error`).
@@ -47,7 +48,7 @@ choice_enum! {
     }
 }
 
-choice_enum! {
+words! {
     /// How a wait on panes ended: enough of them had an outcome (`done`), or the deadline passed.
     pub(crate) enum WaitStatus {
         Done = "done",
@@ -55,7 +56,7 @@ choice_enum! {
     }
 }
 
-choice_enum! {
+words! {
     /// How a wait for a pattern ended: it matched, the deadline passed, the program asks, or the
     /// pane's process ended.
     pub(crate) enum ExpectStatus {
@@ -66,7 +67,7 @@ choice_enum! {
     }
 }
 
-choice_enum! {
+words! {
     /// How a run ended: every command or step ran (`completed`), a step failed, the deadline
     /// stopped some (`partial`) or all of what still ran, or a program asks.
     pub(crate) enum RunStatus {
@@ -118,6 +119,7 @@ pub(crate) fn denied(pane: &Pane, failed: bool, output: Option<&str>) -> Option<
 mod tests {
     use super::*;
     use crate::pane::exit::SignalField;
+    use crate::words::Words;
 
     #[test]
     fn every_word_is_serialized_as_its_schema_lists_it() {

@@ -16,10 +16,11 @@ use crate::pane::search::{Found, Scan, compile};
 use crate::pane::tail;
 use crate::runtime::{Ctx, Tool};
 use crate::tool::args::Args;
-use crate::tool::choice::{Choice, choice_enum};
+use crate::tool::choice::Choice;
 use crate::tool::{Answer, Asking, RUNS, schema::*};
 use crate::tools::answer::ExpectStatus;
 use crate::waiter::{Waiter, Woke};
+use crate::words::words;
 use crossbeam_channel::{RecvTimeoutError, TryRecvError};
 use regex::Regex;
 use serde::Serialize;
@@ -101,7 +102,7 @@ pub(crate) const TOOL: Tool = Tool {
     call: expect,
 };
 
-choice_enum! {
+words! {
     /// What to do on a match.
     enum Action {
         Notify = "notify",
@@ -110,7 +111,7 @@ choice_enum! {
     }
 }
 
-choice_enum! {
+words! {
     /// `fugue_expect`'s `on_input`: keep waiting for the pattern, or answer `input`. Not the run
     /// tools' `on_input` (`asking::OnInput`): their words are `stop` and `wait`, and both are the
     /// contract.

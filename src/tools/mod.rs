@@ -33,6 +33,7 @@ use crate::error::{Error, Result};
 use crate::pane::Pane;
 use crate::sandbox::{self, Asked, Mode, Policy};
 use crate::tool::args::Args;
+use crate::words::Words;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -45,9 +46,14 @@ pub(crate) fn sandbox_arg() -> Value {
 }
 
 /// The `host` argument of the tools that start work: an ssh destination, where `remote` sends
-/// the call (the handlers never see it).
+/// the call (the handlers never see it). Described once, in fugue_exec's schema.
 pub(crate) fn host_arg() -> Value {
     json!({"type": "string", "description": "ssh host to run on; its ids come back as host:id"})
+}
+
+/// The `host` argument, described by reference to fugue_exec's.
+pub(crate) fn host_ref() -> Value {
+    json!({"type": "string", "description": "As fugue_exec's"})
 }
 
 /// `pane` for a call that asked for `sandbox`: refused when the pane runs under another policy.
@@ -71,17 +77,30 @@ pub(crate) fn asked_sandbox(args: &Args<'_>, dir: &Path) -> Result<Option<Arc<Po
     let asked = match value {
         Value::String(word) => Asked { mode: Some(mode_of(word)?), ..Asked::default() },
         Value::Object(_) => asked_object(&Args::object("sandbox", value)?)?,
-        _ => return Err(Error::invalid(SANDBOX_FORMS)),
+        _ => return Err(Error::invalid(sandbox_forms())),
     };
     sandbox::for_call(&asked, dir).map(|policy| Some(Arc::new(policy)))
 }
 
-const SANDBOX_FORMS: &str = "sandbox is \"read-only\", \"workspace-write\", or an object \
-                             {mode, network: \"on\"|\"off\", writable: [directories]}";
+/// The forms `sandbox` takes, for its errors: the modes a call may ask for, by their words.
+fn sandbox_forms() -> String {
+    let modes: Vec<String> = Mode::VALUES
+        .iter()
+        .filter(|(_, m)| *m != Mode::Off)
+        .map(|(w, _)| format!("{w:?}"))
+        .collect();
+    format!(
+        "sandbox is {}, or an object {{mode, network: \"on\"|\"off\", writable: [directories]}}",
+        modes.join(", ")
+    )
+}
 
 fn asked_object(inner: &Args<'_>) -> Result<Asked> {
     if let Some(key) = inner.unknown(&["mode", "network", "writable"]).first() {
-        return Err(Error::invalid(format!("unknown argument 'sandbox.{key}'; {SANDBOX_FORMS}")));
+        return Err(Error::invalid(format!(
+            "unknown argument 'sandbox.{key}'; {}",
+            sandbox_forms()
+        )));
     }
     let network = match inner.str("network")? {
         None => None,
@@ -102,8 +121,8 @@ fn asked_object(inner: &Args<'_>) -> Result<Asked> {
 }
 
 fn mode_of(word: &str) -> Result<Mode> {
-    match Mode::parse(word) {
+    match Mode::from_word(word) {
         Some(mode) if mode != Mode::Off => Ok(mode),
-        _ => Err(Error::invalid(format!("sandbox {word:?}: {SANDBOX_FORMS}"))),
+        _ => Err(Error::invalid(format!("sandbox {word:?}: {}", sandbox_forms()))),
     }
 }

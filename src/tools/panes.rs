@@ -55,7 +55,7 @@ pub(crate) static TOOLS: &[Tool] = &[
                     ("env", env()),
                     ("integration", integration()),
                     ("sandbox", super::sandbox_arg()),
-                    ("host", super::host_arg()),
+                    ("host", super::host_ref()),
                 ],
                 &[],
             )

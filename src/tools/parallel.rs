@@ -20,13 +20,14 @@ use crate::pane::activity::InputWatch;
 use crate::pane::exit::{ExitFields, SignalField};
 use crate::runtime::{Ctx, Tool};
 use crate::tool::args::Args;
-use crate::tool::choice::{Choice, choice_enum};
+use crate::tool::choice::Choice;
 use crate::tool::{self, Answer, RUNS, schema::*};
 use crate::tools::answer::{CommandEnd, CommandResult, RunStatus, command_result_schema, denied};
 use crate::tools::common::asking::{self, Asked, Told};
 use crate::tools::common::responses::{self, Responder, Responses};
 use crate::tools::common::{Tails, check_cwd, check_unique, command, end_run_panes, run_schema};
 use crate::waiter::{Waiter, Woke};
+use crate::words::words;
 use crossbeam_channel::Receiver;
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -39,7 +40,7 @@ const MAX_COMMANDS: usize = 10;
 const TIMEOUT_MS: u64 = 300_000;
 const CLEANUP: bool = true;
 
-choice_enum! {
+words! {
     /// Where a run's panes go: a hidden session (the default), or tiled in a window of their own.
     enum Placement {
         Hidden = "hidden",

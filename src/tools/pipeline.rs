@@ -83,7 +83,7 @@ pub(crate) const TOOL: Tool = Tool {
                 timeout,
                 ("cleanup", boolean_or("Close the pane at the end", CLEANUP)),
                 ("sandbox", super::sandbox_arg()),
-                ("host", super::host_arg()),
+                ("host", super::host_ref()),
                 tail_lines,
                 tails,
                 keep,
@@ -232,7 +232,9 @@ fn start_pane(
     reserved.show_as(plan.shown());
     keep.for_each(|dir| reserved.keep(dir));
     if let Some(shell) = owned {
-        reserved.with_shell(shell);
+        // A sandboxed pane keeps the shell's private directory reachable.
+        shell.dir().into_iter().for_each(|dir| reserved.keep(dir));
+        reserved.with_above(shell);
     }
     ctx.mux.start(reserved)
 }

@@ -21,10 +21,11 @@ use crate::runtime::{Ctx, Tool};
 use crate::shell::Prompt;
 use crate::shell::live::Live;
 use crate::tool::args::Args;
-use crate::tool::choice::{Choice, choice_enum};
+use crate::tool::choice::Choice;
 use crate::tool::{Answer, Asking, RUNS, schema::*};
 use crate::tools::answer::{ExecStatus, WaitStatus};
 use crate::waiter::{Waiter, Woke};
+use crate::words::words;
 use crossbeam_channel::Receiver;
 use regex::Regex;
 use serde::Serialize;
@@ -48,7 +49,7 @@ const MIN_RESULT_BYTES: usize = 512;
 /// How far back a job's begin mark is looked for.
 const JOB_LOOK_BACK: u64 = 256 << 10;
 
-choice_enum! {
+words! {
     /// Whether the wait ends at the first pane's outcome or at every pane's.
     enum Mode {
         Any = "any",

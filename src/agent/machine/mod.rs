@@ -11,6 +11,7 @@
 use super::record::{
     AgentPipeline, AnalyzerVerdict, Blocked, Limits, PipelineStatus, StageStatus, StageType,
 };
+use crate::words::Words;
 
 /// How much of a prompt an event quotes.
 const QUOTE_CHARS: usize = 160;

@@ -11,12 +11,13 @@ use crate::pane::activity::InputWatch;
 use crate::pane::budget::{self, Budget, Fitted, Omitted};
 use crate::pane::tail::alternate_rows;
 use crate::tool::args::Args;
-use crate::tool::choice::{Choice, choice_enum};
+use crate::tool::choice::Choice;
+use crate::words::words;
 use serde::Serialize;
 use serde_json::Value;
 use std::time::Instant;
 
-choice_enum! {
+words! {
     /// The run tools' `on_input`: stop a program that asks, or let it wait until the timeout.
     enum OnInput {
         Stop = "stop",

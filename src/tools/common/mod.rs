@@ -14,8 +14,9 @@ use crate::pane::Pane;
 use crate::pane::budget::{self, Budget, Fitted};
 use crate::pane::search::compile;
 use crate::tool::args::Args;
-use crate::tool::choice::{Choice, choice_enum};
+use crate::tool::choice::Choice;
 use crate::tool::schema::{integer_or, string};
+use crate::words::words;
 use regex::Regex;
 use serde_json::Value;
 use std::path::Path;
@@ -34,7 +35,7 @@ const MIN_TAIL_BYTES: usize = 512;
 /// The default `tail_lines` of both run tools.
 const TAIL_LINES: u64 = 10;
 
-choice_enum! {
+words! {
     /// Which results of a run get an `output_tail`; the default keeps a green run small.
     enum WhichTails {
         Failed = "failed",

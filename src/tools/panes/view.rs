@@ -13,12 +13,13 @@ use crate::runtime::Ctx;
 use crate::shell::status::Doing;
 use crate::tool::Answer;
 use crate::tool::args::Args;
-use crate::tool::choice::{Choice, choice_enum};
+use crate::tool::choice::Choice;
+use crate::words::words;
 use serde::Serialize;
 use serde_json::Value;
 use std::sync::Arc;
 
-choice_enum! {
+words! {
     /// The output views `fugue_get_output` offers, as a call names them.
     pub(crate) enum Format {
         Text = "text",
