@@ -390,3 +390,27 @@ fn ls_and_attach_reach_a_hosts_sessions() {
     let watcher = watcher["pane_id"].as_str().unwrap().to_string();
     f.screen_until(&watcher, "far-away-marker");
 }
+
+/// A host is an ssh destination, never an option: what would make ssh run a command of its own is
+/// refused before ssh starts. And a fan-out takes at most 64 commands. Neither needs a host.
+#[test]
+fn a_host_that_is_an_option_is_refused_and_a_fan_out_has_a_limit() {
+    let dir = Dir::new("host-option");
+    let marker = dir.join("ran");
+    let mut f = Fugue::start();
+    for host in [format!("-oProxyCommand=touch {}", marker.display()), "a b".into(), "".into()] {
+        let error = f.call_err("fugue_exec", json!({"host": host, "command": "true"}));
+        assert_eq!(error["code"], "invalid_argument", "{host}: {error}");
+    }
+    assert!(!marker.exists(), "ssh ran the host's option");
+    let commands: Vec<Value> =
+        (0..65).map(|i| json!({"host": format!("h{i}"), "command": "true"})).collect();
+    let error = f.call_err("fugue_run_parallel", json!({"commands": commands}));
+    assert_eq!(error["code"], "invalid_argument", "{error}");
+    assert!(error["message"].as_str().unwrap().contains("64"), "{error}");
+    let mut bad = commands[..3].to_vec();
+    bad.push(json!({"host": "-x", "command": "true"}));
+    let bad = json!({"commands": bad});
+    let error = f.call_err("fugue_run_parallel", bad);
+    assert_eq!(error["code"], "invalid_argument", "{error}");
+}
