@@ -206,6 +206,9 @@ pub(super) fn parallel(
             asked.len()
         )));
     }
+    if let Some(i) = asked.iter().position(|c| c.get("host").is_some_and(|h| !h.is_string())) {
+        return Err(Error::invalid(format!("commands[{i}].host is a string: an ssh destination")));
+    }
     let host_of = |item: &Value| item.get("host").and_then(Value::as_str).map(str::to_string);
     for host in asked.iter().filter_map(host_of) {
         super::ssh::check_host(&host)?;
@@ -217,6 +220,12 @@ pub(super) fn parallel(
         }
     }
     let answers = run_all(tool, ctx, &parts, |_| false)?;
+    // A bad call is the call's error, as it is with no host; a host that fails is its commands'.
+    if let Some(Err(bad)) = answers.iter().find(|a| {
+        a.as_ref().is_err_and(|e| matches!(e.code(), "invalid_argument" | "invalid_regex"))
+    }) {
+        return Err(bad.clone());
+    }
     let mut merged = Merged::default();
     for (part, answer) in parts.iter().zip(answers) {
         merged.add(part, answer);

@@ -32,7 +32,7 @@ pub(super) fn single(
 fn host_of(args: &Map<String, Value>) -> Result<(Option<String>, Map<String, Value>)> {
     let (named, mut args) = ids::strip(args)?;
     let asked = match args.remove("host") {
-        None | Some(Value::Null) => None,
+        None => None,
         Some(Value::String(host)) => Some(host),
         Some(_) => return Err(Error::invalid("host is a string: an ssh destination")),
     };

@@ -40,20 +40,30 @@ use std::sync::Arc;
 
 /// The `sandbox` argument of the tools that start work: a policy stricter than the server's, a
 /// mode or an object (tools/list has room for no more than its keys; errors say their values).
+/// Described once, in fugue_exec's schema; the others refer to it.
 pub(crate) fn sandbox_arg() -> Value {
-    json!({"type": ["string", "object"],
-           "description": "Tighter: read-only|workspace-write|{mode,network,writable}"})
+    sandbox_said("Tighter: read-only|workspace-write|{mode,network,writable}")
+}
+
+/// The `sandbox` argument, described by reference to fugue_exec's.
+pub(crate) fn sandbox_ref() -> Value {
+    sandbox_said("As fugue_exec's")
+}
+
+fn sandbox_said(description: &str) -> Value {
+    json!({"type": ["string", "object"], "description": description})
 }
 
 /// The `host` argument of the tools that start work: an ssh destination, where `remote` sends
 /// the call (the handlers never see it). Described once, in fugue_exec's schema.
 pub(crate) fn host_arg() -> Value {
-    json!({"type": "string", "description": "ssh host to run on; its ids come back as host:id"})
+    json!({"type": "string", "description": "ssh host: run there; ids come back host:ID"})
 }
 
-/// The `host` argument, described by reference to fugue_exec's.
+/// The `host` argument, described in fugue_exec's schema only (tools/list is paid for in every
+/// agent's context).
 pub(crate) fn host_ref() -> Value {
-    json!({"type": "string", "description": "As fugue_exec's"})
+    json!({"type": "string"})
 }
 
 /// `pane` for a call that asked for `sandbox`: refused when the pane runs under another policy.

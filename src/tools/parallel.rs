@@ -67,7 +67,7 @@ pub(crate) const TOOL: Tool = Tool {
                 ("name", string("Default task-N")),
                 ("env", env()),
                 responses::schema_ref("As fugue_exec's"),
-                ("host", string("ssh host (up to 10 a host)")),
+                ("host", super::host_ref()),
             ],
             &["command"],
         );
@@ -81,7 +81,7 @@ pub(crate) const TOOL: Tool = Tool {
                 ("layout", Placement::schema("Where the panes go")),
                 timeout,
                 ("cleanup", boolean_or("Close the panes at the end", CLEANUP)),
-                ("sandbox", super::sandbox_arg()),
+                ("sandbox", super::sandbox_ref()),
                 tail_lines,
                 tails,
                 keep,

@@ -82,7 +82,7 @@ pub(crate) const TOOL: Tool = Tool {
                 ("stop_on_error", boolean_or("Stop at the first failing step", STOP_ON_ERROR)),
                 timeout,
                 ("cleanup", boolean_or("Close the pane at the end", CLEANUP)),
-                ("sandbox", super::sandbox_arg()),
+                ("sandbox", super::sandbox_ref()),
                 ("host", super::host_ref()),
                 tail_lines,
                 tails,
