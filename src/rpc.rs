@@ -14,7 +14,7 @@ use crate::jsonrpc::{
     self, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, RpcError,
 };
 use crate::line::{self, Next};
-use crate::mcp::{Mcp, Request, Route};
+use crate::mcp::{Mcp, Method, Request, Route};
 use crate::tool::call::Progress;
 use crossbeam_channel::{Receiver, Sender};
 use parking_lot::{Condvar, Mutex};
@@ -173,7 +173,7 @@ impl Connection {
     fn dispatch(self: &Arc<Connection>, mut message: Map<String, Value>) {
         let id = message.remove("id");
         let method = match message.get("method") {
-            Some(Value::String(m)) => m.clone(),
+            Some(Value::String(m)) => Method::parse(m),
             // A response: to a request fugue sent, or to one it never sent (dropped).
             None if id.is_some()
                 && (message.contains_key("result") || message.contains_key("error")) =>
@@ -235,8 +235,8 @@ impl Connection {
         }
     }
 
-    fn notification(&self, method: &str, params: &Map<String, Value>) {
-        if method != "notifications/cancelled" {
+    fn notification(&self, method: &Method, params: &Map<String, Value>) {
+        if *method != Method::Cancelled {
             return; // initialized, progress from a client, and unknown ones: nothing to do
         }
         let Some(id) = params.get("requestId") else { return };
@@ -250,7 +250,7 @@ impl Connection {
         }
     }
 
-    fn run_inline(&self, id: &Value, method: &str, params: &Map<String, Value>) {
+    fn run_inline(&self, id: &Value, method: &Method, params: &Map<String, Value>) {
         let cancel = Cancel::default();
         let progress = Progress::none();
         let notify = |message: Value| self.writer.send(&message);
@@ -267,7 +267,7 @@ impl Connection {
         self.reply(id, self.mcp.handle(&req));
     }
 
-    fn start_flight(self: &Arc<Connection>, id: Value, method: String, params: Map<String, Value>) {
+    fn start_flight(self: &Arc<Connection>, id: Value, method: Method, params: Map<String, Value>) {
         let flight = Arc::new(Flight { cancel: Cancel::default(), closed: Mutex::new(false) });
         {
             let mut flights = self.flights.lock();
@@ -302,7 +302,7 @@ impl Connection {
         &self,
         flight: &Arc<Flight>,
         id: &Value,
-        method: &str,
+        method: &Method,
         params: &Map<String, Value>,
     ) {
         let notify = |message: Value| {

@@ -5,9 +5,10 @@
 //! otherwise sleep until one of the channels that announce a change speaks (a pane's output, its
 //! end, a live shell's records: `Watch` subscriptions), the next look it has due (the input
 //! watch's next `/proc` look, a prompt's mark given up on), the progress heartbeat, the call's
-//! cancel channel or its deadline. `Waiter` holds those and sleeps on them in one `Select`; the
-//! caller's loop body is its look and a `match` on the `Woke` that says why it woke. A leaf: it
-//! knows channels and instants, not panes or calls.
+//! cancel channel or its deadline. `Waiter` holds those and sleeps on them in one `Select`;
+//! `Waiter::drive` is that loop, written once: the caller gives its look (which answers `Look`)
+//! and its progress report, and gets back the look's answer, or the deadline or the cancel that
+//! ended the wait first. A leaf: it knows channels and instants, not panes or calls.
 
 use crossbeam_channel::{Receiver, Select, TryRecvError, never};
 use std::time::Instant;
@@ -22,6 +23,32 @@ pub(crate) enum Woke {
     /// The deadline passed.
     Deadline,
     /// The call was cancelled.
+    Cancelled,
+}
+
+/// What one look of a waiting call found.
+pub(crate) enum Look<T> {
+    /// The wait is over: its answer.
+    Done(T),
+    /// Nothing yet: sleep on the waiter's channels until one speaks or the look given is due.
+    Again(Option<Instant>),
+    /// Nothing yet: sleep as `Again` does, on these channels instead of the waiter's own (a call
+    /// whose set of channels changes between looks: `fugue_wait` stops listening to a pane that
+    /// has its outcome).
+    AgainOn(Option<Instant>, Vec<Receiver<()>>),
+    /// Let what comes gather until this instant, woken only by the cancel and the deadline, then
+    /// look again (`fugue_expect` over a flood of output).
+    Pause(Instant),
+}
+
+/// How a driven wait ended.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Drove<T> {
+    /// A look answered.
+    Done(T),
+    /// The deadline passed first.
+    Deadline,
+    /// The call was cancelled first.
     Cancelled,
 }
 
@@ -82,10 +109,37 @@ impl Waiter {
         self.deadline = deadline;
     }
 
+    /// The wait loop: looks at `run`, and sleeps as the look says, until a look answers, the
+    /// deadline passes or the call is cancelled; `progress` reports on `run` at each heartbeat.
+    pub(crate) fn drive<S, T>(
+        &mut self,
+        run: &mut S,
+        mut look: impl FnMut(&mut S) -> Look<T>,
+        mut progress: impl FnMut(&S),
+    ) -> Drove<T> {
+        loop {
+            let woke = match look(run) {
+                Look::Done(answer) => return Drove::Done(answer),
+                Look::Again(next) => self.sleep(next),
+                Look::AgainOn(next, wakes) => {
+                    let wakes: Vec<&Receiver<()>> = wakes.iter().collect();
+                    self.sleep_on(&wakes, next)
+                }
+                Look::Pause(until) => self.sleep_among(&[], Some(until)).0,
+            };
+            match woke {
+                Woke::Look => {}
+                Woke::Heartbeat => progress(run),
+                Woke::Deadline => return Drove::Deadline,
+                Woke::Cancelled => return Drove::Cancelled,
+            }
+        }
+    }
+
     /// Sleeps on the waiter's own channels until one speaks, `look` is due, the heartbeat ticks,
     /// the call is cancelled or the deadline passes. A channel whose sender is gone can never
     /// speak again and is dropped, so it cannot wake every sleep after it.
-    pub(crate) fn sleep(&mut self, look: Option<Instant>) -> Woke {
+    fn sleep(&mut self, look: Option<Instant>) -> Woke {
         let wakes: Vec<&Receiver<()>> = self.wakes.iter().collect();
         let (woke, gone) = self.sleep_among(&wakes, look);
         if !gone.is_empty() {
@@ -101,7 +155,7 @@ impl Waiter {
     /// Sleeps as `sleep` does on `wakes` instead of the waiter's own channels, for a call whose
     /// set of channels changes between sleeps (`fugue_wait` stops listening to a pane that has
     /// its outcome).
-    pub(crate) fn sleep_on(&self, wakes: &[&Receiver<()>], look: Option<Instant>) -> Woke {
+    fn sleep_on(&self, wakes: &[&Receiver<()>], look: Option<Instant>) -> Woke {
         self.sleep_among(wakes, look).0
     }
 
@@ -208,6 +262,48 @@ mod tests {
         assert_eq!(waiter.sleep(None), Woke::Look);
         assert!(waiter.wakes.is_empty());
         assert_eq!(waiter.sleep(None), Woke::Deadline);
+    }
+
+    #[test]
+    fn a_drive_looks_until_a_look_answers_and_reports_each_heartbeat() {
+        let (tx, rx) = bounded(1);
+        let mut waiter =
+            Waiter::new().until(soon(10_000)).heartbeat(tick(Duration::from_millis(2))).on(rx);
+        let mut looks = 0;
+        let look = |looks: &mut u32| {
+            *looks += 1;
+            let _ = tx.try_send(());
+            if *looks == 3 { Look::Done(*looks) } else { Look::Again(None) }
+        };
+        assert_eq!(waiter.drive(&mut looks, look, |_| {}), Drove::Done(3));
+        let mut waiter = Waiter::new().until(soon(20)).heartbeat(tick(Duration::from_millis(2)));
+        let mut beats = 0;
+        let drove = waiter.drive(&mut beats, |_| Look::<()>::Again(None), |_| {});
+        assert_eq!(drove, Drove::Deadline);
+        let mut waiter = Waiter::new().until(soon(20)).heartbeat(tick(Duration::from_millis(2)));
+        let beat = std::cell::Cell::new(0);
+        waiter.drive(&mut (), |()| Look::<()>::Again(None), |()| beat.set(beat.get() + 1));
+        assert!(beat.get() > 0, "the heartbeat reported while the wait slept");
+    }
+
+    #[test]
+    fn a_pause_is_not_ended_by_the_channels_but_the_cancel_ends_it() {
+        let (tx, rx) = bounded(1);
+        let mut waiter = Waiter::new().until(soon(10_000)).on(rx);
+        tx.send(()).unwrap();
+        let started = Instant::now();
+        let look = |looks: &mut u32| {
+            *looks += 1;
+            if *looks == 2 { Look::Done(()) } else { Look::Pause(soon(30)) }
+        };
+        let drove = waiter.drive(&mut 0, look, |_| {});
+        assert_eq!(drove, Drove::Done(()));
+        assert!(started.elapsed() >= Duration::from_millis(30), "the wake-up did not end it");
+        let (cancel_tx, cancel) = bounded::<()>(0);
+        let mut waiter = Waiter::new().cancel(&cancel);
+        drop(cancel_tx);
+        let drove = waiter.drive(&mut (), |()| Look::<()>::Pause(soon(60_000)), |()| {});
+        assert_eq!(drove, Drove::Cancelled);
     }
 
     #[test]

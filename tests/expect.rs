@@ -46,14 +46,24 @@ fn expect_times_out_with_a_status_not_an_error() {
     let mut f = Fugue::start();
     let pane = f.pane("sleep 30");
     let started = Instant::now();
-    let out = f.call(
-        "fugue_expect",
-        json!({"pane_id": pane, "pattern": "never", "timeout_ms": 300, "poll_interval_ms": 50}),
-    );
+    let out =
+        f.call("fugue_expect", json!({"pane_id": pane, "pattern": "never", "timeout_ms": 300}));
     assert_eq!(out["status"], "timeout", "{out}");
     assert!(out["duration_ms"].as_u64().unwrap() >= 300);
     assert!(started.elapsed() >= Duration::from_millis(300));
     assert!(out.get("match").is_none());
+}
+
+/// `poll_interval_ms` is gone (the wait wakes on each read): a call that still gives one is told
+/// so by name, not quietly ignored.
+#[test]
+fn a_poll_interval_is_refused_by_name() {
+    let mut f = Fugue::start();
+    let pane = f.pane("sleep 30");
+    let args = json!({"pane_id": pane, "pattern": "x", "poll_interval_ms": 50});
+    let err = f.call_err("fugue_expect", args);
+    assert_eq!(err["code"], "invalid_argument", "{err}");
+    assert!(err["message"].as_str().unwrap().contains("'poll_interval_ms'"), "{err}");
 }
 
 #[test]

@@ -398,6 +398,13 @@ fn wrong_values(schema: &Value) -> Vec<Value> {
     if schema["enum"].is_array() {
         values.push(json!("bogus-value"));
     }
+    // Just past the range the schema declares.
+    if let Some(max) = schema["maximum"].as_u64() {
+        values.push(json!(max + 1));
+    }
+    if let Some(min) = schema["minimum"].as_u64().filter(|min| *min > 0) {
+        values.push(json!(min - 1));
+    }
     if kind == "array" {
         for item in wrong_values(&schema["items"]) {
             values.push(json!([item]));
@@ -480,6 +487,8 @@ fn valid_value(name: &str, schema: &Value, ids: &Value) -> Value {
                 .collect();
             json!([item])
         }
+        // A list the schema says may not be empty (`pane_ids` of fugue_wait) holds the pane.
+        Some("array") if schema["minItems"].as_u64() > Some(0) => json!([ids["pane_id"]]),
         Some("array") => json!([]),
         Some("object") => json!({}),
         _ => json!(match name {

@@ -255,7 +255,7 @@ fn parallel_validates_every_command_before_starting_any() {
             "bad_cwd",
         ),
         (json!({"commands": [first.clone()], "layout": "grid"}), "invalid_argument"),
-        (json!({"commands": [first.clone()], "timeout_ms": 0}), "invalid_argument"),
+        (json!({"commands": [first.clone()], "timeout_ms": 86_400_001}), "invalid_argument"),
     ] {
         let err = f.call_err("fugue_run_parallel", args.clone());
         assert_eq!(err["code"], code, "{args}: {err}");

@@ -1,5 +1,6 @@
 //! What clients and models read in tools/list: every defaulted argument declares its default as a
-//! JSON Schema `default`, and the descriptions name the traps. (Its size budget is checked in
+//! JSON Schema `default` (the ones README documents), every integer its range, and the
+//! descriptions name the traps. (Its size budget is checked in
 //! `protocol::tools_list_is_fixed_ordered_and_truthful`.)
 
 use crate::util::*;
@@ -20,33 +21,100 @@ fn property<'a>(tools: &'a [Value], tool: &str, path: &[&str]) -> &'a Value {
     schema
 }
 
-/// The defaults README.md and the seeds (FEAT-094/095/096) document, as the schemas must declare
-/// them. fugue_run_parallel and fugue_run_pipeline: `parallel::the_run_tools_declare_their_defaults`.
+/// README's table of tools documents each defaulted argument as `arg?=default` (a choice as its
+/// words, the default first). The schemas, generated from each tool's parameter table, declare
+/// exactly those defaults, and every default a schema declares is documented there.
 #[test]
-fn the_documented_defaults_are_in_the_schemas() {
+fn the_documented_defaults_are_the_schemas() {
     let tools = tools();
-    let expected = [
-        ("fugue_send_input", &["submit"][..], json!(false)),
-        ("fugue_get_output", &["lines"], json!(100)),
-        ("fugue_get_output", &["format"], json!("text")),
-        ("fugue_get_output", &["max_bytes"], json!(3584)),
-        ("fugue_expect", &["timeout_ms"], json!(60000)),
-        ("fugue_expect", &["action"], json!("notify")),
-        ("fugue_expect", &["poll_interval_ms"], json!(200)),
-        ("fugue_expect", &["lines"], json!(100)),
-        ("fugue_agent_pipeline_status", &["wait_ms"], json!(0)),
-        ("fugue_agent_pipeline_status", &["until"], json!("change")),
-        ("fugue_agent_pipeline_create", &["limits", "max_attempts"], json!(2)),
-        ("fugue_agent_pipeline_create", &["limits", "max_followups"], json!(3)),
-        ("fugue_agent_pipeline_create", &["limits", "max_qa_loops"], json!(2)),
-        ("fugue_agent_pipeline_create", &["limits", "max_duration_s"], json!(7200)),
-        ("fugue_agent_pipeline_create", &["limits", "max_cost_usd"], Value::Null),
-    ];
-    for (tool, path, default) in expected {
-        let schema = property(&tools, tool, path);
-        assert!(schema.get("default").is_some(), "{tool} {path:?} declares no default: {schema}");
-        assert_eq!(schema["default"], default, "{tool} {path:?}");
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let documented = readme_defaults(&readme);
+    assert!(documented.len() > 20, "README's table: {documented:?}");
+    for (tool, arg, word) in &documented {
+        let schema = property(&tools, tool, &[arg]);
+        let valued = schema.get("enum").is_some()
+            || ["integer", "boolean"].contains(&schema["type"].as_str().unwrap_or(""));
+        if !valued {
+            continue;
+        }
+        let declared =
+            schema.get("default").unwrap_or_else(|| panic!("{tool} {arg}: no default: {schema}"));
+        let said = match declared {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        assert_eq!(&said, word, "{tool} {arg}: README says {word}, the schema {declared}");
     }
+    for tool in &tools {
+        let name = tool["name"].as_str().unwrap();
+        for (arg, schema) in tool["inputSchema"]["properties"].as_object().unwrap() {
+            if schema.get("default").is_some() {
+                let found = documented.iter().any(|(t, a, _)| t == name && a == arg);
+                assert!(found, "{name} {arg} declares a default README's table does not show");
+            }
+        }
+    }
+}
+
+/// `(tool, argument, default)` for every `arg?=default` in README's table of tools.
+fn readme_defaults(readme: &str) -> Vec<(String, String, String)> {
+    let mut found = Vec::new();
+    for row in readme.lines().filter(|l| l.starts_with("| `fugue_")) {
+        let row = row.replace("\\|", "/");
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        let tool = cells[1].trim_matches('`').to_string();
+        for arg in cells[2].trim_matches('`').split(", ") {
+            let Some((name, default)) = arg.split_once("?=") else { continue };
+            let default = default.split(['/', ' ', '`']).next().unwrap_or("");
+            found.push((tool.clone(), name.trim().to_string(), default.to_string()));
+        }
+    }
+    found
+}
+
+/// Every integer argument declares its range, and its default lies in it; every argument a
+/// table limits in length says so (`minItems`/`maxItems` are checked by the hostile tests).
+#[test]
+fn every_integer_declares_its_range() {
+    fn walk(tool: &str, at: &str, schema: &Value) {
+        let Some(props) = schema["properties"].as_object() else { return };
+        for (name, prop) in props {
+            let at = format!("{at}{name}");
+            if prop["type"] == "integer" {
+                let min = prop["minimum"].as_u64().unwrap_or_else(|| panic!("{tool} {at}: {prop}"));
+                let max = prop["maximum"].as_u64().unwrap_or(u64::MAX);
+                if let Some(default) = prop["default"].as_u64() {
+                    assert!((min..=max).contains(&default), "{tool} {at}: {prop}");
+                }
+            }
+            walk(tool, &format!("{at}."), prop);
+            walk(tool, &format!("{at}[]."), &prop["items"]);
+        }
+    }
+    for tool in tools() {
+        walk(tool["name"].as_str().unwrap(), "", &tool["inputSchema"]);
+    }
+}
+
+/// Every wait a call takes is one rule: whole milliseconds from 0 to a day.
+#[test]
+fn every_timeout_is_one_rule() {
+    let mut seen = 0;
+    for tool in tools() {
+        for (name, prop) in tool["inputSchema"]["properties"].as_object().unwrap() {
+            if name == "timeout_ms" || name == "wait_ms" {
+                assert_eq!(
+                    (&prop["minimum"], &prop["maximum"]),
+                    (&json!(0), &json!(86_400_000)),
+                    "{} {name}",
+                    tool["name"]
+                );
+                seen += 1;
+            }
+        }
+    }
+    assert_eq!(seen, 7);
 }
 
 /// Every integer, boolean or enum argument whose description speaks of a default declares it, and

@@ -92,5 +92,7 @@ mod docs;
 mod layers;
 // Answers that fit: a noisy failure's error line within the budget, keep, omitted_lines.
 mod budget;
+// The watchdog for silent work: quiet_ms answers `quiet` for a command that hangs without asking.
+mod quiet;
 // Remote hosts over ssh: private sshd servers as hosts, every tool there, faults, fan-out.
 mod remote;

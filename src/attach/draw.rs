@@ -10,6 +10,7 @@
 use super::app::{App, Scroll};
 use super::width::{fit, printable, sgr_only, str_width};
 use crate::control::view::{Area, PaneView, WindowView, state_words};
+use crate::pane::exit::PaneStatus;
 use std::fmt::Write;
 
 const RESET: &str = "\x1b[0m";
@@ -257,7 +258,8 @@ fn status(app: &App, cols: u16) -> String {
                 if let Some(mode) = &pane.sandbox {
                     let _ = write!(left, " │ sandbox {mode}");
                 }
-                failed = pane.state.status == "exited" && pane.state.exit.exit_code != Some(0);
+                failed =
+                    pane.state.status == PaneStatus::Exited && pane.state.exit.exit_code != Some(0);
             }
         }
         None => left.push_str(" no window"),
@@ -308,7 +310,7 @@ fn label(pane: &PaneView) -> String {
 fn state(pane: &PaneView) -> String {
     let words = state_words(&pane.state, &pane.doing);
     match &pane.doing.current_command {
-        Some(command) if pane.state.status == "running" => format!("{words}: {command}"),
+        Some(command) if pane.state.status == PaneStatus::Running => format!("{words}: {command}"),
         _ => words,
     }
 }
@@ -450,7 +452,7 @@ mod tests {
     fn state_names_exit_codes_and_signals() {
         let mut p: PaneView = serde_json::from_value(pane("a", 0, 0, 1, 1, "")).unwrap();
         assert_eq!(state(&p), "running");
-        p.state.status = "exited".into();
+        p.state.status = PaneStatus::Exited;
         p.state.exit.exit_code = Some(3);
         assert_eq!(state(&p), "exited 3");
         p.state.exit.exit_code = None;

@@ -9,6 +9,7 @@ use crate::control::dir;
 use crate::control::view::{TreePane, TreeSession, TreeWindow, state_words};
 use crate::control::wire::Client;
 use crate::ids::short_id;
+use crate::pane::exit::PaneStatus;
 use crate::usage::{print_out, usage_error};
 use serde_json::{Value, json};
 use std::fmt::Write;
@@ -187,7 +188,7 @@ fn describe_window(session: &str, window: &TreeWindow, out: &mut String) {
 /// command its shell runs, as far as they are known.
 fn live_state(pane: &TreePane) -> String {
     let mut state = state_words(&pane.state, &pane.doing);
-    if pane.state.status != "running" {
+    if pane.state.status != PaneStatus::Running {
         return state;
     }
     if let Some(cwd) = &pane.doing.cwd {

@@ -11,7 +11,7 @@ use crate::layout::{self, Rect};
 use crate::mux::{Mux, ORCHESTRATION_SESSION, Session};
 use crate::pane::Pane;
 use crate::pane::activity::Activity;
-use crate::pane::exit::PaneState;
+use crate::pane::exit::{PaneState, PaneStatus};
 use crate::shell::status::Doing;
 use crate::words::Words;
 use serde::{Deserialize, Serialize};
@@ -117,8 +117,8 @@ pub(crate) struct TreePane {
 /// `running` where fugue cannot tell), with the shell's last exit code at its prompt and the
 /// program that asks at `input` (`input (python3)`).
 pub(crate) fn state_words(state: &PaneState, doing: &Doing) -> String {
-    match (state.status.as_str(), state.exit.exit_code, &state.exit.signal) {
-        ("running", _, _) => match (doing.activity, doing.last_exit_code) {
+    match (state.status, state.exit.exit_code, &state.exit.signal) {
+        (PaneStatus::Running, _, _) => match (doing.activity, doing.last_exit_code) {
             (Some(Activity::Prompt), Some(code)) => format!("prompt (last exit {code})"),
             (Some(Activity::Input), _) if doing.program.is_some() => {
                 format!("input ({})", doing.program.as_deref().unwrap_or_default())
@@ -295,7 +295,7 @@ fn fingerprint_of(layout: &Frame) -> u64 {
         (rect.row, rect.col, rect.rows, rect.cols).hash(&mut hasher);
         pane.size().hash(&mut hasher);
         let (end, exit, closed) = pane.output().with(|s| (s.ring.end(), s.exit, s.closed));
-        (end, exit.map(|e| (e.code, e.signal)), closed).hash(&mut hasher);
+        (end, exit, closed).hash(&mut hasher);
     }
     hasher.finish()
 }

@@ -4,6 +4,7 @@
 //! A leaf of `mcp`: the dispatcher (`mod.rs`) and durable calls (`tasks`) both stand on it, so
 //! neither has to import the other for these.
 
+use super::method::Method;
 use crate::cancel::Cancel;
 use crate::error::Error;
 use crate::tool::Answer;
@@ -19,7 +20,7 @@ const TTL_MS: u64 = 300_000;
 /// What one request can use while it runs.
 pub(crate) struct Request<'a> {
     pub(crate) id: &'a Value,
-    pub(crate) method: &'a str,
+    pub(crate) method: &'a Method,
     pub(crate) params: &'a Map<String, Value>,
     pub(crate) cancel: &'a Cancel,
     pub(crate) progress: &'a Progress,

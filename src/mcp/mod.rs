@@ -7,16 +7,17 @@
 //! (`registry`). The client's name, from `initialize` or the modern envelope, is kept for `fugue ls`.
 
 mod envelope;
+mod method;
 pub(crate) mod registry;
 pub(crate) mod tasks;
 
 use envelope::{CAPABILITIES_KEY, decorate};
 pub(crate) use envelope::{server_info, shaped};
+use method::CallParams;
+pub(crate) use method::Method;
 
 use crate::error::{Error, ErrorKind};
-use crate::jsonrpc::{
-    self, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, RpcError, UNSUPPORTED_VERSION,
-};
+use crate::jsonrpc::{self, INTERNAL_ERROR, INVALID_PARAMS, RpcError, UNSUPPORTED_VERSION};
 use crate::runtime::Runtime;
 use crate::tool;
 use parking_lot::Mutex;
@@ -112,12 +113,13 @@ impl Mcp {
         }
     }
 
-    pub(crate) fn route(method: &str) -> Route {
+    pub(crate) fn route(method: &Method) -> Route {
         match method {
             // A task's result and a legacy task's cancel wait for the work.
-            "tools/call" | "subscriptions/listen" | "tasks/result" | "tasks/cancel" => {
-                Route::Worker
-            }
+            Method::ToolsCall
+            | Method::SubscriptionsListen
+            | Method::TasksResult
+            | Method::TasksCancel => Route::Worker,
             _ => Route::Inline,
         }
     }
@@ -128,29 +130,32 @@ impl Mcp {
             let meta = req.params.get("_meta");
             self.note_client(meta.and_then(|m| m.get(CLIENT_INFO_KEY)));
         }
-        let (result, cacheable) = match req.method {
-            "initialize" => (self.initialize(req.params), false),
-            "ping" if era == Era::Legacy => (json!({}), false),
-            "server/discover" => (discover(), true),
-            "tools/list" => (list_tools(req.params)?, true),
-            "tools/call" => (self.call_tool(req)?, false),
-            "subscriptions/listen" if era == Era::Modern => (listen(req), false),
-            "tasks/get" | "tasks/cancel" | "tasks/update" => {
+        let store = &self.runtime.tasks;
+        let (result, cacheable) = match (req.method, era) {
+            (Method::Initialize, _) => (self.initialize(req.params), false),
+            (Method::Ping, Era::Legacy) => (json!({}), false),
+            (Method::Discover, _) => (discover(), true),
+            (Method::ToolsList, _) => (list_tools(req.params)?, true),
+            (Method::ToolsCall, _) => (self.call_tool(req)?, false),
+            (Method::SubscriptionsListen, Era::Modern) => (listen(req), false),
+            (Method::TasksGet, _) => {
                 tasks::check_declared(era, req.params)?;
-                let store = &self.runtime.tasks;
-                let result = match (req.method, era) {
-                    ("tasks/get", _) => tasks::get(store, era, req.params)?,
-                    ("tasks/cancel", _) => tasks::cancel(store, era, req.params)?,
-                    ("tasks/update", Era::Modern) => tasks::update(store, req.params)?,
-                    (other, _) => return Err(not_found(other)),
-                };
-                (result, false)
+                (tasks::get(store, era, req.params)?, false)
             }
-            "tasks/result" if era == Era::Legacy => {
-                (tasks::result(&self.runtime.tasks, req)?, false)
+            (Method::TasksCancel, _) => {
+                tasks::check_declared(era, req.params)?;
+                (tasks::cancel(store, era, req.params)?, false)
             }
-            "tasks/list" if era == Era::Legacy => (tasks::list(&self.runtime.tasks), false),
-            other => return Err(not_found(other)),
+            (Method::TasksUpdate, _) => {
+                tasks::check_declared(era, req.params)?;
+                match era {
+                    Era::Modern => (tasks::update(store, req.params)?, false),
+                    Era::Legacy => return Err(req.method.not_found()),
+                }
+            }
+            (Method::TasksResult, Era::Legacy) => (tasks::result(store, req)?, false),
+            (Method::TasksList, Era::Legacy) => (tasks::list(store), false),
+            (other, _) => return Err(other.not_found()),
         };
         Ok(match era {
             Era::Modern => decorate(result, cacheable),
@@ -159,15 +164,16 @@ impl Mcp {
     }
 
     /// Decides the era of one request, and checks the modern envelope when there is one.
-    fn era(&self, method: &str, params: &Map<String, Value>) -> Result<Era, RpcError> {
+    fn era(&self, method: &Method, params: &Map<String, Value>) -> Result<Era, RpcError> {
         let meta = params.get("_meta").and_then(Value::as_object);
         if let Some(version) = meta.and_then(|m| m.get(VERSION_KEY)) {
-            if method == "initialize" {
+            if *method == Method::Initialize {
                 return Ok(Era::Legacy);
             }
             return check_modern(version, meta);
         }
-        if method == "initialize" || method == "ping" || self.legacy.lock().is_some() {
+        let hello = matches!(method, Method::Initialize | Method::Ping);
+        if hello || self.legacy.lock().is_some() {
             return Ok(Era::Legacy);
         }
         Err(RpcError::new(
@@ -203,12 +209,12 @@ impl Mcp {
     /// treat a JSON-RPC error as the server failing. Other methods get -32603.
     pub(crate) fn refuse_busy(
         &self,
-        method: &str,
+        method: &Method,
         params: &Map<String, Value>,
         message: &str,
     ) -> Result<Value, RpcError> {
         let era = self.era(method, params)?;
-        if method != "tools/call" {
+        if *method != Method::ToolsCall {
             return Err(RpcError::new(INTERNAL_ERROR, message));
         }
         let result = envelope::failure(&Error::new(ErrorKind::LimitReached, message));
@@ -219,23 +225,8 @@ impl Mcp {
     }
 
     fn call_tool(&self, req: &Request<'_>) -> Result<Value, RpcError> {
-        let name = req.params.get("name").and_then(Value::as_str).ok_or_else(|| {
-            RpcError::new(
-                INVALID_PARAMS,
-                "tools/call needs params.name, the tool's name (a string)",
-            )
-        })?;
         let empty = Map::new();
-        let arguments = match req.params.get("arguments") {
-            None | Some(Value::Null) => &empty,
-            Some(Value::Object(map)) => map,
-            Some(_) => {
-                return Err(RpcError::new(
-                    INVALID_PARAMS,
-                    "tools/call params.arguments must be an object",
-                ));
-            }
-        };
+        let CallParams { name, arguments } = CallParams::read(req.params, &empty)?;
         let tool = registry::find(name).ok_or_else(|| {
             RpcError::new(
                 INVALID_PARAMS,
@@ -314,8 +305,4 @@ fn listen(req: &Request<'_>) -> Value {
     ));
     let _ = req.cancel.receiver().recv();
     json!({"_meta": {SUBSCRIPTION_KEY: req.id}})
-}
-
-fn not_found(method: &str) -> RpcError {
-    RpcError::new(METHOD_NOT_FOUND, format!("Method not found: {method}"))
 }

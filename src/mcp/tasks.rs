@@ -19,7 +19,7 @@ use crate::runtime::{Ctx, Runtime};
 use crate::tool::call::Progress;
 use crate::tool::task::{Answer, MAX_LIVE, Question, State, Status, StatusWord, Task, Tasks};
 use crate::tool::{Answer as ToolAnswer, Asking, Registered};
-use crate::waiter::{Waiter, Woke};
+use crate::waiter::{Drove, Look, Waiter};
 use crossbeam_channel::select;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
@@ -121,31 +121,30 @@ pub(super) fn start(
     }
     let mut waiter =
         Waiter::new().cancel(req.cancel.receiver()).until(Instant::now() + GRACE).on(changed);
-    // The grace has passed: a task still working is answered as a task.
-    let mut graced = false;
-    loop {
+    // Within the grace, the call answers the tool's result if the work ends; past it, a task
+    // still working is answered as a task.
+    let completed = || {
+        let Status::Completed { result, .. } = task.snapshot().status else { return None };
+        tasks.remove(&task.id);
+        Some(result)
+    };
+    let as_task = || {
         let state = task.snapshot();
-        match state.status {
-            Status::Completed { result, .. } => {
-                tasks.remove(&task.id);
-                return Ok(result);
-            }
-            Status::Working if !graced => {}
-            _ => {
-                let handle =
-                    ModernTask { result_type: Some("task"), ..modern(&task, &state, false) };
-                return Ok(to_json(&handle));
-            }
-        }
-        match waiter.sleep(None) {
-            Woke::Look | Woke::Heartbeat => {}
-            Woke::Deadline => graced = true,
-            Woke::Cancelled => {
-                // Cancelled before it became a task: as any cancelled call, only the wait ends.
-                task.cancel.cancel();
-                tasks.remove(&task.id);
-                return Err(RpcError::new(INTERNAL_ERROR, "cancelled"));
-            }
+        to_json(&ModernTask { result_type: Some("task"), ..modern(&task, &state, false) })
+    };
+    let look = |(): &mut ()| match completed() {
+        Some(result) => Look::Done(result),
+        None if matches!(task.snapshot().status, Status::Working) => Look::Again(None),
+        None => Look::Done(as_task()),
+    };
+    match waiter.drive(&mut (), look, |()| {}) {
+        Drove::Done(result) => Ok(result),
+        Drove::Deadline => Ok(completed().unwrap_or_else(as_task)),
+        Drove::Cancelled => {
+            // Cancelled before it became a task: as any cancelled call, only the wait ends.
+            task.cancel.cancel();
+            tasks.remove(&task.id);
+            Err(RpcError::new(INTERNAL_ERROR, "cancelled"))
         }
     }
 }
@@ -493,50 +492,50 @@ pub(super) fn list(tasks: &Tasks) -> Value {
 pub(super) fn result(tasks: &Tasks, req: &Request<'_>) -> Result<Value, RpcError> {
     let task = find(tasks, req.params)?;
     let mut waiter = Waiter::new().cancel(req.cancel.receiver()).on(task.subscribe());
-    let mut asked = None;
-    loop {
-        let state = task.snapshot();
-        match state.status {
-            Status::Completed { mut result, .. } => {
-                if !result["_meta"].is_object() {
-                    result["_meta"] = json!({});
-                }
-                result["_meta"][RELATED_TASK] = json!({"taskId": task.id});
-                return Ok(result);
+    let look = |asked: &mut Option<String>| match task.snapshot().status {
+        Status::Completed { mut result, .. } => {
+            if !result["_meta"].is_object() {
+                result["_meta"] = json!({});
             }
-            Status::Failed { error, .. } => {
-                let code = error["code"].as_i64().unwrap_or(INTERNAL_ERROR);
-                return Err(RpcError::new(code, error["message"].as_str().unwrap_or("failed")));
-            }
-            Status::Cancelled { .. } => {
-                return Err(RpcError::new(
-                    INVALID_PARAMS,
-                    format!("task {} was cancelled", task.id),
-                ));
-            }
-            Status::InputRequired { question } => {
-                if asked.as_ref() != Some(&question.key) {
-                    asked = Some(question.key.clone());
-                    let mut params = question.request["params"].clone();
-                    params["_meta"] = json!({RELATED_TASK: {"taskId": task.id}});
-                    match (req.ask)("elicitation/create", params) {
-                        Some(response) if response.get("result").is_some() => {
-                            task.answer(&question.key, answer_of(&response["result"]));
-                        }
-                        Some(_) => {
-                            task.answer(&question.key, Answer::Decline);
-                        }
-                        None => return Err(RpcError::new(INTERNAL_ERROR, "cancelled")),
-                    }
-                    continue;
-                }
-            }
-            Status::Working => {}
+            result["_meta"][RELATED_TASK] = json!({"taskId": task.id});
+            Look::Done(Ok(result))
         }
-        if waiter.sleep(None) == Woke::Cancelled {
-            return Err(RpcError::new(INTERNAL_ERROR, "cancelled"));
+        Status::Failed { error, .. } => {
+            let code = error["code"].as_i64().unwrap_or(INTERNAL_ERROR);
+            Look::Done(Err(RpcError::new(code, error["message"].as_str().unwrap_or("failed"))))
         }
+        Status::Cancelled { .. } => Look::Done(Err(RpcError::new(
+            INVALID_PARAMS,
+            format!("task {} was cancelled", task.id),
+        ))),
+        Status::InputRequired { question } if asked.as_ref() != Some(&question.key) => {
+            *asked = Some(question.key.clone());
+            match elicit(&task, req, &question) {
+                // Answered: look again at once.
+                Some(()) => Look::Again(Some(Instant::now())),
+                None => Look::Done(Err(RpcError::new(INTERNAL_ERROR, "cancelled"))),
+            }
+        }
+        Status::InputRequired { .. } | Status::Working => Look::Again(None),
+    };
+    match waiter.drive(&mut None, look, |_| {}) {
+        Drove::Done(result) => result,
+        Drove::Deadline | Drove::Cancelled => Err(RpcError::new(INTERNAL_ERROR, "cancelled")),
     }
+}
+
+/// Asks the client the task's question as an `elicitation/create` tied to the task, and gives the
+/// work its answer (a refusal declines); `None` when the call was cancelled meanwhile.
+fn elicit(task: &Task, req: &Request<'_>, question: &Question) -> Option<()> {
+    let mut params = question.request["params"].clone();
+    params["_meta"] = json!({RELATED_TASK: {"taskId": task.id}});
+    let response = (req.ask)("elicitation/create", params)?;
+    let answer = match response.get("result") {
+        Some(result) => answer_of(result),
+        None => Answer::Decline,
+    };
+    task.answer(&question.key, answer);
+    Some(())
 }
 
 #[cfg(test)]

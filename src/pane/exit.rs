@@ -3,26 +3,37 @@
 
 use serde::{Deserialize, Serialize};
 
-/// How a pane's process ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Exit {
-    /// The exit code when the process exited normally.
-    pub(crate) code: Option<i32>,
-    /// The signal number when a signal killed it.
-    pub(crate) signal: Option<i32>,
+/// How a process or a command ended: the one outcome every answer reports, a pane's process as
+/// `waitpid` tells it and a shell's command as its prompt record does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Exit {
+    /// It exited with this code (a shell's command: the status the shell reported).
+    Code(i32),
+    /// This signal killed it.
+    Signal(i32),
+    /// Someone else reaped it, and with it the status.
+    Unknown,
 }
 
 impl Exit {
-    pub(crate) fn success(&self) -> bool {
-        self.code == Some(0)
+    pub(crate) fn success(self) -> bool {
+        self == Exit::Code(0)
+    }
+
+    /// The exit code, when it exited by itself.
+    pub(crate) fn code(self) -> Option<i32> {
+        match self {
+            Exit::Code(code) => Some(code),
+            Exit::Signal(_) | Exit::Unknown => None,
+        }
     }
 
     /// How it ended, in words: "exited with code 3", "was killed by SIGKILL".
-    pub(crate) fn describe(&self) -> String {
-        match (self.code, self.signal) {
-            (Some(code), _) => format!("exited with code {code}"),
-            (None, Some(signal)) => format!("was killed by {}", signal_name(signal)),
-            (None, None) => "ended with an unknown status".into(),
+    pub(crate) fn describe(self) -> String {
+        match self {
+            Exit::Code(code) => format!("exited with code {code}"),
+            Exit::Signal(signal) => format!("was killed by {}", signal_name(signal)),
+            Exit::Unknown => "ended with an unknown status".into(),
         }
     }
 }
@@ -53,11 +64,11 @@ pub(crate) struct ExitFields {
 
 impl ExitFields {
     pub(crate) fn new(exit: Option<Exit>, field: SignalField) -> ExitFields {
-        ExitFields {
-            exit_code: exit.and_then(|e| e.code),
-            signal: exit.and_then(|e| e.signal).map(signal_name),
-            field,
-        }
+        let signal = match exit {
+            Some(Exit::Signal(signal)) => Some(signal_name(signal)),
+            _ => None,
+        };
+        ExitFields { exit_code: exit.and_then(Exit::code), signal, field }
     }
 }
 
@@ -76,19 +87,27 @@ impl Serialize for ExitFields {
     }
 }
 
+/// Whether a pane's process runs, as its views say it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum PaneStatus {
+    Running,
+    Exited,
+}
+
 /// A pane's state as its views give it: `status` (`running` or `exited`) and how it ended, with
 /// `signal` always present.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct PaneState {
-    pub(crate) status: String,
+    pub(crate) status: PaneStatus,
     #[serde(flatten)]
     pub(crate) exit: ExitFields,
 }
 
 impl PaneState {
     pub(crate) fn new(exit: Option<Exit>) -> PaneState {
-        let status = if exit.is_some() { "exited" } else { "running" };
-        PaneState { status: status.into(), exit: ExitFields::new(exit, SignalField::Always) }
+        let status = if exit.is_some() { PaneStatus::Exited } else { PaneStatus::Running };
+        PaneState { status, exit: ExitFields::new(exit, SignalField::Always) }
     }
 }
 
@@ -121,15 +140,21 @@ mod tests {
 
     #[test]
     fn exits_are_written_the_same_way_everywhere() {
-        let killed = Some(Exit { code: None, signal: Some(libc::SIGKILL) });
-        let exited = Some(Exit { code: Some(3), signal: None });
+        let killed = Some(Exit::Signal(libc::SIGKILL));
+        let exited = Some(Exit::Code(3));
         let fields = |exit, field| serde_json::to_value(ExitFields::new(exit, field)).unwrap();
         for field in [SignalField::Always, SignalField::WhenSignalled] {
             assert_eq!(fields(killed, field), json!({"exit_code": null, "signal": "SIGKILL"}));
         }
         assert_eq!(fields(exited, SignalField::Always), json!({"exit_code": 3, "signal": null}));
         assert_eq!(fields(exited, SignalField::WhenSignalled), json!({"exit_code": 3}));
-        assert_eq!(Exit { code: Some(3), signal: None }.describe(), "exited with code 3");
-        assert_eq!(Exit { code: None, signal: Some(9) }.describe(), "was killed by SIGKILL");
+        assert_eq!(Exit::Code(3).describe(), "exited with code 3");
+        assert_eq!(Exit::Signal(9).describe(), "was killed by SIGKILL");
+        let states = [PaneState::new(None), PaneState::new(killed)];
+        assert_eq!(
+            serde_json::to_value(states).unwrap(),
+            json!([{"status": "running", "exit_code": null, "signal": null},
+                   {"status": "exited", "exit_code": null, "signal": "SIGKILL"}])
+        );
     }
 }

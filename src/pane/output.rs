@@ -505,7 +505,7 @@ mod tests {
         assert_eq!((all.try_iter().count(), status.try_iter().count()), (1, 0));
         out.set_eof();
         assert_eq!(status.try_iter().count(), 1);
-        out.set_exit(Exit { code: Some(0), signal: None });
+        out.set_exit(Exit::Code(0));
         assert_eq!(status.try_iter().count(), 1);
         out.set_closed();
         assert_eq!((all.try_iter().count(), status.try_iter().count()), (1, 1));

@@ -26,15 +26,15 @@ pub(crate) fn wait(pid: u32) -> Exit {
         }
         if r == -1 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
             // Someone else reaped it: the status is lost, say so honestly.
-            return Exit { code: None, signal: None };
+            return Exit::Unknown;
         }
     }
     if libc::WIFEXITED(status) {
-        Exit { code: Some(libc::WEXITSTATUS(status)), signal: None }
+        Exit::Code(libc::WEXITSTATUS(status))
     } else if libc::WIFSIGNALED(status) {
-        Exit { code: None, signal: Some(libc::WTERMSIG(status)) }
+        Exit::Signal(libc::WTERMSIG(status))
     } else {
-        Exit { code: None, signal: None }
+        Exit::Unknown
     }
 }
 
@@ -179,10 +179,10 @@ mod tests {
     fn wait_reports_exit_codes_and_signals() {
         // `wait` is what reaps these children, so std's `Child` is dropped unwaited on purpose.
         let child = std::process::Command::new("sh").args(["-c", "exit 7"]).spawn().unwrap().id();
-        assert_eq!(wait(child), Exit { code: Some(7), signal: None });
+        assert_eq!(wait(child), Exit::Code(7));
         assert!(std::fs::metadata(format!("/proc/{child}")).is_err(), "reaped");
         let killed = std::process::Command::new("sh").args(["-c", "kill -TERM $$"]).spawn();
-        assert_eq!(wait(killed.unwrap().id()), Exit { code: None, signal: Some(libc::SIGTERM) });
+        assert_eq!(wait(killed.unwrap().id()), Exit::Signal(libc::SIGTERM));
     }
 
     #[test]

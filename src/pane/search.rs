@@ -69,7 +69,7 @@ pub(crate) struct Step {
 
 /// A match, and as an answer's fields: `match`, `line`, `groups`. The answer says
 /// `alternate_screen` itself, with what else it shows.
-#[derive(Serialize)]
+#[derive(Clone, Serialize)]
 pub(crate) struct Found {
     #[serde(rename = "match")]
     pub(crate) matched: String,

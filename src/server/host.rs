@@ -18,7 +18,7 @@ use crate::mcp::Mcp;
 use crate::mux::ORCHESTRATION_SESSION;
 use crate::rpc::{Bounds, Connection, Stop, Writer};
 use crate::runtime::Runtime;
-use crate::waiter::{Waiter, Woke};
+use crate::waiter::{Drove, Look, Waiter};
 use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
@@ -272,12 +272,19 @@ impl Host {
             .on(wake.clone())
             .on(self.runtime.mux.subscribe())
             .on(self.runtime.agents.subscribe());
-        loop {
-            waiter.set_deadline(self.is_empty().then(|| Instant::now() + EXIT_GRACE));
-            if waiter.sleep(None) == Woke::Deadline && self.close_if_empty() {
-                let _ = self.end.try_send(End::Empty);
-                return;
+        // Since when the server has been empty, at the last look.
+        let look = |empty_since: &mut Option<Instant>| {
+            let now = Instant::now();
+            let grace_over = empty_since.is_some_and(|since| now >= since + EXIT_GRACE);
+            if grace_over && self.close_if_empty() {
+                return Look::Done(());
             }
+            // Any change restarts the wait: this look follows a wake, or the grace found work.
+            *empty_since = self.is_empty().then_some(now);
+            Look::Again(empty_since.map(|since| since + EXIT_GRACE))
+        };
+        if let Drove::Done(()) = waiter.drive(&mut None, look, |_| {}) {
+            let _ = self.end.try_send(End::Empty);
         }
     }
 

@@ -12,7 +12,7 @@ use super::{Kind, Launch, PROMPT_DRAWN, Prompt, Shell, first_line, quote, shown}
 use crate::error::Result;
 use crate::pane::echo::Echo;
 use crate::pane::{Pane, mark};
-use crate::waiter::{Waiter, Woke};
+use crate::waiter::{Drove, Look, Waiter};
 use std::any::Any;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -181,15 +181,15 @@ impl<'a> Live<'a> {
             .until(Instant::now() + INTERRUPT_WAIT)
             .on(self.shell.subscribe())
             .on(self.pane.output().subscribe());
-        let mut next = Instant::now();
-        let mut sent = false;
-        loop {
+        // When the interrupt may go (again), and whether it went.
+        let mut sending = (Instant::now(), false);
+        let look = |(next, sent): &mut (Instant, bool)| {
             if !self.pane.is_running() {
-                return false;
+                return Look::Done(false);
             }
             let pending = self.shell.with(|s| s.pending.as_ref().map(|p| (p.id, p.typed)));
             let begun = match pending {
-                None if self.idle().is_some() => return true,
+                None if self.idle().is_some() => return Look::Done(true),
                 None => true,
                 Some((_, None)) => false,
                 Some((id, Some(typed))) => {
@@ -197,14 +197,16 @@ impl<'a> Live<'a> {
                 }
             };
             let now = Instant::now();
-            if begun && now >= next && (!sent || self.pane.foreground_job().is_some()) {
+            if begun && now >= *next && (!*sent || self.pane.foreground_job().is_some()) {
                 self.pane.interrupt();
-                sent = true;
-                next = now + INTERRUPT_SETTLE;
+                *sent = true;
+                *next = now + INTERRUPT_SETTLE;
             }
-            if waiter.sleep(begun.then_some(next)) == Woke::Deadline {
-                return false;
-            }
+            Look::Again(begun.then_some(*next))
+        };
+        match waiter.drive(&mut sending, look, |_| {}) {
+            Drove::Done(back) => back,
+            Drove::Deadline | Drove::Cancelled => false,
         }
     }
 }

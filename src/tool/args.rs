@@ -34,6 +34,11 @@ impl<'a> Args<'a> {
         self.get(key)
     }
 
+    /// The value of an argument as given, `null` included (where null means something).
+    pub(crate) fn raw(&self, key: &str) -> Option<&'a Value> {
+        self.map.get(key)
+    }
+
     pub(crate) fn has(&self, key: &str) -> bool {
         self.get(key).is_some()
     }

@@ -4,7 +4,6 @@
 //! (a command's `status`), listed by them in the tool's output schema (`Choice::words`).
 
 use super::args::Args;
-use super::schema;
 use crate::error::{Error, Result};
 use crate::words::Words;
 use serde_json::Value;
@@ -21,7 +20,8 @@ pub(crate) trait Choice: Words {
     /// The schema entry: a string of these names, the first as the default.
     fn schema(description: &str) -> Value {
         let names = Self::names();
-        schema::choice(description, &names, names[0])
+        serde_json::json!({"type": "string", "enum": names, "description": description,
+                           "default": names[0]})
     }
 
     /// The argument `key`, its default (the first value) when absent.

@@ -12,6 +12,7 @@ pub(crate) mod args;
 pub(crate) mod call;
 pub(crate) mod choice;
 pub(crate) mod order;
+pub(crate) mod params;
 pub(crate) mod task;
 
 use crate::cancel::Cancel;
@@ -191,15 +192,7 @@ impl<R> Registered<R> {
     ) -> crate::error::Result<Answer> {
         let args = Args::new(arguments);
         let known: Vec<&str> = self.known.iter().map(String::as_str).collect();
-        let unknown = args.unknown(&known);
-        if !unknown.is_empty() {
-            return Err(Error::invalid(format!(
-                "unknown argument {} for {}; it takes: {}",
-                unknown.iter().map(|k| format!("'{k}'")).collect::<Vec<_>>().join(", "),
-                self.tool.name,
-                if known.is_empty() { "no arguments".to_string() } else { known.join(", ") }
-            )));
-        }
+        params::refuse_unknown(&args, &known, Some(self.tool.name))?;
         let mut answer = (self.tool.call)(ctx, &args)?;
         if !self.tool.asks {
             answer.asks = None;
@@ -208,22 +201,9 @@ impl<R> Registered<R> {
     }
 }
 
-/// Schema helpers, so each tool's schema reads as a short table.
+/// Schema helpers for the answers' schemas (the arguments' come from `params!` tables).
 pub(crate) mod schema {
     use serde_json::{Map, Value, json};
-
-    pub(crate) fn object(props: &[(&str, Value)], required: &[&str]) -> Value {
-        let mut properties = Map::new();
-        for (name, schema) in props {
-            properties.insert(name.to_string(), schema.clone());
-        }
-        let mut schema =
-            json!({"type": "object", "properties": properties, "additionalProperties": false});
-        if !required.is_empty() {
-            schema["required"] = json!(required);
-        }
-        schema
-    }
 
     /// A result object with the types of its main keys. Keys are not marked required: a result
     /// may leave out what does not apply (an exit code while running), and `tools/list` is paid
@@ -234,36 +214,6 @@ pub(crate) mod schema {
             properties.insert(name.to_string(), schema.clone());
         }
         json!({"type": "object", "properties": properties})
-    }
-
-    pub(crate) fn string(description: &str) -> Value {
-        json!({"type": "string", "description": description})
-    }
-
-    pub(crate) fn integer(description: &str) -> Value {
-        json!({"type": "integer", "description": description})
-    }
-
-    /// An integer argument with the value a handler uses when it is absent. The handler reads the
-    /// same constant, so what clients and models read in the schema is what happens.
-    pub(crate) fn integer_or(description: &str, default: u64) -> Value {
-        json!({"type": "integer", "description": description, "default": default})
-    }
-
-    /// A boolean argument with its default (see `integer_or`).
-    pub(crate) fn boolean_or(description: &str, default: bool) -> Value {
-        json!({"type": "boolean", "description": description, "default": default})
-    }
-
-    /// One of `choices`, `default` when absent (see `integer_or`).
-    pub(crate) fn choice(description: &str, choices: &[&str], default: &str) -> Value {
-        debug_assert!(choices.contains(&default));
-        json!({"type": "string", "enum": choices, "description": description, "default": default})
-    }
-
-    pub(crate) fn env() -> Value {
-        json!({"type": "object", "additionalProperties": {"type": "string"},
-               "description": "Extra environment variables"})
     }
 
     pub(crate) fn typed(kind: &str) -> Value {
@@ -285,8 +235,14 @@ mod tests {
         said: Option<&'a str>,
     }
 
-    fn echo(_: &Ctx<'_, ()>, args: &Args<'_>) -> crate::error::Result<Answer> {
-        Answer::of(&Said { said: args.str("word")? })
+    params::params! {
+        struct EchoParams {
+            word: Option<String> = params::Spec::new("What to say"),
+        }
+    }
+
+    fn echo(_: &Ctx<'_, ()>, args: EchoParams) -> crate::error::Result<Answer> {
+        Answer::of(&Said { said: args.word.as_deref() })
     }
 
     const ECHO: Tool<()> = Tool {
@@ -294,11 +250,11 @@ mod tests {
         title: "Echo",
         description: "Says the word back.",
         hints: READS,
-        input: || schema::object(&[("word", schema::string("What to say"))], &[]),
+        input: <EchoParams as params::Params>::schema,
         output: || schema::result(&[("said", schema::typed("string"))]),
         durable: false,
         asks: false,
-        call: echo,
+        call: |ctx, args| echo(ctx, params::Params::read(args)?),
     };
 
     fn call(arguments: Value) -> crate::error::Result<Answer> {

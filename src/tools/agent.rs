@@ -14,20 +14,17 @@ use crate::agent::record::{
 };
 use crate::error::{Error, Result};
 use crate::runtime::{Ctx, Tool};
-use crate::tool::args::Args;
-use crate::tool::choice::Choice;
+use crate::tool::params::{Name, Params, Raw, Spec, Timeout, params};
 use crate::tool::{Answer, RUNS, SETS, schema::*};
-use crate::waiter::{Waiter, Woke};
+use crate::waiter::{Drove, Look, Waiter};
 use crate::words::Words;
 use crate::words::words;
 use serde::Serialize;
 use serde_json::{Value, json};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// The longest `wait_ms`: one hour.
-const MAX_WAIT_MS: u64 = 3_600_000;
 /// The longest task or prompt accepted.
 const MAX_PROMPT_BYTES: usize = 1 << 20;
 
@@ -47,24 +44,7 @@ pub(crate) static TOOLS: &[Tool] = &[
                       verdict complete|followup|failed [--reason R] [--prompt P]`. QA: exit 0 passes. \
                       Merger: built-in git. Returns at once.",
         hints: RUNS,
-        input: || {
-            object(
-                &[
-                    ("repo", string("Git repository path")),
-                    ("task", string("First prompt")),
-                    ("implementer", string("Command")),
-                    ("analyzer", typed("string")),
-                    ("qa", string("Test command")),
-                    ("merger", string("Default: git")),
-                    ("base_branch", typed("string")),
-                    ("name", typed("string")),
-                    ("idea_id", typed("string")),
-                    ("env", typed("object")),
-                    ("limits", limits_schema(Some(&Limits::default()))),
-                ],
-                &["repo", "task", "implementer"],
-            )
-        },
+        input: CreateParams::schema,
         output: || {
             result(&[
                 ("pipeline_id", typed("string")),
@@ -74,7 +54,7 @@ pub(crate) static TOOLS: &[Tool] = &[
         },
         durable: false,
         asks: false,
-        call: create,
+        call: |ctx, args| create(ctx, Params::read(args)?),
     },
     Tool {
         name: "fugue_agent_pipeline_status",
@@ -86,22 +66,11 @@ pub(crate) static TOOLS: &[Tool] = &[
                       (and resume) that repository's pipelines.",
         // Not read-only: naming a repository resumes its unfinished pipelines.
         hints: SETS,
-        input: || {
-            object(
-                &[
-                    ("pipeline_id", typed("string")),
-                    ("repo", typed("string")),
-                    ("wait_ms", integer_or("Wait up to this long for a change", WAIT_MS)),
-                    ("until", Until::schema("What ends the wait")),
-                    ("events", integer("Last events to show: 5 for one pipeline, 0 for all")),
-                ],
-                &[],
-            )
-        },
+        input: StatusParams::schema,
         output: || result(&[("pipelines", typed("array"))]),
         durable: true,
         asks: false,
-        call: status,
+        call: |ctx, args| status(ctx, Params::read(args)?),
     },
     Tool {
         name: "fugue_agent_pipeline_control",
@@ -110,74 +79,126 @@ pub(crate) static TOOLS: &[Tool] = &[
                       implementer runs `prompt`), with fresh loop budgets; `limits` raises limits \
                       first. cancel: kill the running stage and stop; branch and worktree kept.",
         hints: RUNS,
-        input: || {
-            object(
-                &[
-                    ("pipeline_id", typed("string")),
-                    ("action", json!({"enum": Action::names()})),
-                    ("prompt", typed("string")),
-                    ("limits", limits_schema(None)),
-                ],
-                &["pipeline_id", "action"],
-            )
-        },
+        input: ControlParams::schema,
         output: || result(&[("pipelines", typed("array"))]),
         durable: false,
         asks: false,
-        call: control,
+        call: |ctx, args| control(ctx, Params::read(args)?),
     },
 ];
 
-/// The `limits` object: with `defaults` (a new pipeline) each limit declares its default; without
-/// (control), an absent limit keeps the pipeline's.
-fn limits_schema(defaults: Option<&Limits>) -> Value {
-    let count = |key: &str, value: Option<u64>| {
-        let mut schema = json!({"type": "integer"});
-        if let Some(value) = value {
-            schema["default"] = json!(value);
-        }
-        (key.to_string(), schema)
-    };
-    let mut cost = json!({"type": ["number", "null"]});
-    if let Some(d) = defaults {
-        cost["default"] = json!(d.max_cost_usd);
+params! {
+    /// `fugue_agent_pipeline_create`'s arguments.
+    struct CreateParams {
+        repo: PathBuf = Spec::new("Git repository path"),
+        task: String = Spec::new("First prompt"),
+        implementer: String = Spec::new("Command"),
+        analyzer: Option<String> = Spec::new(""),
+        qa: Option<String> = Spec::new("Test command"),
+        merger: Option<String> = Spec::new("Default: git"),
+        base_branch: Option<String> = Spec::new(""),
+        name: Option<Name> = Spec::new(""),
+        idea_id: Option<Name> = Spec::new(""),
+        env: Vec<(String, String)> = Spec::new(""),
+        limits: Option<NewLimits> = Spec::new("Loop and budget limits"),
     }
-    let properties: serde_json::Map<String, Value> = [
-        count("max_attempts", defaults.map(|d| u64::from(d.max_attempts))),
-        count("max_followups", defaults.map(|d| u64::from(d.max_followups))),
-        count("max_qa_loops", defaults.map(|d| u64::from(d.max_qa_loops))),
-        count("max_duration_s", defaults.map(|d| d.max_duration_s)),
-        ("max_cost_usd".to_string(), cost),
-    ]
-    .into_iter()
-    .collect();
-    let description =
-        if defaults.is_some() { "Loop and budget limits" } else { "Limits to raise; others kept" };
-    json!({"type": "object", "description": description, "properties": properties,
-           "additionalProperties": false})
 }
 
-fn create(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
-    let repo = args.path("repo")?.ok_or_else(|| Error::invalid("argument 'repo' is required"))?;
-    let repo = ctx.dir(Some(repo));
-    let task =
-        prompt_text(args, "task")?.ok_or_else(|| Error::invalid("argument 'task' is required"))?;
+params! {
+    /// A new pipeline's `limits`, each with its default (`Limits::default()`).
+    struct NewLimits {
+        max_attempts: u64 = Spec::new("").range(1, 1000).or(2),
+        max_followups: u64 = Spec::new("").range(0, 1000).or(3),
+        max_qa_loops: u64 = Spec::new("").range(0, 1000).or(2),
+        max_duration_s: u64 = Spec::new("").range(1, MAX_DURATION_S).or(7200),
+        max_cost_usd: Option<Raw> = Spec::new("").shaped(no_cost_limit),
+    }
+}
+
+params! {
+    /// The `limits` a control raises: an absent one keeps the pipeline's.
+    struct RaisedLimits {
+        max_attempts: Option<u64> = Spec::new("").range(1, 1000),
+        max_followups: Option<u64> = Spec::new("").range(0, 1000),
+        max_qa_loops: Option<u64> = Spec::new("").range(0, 1000),
+        max_duration_s: Option<u64> = Spec::new("").range(1, MAX_DURATION_S),
+        max_cost_usd: Option<Raw> = Spec::new("").shaped(cost_schema),
+    }
+}
+
+/// The longest `max_duration_s`: thirty days.
+const MAX_DURATION_S: u64 = 30 * 86_400;
+
+/// `max_cost_usd`: a number, or null for none.
+fn cost_schema() -> Value {
+    json!({"type": ["number", "null"]})
+}
+
+/// `max_cost_usd` of a new pipeline: none by default.
+fn no_cost_limit() -> Value {
+    json!({"type": ["number", "null"], "default": null})
+}
+
+/// Counts are at most 1000 (their rows' range), so they fit.
+fn count(n: u64) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+impl NewLimits {
+    fn limits(self) -> Result<Limits> {
+        Ok(Limits {
+            max_attempts: count(self.max_attempts),
+            max_followups: count(self.max_followups),
+            max_qa_loops: count(self.max_qa_loops),
+            max_duration_s: self.max_duration_s,
+            max_cost_usd: cost(self.max_cost_usd, None)?,
+        })
+    }
+}
+
+impl RaisedLimits {
+    /// These limits laid over `base`.
+    fn over(self, base: Limits) -> Result<Limits> {
+        Ok(Limits {
+            max_attempts: self.max_attempts.map_or(base.max_attempts, count),
+            max_followups: self.max_followups.map_or(base.max_followups, count),
+            max_qa_loops: self.max_qa_loops.map_or(base.max_qa_loops, count),
+            max_duration_s: self.max_duration_s.unwrap_or(base.max_duration_s),
+            max_cost_usd: cost(self.max_cost_usd, base.max_cost_usd)?,
+        })
+    }
+}
+
+/// `max_cost_usd`: absent keeps `base`, null means no limit, else a non-negative number.
+fn cost(asked: Option<Raw>, base: Option<f64>) -> Result<Option<f64>> {
+    match asked {
+        None => Ok(base),
+        Some(Raw(Value::Null)) => Ok(None),
+        Some(Raw(v)) => match v.as_f64() {
+            Some(usd) if usd.is_finite() && usd >= 0.0 => Ok(Some(usd)),
+            _ => Err(Error::invalid("limits.max_cost_usd must be a non-negative number")),
+        },
+    }
+}
+
+fn create(ctx: &Ctx<'_>, args: CreateParams) -> Result<Answer> {
+    let repo = ctx.dir(Some(args.repo));
+    let task = prompt_text("task", Some(args.task))?.unwrap_or_default();
     let agents = Agents {
-        implementer: args.required_str("implementer")?.to_string(),
-        analyzer: command(args, "analyzer")?,
-        qa: command(args, "qa")?,
-        merger: command(args, "merger")?,
+        implementer: args.implementer,
+        analyzer: command("analyzer", args.analyzer)?,
+        qa: command("qa", args.qa)?,
+        merger: command("merger", args.merger)?,
     };
-    let idea_id = args.name("idea_id")?;
-    let limits = limits(args, Limits::default())?;
+    let limits = args.limits.map_or_else(|| Ok(Limits::default()), NewLimits::limits)?;
     let request = NewPipeline {
         repo,
         task,
-        base_branch: args.str("base_branch")?.map(str::to_string),
-        name: args.name("name")?,
-        idea_id,
+        base_branch: args.base_branch,
+        name: args.name.map(|n| n.0),
+        idea_id: args.idea_id.map(|n| n.0),
         agents,
-        env: args.env("env")?,
+        env: args.env,
         limits,
     };
     let handle = ctx.agents.create(request)?;
@@ -210,59 +231,25 @@ struct Created<'a> {
 }
 
 /// An optional agent command: absent, or a non-empty string.
-fn command(args: &Args<'_>, key: &str) -> Result<Option<String>> {
-    match args.str(key)? {
-        None => Ok(None),
+fn command(key: &str, given: Option<String>) -> Result<Option<String>> {
+    match given {
         Some(s) if s.trim().is_empty() => {
             Err(Error::invalid(format!("argument '{key}' must not be empty; leave it out instead")))
         }
-        Some(s) => Ok(Some(s.to_string())),
+        given => Ok(given),
     }
 }
 
 /// A task or prompt: non-empty, bounded, without NUL.
-fn prompt_text(args: &Args<'_>, key: &str) -> Result<Option<String>> {
-    let Some(text) = args.str(key)? else { return Ok(None) };
+fn prompt_text(key: &str, given: Option<String>) -> Result<Option<String>> {
+    let Some(text) = given else { return Ok(None) };
     if text.trim().is_empty() {
         return Err(Error::invalid(format!("argument '{key}' must not be empty")));
     }
     if text.len() > MAX_PROMPT_BYTES || text.contains('\0') {
         return Err(Error::invalid(format!("argument '{key}' must be under 1 MiB, without NUL")));
     }
-    Ok(Some(text.to_string()))
-}
-
-/// `limits`, laid over `base`.
-fn limits(args: &Args<'_>, base: Limits) -> Result<Limits> {
-    let Some(value) = args.value("limits") else { return Ok(base) };
-    let inner = Args::object("limits", value)?;
-    let known = ["max_attempts", "max_followups", "max_qa_loops", "max_duration_s", "max_cost_usd"];
-    let unknown = inner.unknown(&known);
-    if !unknown.is_empty() {
-        return Err(Error::invalid(format!(
-            "limits: unknown key {}; known: {}",
-            unknown.join(", "),
-            known.join(", ")
-        )));
-    }
-    let small = |key: &str, min: u64, default: u32| -> Result<u32> {
-        Ok(inner.u64(key, min, 1000)?.map_or(default, |n| n as u32))
-    };
-    let cost = match value.get("max_cost_usd") {
-        None => base.max_cost_usd,
-        Some(Value::Null) => None,
-        Some(v) => match v.as_f64() {
-            Some(usd) if usd.is_finite() && usd >= 0.0 => Some(usd),
-            _ => return Err(Error::invalid("limits.max_cost_usd must be a non-negative number")),
-        },
-    };
-    Ok(Limits {
-        max_attempts: small("max_attempts", 1, base.max_attempts)?,
-        max_followups: small("max_followups", 0, base.max_followups)?,
-        max_qa_loops: small("max_qa_loops", 0, base.max_qa_loops)?,
-        max_duration_s: inner.u64("max_duration_s", 1, 30 * 86_400)?.unwrap_or(base.max_duration_s),
-        max_cost_usd: cost,
-    })
+    Ok(Some(text))
 }
 
 words! {
@@ -273,17 +260,29 @@ words! {
     }
 }
 
-fn status(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
+params! {
+    /// `fugue_agent_pipeline_status`'s arguments.
+    struct StatusParams {
+        pipeline_id: Option<String> = Spec::new(""),
+        repo: Option<PathBuf> = Spec::new(""),
+        wait_ms: Timeout = Spec::new("Wait up to this long for a change").or(WAIT_MS),
+        until: Until = Spec::new("What ends the wait"),
+        events: Option<usize> = Spec::new("Last events to show: 5 for one pipeline, 0 for all")
+            .range(0, 200),
+    }
+}
+
+fn status(ctx: &Ctx<'_>, args: StatusParams) -> Result<Answer> {
     let manager = &ctx.agents;
-    let repo = match args.path("repo")? {
+    let repo = match args.repo {
         Some(path) => Some(load_repo(manager, &ctx.dir(Some(path)))?),
         None => None,
     };
-    let wait_ms = args.u64("wait_ms", 0, MAX_WAIT_MS)?.unwrap_or(WAIT_MS);
-    let until = Until::parse(args, "until")?;
-    let single = args.str("pipeline_id")?.map(|key| manager.find(key)).transpose()?;
+    let Timeout(wait_for) = args.wait_ms;
+    let until = args.until;
+    let single = args.pipeline_id.map(|key| manager.find(&key)).transpose()?;
     let default_events = if single.is_some() { 5 } else { 0 };
-    let events = args.u64("events", 0, 200)?.map_or(default_events, |n| n as usize);
+    let events = args.events.unwrap_or(default_events);
     // The wait looks at memory only: the pipelines that can still change. The answer then reads
     // the finished ones from disk, and refreshes those another process drives.
     let of_repo = |h: &Arc<Handle>| repo.as_deref().is_none_or(|r| h.snapshot().job.repo == r);
@@ -294,12 +293,12 @@ fn status(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
         }
     };
     let mut changed = None;
-    if wait_ms > 0 {
+    if !wait_for.is_zero() {
         let events = match &single {
             Some(handle) => handle.subscribe(),
             None => manager.subscribe(),
         };
-        changed = Some(wait(ctx, &live, &events, Duration::from_millis(wait_ms), until)?);
+        changed = Some(wait(ctx, &live, &events, wait_for, until)?);
     }
     manager.refresh_foreign();
     let targets = match &single {
@@ -383,31 +382,40 @@ fn wait(
         .heartbeat(ctx.progress.heartbeat())
         .on(events.clone());
     let first = keys(&targets());
-    loop {
+    let look = |(): &mut ()| {
         let handles = targets();
         let running = handles
             .iter()
             .any(|h| h.is_driven_here() && h.snapshot().status == PipelineStatus::Running);
-        if !running || (until == Until::Change && keys(&handles) != first) {
-            return Ok(true);
-        }
-        match waiter.sleep(None) {
-            Woke::Look => {}
-            Woke::Heartbeat => {
-                let secs = started.elapsed().as_secs_f64();
-                ctx.progress.report(secs, Some(within.as_secs_f64()), "waiting for the pipeline");
-            }
-            Woke::Deadline => return Ok(false),
-            Woke::Cancelled => return Err(Error::cancelled()),
-        }
+        let changed = until == Until::Change && keys(&handles) != first;
+        if !running || changed { Look::Done(()) } else { Look::Again(None) }
+    };
+    let report = |(): &()| {
+        let secs = started.elapsed().as_secs_f64();
+        ctx.progress.report(secs, Some(within.as_secs_f64()), "waiting for the pipeline");
+    };
+    match waiter.drive(&mut (), look, report) {
+        Drove::Done(()) => Ok(true),
+        Drove::Deadline => Ok(false),
+        Drove::Cancelled => Err(Error::cancelled()),
     }
 }
 
-fn control(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
+params! {
+    /// `fugue_agent_pipeline_control`'s arguments.
+    struct ControlParams {
+        pipeline_id: String = Spec::new(""),
+        action: Action = Spec::new("").required(),
+        prompt: Option<String> = Spec::new(""),
+        limits: Option<RaisedLimits> = Spec::new("Limits to raise; others kept"),
+    }
+}
+
+fn control(ctx: &Ctx<'_>, args: ControlParams) -> Result<Answer> {
     let manager = &ctx.agents;
-    let handle = manager.find(args.required_str("pipeline_id")?)?;
-    let prompt = prompt_text(args, "prompt")?;
-    let action = match (Action::required(args, "action")?, prompt) {
+    let handle = manager.find(&args.pipeline_id)?;
+    let prompt = prompt_text("prompt", args.prompt)?;
+    let action = match (args.action, prompt) {
         (Action::Retry, None) => Control::Retry,
         (Action::Followup, Some(prompt)) => Control::Followup(prompt),
         (Action::Followup, None) => return Err(Error::invalid("followup needs 'prompt'")),
@@ -416,13 +424,12 @@ fn control(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
             return Err(Error::invalid("'prompt' goes with action followup only"));
         }
     };
-    let limits = if args.has("limits") {
-        if action == Control::Cancel {
+    let limits = match args.limits {
+        Some(_) if action == Control::Cancel => {
             return Err(Error::invalid("'limits' goes with retry or followup"));
         }
-        Some(limits(args, handle.snapshot().limits)?)
-    } else {
-        None
+        Some(raised) => Some(raised.over(handle.snapshot().limits)?),
+        None => None,
     };
     manager.control(&handle, action, limits, ctx.cancel)?;
     let pipelines = vec![render(&handle, 5, true)];
@@ -553,5 +560,38 @@ impl Details {
             created_at: p.created_at,
             completed_at: p.completed_at,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tool::args::Args;
+    use serde_json::Map;
+
+    fn limits(value: Value) -> Result<NewLimits> {
+        let map: Map<String, Value> = value.as_object().unwrap().clone();
+        NewLimits::read(&Args::new(&map))
+    }
+
+    #[test]
+    fn a_new_pipelines_limits_default_to_the_records() {
+        assert_eq!(limits(json!({})).unwrap().limits().unwrap(), Limits::default());
+        let schema = NewLimits::schema();
+        let default = Limits::default();
+        assert_eq!(schema["properties"]["max_attempts"]["default"], default.max_attempts);
+        assert_eq!(schema["properties"]["max_duration_s"]["default"], default.max_duration_s);
+        assert_eq!(schema["properties"]["max_cost_usd"]["default"], Value::Null);
+    }
+
+    #[test]
+    fn raised_limits_keep_the_others_and_null_lifts_the_cost() {
+        let base = Limits { max_cost_usd: Some(5.0), ..Limits::default() };
+        let map = json!({"max_attempts": 9, "max_cost_usd": null});
+        let raised = RaisedLimits::read(&Args::new(map.as_object().unwrap())).unwrap();
+        let raised = raised.over(base.clone()).unwrap();
+        assert_eq!(raised, Limits { max_attempts: 9, max_cost_usd: None, ..base });
+        let err = limits(json!({"max_qa_loops": 1001})).unwrap_err();
+        assert_eq!(err.message(), "argument 'max_qa_loops' must be between 0 and 1000, got 1001");
     }
 }

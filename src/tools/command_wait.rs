@@ -1,19 +1,20 @@
-//! Waiting for a command in a pane to end, ask, or outlast the deadline: the one wait behind
-//! `fugue_exec` and `fugue_send_input`'s `wait_ms`.
+//! Waiting for a command in a pane to end, ask, fall silent or outlast the deadline: the one wait
+//! behind `fugue_exec` and `fugue_send_input`'s `wait_ms`.
 //!
 //! In: the pane, its shell integration (if any), what ends the wait (the prompt after a given
 //! exec, or any prompt printed after a given output offset), an optional pattern for the exec's
 //! output (`until`), optional `responses` (a question a key matches is answered and the wait goes
-//! on), and the deadline. The wait sleeps in the one `Waiter` on the shell's records, the pane's end, its
-//! output (only with a pattern), the call's cancel channel, the deadline, the input watch's next
-//! look and the progress heartbeat. Out: an `Outcome`, and from it the `CommandAnswer` that holds
-//! `status` (ok, failed, input, running, exited, ready), `exit_code`, `cwd`, `output` and `offset`.
+//! on), an optional `quiet_ms` watchdog, and the deadline. `Waiter::drive` sleeps on the shell's
+//! records, the pane's end, its output (only with a pattern), the call's cancel channel, the
+//! deadline, the next look the input watch or the watchdog has due, and the progress heartbeat.
+//! Out: an `Outcome`, and from it the `CommandAnswer`: where the command stands (`Stand`: ok,
+//! failed, input, running, quiet, exited, ready, each with its own fields), `output` and `offset`.
 
-use super::answer::ExecStatus;
+use super::answer::{ExecStatus, Stand};
 use crate::error::{Error, Result};
 use crate::pane::activity::InputWatch;
 use crate::pane::budget::{self, Budget, Omitted, Output};
-use crate::pane::exit::{Exit, ExitFields, SignalField};
+use crate::pane::exit::Exit;
 use crate::pane::search::{Found, Scan};
 use crate::pane::tail;
 use crate::pane::{Pane, mark};
@@ -21,11 +22,11 @@ use crate::runtime::Ctx;
 use crate::shell::live::Live;
 use crate::shell::{Prompt, Shell};
 use crate::tool::Asking;
-use crate::tool::args::Args;
 use crate::tool::choice::Choice;
 use crate::tool::schema::{nullable, result, typed};
+use crate::tools::common::quiet::Quiet;
 use crate::tools::common::responses::{Answered, Responder, Responses};
-use crate::waiter::{Waiter, Woke};
+use crate::waiter::{Drove, Look, Waiter};
 use regex::Regex;
 use serde::Serialize;
 use serde_json::Value;
@@ -57,6 +58,8 @@ pub(crate) enum Outcome {
     Input(Option<String>),
     /// The deadline passed.
     Running,
+    /// The program printed nothing for the wait's `quiet` period and does not ask.
+    Quiet,
     /// The exec's output matched the wait's pattern; the command goes on.
     Ready(Found),
 }
@@ -70,6 +73,8 @@ pub(crate) struct Wait<'a> {
     pub(crate) deadline: Instant,
     /// Answers the program's questions that its keys match; the wait goes on after each.
     pub(crate) responder: Option<&'a mut Responder>,
+    /// Ends the wait with `Quiet` when the program prints nothing this long (`quiet_ms`).
+    pub(crate) quiet: Option<Duration>,
 }
 
 /// The search of an exec's output for the wait's pattern: it begins once the mark where the
@@ -95,7 +100,7 @@ impl Wait<'_> {
     /// Blocks until the wait ends; `Err` only when the call is cancelled.
     pub(crate) fn run(&mut self, ctx: &Ctx<'_>) -> Result<Outcome> {
         let mut waiter = self.waiter(ctx);
-        let mut search = self.search();
+        let search = self.search();
         if !matches!(search, Search::None) {
             waiter.add(self.pane.output().subscribe());
         }
@@ -104,16 +109,20 @@ impl Wait<'_> {
         // What was just typed may still sit unread in the terminal while the program's last
         // print is long past.
         watch.typed_at(started);
-        loop {
-            if let Some(outcome) = self.look(&mut search, &mut watch) {
-                return Ok(outcome);
-            }
-            match waiter.sleep(watch.next_check()) {
-                Woke::Look => {}
-                Woke::Heartbeat => self.report(ctx, started),
-                Woke::Deadline => return Ok(Outcome::Running),
-                Woke::Cancelled => return Err(Error::cancelled()),
-            }
+        let quiet = self.quiet.map(|quiet| Quiet::new(self.pane, quiet, started));
+        let (pane, from, deadline) = (self.pane, self.from(), self.deadline);
+        let report = |_: &(Search, InputWatch, Option<Quiet>)| {
+            report(ctx, pane, from, (started, deadline));
+        };
+        let look = |(search, watch, quiet): &mut (Search, InputWatch, Option<Quiet>)| {
+            let outcome = self.look(search, watch, quiet.as_mut());
+            let next = [watch.next_check(), quiet.as_ref().map(Quiet::due)];
+            outcome.map_or_else(|| Look::Again(next.into_iter().flatten().min()), Look::Done)
+        };
+        match waiter.drive(&mut (search, watch, quiet), look, report) {
+            Drove::Done(outcome) => Ok(outcome),
+            Drove::Deadline => Ok(Outcome::Running),
+            Drove::Cancelled => Err(Error::cancelled()),
         }
     }
 
@@ -133,7 +142,12 @@ impl Wait<'_> {
 
     /// One look: the outcome, if the wait has one now. A question a response answers is not one:
     /// the next question is looked for once the answer has been read.
-    fn look(&mut self, search: &mut Search, watch: &mut InputWatch) -> Option<Outcome> {
+    fn look(
+        &mut self,
+        search: &mut Search,
+        watch: &mut InputWatch,
+        quiet: Option<&mut Quiet>,
+    ) -> Option<Outcome> {
         if let Some(outcome) = self.ended() {
             return Some(outcome);
         }
@@ -150,7 +164,7 @@ impl Wait<'_> {
             *watch = InputWatch::new(self.pane);
             watch.typed_at(Instant::now());
         }
-        None
+        quiet.is_some_and(Quiet::check).then_some(Outcome::Quiet)
     }
 
     /// The program asks: answers it from the responses, if a key matches its question.
@@ -201,25 +215,21 @@ impl Wait<'_> {
         }
     }
 
-    fn report(&self, ctx: &Ctx<'_>, started: Instant) {
-        let from = match self.until {
+    /// Where the output waited on begins: where the command was typed, or the write.
+    fn from(&self) -> u64 {
+        match self.until {
             Until::Exec { typed, .. } => typed,
             Until::PromptAfter { from, .. } => from,
-        };
-        let end = self.pane.output().end();
-        let line = crate::tools::common::tail(self.pane, from, end, 1);
-        let total = self.deadline.saturating_duration_since(started).as_secs_f64();
-        ctx.progress.report(started.elapsed().as_secs_f64(), Some(total), line.trim_end());
+        }
     }
 }
 
-/// The longest `wait_ms`: one day.
-const MAX_WAIT_MS: u64 = 86_400_000;
-
-/// The `wait_ms` argument of `fugue_send_input`; 0 or absent: no wait.
-pub(crate) fn wait_ms(args: &Args<'_>) -> Result<Option<Duration>> {
-    let ms = args.u64("wait_ms", 0, MAX_WAIT_MS)?.unwrap_or(0);
-    Ok((ms > 0).then(|| Duration::from_millis(ms)))
+/// Progress: the seconds waited of the wait's whole, and the last line the pane printed since
+/// `from`.
+fn report(ctx: &Ctx<'_>, pane: &Pane, from: u64, (started, deadline): (Instant, Instant)) {
+    let line = crate::tools::common::tail(pane, from, pane.output().end(), 1);
+    let total = deadline.saturating_duration_since(started).as_secs_f64();
+    ctx.progress.report(started.elapsed().as_secs_f64(), Some(total), line.trim_end());
 }
 
 /// `fugue_send_input`'s wait: after a write at output offset `written.0` (when the shell had
@@ -234,6 +244,7 @@ pub(crate) fn after_input(
     wait: Duration,
     budget: &Budget<'_>,
     responses: Option<Responses>,
+    quiet: Option<Duration>,
 ) -> Result<CommandAnswer> {
     let live = Live::of(pane);
     let shell = live.map(|live| live.shell);
@@ -250,43 +261,43 @@ pub(crate) fn after_input(
         // Nothing runs and nothing was typed: the last command's outcome is the answer.
         let outcome = Outcome::Ended { prompt, end: from };
         let mut answer = answer(pane, outcome, from, budget, None, shell_pane);
-        answer.answered = responses.map(|_| Vec::new());
+        answer.call.answered = responses.map(|_| Vec::new());
         return Ok(answer);
     }
     let until = Until::PromptAfter { from, seen: seen.unwrap_or(0) };
     let deadline = Instant::now() + wait;
     let mut responder = responses.map(|r| Responder::new(r, from));
-    let responder_ref = responder.as_mut();
+    let responding = responder.as_mut();
     let outcome =
-        Wait { pane, shell, until, pattern: None, deadline, responder: responder_ref }.run(ctx)?;
+        Wait { pane, shell, until, pattern: None, deadline, responder: responding, quiet }
+            .run(ctx)?;
     let mut answer = answer(pane, outcome, from, budget, cwd(), shell_pane);
-    answer.answered = responder.map(|r| r.answered());
+    answer.call.answered = responder.map(|r| r.answered());
     Ok(answer)
 }
 
 /// The answer of a command waited on in a shell: `fugue_exec`'s, and `fugue_send_input`'s with
-/// `wait_ms`. The fields after `offset` are the calls' own.
+/// `wait_ms`: where the command stands, what it printed, and the call's own fields.
 #[derive(Serialize)]
 pub(crate) struct CommandAnswer {
-    pub(crate) status: ExecStatus,
     #[serde(flatten)]
-    pub(crate) exit: Option<ExitFields>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) cwd: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) program: Option<String>,
-    /// What `until` matched (`ready`).
-    #[serde(flatten)]
-    pub(crate) found: Option<Found>,
+    pub(crate) stand: Stand,
     #[serde(flatten)]
     pub(crate) output: Output,
     /// Beside a full-screen program's screen: what the command printed on the main screen before
     /// the program took it (`git status; git commit`'s status lines under the editor).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) printed: Option<String>,
+    printed: Option<String>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub(crate) alternate_screen: bool,
-    pub(crate) offset: u64,
+    alternate_screen: bool,
+    offset: u64,
+    #[serde(flatten)]
+    pub(crate) call: CallFields,
+}
+
+/// The fields of a `CommandAnswer` that the call gives, after the command's own.
+#[derive(Default, Serialize)]
+pub(crate) struct CallFields {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) answered: Option<Vec<Answered>>,
     /// The pane's whole sandbox policy, when the call asked for one.
@@ -307,10 +318,11 @@ impl CommandAnswer {
     /// The program that waits for input, when the answer is `input`: its question is the last
     /// line the output shows.
     pub(crate) fn asks(&self) -> Option<Asking> {
-        (self.status == ExecStatus::Input).then(|| Asking {
-            pane_id: self.pane_id.clone().unwrap_or_default(),
+        let Stand::Input { program, .. } = &self.stand else { return None };
+        Some(Asking {
+            pane_id: self.call.pane_id.clone().unwrap_or_default(),
             question: tail::question(&self.output.output).trim().to_string(),
-            program: self.program.clone(),
+            program: program.clone(),
         })
     }
 }
@@ -365,57 +377,20 @@ pub(crate) fn answer(
         Some(rows) => screen_and_printed(pane, &rows, (from, end), budget),
         None => (budget::output(pane, from, end, budget).into(), None),
     };
-    let mut answer = CommandAnswer {
-        status: ExecStatus::Running,
-        exit: None,
-        cwd,
-        program: None,
-        found: None,
-        output,
-        printed,
-        alternate_screen,
-        offset: pane.output().end(),
-        answered: None,
-        sandbox: None,
-        sandbox_denied: None,
-        bytes: None,
-        duration_ms: None,
-        pane_id: None,
-    };
-    match outcome {
+    let stand = match outcome {
         Outcome::Ended { prompt, .. } => {
-            answer.status = if prompt.status == 0 { ExecStatus::Ok } else { ExecStatus::Failed };
-            answer.exit = Some(ExitFields {
-                exit_code: Some(prompt.status),
-                signal: None,
-                field: SignalField::WhenSignalled,
-            });
-            answer.cwd = Some(prompt.cwd);
+            Stand::ended(Some(Exit::Code(prompt.status)), Some(prompt.cwd))
         }
-        Outcome::Exited(exit) => {
-            answer.status = exited_status(exit, shell_pane);
-            answer.exit = Some(ExitFields::new(exit, SignalField::WhenSignalled));
-        }
-        Outcome::Input(program) => {
-            answer.status = ExecStatus::Input;
-            answer.program = program;
-        }
-        Outcome::Running => {}
-        Outcome::Ready(found) => {
-            answer.status = ExecStatus::Ready;
-            answer.alternate_screen = found.screen;
-            answer.found = Some(found);
-        }
-    }
-    answer
-}
-
-fn exited_status(exit: Option<Exit>, shell_pane: bool) -> ExecStatus {
-    match exit {
-        _ if shell_pane => ExecStatus::Exited,
-        Some(exit) if exit.success() => ExecStatus::Ok,
-        _ => ExecStatus::Failed,
-    }
+        Outcome::Exited(exit) if shell_pane => Stand::exited(exit, cwd),
+        Outcome::Exited(exit) => Stand::ended(exit, cwd),
+        Outcome::Input(program) => Stand::Input { cwd, program, line: None },
+        Outcome::Running => Stand::Running { cwd },
+        Outcome::Quiet => Stand::Quiet { cwd },
+        Outcome::Ready(found) => Stand::Ready { cwd, found },
+    };
+    let alternate_screen = alternate_screen || stand.found_on_screen();
+    let offset = pane.output().end();
+    CommandAnswer { stand, output, printed, alternate_screen, offset, call: CallFields::default() }
 }
 
 /// The output schema's main keys of a `CommandAnswer`, with `extra` of the tool's own.

@@ -11,23 +11,26 @@
 //! own output matches, and leaves it running. What is typed, in the shell's own syntax, and how a
 //! cancelled task's command is interrupted are the live shell's (`shell::live::Live`).
 
-use super::answer::{ExecStatus, denied};
-use super::command_wait::{self, Outcome, Until, Wait};
+use super::answer::{Stand, denied};
+use super::command_wait::{self, CallFields, Outcome, Until, Wait};
 use crate::error::{Error, ErrorKind, Result};
-use crate::pane::budget::Budget;
+use crate::pane::budget::{self, Budget};
 use crate::pane::search::compile;
 use crate::pane::{Pane, mark};
 use crate::runtime::{Ctx, Tool};
 use crate::shell::live::{Live, Typed};
 use crate::shell::{PROMPT_DRAWN_WAIT, Records};
 use crate::tool::args::Args;
-use crate::tool::{Answer, RUNS, schema::*};
+use crate::tool::params::{Ordered, Param, Params, Spec, Timeout, params};
+use crate::tool::{Answer, RUNS};
 use crate::tools::common::responses::{self, Responder, Responses};
-use crate::waiter::{Waiter, Woke};
+use crate::tools::common::{Command, KEEP};
+use crate::tools::{SANDBOX, SandboxArg};
+use crate::waiter::{Drove, Look, Waiter};
+use serde_json::Value;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-const DEFAULT_TIMEOUT_MS: u64 = 30_000;
-const MAX_TIMEOUT_MS: u64 = 86_400_000;
 pub(crate) const DEFAULT_MAX_BYTES: u64 = crate::pane::budget::DEFAULT_BYTES as u64;
 /// How long a shell may take to show its first prompt, whatever the command's `timeout_ms`.
 const SHELL_START: Duration = Duration::from_secs(10);
@@ -39,74 +42,67 @@ pub(crate) const TOOL: Tool = Tool {
     title: "Run a command in a live shell",
     description: "Run shell text in a live shell; answer when it ends: status ok/failed \
                   (exit_code), input (`program` waits for the terminal; reply with \
-                  fugue_send_input + wait_ms, or answer up front with responses), running \
-                  (timeout_ms passed), exited (it ended the shell), or ready (`until` matched its \
-                  output; it keeps running). cwd, output (its own, or a full-screen program's \
+                  fugue_send_input + wait_ms), running (timeout_ms passed), quiet (no output \
+                  for quiet_ms, not asking), exited (it ended the shell), or ready \
+                  (`until` matched its output). cwd, output (its own, or a full-screen program's \
                   screen beside printed: what came before; past max_bytes: its end, errors, \
                   `keep` matches, its start; omitted_lines, omitted_since for fugue_get_output \
                   since), pane_id. State persists. \
                   No pane_id: fugue's own shells; while one is busy the command runs in another, \
                   so start a job with until, run the next command, then fugue_wait on both. \
-                  Timeout or cancel ends only the wait: stop it with keys [\"C-c\"] or \
+                  Only ok/failed/exited end it; stop it with keys [\"C-c\"] or \
                   fugue_close_pane.",
     hints: RUNS,
-    input: || {
-        object(
-            &[
-                ("command", string("Shell text to run")),
-                ("pane_id", string("A shell pane (default: fugue's own, a free one)")),
-                ("cwd", string("Run it in this directory (as cd DIR &&)")),
-                ("until", string("Regex: answer ready when the command's output matches")),
-                ("host", super::host_arg()),
-                responses::schema(
-                    "{question regex: answer, or [answers] used in turn}: when the program asks \
-                     and its question matches a key (first in order), type the answer + Enter \
-                     and keep waiting. answered: [{question, key}]",
-                ),
-                (
-                    "timeout_ms",
-                    integer_or("Answer running after this long (1: at once)", DEFAULT_TIMEOUT_MS),
-                ),
-                ("max_bytes", integer_or("Output budget", DEFAULT_MAX_BYTES)),
-                crate::tools::common::keep_schema(),
-                ("sandbox", super::sandbox_arg()),
-            ],
-            &["command"],
-        )
-    },
-    output: || command_wait::answer_schema(&[("pane_id", typed("string"))]),
+    input: || super::with_host(ExecParams::schema(), true, false),
+    output: || command_wait::answer_schema(&[("pane_id", crate::tool::schema::typed("string"))]),
     durable: true,
     asks: true,
-    call: exec,
+    call: |ctx, args| exec(ctx, Params::read(args)?),
 };
 
-fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
+params! {
+    /// `fugue_exec`'s arguments.
+    struct ExecParams {
+        command: Command = Spec::new("Shell text to run"),
+        pane_id: Option<String> = Spec::new("A shell pane (default: fugue's own, a free one)"),
+        cwd: Option<PathBuf> = Spec::new("Run it in this directory (as cd DIR &&)"),
+        until: Option<String> = Spec::new("Regex: answer ready when the command's output matches"),
+        responses: Option<Ordered> = responses::RESPONSES,
+        timeout_ms: Timeout = Spec::new("Answer running after this long (0: at once)").or(30_000),
+        quiet_ms: Option<u64> = crate::tools::common::quiet_row("Silence that answers quiet"),
+        max_bytes: MaxBytes = MAX_BYTES,
+        keep: Option<String> = KEEP,
+        sandbox: Option<SandboxArg> = SANDBOX,
+    }
+}
+
+fn exec(ctx: &Ctx<'_>, args: ExecParams) -> Result<Answer> {
     let started = Instant::now();
-    let command = crate::tools::common::command(args, "fugue_exec")?;
+    let Command(command) = args.command;
     if command.len() > MAX_COMMAND_BYTES {
         return Err(Error::invalid(format!(
             "command is {} bytes; the limit is {MAX_COMMAND_BYTES}",
             command.len()
         )));
     }
-    let timeout = args.u64("timeout_ms", 1, MAX_TIMEOUT_MS)?.unwrap_or(DEFAULT_TIMEOUT_MS);
-    let max_bytes = max_bytes(args, ctx.config.max_output_bytes)?;
-    let dir = args.path("cwd")?.map(|dir| ctx.dir(Some(dir)));
+    let max_bytes = args.max_bytes.within(ctx.config.max_output_bytes)?;
+    let dir = args.cwd.map(|dir| ctx.dir(Some(dir)));
     if let Some(dir) = &dir {
         crate::tools::common::check_cwd(dir, "fugue_exec")?;
     }
     let regex_limit = ctx.config.max_regex_bytes;
-    let pattern = args.str("until")?.map(|p| compile(p, regex_limit)).transpose()?;
-    let keep = crate::tools::common::keep(args, regex_limit)?;
-    let responses = Responses::parse(args, regex_limit)?;
-    let timeout = Duration::from_millis(timeout);
+    let pattern = args.until.map(|p| compile(&p, regex_limit)).transpose()?;
+    let keep = crate::tools::common::keep(args.keep.as_deref(), regex_limit)?;
+    let responses = Responses::parse(args.responses.as_ref(), regex_limit)?;
+    let Timeout(timeout) = args.timeout_ms;
+    let quiet = args.quiet_ms.map(Duration::from_millis);
     // A shell that is still starting (a new one of fugue's own, often) is waited for apart from
     // the command's own time: a short timeout_ms asks to leave a job running, not to fail it.
     let started_by = started + timeout.max(SHELL_START);
     // A shell of fugue's own is held from the choice until the command is typed.
-    let asked = super::asked_sandbox(args, ctx.cwd)?;
-    let (pane, claim) = match args.str("pane_id")? {
-        Some(id) => (super::check_pane(ctx.mux.pane(id)?, asked.as_ref())?, None),
+    let asked = super::policy(args.sandbox.as_ref(), ctx.cwd)?;
+    let (pane, claim) = match args.pane_id {
+        Some(id) => (super::check_pane(ctx.mux.pane(&id)?, asked.as_ref())?, None),
         None => {
             let claim = ctx.shells.claim(&ctx.mux, ctx.cwd, asked.clone())?;
             (claim.pane.clone(), Some(claim))
@@ -121,15 +117,25 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let mut responder = responses.map(|r| Responder::new(r, typed));
     let until = Until::Exec { id, typed };
     let responding = responder.as_mut();
-    let mut wait =
-        Wait { pane: &pane, shell: Some(shell), until, pattern, deadline, responder: responding };
+    let mut wait = Wait {
+        pane: &pane,
+        shell: Some(shell),
+        until,
+        pattern,
+        deadline,
+        responder: responding,
+        quiet,
+    };
     let outcome = wait.run(ctx);
     if outcome.is_err() && ctx.cancel.stops_work() {
         // A task was cancelled: the call ends once the shell is back at its prompt, so the shell
         // is not left busy for the next call.
         live.interrupt();
     }
-    if !matches!(outcome, Ok(Outcome::Input(_) | Outcome::Running | Outcome::Ready(_))) {
+    let goes_on = |o: &Outcome| {
+        matches!(o, Outcome::Input(_) | Outcome::Running | Outcome::Ready(_) | Outcome::Quiet)
+    };
+    if !outcome.as_ref().is_ok_and(goes_on) {
         shell.forget_exec(id);
     }
     let outcome = outcome?;
@@ -137,20 +143,53 @@ fn exec(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let cwd = shell.with(Records::cwd);
     let budget = Budget::whole(max_bytes, keep.as_ref());
     let mut answer = command_wait::answer(&pane, outcome, from, &budget, cwd, true);
-    answer.sandbox_denied =
-        denied(&pane, answer.status == ExecStatus::Failed, Some(&answer.output.output));
-    answer.duration_ms = Some(started.elapsed().as_millis() as u64);
-    answer.pane_id = Some(pane.id.clone());
-    answer.sandbox = asked.and_then(|_| crate::sandbox::view(&pane.sandbox));
-    answer.answered = responder.map(|r| r.answered());
+    let failed = matches!(answer.stand, Stand::Failed(_));
+    answer.call = CallFields {
+        answered: responder.map(|r| r.answered()),
+        sandbox: asked.and_then(|_| crate::sandbox::view(&pane.sandbox)),
+        sandbox_denied: denied(&pane, failed, Some(&answer.output.output)),
+        bytes: None,
+        duration_ms: Some(started.elapsed().as_millis() as u64),
+        pane_id: Some(pane.id.clone()),
+    };
     Ok(Answer::of(&answer)?.asking(answer.asks()))
 }
 
-/// The `max_bytes` argument of `fugue_exec` and `fugue_send_input`, at most `ceiling`
-/// (`FUGUE_MAX_OUTPUT_BYTES`).
-pub(crate) fn max_bytes(args: &Args<'_>, ceiling: usize) -> Result<usize> {
-    let ceiling = ceiling as u64;
-    Ok(args.u64("max_bytes", 64, ceiling)?.unwrap_or(DEFAULT_MAX_BYTES.min(ceiling)) as usize)
+/// The `max_bytes` row, the answer's budget: `budget::DEFAULT_BYTES` when absent, at most
+/// `FUGUE_MAX_OUTPUT_BYTES` (a setting, so not in the schema: `MaxBytes::within` checks it).
+pub(crate) const MAX_BYTES: Spec =
+    Spec::new("Output budget").range(64, u64::MAX).or(DEFAULT_MAX_BYTES);
+
+/// A `max_bytes` argument: at least its row's minimum, as asked (the default applies in
+/// `within`, which knows the ceiling).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct MaxBytes {
+    asked: Option<u64>,
+    min: u64,
+}
+
+impl Param for MaxBytes {
+    fn read(args: &Args<'_>, key: &str, spec: &Spec) -> Result<MaxBytes> {
+        Ok(MaxBytes { asked: args.u64(key, spec.min, u64::MAX)?, min: spec.min })
+    }
+    fn schema(spec: &Spec) -> Value {
+        spec.describe_integer()
+    }
+}
+
+impl MaxBytes {
+    /// The budget, at most `ceiling` (`FUGUE_MAX_OUTPUT_BYTES`); the default, cut to the ceiling,
+    /// when none was asked.
+    pub(crate) fn within(self, ceiling: usize) -> Result<usize> {
+        let Some(n) = self.asked else { return Ok(budget::default_bytes(ceiling)) };
+        if n > ceiling as u64 {
+            return Err(Error::invalid(format!(
+                "argument 'max_bytes' must be between {} and {ceiling}, got {n}",
+                self.min
+            )));
+        }
+        Ok(n as usize)
+    }
 }
 
 /// The pane's live shell, or the error that says why there is none.
@@ -188,16 +227,14 @@ fn wait_for_prompt(ctx: &Ctx<'_>, live: Live<'_>, deadline: Instant) -> Result<(
         .on(live.shell.subscribe())
         .on(pane.output().subscribe_status())
         .on(pane.output().subscribe());
-    let mut drawn_by = None;
-    loop {
-        if let Some(ready) = prompt_ready(&live, &mut drawn_by) {
-            return ready;
-        }
-        match waiter.sleep(drawn_by) {
-            Woke::Look | Woke::Heartbeat => {}
-            Woke::Cancelled => return Err(Error::cancelled()),
-            Woke::Deadline => return Err(no_first_prompt(pane)),
-        }
+    let look = |drawn_by: &mut Option<Instant>| match prompt_ready(&live, drawn_by) {
+        Some(ready) => Look::Done(ready),
+        None => Look::Again(*drawn_by),
+    };
+    match waiter.drive(&mut None, look, |_| {}) {
+        Drove::Done(ready) => ready,
+        Drove::Cancelled => Err(Error::cancelled()),
+        Drove::Deadline => Err(no_first_prompt(pane)),
     }
 }
 

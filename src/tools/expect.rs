@@ -2,9 +2,11 @@
 //!
 //! The call subscribes to the pane's output events, then scans (`pane::search`): the text view of
 //! everything from its start point on, and while a full-screen program shows it, the alternate
-//! screen. It sleeps in `select!` until the reader announces new output, the process exits, the
-//! deadline passes or the client cancels. A timeout or an `input` answer carries what the pane
-//! shows, so the agent sees why without another call.
+//! screen. Between scans it sleeps in the one `Waiter` (`Waiter::drive`) until the reader
+//! announces new output or the process's end, the input watch has a look due, the deadline passes
+//! or the client cancels; over a flood of output it lets the output gather a moment between scans
+//! (`Pace`). A timeout or an `input` answer carries what the pane shows, so the agent sees why
+//! without another call.
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::pane::Pane;
@@ -15,13 +17,14 @@ use crate::pane::output::TAIL_SCAN_LIMIT;
 use crate::pane::search::{Found, Scan, compile};
 use crate::pane::tail;
 use crate::runtime::{Ctx, Tool};
-use crate::tool::args::Args;
 use crate::tool::choice::Choice;
+use crate::tool::params::{Params, Spec, Timeout, params};
 use crate::tool::{Answer, Asking, RUNS, schema::*};
 use crate::tools::answer::ExpectStatus;
-use crate::waiter::{Waiter, Woke};
+use crate::tools::common::KEEP_AS_EXECS;
+use crate::tools::panes::PANE_ID;
+use crate::waiter::{Drove, Look, Waiter};
 use crate::words::words;
-use crossbeam_channel::{RecvTimeoutError, TryRecvError};
 use regex::Regex;
 use serde::Serialize;
 use std::time::{Duration, Instant};
@@ -29,16 +32,12 @@ use std::time::{Duration, Instant};
 // Defaults of absent arguments, declared in the schema and applied by the handler.
 /// `timeout_ms`: one minute.
 const TIMEOUT_MS: u64 = 60_000;
-/// `poll_interval_ms`: the seed's value; accepted and unused, since the wait is event-driven.
-const POLL_INTERVAL_MS: u64 = 200;
 /// `lines`.
 const LINES: u64 = 100;
 /// How many of the pane's last lines a timeout or an `input` answer shows.
 const SHOWN_LINES: usize = 10;
 /// The most bytes of the question an `input` answer quotes.
 const MAX_QUESTION_BYTES: usize = 4 << 10;
-/// The longest wait one call accepts: one hour.
-const MAX_TIMEOUT_MS: u64 = 3_600_000;
 /// How long a waiter lets streaming output gather between scans (see `Pace`).
 const PACE: Duration = Duration::from_millis(1);
 
@@ -55,39 +54,7 @@ pub(crate) const TOOL: Tool = Tool {
                   the question) with `output` (what the pane shows), exited. action \
                   return_output adds `output`: the last `lines` lines.",
     hints: RUNS,
-    input: || {
-        object(
-            &[
-                ("pane_id", string("Pane id or name")),
-                (
-                    "pattern",
-                    string(
-                        "Regex, Rust `regex` syntax, multi-line mode. No look-around, no \
-                         backreferences: match the line itself instead",
-                    ),
-                ),
-                ("timeout_ms", integer_or("Give up after this long", TIMEOUT_MS)),
-                ("action", Action::schema("What to do on a match")),
-                (
-                    "poll_interval_ms",
-                    integer_or(
-                        "Accepted for compatibility; unused (event-driven)",
-                        POLL_INTERVAL_MS,
-                    ),
-                ),
-                ("lines", integer_or("Lines of existing output to search, and to return", LINES)),
-                ("since", integer("Search only output after this offset")),
-                (
-                    "on_input",
-                    OnInput::schema(
-                        "return: answer status input (and program) if a program waits for keyboard input first",
-                    ),
-                ),
-                crate::tools::common::keep_schema(),
-            ],
-            &["pane_id", "pattern"],
-        )
-    },
+    input: ExpectParams::schema,
     output: || {
         result(&[
             ("status", ExpectStatus::words()),
@@ -99,7 +66,7 @@ pub(crate) const TOOL: Tool = Tool {
     },
     durable: true,
     asks: true,
-    call: expect,
+    call: |ctx, args| expect(ctx, Params::read(args)?),
 };
 
 words! {
@@ -186,29 +153,58 @@ struct ExpectAnswer<'a> {
 struct Pace {
     last: Option<Instant>,
     streaming: bool,
+    /// The wait sleeps the pace's own pause: the look that ends it follows no wake.
+    pausing: bool,
 }
 
 impl Pace {
-    fn woke(&mut self) {
-        let now = Instant::now();
-        self.streaming = self.last.is_some_and(|last| now.duration_since(last) <= 2 * PACE);
-        self.last = Some(now);
+    /// A look at `now`: unless it ends the pace's own pause, it follows a wake (or is the first).
+    fn look(&mut self, now: Instant) {
+        if !self.pausing {
+            self.streaming = self.last.is_some_and(|last| now.duration_since(last) <= 2 * PACE);
+            self.last = Some(now);
+        }
+    }
+
+    /// After a scan that caught up: until when the output gathers (over a flood), or `None` to
+    /// sleep until the pane prints (a quiet spell, or the pause just ended).
+    fn caught_up(&mut self, now: Instant) -> Option<Instant> {
+        self.pausing = self.streaming && !self.pausing;
+        self.pausing.then(|| now + PACE)
     }
 }
 
-fn expect(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
+params! {
+    /// `fugue_expect`'s arguments. (`poll_interval_ms`, once accepted and ignored, is gone: the
+    /// wait wakes on each read, so an interval would only say what nothing does.)
+    struct ExpectParams {
+        pane_id: String = Spec::new(PANE_ID),
+        pattern: String = Spec::new(
+            "Regex, Rust `regex` syntax, multi-line mode. No look-around, no backreferences: \
+             match the line itself instead",
+        ),
+        timeout_ms: Timeout = Spec::new("Give up after this long").or(TIMEOUT_MS),
+        action: Action = Spec::new("What to do on a match"),
+        lines: usize = Spec::new("Lines of existing output to search, and to return")
+            .range(1, 100_000)
+            .or(LINES),
+        since: Option<u64> = Spec::new("Search only output after this offset"),
+        on_input: OnInput = Spec::new(
+            "return: answer status input if a program waits for keyboard input first",
+        ),
+        keep: Option<String> = KEEP_AS_EXECS,
+    }
+}
+
+fn expect(ctx: &Ctx<'_>, args: ExpectParams) -> Result<Answer> {
     let started = Instant::now();
-    let pane = ctx.mux.pane(args.required_str("pane_id")?)?;
-    let pattern = args.required_str("pattern")?;
+    let pane = ctx.mux.pane(&args.pane_id)?;
+    let pattern = args.pattern.as_str();
     let regex = compile(pattern, ctx.config.max_regex_bytes)?;
-    let timeout =
-        Duration::from_millis(args.u64("timeout_ms", 0, MAX_TIMEOUT_MS)?.unwrap_or(TIMEOUT_MS));
-    let action = Action::parse(args, "action")?;
-    args.u64("poll_interval_ms", 0, MAX_TIMEOUT_MS)?;
-    let lines = args.u64("lines", 1, 100_000)?.unwrap_or(LINES) as usize;
-    let since = args.u64("since", 0, u64::MAX)?;
-    let return_on_input = OnInput::parse(args, "on_input")? == OnInput::Return;
-    let keep = crate::tools::common::keep(args, ctx.config.max_regex_bytes)?;
+    let Timeout(timeout) = args.timeout_ms;
+    let (action, lines, since) = (args.action, args.lines, args.since);
+    let return_on_input = args.on_input == OnInput::Return;
+    let keep = crate::tools::common::keep(args.keep.as_deref(), ctx.config.max_regex_bytes)?;
 
     // Subscribe before the first look, so nothing printed in between is missed.
     let events = pane.output().subscribe();
@@ -223,50 +219,24 @@ fn expect(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let bytes = budget::default_bytes(ctx.config.max_output_bytes);
     let answering = Answering { action, lines, since: since.unwrap_or(0), keep, bytes };
     let input = return_on_input.then(|| InputWatch::new(&pane));
-    let mut expecting =
-        Expecting { pane: &pane, pattern, scan: Scan::new(regex, from), answering, started, input };
+    let scan = Scan::new(regex, from);
+    let pace = Pace::default();
+    let mut expecting = Expecting { pane: &pane, pattern, scan, answering, started, input, pace };
+    let deadline = started + timeout;
     let mut waiter = Waiter::new()
         .cancel(ctx.cancel.receiver())
-        .until(started + timeout)
+        .until(deadline)
         .heartbeat(ctx.progress.heartbeat())
         .on(events);
-    let mut pace = Pace::default();
-    loop {
-        let behind = match expecting.look(ctx) {
-            Look::Answer(answer) => return answer,
-            Look::Behind => true,
-            Look::Caught => false,
-        };
-        // More output waits to be scanned: the next scan goes at once, while time is left.
-        if behind && Instant::now() < started + timeout {
-            if let Err(TryRecvError::Disconnected) = ctx.cancel.receiver().try_recv() {
-                return Err(Error::cancelled());
-            }
-            continue;
-        }
-        if pace.streaming && gather(ctx, started + timeout).is_err() {
-            return Err(Error::cancelled());
-        }
-        match waiter.sleep(expecting.input.as_ref().and_then(InputWatch::next_check)) {
-            Woke::Look => pace.woke(),
-            Woke::Heartbeat => {
-                let secs = started.elapsed().as_secs_f64();
-                let waiting = format!("waiting for /{pattern}/");
-                ctx.progress.report(secs, Some(timeout.as_secs_f64()), &waiting);
-            }
-            Woke::Cancelled => return Err(Error::cancelled()),
-            Woke::Deadline => return expecting.last_look(ctx),
-        }
-    }
-}
-
-/// Lets streaming output gather for `PACE` before the next scan (see `Pace`); `Err` when the call
-/// is cancelled meanwhile.
-fn gather(ctx: &Ctx<'_>, deadline: Instant) -> std::result::Result<(), ()> {
-    let gather = PACE.min(deadline.saturating_duration_since(Instant::now()));
-    match ctx.cancel.receiver().recv_timeout(gather) {
-        Err(RecvTimeoutError::Disconnected) => Err(()),
-        _ => Ok(()),
+    let report = |expecting: &Expecting<'_>| {
+        let waiting = format!("waiting for /{}/", expecting.pattern);
+        let secs = expecting.started.elapsed().as_secs_f64();
+        ctx.progress.report(secs, Some(timeout.as_secs_f64()), &waiting);
+    };
+    match waiter.drive(&mut expecting, |expecting| expecting.look(ctx), report) {
+        Drove::Done(answer) => answer,
+        Drove::Deadline => expecting.last_look(ctx),
+        Drove::Cancelled => Err(Error::cancelled()),
     }
 }
 
@@ -279,10 +249,11 @@ struct Expecting<'a> {
     started: Instant,
     /// Watches for the program asking, with `on_input: return`.
     input: Option<InputWatch>,
+    pace: Pace,
 }
 
 /// What one look found.
-enum Look {
+enum Scanned {
     /// The call's answer (or error): a match, the pane's end, a question.
     Answer(Result<Answer>),
     /// More output than one scan takes is waiting.
@@ -292,28 +263,43 @@ enum Look {
 }
 
 impl Expecting<'_> {
+    /// One look of the wait: a scan, and what the wait does next. More output waiting to be
+    /// scanned is scanned at once; over a flood (see `Pace`) the output gathers for `PACE` before
+    /// the next scan; otherwise the wait sleeps until something is printed or a look is due.
+    fn look(&mut self, ctx: &Ctx<'_>) -> Look<Result<Answer>> {
+        self.pace.look(Instant::now());
+        match self.scan(ctx) {
+            Scanned::Answer(answer) => Look::Done(answer),
+            Scanned::Behind => Look::Again(Some(Instant::now())),
+            Scanned::Caught => match self.pace.caught_up(Instant::now()) {
+                Some(until) => Look::Pause(until),
+                None => Look::Again(self.input.as_ref().and_then(InputWatch::next_check)),
+            },
+        }
+    }
+
     /// One scan of what the pane printed since the last, then a look at the process.
-    fn look(&mut self, ctx: &Ctx<'_>) -> Look {
+    fn scan(&mut self, ctx: &Ctx<'_>) -> Scanned {
         let step = self.scan.step(self.pane);
         if let Some(found) = step.found {
-            return Look::Answer(self.matched(ctx, found));
+            return Scanned::Answer(self.matched(ctx, found));
         }
         if step.closed {
             let closed = format!("pane {} was closed while waiting", self.pane.id);
-            return Look::Answer(Err(Error::new(ErrorKind::PaneClosed, closed)));
+            return Scanned::Answer(Err(Error::new(ErrorKind::PaneClosed, closed)));
         }
         if step.exited {
-            return Look::Answer(Answer::of(&self.outcome(ExpectStatus::Exited, step.end)));
+            return Scanned::Answer(Answer::of(&self.outcome(ExpectStatus::Exited, step.end)));
         }
         if step.behind {
-            return Look::Behind;
+            return Scanned::Behind;
         }
         if self.input.as_mut().is_some_and(InputWatch::check) {
             let program = self.input.as_ref().and_then(InputWatch::program);
             let asked = self.outcome(ExpectStatus::Input, step.end);
-            return Look::Answer(asking(self.pane, asked, program));
+            return Scanned::Answer(asking(self.pane, asked, program));
         }
-        Look::Caught
+        Scanned::Caught
     }
 
     /// The deadline passed: one last look, since output may have arrived with it.
@@ -413,4 +399,29 @@ fn asking(pane: &Pane, mut asked: ExpectAnswer<'_>, program: Option<String>) -> 
 fn question(pane: &Pane) -> String {
     let budget = Budget::tail(MAX_QUESTION_BYTES, 5, None);
     tail::question(tail::shown(pane, &budget).text()).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_flood_gathers_once_between_wakes_and_a_quiet_spell_scans_at_once() {
+        let mut pace = Pace::default();
+        let t0 = Instant::now();
+        pace.look(t0);
+        assert_eq!(pace.caught_up(t0), None, "the first look sleeps until the pane prints");
+        // Wakes within 2 × PACE of each other: a flood. The scan that caught up pauses once...
+        let t1 = t0 + PACE;
+        pace.look(t1);
+        assert_eq!(pace.caught_up(t1), Some(t1 + PACE));
+        // ... and the look that ends the pause counts as no wake, and sleeps until woken.
+        let t2 = t1 + PACE;
+        pace.look(t2);
+        assert_eq!(pace.caught_up(t2), None);
+        // A wake long after the last: scanned at once, no pause.
+        let t3 = t2 + 10 * PACE;
+        pace.look(t3);
+        assert_eq!(pace.caught_up(t3), None);
+    }
 }

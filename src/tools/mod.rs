@@ -33,37 +33,57 @@ use crate::error::{Error, Result};
 use crate::pane::Pane;
 use crate::sandbox::{self, Asked, Mode, Policy};
 use crate::tool::args::Args;
+use crate::tool::params::{Param, Spec, nested, params};
 use crate::words::Words;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// The `sandbox` argument of the tools that start work: a policy stricter than the server's, a
-/// mode or an object (tools/list has room for no more than its keys; errors say their values).
-/// Described once, in fugue_exec's schema; the others refer to it.
-pub(crate) fn sandbox_arg() -> Value {
-    sandbox_said("Tighter: read-only|workspace-write|{mode,network,writable}")
+/// The `sandbox` row of fugue_exec, which describes it once: a policy stricter than the
+/// server's, a mode or an object (tools/list has room for no more than its keys; errors say their
+/// values).
+pub(crate) const SANDBOX: Spec =
+    Spec::new("Tighter: read-only|workspace-write|{mode,network,writable}");
+/// The `sandbox` row of the other tools that start work, which refer to fugue_exec's.
+pub(crate) const SANDBOX_AS_EXECS: Spec = Spec::new("As fugue_exec's");
+
+/// What a call asked for in its `sandbox` argument, checked; `policy` makes it a pane's policy.
+#[derive(Debug, Clone)]
+pub(crate) struct SandboxArg(Asked);
+
+impl Param for Option<SandboxArg> {
+    fn read(args: &Args<'_>, key: &str, _: &Spec) -> Result<Self> {
+        let Some(value) = args.value(key) else { return Ok(None) };
+        let asked = match value {
+            Value::String(word) => Asked { mode: Some(mode_of(word)?), ..Asked::default() },
+            Value::Object(_) => asked_object(nested(&args.at(key), value)?)?,
+            _ => return Err(Error::invalid(sandbox_forms())),
+        };
+        Ok(Some(SandboxArg(asked)))
+    }
+    fn schema(spec: &Spec) -> Value {
+        spec.describe(json!({"type": ["string", "object"]}))
+    }
 }
 
-/// The `sandbox` argument, described by reference to fugue_exec's.
-pub(crate) fn sandbox_ref() -> Value {
-    sandbox_said("As fugue_exec's")
-}
-
-fn sandbox_said(description: &str) -> Value {
-    json!({"type": ["string", "object"], "description": description})
-}
-
-/// The `host` argument of the tools that start work: an ssh destination, where `remote` sends
-/// the call (the handlers never see it). Described once, in fugue_exec's schema.
-pub(crate) fn host_arg() -> Value {
-    json!({"type": "string", "description": "ssh host: run there; ids come back host:ID"})
-}
-
-/// The `host` argument, described in fugue_exec's schema only (tools/list is paid for in every
-/// agent's context).
-pub(crate) fn host_ref() -> Value {
-    json!({"type": "string"})
+/// `schema` with the `host` argument of the tools that start work: an ssh destination, where
+/// `remote` sends the call (the handlers never see it). Described in fugue_exec's schema only
+/// (tools/list is paid for in every agent's context); in `fugue_run_parallel`, on each command.
+pub(crate) fn with_host(mut schema: Value, described: bool, per_command: bool) -> Value {
+    let host = if described {
+        json!({"type": "string", "description": "ssh host: run there; ids come back host:ID"})
+    } else {
+        json!({"type": "string"})
+    };
+    let props = if per_command {
+        schema["properties"]["commands"]["items"]["properties"].as_object_mut()
+    } else {
+        schema["properties"].as_object_mut()
+    };
+    if let Some(props) = props {
+        props.insert("host".into(), host);
+    }
+    schema
 }
 
 /// `pane` for a call that asked for `sandbox`: refused when the pane runs under another policy.
@@ -79,17 +99,12 @@ pub(crate) fn check_pane(pane: Arc<Pane>, sandbox: Option<&Arc<Policy>>) -> Resu
     }
 }
 
-/// The `sandbox` a call asked for, a word or `{mode, network, writable}`, as the pane's whole
-/// policy (relative roots against `dir`, the caller's directory): the server's, tightened. Asking
-/// for more than it allows is `invalid_argument`, naming it.
-pub(crate) fn asked_sandbox(args: &Args<'_>, dir: &Path) -> Result<Option<Arc<Policy>>> {
-    let Some(value) = args.value("sandbox") else { return Ok(None) };
-    let asked = match value {
-        Value::String(word) => Asked { mode: Some(mode_of(word)?), ..Asked::default() },
-        Value::Object(_) => asked_object(&Args::object("sandbox", value)?)?,
-        _ => return Err(Error::invalid(sandbox_forms())),
-    };
-    sandbox::for_call(&asked, dir).map(|policy| Some(Arc::new(policy)))
+/// The `sandbox` a call asked for as the pane's whole policy (relative roots against `dir`, the
+/// caller's directory): the server's, tightened. Asking for more than it allows is
+/// `invalid_argument`, naming it.
+pub(crate) fn policy(asked: Option<&SandboxArg>, dir: &Path) -> Result<Option<Arc<Policy>>> {
+    let Some(SandboxArg(asked)) = asked else { return Ok(None) };
+    sandbox::for_call(asked, dir).map(|policy| Some(Arc::new(policy)))
 }
 
 /// The forms `sandbox` takes, for its errors: the modes a call may ask for, by their words.
@@ -105,14 +120,24 @@ fn sandbox_forms() -> String {
     )
 }
 
-fn asked_object(inner: &Args<'_>) -> Result<Asked> {
-    if let Some(key) = inner.unknown(&["mode", "network", "writable"]).first() {
-        return Err(Error::invalid(format!(
-            "unknown argument 'sandbox.{key}'; {}",
-            sandbox_forms()
-        )));
+params! {
+    /// The object form of `sandbox`.
+    struct SandboxObject {
+        mode: String = Spec::new(""),
+        network: Option<String> = Spec::new(""),
+        writable: Vec<String> = Spec::new(""),
     }
-    let network = match inner.str("network")? {
+}
+
+fn asked_object(object: SandboxObject) -> Result<Asked> {
+    let mut writable = Vec::new();
+    for root in object.writable {
+        if root.is_empty() || root.contains('\0') {
+            return Err(Error::invalid("sandbox.writable: a directory is a non-empty path"));
+        }
+        writable.push(PathBuf::from(root));
+    }
+    let network = match object.network.as_deref() {
         None => None,
         Some("on") => Some(true),
         Some("off") => Some(false),
@@ -120,14 +145,7 @@ fn asked_object(inner: &Args<'_>) -> Result<Asked> {
             return Err(Error::invalid(format!("sandbox.network {other:?}: it is on or off")));
         }
     };
-    let mut writable = Vec::new();
-    for root in inner.strings("writable")? {
-        if root.is_empty() || root.contains('\0') {
-            return Err(Error::invalid("sandbox.writable: a directory is a non-empty path"));
-        }
-        writable.push(PathBuf::from(root));
-    }
-    Ok(Asked { mode: Some(mode_of(inner.required_str("mode")?)?), network, writable })
+    Ok(Asked { mode: Some(mode_of(&object.mode)?), network, writable })
 }
 
 fn mode_of(word: &str) -> Result<Mode> {

@@ -10,22 +10,26 @@ use crate::mux::PaneArgs;
 use crate::pane::Pane;
 use crate::pane::exit::{Exit, ExitFields, SignalField};
 use crate::runtime::{Ctx, Tool};
-use crate::tool::args::Args;
 use crate::tool::choice::Choice;
+use crate::tool::params::{Name, Params, Spec, params};
 use crate::tool::{Answer, ENDS, READS, SETS, STARTS, schema::*};
-use crate::tools::common::responses;
+use crate::tools::{SANDBOX_AS_EXECS, SandboxArg};
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 mod input;
+mod shared;
 mod view;
 
 // The defaults of absent arguments, declared in the schemas here, are the handlers' own.
 pub(crate) use input::type_answer;
-use input::{SUBMIT, send_input};
+use input::{SendParams, send_input};
+pub(crate) use shared::{ENV, PANE_ID};
+use shared::{NoParams, PaneParams, SESSION_ID};
 pub(crate) use view::session_json;
-use view::{Format, LINES, get_output, get_status, list_sessions};
+use view::{OutputParams, get_output, get_status, list_sessions};
 
 pub(crate) static TOOLS: &[Tool] = &[
     Tool {
@@ -34,11 +38,11 @@ pub(crate) static TOOLS: &[Tool] = &[
         description: "List sessions -> windows -> panes. Each pane: id, name, command, cwd, pid, \
                       status (running/exited), exit_code, signal, rows, cols.",
         hints: READS,
-        input: || object(&[], &[]),
+        input: NoParams::schema,
         output: || result(&[("sessions", typed("array"))]),
         durable: false,
         asks: false,
-        call: list_sessions,
+        call: |ctx, args| list_sessions(ctx, Params::read(args)?),
     },
     Tool {
         name: "fugue_create_session",
@@ -46,20 +50,7 @@ pub(crate) static TOOLS: &[Tool] = &[
         description: "Create a session with one window and one pane. With command it runs `$SHELL -c command` and the pane \
                       keeps its output and exit code after it ends.",
         hints: STARTS,
-        input: || {
-            object(
-                &[
-                    ("name", string("Unique session name (default: a number)")),
-                    ("command", string("Command for the first pane (default: interactive shell)")),
-                    ("cwd", string("Working directory (default: fugue's)")),
-                    ("env", env()),
-                    ("integration", integration()),
-                    ("sandbox", super::sandbox_ref()),
-                    ("host", super::host_ref()),
-                ],
-                &[],
-            )
-        },
+        input: || super::with_host(NewSession::schema(), false, false),
         output: || {
             result(&[
                 ("session_id", typed("string")),
@@ -70,27 +61,14 @@ pub(crate) static TOOLS: &[Tool] = &[
         },
         durable: false,
         asks: false,
-        call: create_session,
+        call: |ctx, args| create_session(ctx, Params::read(args)?),
     },
     Tool {
         name: "fugue_create_window",
         title: "Create window",
         description: "Create a window with one pane in a session.",
         hints: STARTS,
-        input: || {
-            object(
-                &[
-                    ("session_id", string("Session id or name")),
-                    ("name", string("Window name, unique in the session")),
-                    ("command", string("Command (default: interactive shell)")),
-                    ("cwd", string("Working directory")),
-                    ("env", env()),
-                    ("integration", integration()),
-                    ("sandbox", super::sandbox_ref()),
-                ],
-                &["session_id"],
-            )
-        },
+        input: NewWindow::schema,
         output: || {
             result(&[
                 ("window_id", typed("string")),
@@ -100,32 +78,18 @@ pub(crate) static TOOLS: &[Tool] = &[
         },
         durable: false,
         asks: false,
-        call: create_window,
+        call: |ctx, args| create_window(ctx, Params::read(args)?),
     },
     Tool {
         name: "fugue_create_pane",
         title: "Create pane",
         description: "Add a pane to a window; the window's panes are re-tiled to share its size.",
         hints: STARTS,
-        input: || {
-            object(
-                &[
-                    ("session_id", string("Session id or name")),
-                    ("window_id", string("Window id or name")),
-                    ("command", string("Command (default: interactive shell)")),
-                    ("cwd", string("Working directory")),
-                    ("env", env()),
-                    ("integration", integration()),
-                    ("sandbox", super::sandbox_ref()),
-                    ("name", string("Unique pane name, usable as pane_id")),
-                ],
-                &["session_id", "window_id"],
-            )
-        },
+        input: NewPane::schema,
         output: || result(&[("pane_id", typed("string")), ("pid", typed("integer"))]),
         durable: false,
         asks: false,
-        call: create_pane,
+        call: |ctx, args| create_pane(ctx, Params::read(args)?),
     },
     Tool {
         name: "fugue_send_input",
@@ -138,33 +102,7 @@ pub(crate) static TOOLS: &[Tool] = &[
                       bytes the program has not read yet. wait_ms: then wait as fugue_exec does \
                       (alone: only wait).",
         hints: STARTS,
-        input: || {
-            object(
-                &[
-                    ("pane_id", string("Pane id or name")),
-                    ("input", string("Text to type")),
-                    (
-                        "keys",
-                        json!({"type": "array", "items": {"oneOf": [{"type": "string"},
-                                   {"type": "object", "properties": {"text": {"type": "string"}},
-                                    "required": ["text"]}]},
-                               "description": "After input, in order: key names and {text}"}),
-                    ),
-                    ("submit", boolean_or("Press Enter at the end", SUBMIT)),
-                    ("wait_ms", integer("Then wait this long for the outcome")),
-                    responses::schema_ref("With wait_ms: as fugue_exec's"),
-                    (
-                        "max_bytes",
-                        integer_or(
-                            "Output budget with wait_ms",
-                            crate::tools::exec::DEFAULT_MAX_BYTES,
-                        ),
-                    ),
-                    crate::tools::common::keep_schema(),
-                ],
-                &["pane_id"],
-            )
-        },
+        input: SendParams::schema,
         output: || {
             result(&[
                 ("bytes", typed("integer")),
@@ -175,7 +113,7 @@ pub(crate) static TOOLS: &[Tool] = &[
         },
         durable: true,
         asks: true,
-        call: send_input,
+        call: |ctx, args| send_input(ctx, Params::read(args)?),
     },
     Tool {
         name: "fugue_get_output",
@@ -187,21 +125,7 @@ pub(crate) static TOOLS: &[Tool] = &[
                       an earlier answer): the next `lines` lines; continue from the returned \
                       offset.",
         hints: READS,
-        input: || {
-            object(
-                &[
-                    ("pane_id", string("Pane id or name")),
-                    ("lines", integer_or("Lines (screen: the last rows)", LINES)),
-                    ("format", Format::schema("View")),
-                    ("since", integer("Read on from this offset")),
-                    (
-                        "max_bytes",
-                        integer_or("Output budget", crate::tools::exec::DEFAULT_MAX_BYTES),
-                    ),
-                ],
-                &["pane_id"],
-            )
-        },
+        input: OutputParams::schema,
         output: || {
             result(&[
                 ("output", typed("string")),
@@ -214,7 +138,7 @@ pub(crate) static TOOLS: &[Tool] = &[
         },
         durable: false,
         asks: false,
-        call: get_output,
+        call: |ctx, args| get_output(ctx, Params::read(args)?),
     },
     Tool {
         name: "fugue_get_status",
@@ -223,7 +147,7 @@ pub(crate) static TOOLS: &[Tool] = &[
                       offset, timings; while running: activity (prompt/busy/input + program), \
                       cwd, last_exit_code, current_command.",
         hints: READS,
-        input: || object(&[("pane_id", string("Pane id or name"))], &["pane_id"]),
+        input: PaneParams::schema,
         output: || {
             result(&[
                 ("pane_id", typed("string")),
@@ -240,7 +164,7 @@ pub(crate) static TOOLS: &[Tool] = &[
         },
         durable: false,
         asks: false,
-        call: get_status,
+        call: |ctx, args| get_status(ctx, Params::read(args)?),
     },
     Tool {
         name: "fugue_resize_pane",
@@ -248,16 +172,7 @@ pub(crate) static TOOLS: &[Tool] = &[
         description: "Set a pane's terminal size (at most 250000 cells); the program gets \
                       SIGWINCH.",
         hints: SETS,
-        input: || {
-            object(
-                &[
-                    ("pane_id", string("Pane id or name")),
-                    ("rows", integer("Rows, 2-1000")),
-                    ("cols", integer("Columns, 10-1000")),
-                ],
-                &["pane_id", "rows", "cols"],
-            )
-        },
+        input: ResizeParams::schema,
         output: || {
             result(&[
                 ("pane_id", typed("string")),
@@ -267,7 +182,7 @@ pub(crate) static TOOLS: &[Tool] = &[
         },
         durable: false,
         asks: false,
-        call: resize_pane,
+        call: |ctx, args| resize_pane(ctx, Params::read(args)?),
     },
     Tool {
         name: "fugue_close_pane",
@@ -277,19 +192,7 @@ pub(crate) static TOOLS: &[Tool] = &[
                       a session's last pane the session (its id and name are gone). Returns how it \
                       ended. pane_ids closes several at once: results, one per pane.",
         hints: ENDS,
-        input: || {
-            object(
-                &[
-                    ("pane_id", string("Pane id or name")),
-                    (
-                        "pane_ids",
-                        json!({"type": "array", "items": {"type": "string"}, "minItems": 1,
-                               "description": "Several panes, closed together"}),
-                    ),
-                ],
-                &[],
-            )
-        },
+        input: CloseParams::schema,
         output: || {
             result(&[
                 ("closed", typed("boolean")),
@@ -301,50 +204,95 @@ pub(crate) static TOOLS: &[Tool] = &[
         },
         durable: false,
         asks: false,
-        call: close_pane,
+        call: |ctx, args| close_pane(ctx, Params::read(args)?),
     },
     Tool {
         name: "fugue_close_session",
         title: "Close session",
         description: "Close every pane of a session at once and remove it.",
         hints: ENDS,
-        input: || object(&[("session_id", string("Session id or name"))], &["session_id"]),
+        input: SessionParams::schema,
         output: || result(&[("closed", typed("integer")), ("pane_ids", typed("array"))]),
         durable: false,
         asks: false,
-        call: close_session,
+        call: |ctx, args| close_session(ctx, Params::read(args)?),
     },
 ];
 
-/// The pane arguments shared by the create tools.
-fn pane_args(ctx: &Ctx<'_>, args: &Args<'_>, name_key: Option<&str>) -> Result<PaneArgs> {
-    let command = args.str("command")?.map(str::to_string);
-    if command.as_deref().is_some_and(|c| c.trim().is_empty()) {
-        return Err(Error::invalid(
-            "argument 'command' is empty; omit it for an interactive shell",
-        ));
-    }
-    Ok(PaneArgs {
-        name: match name_key {
-            Some(key) => args.name(key)?,
-            None => None,
-        },
-        command,
-        cwd: ctx.dir(args.path("cwd")?),
-        env: args.env("env")?,
-        integration: args.bool("integration")?.unwrap_or(INTEGRATION),
-        sandbox: super::asked_sandbox(args, ctx.cwd)?,
-        roots: None,
-    })
-}
-
-/// The `integration` argument of the create tools.
-fn integration() -> Value {
-    boolean_or("fugue_exec support", INTEGRATION)
-}
-
+/// The rows every create tool has.
+const CWD: Spec = Spec::new("Working directory");
+const COMMAND: Spec = Spec::new("Command (default: interactive shell)");
 /// Interactive shells get fugue's shell integration unless asked not to.
-const INTEGRATION: bool = true;
+const INTEGRATION: Spec = Spec::new("fugue_exec support").or_bool(true);
+
+params! {
+    /// `fugue_create_session`'s arguments.
+    struct NewSession {
+        name: Option<Name> = Spec::new("Unique session name (default: a number)"),
+        command: Option<String> = COMMAND,
+        cwd: Option<PathBuf> = CWD,
+        env: Vec<(String, String)> = ENV,
+        integration: bool = INTEGRATION,
+        sandbox: Option<SandboxArg> = SANDBOX_AS_EXECS,
+    }
+}
+
+params! {
+    /// `fugue_create_window`'s arguments.
+    struct NewWindow {
+        session_id: String = Spec::new(SESSION_ID),
+        name: Option<Name> = Spec::new("Window name, unique in the session"),
+        command: Option<String> = COMMAND,
+        cwd: Option<PathBuf> = CWD,
+        env: Vec<(String, String)> = ENV,
+        integration: bool = INTEGRATION,
+        sandbox: Option<SandboxArg> = SANDBOX_AS_EXECS,
+    }
+}
+
+params! {
+    /// `fugue_create_pane`'s arguments.
+    struct NewPane {
+        session_id: String = Spec::new(SESSION_ID),
+        window_id: String = Spec::new("Window id or name"),
+        command: Option<String> = COMMAND,
+        cwd: Option<PathBuf> = CWD,
+        env: Vec<(String, String)> = ENV,
+        integration: bool = INTEGRATION,
+        sandbox: Option<SandboxArg> = SANDBOX_AS_EXECS,
+        name: Option<Name> = Spec::new("Unique pane name, usable as pane_id"),
+    }
+}
+
+/// What every create tool takes for its pane.
+struct NewPaneOf {
+    name: Option<Name>,
+    command: Option<String>,
+    cwd: Option<PathBuf>,
+    env: Vec<(String, String)>,
+    integration: bool,
+    sandbox: Option<SandboxArg>,
+}
+
+impl NewPaneOf {
+    /// The pane to make, for a caller working in `ctx.cwd`.
+    fn args(self, ctx: &Ctx<'_>) -> Result<PaneArgs> {
+        if self.command.as_deref().is_some_and(|c| c.trim().is_empty()) {
+            return Err(Error::invalid(
+                "argument 'command' is empty; omit it for an interactive shell",
+            ));
+        }
+        Ok(PaneArgs {
+            name: self.name.map(|n| n.0),
+            command: self.command,
+            cwd: ctx.dir(self.cwd),
+            env: self.env,
+            integration: self.integration,
+            sandbox: super::policy(self.sandbox.as_ref(), ctx.cwd)?,
+            roots: None,
+        })
+    }
+}
 
 /// What a create tool answers: the new pane, and the window and session made with it.
 #[derive(Serialize)]
@@ -372,45 +320,73 @@ impl Created {
     }
 }
 
-fn create_session(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
-    let name = args.name("name")?;
+fn create_session(ctx: &Ctx<'_>, args: NewSession) -> Result<Answer> {
+    let asked = args.sandbox.is_some();
+    let pane = NewPaneOf {
+        name: None,
+        command: args.command,
+        cwd: args.cwd,
+        env: args.env,
+        integration: args.integration,
+        sandbox: args.sandbox,
+    };
     let (session_id, window_id, pane) =
-        ctx.mux.create_session(name, pane_args(ctx, args, None)?)?;
-    let created = Created::of(&pane, args.has("sandbox"));
+        ctx.mux.create_session(args.name.map(|n| n.0), pane.args(ctx)?)?;
+    let created = Created::of(&pane, asked);
     Answer::of(&Created { session_id: Some(session_id), window_id: Some(window_id), ..created })
 }
 
-fn create_window(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
-    let session = args.required_str("session_id")?;
-    let name = args.name("name")?;
-    let pane = ctx.mux.create_window(session, name, pane_args(ctx, args, None)?)?;
-    let created = Created::of(&pane, args.has("sandbox"));
+fn create_window(ctx: &Ctx<'_>, args: NewWindow) -> Result<Answer> {
+    let asked = args.sandbox.is_some();
+    let pane = NewPaneOf {
+        name: None,
+        command: args.command,
+        cwd: args.cwd,
+        env: args.env,
+        integration: args.integration,
+        sandbox: args.sandbox,
+    };
+    let name = args.name.map(|n| n.0);
+    let pane = ctx.mux.create_window(&args.session_id, name, pane.args(ctx)?)?;
+    let created = Created::of(&pane, asked);
     Answer::of(&Created { window_id: Some(pane.window_id.clone()), ..created })
 }
 
-fn create_pane(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
-    let session = args.required_str("session_id")?;
-    let window = args.required_str("window_id")?;
-    let pane = ctx.mux.create_pane(session, window, pane_args(ctx, args, Some("name"))?)?;
-    Answer::of(&Created::of(&pane, args.has("sandbox")))
+fn create_pane(ctx: &Ctx<'_>, args: NewPane) -> Result<Answer> {
+    let asked = args.sandbox.is_some();
+    let pane = NewPaneOf {
+        name: args.name,
+        command: args.command,
+        cwd: args.cwd,
+        env: args.env,
+        integration: args.integration,
+        sandbox: args.sandbox,
+    };
+    let pane = ctx.mux.create_pane(&args.session_id, &args.window_id, pane.args(ctx)?)?;
+    Answer::of(&Created::of(&pane, asked))
+}
+
+params! {
+    /// `fugue_resize_pane`'s arguments.
+    struct ResizeParams {
+        pane_id: String = Spec::new(PANE_ID),
+        rows: u16 = Spec::new("Rows").range(2, 1000),
+        cols: u16 = Spec::new("Columns").range(10, 1000),
+    }
 }
 
 #[derive(Serialize)]
 struct Resized {
     pane_id: String,
-    rows: u64,
-    cols: u64,
+    rows: u16,
+    cols: u16,
 }
 
-fn resize_pane(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
-    let pane = ctx.mux.pane(args.required_str("pane_id")?)?;
-    let rows =
-        args.u64("rows", 2, 1000)?.ok_or_else(|| Error::invalid("argument 'rows' is required"))?;
-    let cols =
-        args.u64("cols", 10, 1000)?.ok_or_else(|| Error::invalid("argument 'cols' is required"))?;
-    crate::pane::check_size(rows as u16, cols as u16)?;
-    pane.resize(rows as u16, cols as u16)?;
-    Answer::of(&Resized { pane_id: pane.id.clone(), rows, cols })
+fn resize_pane(ctx: &Ctx<'_>, args: ResizeParams) -> Result<Answer> {
+    let pane = ctx.mux.pane(&args.pane_id)?;
+    crate::pane::check_size(args.rows, args.cols)?;
+    pane.resize(args.rows, args.cols)?;
+    Answer::of(&Resized { pane_id: pane.id.clone(), rows: args.rows, cols: args.cols })
 }
 
 /// One pane `fugue_close_pane` closed, and how its process ended.
@@ -431,22 +407,26 @@ struct Closed {
     results: Option<Vec<Ended>>,
 }
 
-fn close_pane(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
+params! {
+    /// `fugue_close_pane`'s arguments: one of them.
+    struct CloseParams {
+        pane_id: Option<String> = Spec::new(PANE_ID),
+        pane_ids: Vec<String> = Spec::new("Several panes, closed together").range(1, u64::MAX),
+    }
+}
+
+fn close_pane(ctx: &Ctx<'_>, args: CloseParams) -> Result<Answer> {
     let ended = |(pane, exit): &(Arc<Pane>, Option<Exit>)| Ended {
         pane_id: pane.id.clone(),
         exit: ExitFields::new(*exit, SignalField::Always),
     };
-    match (args.str("pane_id")?, args.has("pane_ids")) {
-        (Some(key), false) => {
-            let one = Some(ended(&ctx.mux.close_pane(key)?));
+    match (args.pane_id, args.pane_ids.is_empty()) {
+        (Some(key), true) => {
+            let one = Some(ended(&ctx.mux.close_pane(&key)?));
             Answer::of(&Closed { closed: true, one, results: None })
         }
-        (None, true) => {
-            let keys = args.strings("pane_ids")?;
-            if keys.is_empty() {
-                return Err(Error::invalid("pane_ids is empty; name at least one pane"));
-            }
-            let results = ctx.mux.close_panes(&keys)?.iter().map(ended).collect();
+        (None, false) => {
+            let results = ctx.mux.close_panes(&args.pane_ids)?.iter().map(ended).collect();
             Answer::of(&Closed { closed: true, one: None, results: Some(results) })
         }
         _ => Err(Error::invalid("give pane_id or pane_ids (one of them)")),
@@ -459,8 +439,15 @@ struct SessionClosed<'a> {
     pane_ids: Vec<&'a str>,
 }
 
-fn close_session(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
-    let closed = ctx.mux.close_session(args.required_str("session_id")?)?;
+params! {
+    /// `fugue_close_session`'s arguments.
+    struct SessionParams {
+        session_id: String = Spec::new(SESSION_ID),
+    }
+}
+
+fn close_session(ctx: &Ctx<'_>, args: SessionParams) -> Result<Answer> {
+    let closed = ctx.mux.close_session(&args.session_id)?;
     let pane_ids: Vec<&str> = closed.iter().map(|(p, _)| p.id.as_str()).collect();
     Answer::of(&SessionClosed { closed: pane_ids.len(), pane_ids })
 }

@@ -3,8 +3,8 @@
 //! Every command is checked before the first one starts. Each then gets a pane whose process is the
 //! command itself (`$SHELL -c command`), spawned on its own scoped thread so they all start
 //! together. The exit code or signal comes from the pane's waiter (`waitpid`), never from the
-//! terminal. The call blocks in one `Select` over every unfinished pane's output events, the cancel
-//! channel, a heartbeat and the deadline; at the deadline what still runs is killed (its whole
+//! terminal. The call sleeps in the one `Waiter` (`Waiter::drive`) on every unfinished pane's end
+//! (not its output), the cancel channel, the progress heartbeat and the deadline; at the deadline what still runs is killed (its whole
 //! session) and reported `timeout`. A command whose program waits for someone to type is answered
 //! from its `responses` when a key matches the question, and otherwise stopped the same way, on its
 //! own, and reported `input` (unless `on_input: wait`): the call also wakes when the next look at
@@ -19,19 +19,23 @@ use crate::pane::Pane;
 use crate::pane::activity::InputWatch;
 use crate::pane::exit::{ExitFields, SignalField};
 use crate::runtime::{Ctx, Tool};
-use crate::tool::args::Args;
 use crate::tool::choice::Choice;
+use crate::tool::params::{Name, Ordered, Params, Spec, Timeout, params};
 use crate::tool::{self, Answer, RUNS, schema::*};
 use crate::tools::answer::{CommandEnd, CommandResult, RunStatus, command_result_schema, denied};
-use crate::tools::common::asking::{self, Asked, Told};
-use crate::tools::common::responses::{self, Responder, Responses};
-use crate::tools::common::{Tails, check_cwd, check_unique, command, end_run_panes, run_schema};
-use crate::waiter::{Waiter, Woke};
+use crate::tools::common::asking::{Asked, ON_INPUT, OnInput, Told};
+use crate::tools::common::responses::{AS_EXECS, Responder, Responses};
+use crate::tools::common::{
+    Command, KEEP_AS_EXECS, RUN_TIMEOUT, TAIL_LINES, TAILS, Tails, WhichTails, check_cwd,
+    check_unique, end_run_panes,
+};
+use crate::tools::panes::ENV;
+use crate::tools::{SANDBOX_AS_EXECS, SandboxArg};
+use crate::waiter::{Drove, Look, Waiter};
 use crate::words::words;
 use crossbeam_channel::Receiver;
 use serde::Serialize;
-use serde_json::{Value, json};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -54,42 +58,12 @@ pub(crate) const TOOL: Tool = Tool {
     description: "Run 1-10 commands at once, each in its own pane ($SHELL -c command); wait for \
                   all. Per command: status, exact exit_code (signal \
                   if killed), duration_ms, pane_id, and output_tail (last lines + errors) if not \
-                  ok, or always with tails=all. A command waiting for keyboard input is answered from its responses, else stopped: status input, program, \
+                  ok. A command waiting for keyboard input is answered from its responses, else stopped: status input, program, \
                   its question in output_tail (on_input=wait lets it wait). layout: \
                   hidden (__orchestration__ session) or tiled (new session, side by side). \
                   timeout_ms kills what still runs; cleanup closes the panes.",
     hints: RUNS,
-    input: || {
-        let item = object(
-            &[
-                ("command", typed("string")),
-                ("cwd", typed("string")),
-                ("name", string("Default task-N")),
-                ("env", env()),
-                responses::schema_ref("As fugue_exec's"),
-                ("host", super::host_ref()),
-            ],
-            &["command"],
-        );
-        let [timeout, tail_lines, tails, keep] = run_schema(TIMEOUT_MS);
-        object(
-            &[
-                (
-                    "commands",
-                    json!({"type": "array", "items": item, "minItems": 1, "maxItems": MAX_COMMANDS}),
-                ),
-                ("layout", Placement::schema("Where the panes go")),
-                timeout,
-                ("cleanup", boolean_or("Close the panes at the end", CLEANUP)),
-                ("sandbox", super::sandbox_ref()),
-                tail_lines,
-                tails,
-                keep,
-                asking::schema(),
-            ],
-            &["commands"],
-        )
-    },
+    input: || super::with_host(ParallelParams::schema(), false, true),
     output: || {
         result(&[
             ("status", RunStatus::words()),
@@ -99,7 +73,7 @@ pub(crate) const TOOL: Tool = Tool {
     },
     durable: true,
     asks: false,
-    call: run_parallel,
+    call: |ctx, args| run_parallel(ctx, Params::read(args)?),
 };
 
 /// One command as asked for.
@@ -122,14 +96,31 @@ struct Launched<'a> {
     task: &'a Task,
     pane: Result<Arc<Pane>>,
     events: Option<Receiver<()>>,
-    /// When the deadline killed it.
-    timed_out: Option<Instant>,
+    /// How fugue stopped it, if it did.
+    stopped: Option<Stopped>,
     /// Watches for its program asking, with `on_input: stop` or `responses`.
     watch: Option<InputWatch>,
     /// Answers its program's questions that a key matches.
     responder: Option<Responder>,
-    /// When it was found asking and stopped.
-    asked: Option<Asked>,
+}
+
+/// How fugue stopped a command: one or the other, since a command stopped at its question has
+/// ended by the deadline.
+enum Stopped {
+    /// The deadline killed it, then.
+    TimedOut(Instant),
+    /// It was found asking a question its responses did not answer.
+    Asked(Asked),
+}
+
+impl Stopped {
+    /// When it was stopped.
+    fn at(&self) -> Instant {
+        match self {
+            Stopped::TimedOut(at) => *at,
+            Stopped::Asked(asked) => asked.at,
+        }
+    }
 }
 
 enum End {
@@ -140,17 +131,43 @@ enum End {
     Asked(usize),
 }
 
-fn run_parallel(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
+params! {
+    /// One command of `fugue_run_parallel`.
+    struct TaskParams {
+        command: Command = Spec::new(""),
+        cwd: Option<PathBuf> = Spec::new(""),
+        name: Option<Name> = Spec::new("Default task-N"),
+        env: Vec<(String, String)> = ENV,
+        responses: Option<Ordered> = AS_EXECS,
+    }
+}
+
+params! {
+    /// `fugue_run_parallel`'s arguments.
+    struct ParallelParams {
+        commands: Vec<TaskParams> = Spec::new("").range(1, MAX_COMMANDS as u64),
+        layout: Placement = Spec::new("Where the panes go"),
+        timeout_ms: Timeout = RUN_TIMEOUT.or(TIMEOUT_MS),
+        cleanup: bool = Spec::new("Close the panes at the end").or_bool(CLEANUP),
+        sandbox: Option<SandboxArg> = SANDBOX_AS_EXECS,
+        tail_lines: usize = TAIL_LINES,
+        tails: WhichTails = TAILS,
+        keep: Option<String> = KEEP_AS_EXECS,
+        on_input: OnInput = ON_INPUT,
+    }
+}
+
+fn run_parallel(ctx: &Ctx<'_>, args: ParallelParams) -> Result<Answer> {
     let started = Instant::now();
-    let mut tasks = parse_tasks(args, ctx.cwd, ctx.config.max_regex_bytes)?;
+    let mut tasks = parse_tasks(args.commands, ctx.cwd, ctx.config.max_regex_bytes)?;
     let responses: Vec<Option<Responses>> = tasks.iter_mut().map(|t| t.responses.take()).collect();
-    let sandbox = super::asked_sandbox(args, ctx.cwd)?;
+    let sandbox = super::policy(args.sandbox.as_ref(), ctx.cwd)?;
     tasks.iter_mut().for_each(|task| task.pane.sandbox.clone_from(&sandbox));
-    let tiled = Placement::parse(args, "layout")? == Placement::Tiled;
-    let timeout = crate::tools::common::run_timeout(args, TIMEOUT_MS)?;
-    let cleanup = args.bool("cleanup")?.unwrap_or(CLEANUP);
-    let tails = Tails::parse(args, &ctx.config)?;
-    let stop_asking = asking::stops(args)?;
+    let tiled = args.layout == Placement::Tiled;
+    let Timeout(timeout) = args.timeout_ms;
+    let cleanup = args.cleanup;
+    let tails = Tails::new(args.tail_lines, args.tails, args.keep.as_deref(), &ctx.config)?;
+    let stop_asking = args.on_input == OnInput::Stop;
 
     let place = Place::prepare(&ctx.mux, tiled)?;
     let mut jobs = start_all(&ctx.mux, &place, &tasks, responses, stop_asking);
@@ -180,9 +197,11 @@ fn run_parallel(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
         place.remove(&ctx.mux);
     }
     let status = match end {
-        End::AllDone if jobs.iter().any(|j| j.asked.is_some()) => RunStatus::Input,
+        End::AllDone if jobs.iter().any(|j| j.asked().is_some()) => RunStatus::Input,
         End::AllDone => RunStatus::Completed,
-        _ if jobs.iter().any(|j| j.timed_out.is_none()) => RunStatus::Partial,
+        _ if jobs.iter().any(|j| !matches!(j.stopped, Some(Stopped::TimedOut(_)))) => {
+            RunStatus::Partial
+        }
         _ => RunStatus::Timeout,
     };
     let total_duration_ms = started.elapsed().as_millis() as u64;
@@ -203,18 +222,9 @@ struct ParallelAnswer {
 
 /// Checks every command before anything starts; a relative `cwd` is taken from `base`, the
 /// caller's directory.
-fn parse_tasks(args: &Args<'_>, base: &Path, regex_limit: usize) -> Result<Vec<Task>> {
-    let items = args.array("commands")?.ok_or_else(|| {
-        Error::invalid("argument 'commands' is required: a list of {command, cwd?, name?, env?}")
-    })?;
-    if items.is_empty() || items.len() > MAX_COMMANDS {
-        return Err(Error::invalid(format!(
-            "'commands' has {} items; give 1 to {MAX_COMMANDS}",
-            items.len()
-        )));
-    }
+fn parse_tasks(items: Vec<TaskParams>, base: &Path, regex_limit: usize) -> Result<Vec<Task>> {
     let tasks = items
-        .iter()
+        .into_iter()
         .enumerate()
         .map(|(i, item)| parse_task(base, i, item, regex_limit))
         .collect::<Result<Vec<_>>>()?;
@@ -223,17 +233,9 @@ fn parse_tasks(args: &Args<'_>, base: &Path, regex_limit: usize) -> Result<Vec<T
     Ok(tasks)
 }
 
-fn parse_task(base: &Path, index: usize, item: &Value, regex_limit: usize) -> Result<Task> {
+fn parse_task(base: &Path, index: usize, item: TaskParams, regex_limit: usize) -> Result<Task> {
     let what = format!("commands[{index}]");
-    let item = Args::object(&what, item)?;
-    let unknown = item.unknown(&["command", "cwd", "name", "env", "responses"]);
-    if let Some(key) = unknown.first() {
-        return Err(Error::invalid(format!(
-            "{what}: unknown key '{key}'; a command takes command, cwd, name, env, responses"
-        )));
-    }
-    let command = command(&item, &what)?;
-    let cwd = match item.path("cwd")? {
+    let cwd = match item.cwd {
         Some(dir) => {
             let dir = tool::dir(base, Some(dir));
             check_cwd(&dir, &what)?;
@@ -241,16 +243,15 @@ fn parse_task(base: &Path, index: usize, item: &Value, regex_limit: usize) -> Re
         }
         None => tool::dir(base, None),
     };
-    let name = item.name("name")?.unwrap_or_else(|| format!("task-{}", index + 1));
-    let env = item.env("env")?;
-    let responses = Responses::parse(&item, regex_limit)?;
+    let name = item.name.map_or_else(|| format!("task-{}", index + 1), |n| n.0);
+    let responses = Responses::parse(item.responses.as_ref(), regex_limit)?;
     Ok(Task {
         name,
         pane: PaneArgs {
             name: None,
-            command: Some(command),
+            command: Some(item.command.0),
             cwd,
-            env,
+            env: item.env,
             integration: false,
             sandbox: None,
             roots: None,
@@ -329,7 +330,7 @@ fn start_all<'a>(
                 Ok(pane) if stop_asking || responder.is_some() => Some(InputWatch::new(pane)),
                 _ => None,
             };
-            Launched { task, pane, events, timed_out: None, watch, responder, asked: None }
+            Launched { task, pane, events, stopped: None, watch, responder }
         })
         .collect()
 }
@@ -338,11 +339,19 @@ impl Launched<'_> {
     /// The status its result gives, once it has ended or been stopped.
     fn status(&self) -> CommandEnd {
         let Ok(pane) = &self.pane else { return CommandEnd::Error };
-        match (self.timed_out, pane.output().exit()) {
-            _ if self.asked.is_some() => CommandEnd::Input,
-            (Some(_), _) => CommandEnd::Timeout,
+        match (&self.stopped, pane.output().exit()) {
+            (Some(Stopped::Asked(_)), _) => CommandEnd::Input,
+            (Some(Stopped::TimedOut(_)), _) => CommandEnd::Timeout,
             (None, Some(exit)) if exit.success() => CommandEnd::Ok,
             (None, _) => CommandEnd::Failed,
+        }
+    }
+
+    /// The question it was stopped at, if it was.
+    fn asked(&self) -> Option<&Asked> {
+        match &self.stopped {
+            Some(Stopped::Asked(asked)) => Some(asked),
+            _ => None,
         }
     }
 
@@ -386,33 +395,34 @@ fn wait_all(
     started: Instant,
     stop_asking: bool,
 ) -> End {
-    let waiter = Waiter::new()
+    let mut waiter = Waiter::new()
         .cancel(ctx.cancel.receiver())
         .until(deadline)
         .heartbeat(ctx.progress.heartbeat());
-    let mut reported = usize::MAX;
-    loop {
+    // The commands, and how many had ended at the last report: each end is reported.
+    let mut run = (jobs, usize::MAX);
+    let look = |(jobs, reported): &mut (&mut [Launched<'_>], usize)| {
         if let Some(i) = asking_job(jobs, stop_asking) {
-            return End::Asked(i);
+            return Look::Done(End::Asked(i));
         }
         let pending: Vec<&Launched<'_>> = jobs.iter().filter(|j| j.running()).collect();
         let done = jobs.len() - pending.len();
-        if done != reported {
-            report(ctx, jobs, &pending, started);
-            reported = done;
+        if done != *reported {
+            report(ctx, jobs, started);
+            *reported = done;
         }
         if pending.is_empty() {
-            return End::AllDone;
+            return Look::Done(End::AllDone);
         }
+        // A pane's end or a look at /proc that is due: the next look makes it.
         let check = pending.iter().filter_map(|j| j.next_check()).min();
-        let wakes: Vec<&Receiver<()>> = pending.iter().filter_map(|j| j.events.as_ref()).collect();
-        match waiter.sleep_on(&wakes, check) {
-            // A pane ended or a look at /proc is due: the next round makes it.
-            Woke::Look => {}
-            Woke::Heartbeat => report(ctx, jobs, &pending, started),
-            Woke::Deadline => return End::Deadline,
-            Woke::Cancelled => return End::Cancelled,
-        }
+        Look::AgainOn(check, pending.iter().filter_map(|j| j.events.clone()).collect())
+    };
+    let progress = |(jobs, _): &(&mut [Launched<'_>], usize)| report(ctx, jobs, started);
+    match waiter.drive(&mut run, look, progress) {
+        Drove::Done(end) => end,
+        Drove::Deadline => End::Deadline,
+        Drove::Cancelled => End::Cancelled,
     }
 }
 
@@ -434,18 +444,19 @@ fn asking_job(jobs: &mut [Launched<'_>], stop_asking: bool) -> Option<usize> {
 /// Stops a command found asking, as the deadline would; with cleanup it leaves the registry too.
 fn stop(mux: &Mux, job: &mut Launched<'_>, cleanup: bool, bytes: usize) {
     if let (Ok(pane), Some(watch)) = (&job.pane, &job.watch) {
-        job.asked = Some(Asked::now(pane, watch, bytes));
+        job.stopped = Some(Stopped::Asked(Asked::now(pane, watch, bytes)));
         end_run_panes(mux, std::slice::from_ref(pane), cleanup);
     }
 }
 
 /// Progress: commands finished of the total, and which ones are still running.
-fn report(ctx: &Ctx<'_>, jobs: &[Launched<'_>], pending: &[&Launched<'_>], started: Instant) {
+fn report(ctx: &Ctx<'_>, jobs: &[Launched<'_>], started: Instant) {
     if !ctx.progress.is_wanted() {
         return;
     }
-    let done = jobs.len() - pending.len();
-    let waiting: Vec<&str> = pending.iter().map(|j| j.task.name.as_str()).collect();
+    let waiting: Vec<&str> =
+        jobs.iter().filter(|j| j.running()).map(|j| j.task.name.as_str()).collect();
+    let done = jobs.len() - waiting.len();
     let message = if waiting.is_empty() {
         format!("{done}/{} commands finished", jobs.len())
     } else {
@@ -464,7 +475,7 @@ fn kill_unfinished(mux: &Mux, jobs: &mut [Launched<'_>], cleanup: bool) {
     let now = Instant::now();
     let mut doomed = Vec::new();
     for job in jobs.iter_mut().filter(|j| j.running()) {
-        job.timed_out = Some(now);
+        job.stopped = Some(Stopped::TimedOut(now));
         if let Ok(pane) = &job.pane {
             doomed.push(pane.clone());
         }
@@ -501,17 +512,17 @@ fn job_result(job: &Launched<'_>, tails: &Tails, shown: usize, stays: bool) -> C
     result.pane_id = Some(pane.id.clone());
     result.answered = job.responder.as_ref().map(Responder::answered);
     let (exit, exited_at, end) = pane.output().with(|s| (s.exit, s.exited_at, s.ring.end()));
-    let stopped = job.timed_out.or(job.asked.as_ref().map(|a| a.at));
+    let stopped = job.stopped.as_ref().map(Stopped::at);
     let exit = if stopped.is_some() { None } else { exit };
     result.exit = ExitFields::new(exit, SignalField::WhenSignalled);
     let ended = stopped.or(exited_at).unwrap_or_else(Instant::now);
     result.duration_ms = ended.saturating_duration_since(pane.started).as_millis() as u64;
     if result.status != CommandEnd::Ok || tails.all {
-        let end = job.asked.as_ref().map_or(end, |a| a.end);
+        let end = job.asked().map_or(end, |a| a.end);
         let tail = tails.of(pane, (0, end), shown, stays);
-        result.told = match &job.asked {
+        result.told = match job.asked() {
             Some(asked) => asked.told(tail),
-            None => asking::told(tail),
+            None => crate::tools::common::asking::told(tail),
         };
         result.sandbox_denied =
             denied(pane, result.status == CommandEnd::Failed, result.told.text());
@@ -522,11 +533,14 @@ fn job_result(job: &Launched<'_>, tails: &Tails, shown: usize, stays: bool) -> C
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::Map;
+    use crate::tool::args::Args;
+    use serde_json::{Map, Value, json};
 
+    /// The tasks of a call, its arguments read as the tool's table reads them.
     fn parse(value: Value) -> Result<Vec<Task>> {
         let map: Map<String, Value> = value.as_object().unwrap().clone();
-        parse_tasks(&Args::new(&map), Path::new("/"), 1 << 20)
+        let args = ParallelParams::read(&Args::new(&map))?;
+        parse_tasks(args.commands, Path::new("/"), 1 << 20)
     }
 
     #[test]
@@ -536,9 +550,12 @@ mod tests {
             (json!({"commands": []}), "1 to 10"),
             (json!({"commands": eleven}), "1 to 10"),
             (json!({}), "required"),
-            (json!({"commands": [{"cwd": "/"}]}), "'command' is required"),
-            (json!({"commands": [{"command": "  "}]}), "empty"),
-            (json!({"commands": [{"command": "true", "dir": "/"}]}), "unknown key 'dir'"),
+            (json!({"commands": [{"cwd": "/"}]}), "'commands[0].command' is required"),
+            (json!({"commands": [{"command": "  "}]}), "blank"),
+            (
+                json!({"commands": [{"command": "true", "dir": "/"}]}),
+                "unknown argument 'commands[0].dir'",
+            ),
             (json!({"commands": [{"command": "true", "cwd": "/nonexistent/x"}]}), "nonexistent"),
             (
                 json!({"commands": [{"command": "a", "name": "x"}, {"command": "b", "name": "x"}]}),

@@ -34,17 +34,16 @@ use crate::pane::exit::{Exit, ExitFields, SignalField};
 use crate::runtime::{Ctx, Tool};
 use crate::shell::{Launch, Shell};
 use crate::tempdir::PrivateDir;
-use crate::tool::args::Args;
 use crate::tool::choice::Choice;
+use crate::tool::params::Params;
 use crate::tool::{Answer, RUNS, schema::*};
 use crate::tools::answer::{CommandEnd, CommandResult, RunStatus, command_result_schema};
 use crate::tools::common::asking::{self, Told};
-use crate::tools::common::responses::{self, Responder, Responses};
-use crate::tools::common::{run_schema, tail};
-use plan::{CLEANUP, MAX_STEPS, Plan, STOP_ON_ERROR, TIMEOUT_MS, parse_plan};
+use crate::tools::common::responses::{Responder, Responses};
+use crate::tools::common::tail;
+use plan::{PipelineParams, Plan, parse_plan};
 use run::Run;
 use serde::Serialize;
-use serde_json::json;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -54,44 +53,13 @@ pub(crate) const TOOL: Tool = Tool {
     description: "Run steps one after another in one pane and one shell (cd, export carry over). \
                   Per step: exact exit_code, duration_ms, status (exited: it ended \
                   the shell). failed_at names the first failure, \
-                  output_tail holds its last lines + errors; tails=all gives every step its \
-                  output_tail. timeout_ms interrupts the running step; so does a step waiting for \
+                  output_tail holds its last lines + errors. timeout_ms interrupts the running step; so does a step waiting for \
                   keyboard input its responses do not answer (status input, program, its \
                   question in output_tail; on_input=wait lets it wait). cwd: the shell's \
                   directory after the last step. The pane stays, with an interactive shell for \
                   follow-ups, unless cleanup.",
     hints: RUNS,
-    input: || {
-        let step = object(
-            &[
-                ("command", typed("string")),
-                ("name", string("Default step-N")),
-                responses::schema_ref("As fugue_exec's"),
-            ],
-            &["command"],
-        );
-        let [timeout, tail_lines, tails, keep] = run_schema(TIMEOUT_MS);
-        object(
-            &[
-                (
-                    "commands",
-                    json!({"type": "array", "items": step, "minItems": 1, "maxItems": MAX_STEPS}),
-                ),
-                ("cwd", typed("string")),
-                ("env", env()),
-                ("stop_on_error", boolean_or("Stop at the first failing step", STOP_ON_ERROR)),
-                timeout,
-                ("cleanup", boolean_or("Close the pane at the end", CLEANUP)),
-                ("sandbox", super::sandbox_ref()),
-                ("host", super::host_ref()),
-                tail_lines,
-                tails,
-                keep,
-                asking::schema(),
-            ],
-            &["commands"],
-        )
-    },
+    input: || super::with_host(PipelineParams::schema(), false, false),
     output: || {
         result(&[
             ("status", RunStatus::words()),
@@ -104,15 +72,15 @@ pub(crate) const TOOL: Tool = Tool {
     },
     durable: true,
     asks: false,
-    call: run_pipeline,
+    call: |ctx, args| run_pipeline(ctx, Params::read(args)?),
 };
 
-fn run_pipeline(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
+fn run_pipeline(ctx: &Ctx<'_>, args: PipelineParams) -> Result<Answer> {
     let started = Instant::now();
-    let mut plan = parse_plan(args, ctx.cwd, &ctx.config)?;
+    let (mut plan, sandbox) = parse_plan(args, ctx.cwd, &ctx.config)?;
     let responses: Vec<Option<Responses>> =
         plan.steps.iter_mut().map(|s| s.responses.take()).collect();
-    let sandbox = super::asked_sandbox(args, ctx.cwd)?;
+    let sandbox = super::policy(sandbox.as_ref(), ctx.cwd)?;
     let asked = sandbox.is_some();
     let user = &ctx.config.shell;
     let runs_steps = crate::shell::posix(user);
@@ -291,10 +259,8 @@ impl Run<'_> {
         let stopped = matches!(status, CommandEnd::Timeout | CommandEnd::Input);
         let (exit, ended_at) = match &record.ended {
             Some((at, prompt)) => {
-                let code = (!stopped).then_some(prompt.status);
-                let exit =
-                    ExitFields { exit_code: code, signal: None, field: SignalField::WhenSignalled };
-                (exit, *at)
+                let exit = (!stopped).then_some(Exit::Code(prompt.status));
+                (ExitFields::new(exit, SignalField::WhenSignalled), *at)
             }
             None => {
                 let exit = if status == CommandEnd::Exited { self.shell_exit } else { None };
@@ -332,11 +298,9 @@ impl Run<'_> {
         let end = self.pane.output().end();
         let said = tail(&self.pane, 0, end, 5);
         let how = match self.shell_exit {
-            Some(Exit { code: Some(code), .. }) => format!("with exit code {code}"),
-            Some(Exit { signal: Some(signal), .. }) => {
-                format!("by {}", crate::pane::exit::signal_name(signal))
-            }
-            _ => "unexpectedly".to_string(),
+            Some(Exit::Code(code)) => format!("with exit code {code}"),
+            Some(Exit::Signal(signal)) => format!("by {}", crate::pane::exit::signal_name(signal)),
+            Some(Exit::Unknown) | None => "unexpectedly".to_string(),
         };
         Error::new(
             ErrorKind::SpawnFailed,

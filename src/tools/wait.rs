@@ -13,25 +13,27 @@ use crate::error::{Error, Result};
 use crate::pane::Pane;
 use crate::pane::activity::InputWatch;
 use crate::pane::budget::{self, Budget, Output};
-use crate::pane::exit::{ExitFields, SignalField};
+use crate::pane::exit::Exit;
 use crate::pane::mark::{self, CATCH_UP};
 use crate::pane::search::{Found, Scan, compile};
 use crate::pane::tail;
 use crate::runtime::{Ctx, Tool};
 use crate::shell::Prompt;
 use crate::shell::live::Live;
-use crate::tool::args::Args;
 use crate::tool::choice::Choice;
+use crate::tool::params::{Params, Spec, Timeout, params};
 use crate::tool::{Answer, Asking, RUNS, schema::*};
-use crate::tools::answer::{ExecStatus, WaitStatus};
-use crate::waiter::{Waiter, Woke};
+use crate::tools::answer::{ExecStatus, Stand, WaitStatus};
+use crate::tools::common::KEEP_AS_EXECS;
+use crate::tools::common::quiet::Quiet;
+use crate::waiter::{Drove, Look, Waiter};
 use crate::words::words;
 use crossbeam_channel::Receiver;
 use regex::Regex;
 use serde::Serialize;
 use serde_json::json;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 // Defaults of absent arguments, declared in the schema and applied by the handler.
 /// `timeout_ms`: five minutes.
@@ -40,8 +42,6 @@ const TIMEOUT_MS: u64 = 300_000;
 const TAIL_LINES: u64 = 10;
 /// The most panes one call waits on.
 const MAX_PANES: usize = 32;
-/// The longest wait one call accepts: one day.
-const MAX_TIMEOUT_MS: u64 = 86_400_000;
 /// The most lines a result may show.
 const MAX_TAIL_LINES: u64 = 1000;
 /// The least bytes of output one pane's result gets when many share the answer.
@@ -60,31 +60,13 @@ words! {
 pub(crate) const TOOL: Tool = Tool {
     name: "fugue_wait",
     title: "Wait on panes",
-    description: "Wait on 1-32 panes (jobs started with fugue_exec until/running, panes of \
-                  commands) and answer when one (mode any) or all have an outcome: ok/failed \
-                  (exit_code, cwd: a shell's command ended, even before this call), exited (the \
-                  pane's program ended), input (`program` asks; output shows the question), matched \
-                  (until matched output printed after the call). \
+    description: "Wait on 1-32 panes (jobs left running, commands) and answer when one (mode any) or all have an outcome, as \
+                  fugue_exec's (ok/failed even before this call; exited: its program ended; \
+                  quiet), or matched (until matched output printed after the call). \
                   results in pane_ids order, each with its last lines + errors; fired: first \
                   first; status timeout leaves the rest running.",
     hints: RUNS,
-    input: || {
-        object(
-            &[
-                (
-                    "pane_ids",
-                    json!({"type": "array", "items": {"type": "string"}, "minItems": 1,
-                           "maxItems": MAX_PANES, "description": "Panes to wait on"}),
-                ),
-                ("mode", Mode::schema("any: the first outcome; all: every pane's")),
-                ("until", string("Regex for output printed after the call starts")),
-                ("timeout_ms", integer_or("Give up after this long", TIMEOUT_MS)),
-                ("tail_lines", integer_or("Lines of each pane's output to show", TAIL_LINES)),
-                crate::tools::common::keep_schema(),
-            ],
-            &["pane_ids"],
-        )
-    },
+    input: WaitParams::schema,
     output: || {
         result(&[
             ("status", WaitStatus::words()),
@@ -98,7 +80,7 @@ pub(crate) const TOOL: Tool = Tool {
     },
     durable: true,
     asks: true,
-    call: wait,
+    call: |ctx, args| wait(ctx, Params::read(args)?),
 };
 
 /// What happened to one pane.
@@ -112,6 +94,8 @@ enum Fired {
     Input(Option<String>),
     /// `until` matched.
     Matched(Found),
+    /// It printed nothing for `quiet_ms` and does not ask.
+    Quiet,
 }
 
 /// One pane waited on.
@@ -119,6 +103,8 @@ struct Watched {
     pane: Arc<Pane>,
     scan: Option<Scan>,
     input: InputWatch,
+    /// The watchdog for silence, with `quiet_ms`.
+    quiet: Option<Quiet>,
     outcome: Option<Fired>,
     /// What wakes the wait for this pane: how it ends, its shell's records, and with a pattern
     /// its output.
@@ -132,7 +118,11 @@ struct Watched {
 }
 
 impl Watched {
-    fn new(pane: Arc<Pane>, pattern: Option<&Regex>) -> Watched {
+    fn new(
+        pane: Arc<Pane>,
+        pattern: Option<&Regex>,
+        quiet: Option<std::time::Duration>,
+    ) -> Watched {
         let mut wakes = vec![pane.output().subscribe_status()];
         wakes.extend(Live::of(&pane).map(|live| live.shell.subscribe()));
         let scan = pattern.map(|regex| {
@@ -141,11 +131,13 @@ impl Watched {
             Scan::new(regex.clone(), pane.output().end())
         });
         let input = InputWatch::new(&pane);
-        Watched { pane, scan, input, outcome: None, wakes, prompts_seen: None, ending: None }
+        let quiet = quiet.map(|quiet| Quiet::new(&pane, quiet, Instant::now()));
+        let (prompts_seen, ending) = (None, None);
+        Watched { pane, scan, input, quiet, outcome: None, wakes, prompts_seen, ending }
     }
 
     /// The pane's outcome now, if it has one: a match first, then its end, its shell back at
-    /// the prompt, a question.
+    /// the prompt, a question, silence.
     fn look(&mut self) -> Option<Fired> {
         if let Some(found) = self.scan.as_mut().and_then(|scan| scan.catch_up(&self.pane)) {
             return Some(Fired::Matched(found));
@@ -156,7 +148,10 @@ impl Watched {
         if let Some(ended) = self.command_end() {
             return Some(ended);
         }
-        self.input.check().then(|| Fired::Input(self.input.program()))
+        if self.input.check() {
+            return Some(Fired::Input(self.input.program()));
+        }
+        self.quiet.as_mut().is_some_and(Quiet::check).then_some(Fired::Quiet)
     }
 
     /// The end of the shell's command: its prompt record says the command ended, and the output
@@ -189,58 +184,35 @@ impl Watched {
     /// When this pane must be looked at again, whatever its channels say.
     fn next_look(&self) -> Option<Instant> {
         let catch_up = self.ending.as_ref().map(|(_, by)| *by);
-        [self.input.next_check(), catch_up].into_iter().flatten().min()
+        let quiet = self.quiet.as_ref().map(Quiet::due);
+        [self.input.next_check(), catch_up, quiet].into_iter().flatten().min()
     }
 
     /// The pane's entry in the answer: its outcome, and what it shows within `budget`.
     fn result(&self, budget: &Budget<'_>) -> PaneResult<'_> {
-        let mut result = PaneResult {
-            pane_id: &self.pane.id,
-            status: ExecStatus::Running,
-            exit: None,
-            cwd: None,
-            program: None,
-            found: None,
-            line: None,
-            output: Output::default(),
-            alternate_screen: false,
-        };
-        match &self.outcome {
-            None => {}
+        let pane_id = &self.pane.id;
+        let from = job_start(&self.pane);
+        let mut stand = match &self.outcome {
             Some(Fired::Ended { status, cwd, end }) => {
-                result.status = if *status == 0 { ExecStatus::Ok } else { ExecStatus::Failed };
-                result.exit = Some(ExitFields {
-                    exit_code: Some(*status),
-                    signal: None,
-                    field: SignalField::WhenSignalled,
-                });
-                result.cwd = Some(cwd);
-                let from = job_start(&self.pane);
-                result.output = budget::output(&self.pane, from, *end, budget).into();
-                return result;
+                // A command that ended shows its own output, not the pane's last lines.
+                let stand = Stand::ended(Some(Exit::Code(*status)), Some(cwd.clone()));
+                let output = budget::output(&self.pane, from, *end, budget).into();
+                return PaneResult { pane_id, stand, output, alternate_screen: false };
             }
-            Some(Fired::Exited) => {
-                result.status = ExecStatus::Exited;
-                let exit = self.pane.output().exit();
-                result.exit = Some(ExitFields::new(exit, SignalField::WhenSignalled));
-            }
+            None => Stand::Running { cwd: None },
+            Some(Fired::Exited) => Stand::exited(self.pane.output().exit(), None),
             Some(Fired::Input(program)) => {
-                result.status = ExecStatus::Input;
-                result.program = program.as_deref();
+                Stand::Input { cwd: None, program: program.clone(), line: None }
             }
-            Some(Fired::Matched(found)) => {
-                result.status = ExecStatus::Matched;
-                result.found = Some(found);
-            }
+            Some(Fired::Matched(found)) => Stand::Matched { found: found.clone() },
+            Some(Fired::Quiet) => Stand::Quiet { cwd: None },
+        };
+        let shown = tail::shown_since(&self.pane, from, budget);
+        if let Stand::Input { line, .. } = &mut stand {
+            *line = Some(tail::question(shown.text()).to_string());
         }
-        let shown = tail::shown_since(&self.pane, job_start(&self.pane), budget);
-        if result.status == ExecStatus::Input {
-            result.line = Some(tail::question(shown.text()).to_string());
-        }
-        let found_on_screen = matches!(&self.outcome, Some(Fired::Matched(f)) if f.screen);
-        result.alternate_screen = shown.alternate || found_on_screen;
-        result.output = shown.fitted.into();
-        result
+        let alternate_screen = shown.alternate || stand.found_on_screen();
+        PaneResult { pane_id, stand, output: shown.fitted.into(), alternate_screen }
     }
 }
 
@@ -248,18 +220,8 @@ impl Watched {
 #[derive(Serialize)]
 struct PaneResult<'a> {
     pane_id: &'a str,
-    status: ExecStatus,
     #[serde(flatten)]
-    exit: Option<ExitFields>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    cwd: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    program: Option<&'a str>,
-    #[serde(flatten)]
-    found: Option<&'a Found>,
-    /// The question, for `input`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    line: Option<String>,
+    stand: Stand,
     #[serde(flatten)]
     output: Output,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -278,11 +240,13 @@ struct WaitAnswer<'a> {
 impl WaitAnswer<'_> {
     /// The first pane whose program asks, and its question.
     fn asks(&self) -> Option<Asking> {
-        let asked = self.results.iter().find(|r| r.status == ExecStatus::Input)?;
-        Some(Asking {
-            pane_id: asked.pane_id.to_string(),
-            question: asked.line.as_deref().unwrap_or_default().trim().to_string(),
-            program: asked.program.map(str::to_string),
+        self.results.iter().find_map(|result| match &result.stand {
+            Stand::Input { program, line, .. } => Some(Asking {
+                pane_id: result.pane_id.to_string(),
+                question: line.as_deref().unwrap_or_default().trim().to_string(),
+                program: program.clone(),
+            }),
+            _ => None,
         })
     }
 }
@@ -295,37 +259,50 @@ fn job_start(pane: &Pane) -> u64 {
     Live::of(pane).and_then(|live| live.job_start(from)).unwrap_or(0)
 }
 
-fn wait(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
+params! {
+    /// `fugue_wait`'s arguments.
+    struct WaitParams {
+        pane_ids: Vec<String> = Spec::new("Panes to wait on").range(1, MAX_PANES as u64).required(),
+        mode: Mode = Spec::new("any: the first outcome; all: every pane's"),
+        until: Option<String> = Spec::new("Regex for output printed after the call starts"),
+        timeout_ms: Timeout = Spec::new("Give up after this long").or(TIMEOUT_MS),
+        tail_lines: usize = Spec::new("Lines per result")
+            .range(0, MAX_TAIL_LINES)
+            .or(TAIL_LINES),
+        quiet_ms: Option<u64> = crate::tools::common::quiet_row(""),
+        keep: Option<String> = KEEP_AS_EXECS,
+    }
+}
+
+fn wait(ctx: &Ctx<'_>, args: WaitParams) -> Result<Answer> {
     let started = Instant::now();
-    let all = Mode::parse(args, "mode")? == Mode::All;
+    let all = args.mode == Mode::All;
     let regex_limit = ctx.config.max_regex_bytes;
-    let pattern = args.str("until")?.map(|p| compile(p, regex_limit)).transpose()?;
-    let timeout = args.u64("timeout_ms", 0, MAX_TIMEOUT_MS)?.unwrap_or(TIMEOUT_MS);
-    let lines = args.u64("tail_lines", 0, MAX_TAIL_LINES)?.unwrap_or(TAIL_LINES) as usize;
-    let keep = crate::tools::common::keep(args, regex_limit)?;
-    let deadline = started + Duration::from_millis(timeout);
+    let pattern = args.until.map(|p| compile(&p, regex_limit)).transpose()?;
+    let Timeout(timeout) = args.timeout_ms;
+    let lines = args.tail_lines;
+    let keep = crate::tools::common::keep(args.keep.as_deref(), regex_limit)?;
+    let quiet = args.quiet_ms.map(std::time::Duration::from_millis);
+    let deadline = started + timeout;
     // The ids are looked up last: every argument is checked before anything is looked at.
-    let panes = panes(ctx, args)?;
-    let mut watched: Vec<Watched> =
-        panes.into_iter().map(|pane| Watched::new(pane, pattern.as_ref())).collect();
-    let mut fired = Vec::new();
-    let waiter = Waiter::new()
+    let panes = panes(ctx, &args.pane_ids)?;
+    let watched: Vec<Watched> =
+        panes.into_iter().map(|pane| Watched::new(pane, pattern.as_ref(), quiet)).collect();
+    let mut waiter = Waiter::new()
         .cancel(ctx.cancel.receiver())
         .until(deadline)
         .heartbeat(ctx.progress.heartbeat());
-    let done = loop {
-        fire(&mut watched, &mut fired);
-        let enough = if all { fired.len() == watched.len() } else { !fired.is_empty() };
-        if enough {
-            break true;
-        }
-        match sleep(&waiter, &watched) {
-            Woke::Look => {}
-            Woke::Heartbeat => report(ctx, &watched, started, deadline),
-            Woke::Deadline => break false,
-            Woke::Cancelled => return Err(Error::cancelled()),
-        }
+    let mut run = (watched, Vec::new());
+    let look = |(watched, fired): &mut (Vec<Watched>, Vec<String>)| look(watched, fired, all);
+    let report = |(watched, _): &(Vec<Watched>, Vec<String>)| {
+        report(ctx, watched, started, deadline);
     };
+    let done = match waiter.drive(&mut run, look, report) {
+        Drove::Done(()) => true,
+        Drove::Deadline => false,
+        Drove::Cancelled => return Err(Error::cancelled()),
+    };
+    let (watched, fired) = run;
     // The answer's budget is shared among the panes.
     let bytes = budget::default_bytes(ctx.config.max_output_bytes) / watched.len();
     let bytes = bytes.max(MIN_RESULT_BYTES);
@@ -340,16 +317,9 @@ fn wait(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
 }
 
 /// The panes named, each found before anything waits; one named twice is an error.
-fn panes(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Vec<Arc<Pane>>> {
-    let ids = args.strings("pane_ids")?;
-    if ids.is_empty() || ids.len() > MAX_PANES {
-        return Err(Error::invalid(format!(
-            "pane_ids holds {} ids; give 1 to {MAX_PANES}",
-            ids.len()
-        )));
-    }
+fn panes(ctx: &Ctx<'_>, ids: &[String]) -> Result<Vec<Arc<Pane>>> {
     let mut panes: Vec<Arc<Pane>> = Vec::with_capacity(ids.len());
-    for id in &ids {
+    for id in ids {
         let pane = ctx.mux.pane(id)?;
         if panes.iter().any(|p| p.id == pane.id) {
             return Err(Error::invalid(format!("pane_ids names pane {} twice", pane.id)));
@@ -369,13 +339,17 @@ fn fire(watched: &mut [Watched], fired: &mut Vec<String>) {
     }
 }
 
-/// Sleeps until a pane still waited on announces a change or has a look due, the heartbeat ticks,
-/// the call is cancelled or the deadline passes.
-fn sleep(waiter: &Waiter, watched: &[Watched]) -> Woke {
+/// One look at every pane still waited on: done once enough have an outcome; otherwise the wait
+/// sleeps until one of them announces a change or has a look due.
+fn look(watched: &mut [Watched], fired: &mut Vec<String>, all: bool) -> Look<()> {
+    fire(watched, fired);
+    let enough = if all { fired.len() == watched.len() } else { !fired.is_empty() };
+    if enough {
+        return Look::Done(());
+    }
     let waiting = || watched.iter().filter(|w| w.outcome.is_none());
-    let wakes: Vec<&Receiver<()>> = waiting().flat_map(|w| &w.wakes).collect();
-    let look = waiting().filter_map(Watched::next_look).min();
-    waiter.sleep_on(&wakes, look)
+    let wakes = waiting().flat_map(|w| w.wakes.iter().cloned()).collect();
+    Look::AgainOn(waiting().filter_map(Watched::next_look).min(), wakes)
 }
 
 /// Progress: the seconds waited, and what still runs.

@@ -5,36 +5,25 @@
 //! `pane::activity::InputWatch`; this file holds the argument, its schema, and the answer's
 //! fields for a stopped command (`Told`).
 
-use crate::error::Result;
 use crate::pane::Pane;
 use crate::pane::activity::InputWatch;
 use crate::pane::budget::{self, Budget, Fitted, Omitted};
 use crate::pane::tail::alternate_rows;
-use crate::tool::args::Args;
-use crate::tool::choice::Choice;
+use crate::tool::params::Spec;
 use crate::words::words;
 use serde::Serialize;
-use serde_json::Value;
 use std::time::Instant;
 
 words! {
     /// The run tools' `on_input`: stop a program that asks, or let it wait until the timeout.
-    enum OnInput {
+    pub(crate) enum OnInput {
         Stop = "stop",
         Wait = "wait",
     }
 }
 
-/// The `on_input` argument of `fugue_run_parallel` and `fugue_run_pipeline`, with its default.
-pub(crate) fn schema() -> (&'static str, Value) {
-    let description = "stop: end a program waiting for keyboard input, status input, program named";
-    ("on_input", OnInput::schema(description))
-}
-
-/// Whether `on_input` says `stop`; checked before anything starts.
-pub(crate) fn stops(args: &Args<'_>) -> Result<bool> {
-    Ok(OnInput::parse(args, "on_input")? == OnInput::Stop)
-}
+/// The `on_input` row of `fugue_run_parallel` and `fugue_run_pipeline`.
+pub(crate) const ON_INPUT: Spec = Spec::new("What a question does (see the description)");
 
 /// When and where a program was found asking: the moment, and the end of the pane's output then,
 /// so its `output_tail` ends with the question and not with what dying printed; and when the

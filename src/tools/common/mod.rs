@@ -1,10 +1,11 @@
 //! What the tools that run commands share, below their handlers (`tools::parallel`,
 //! `tools::pipeline`, `tools::expect`, `tools::wait` and the wait behind `fugue_exec`): argument checks and their schemas, the text tail of a stretch of output,
 //! closing a run's panes at once, stopping a program that asks (`asking`), and answering it with
-//! the `responses` given up front (`responses`). In: arguments and panes; out: checked values,
+//! the `responses` given up front (`responses`); the watchdog for silent work (`quiet`). In: arguments and panes; out: checked values,
 //! tails, closed panes, typed answers. Nothing here waits: the handlers sleep in the one `Waiter`.
 
 pub(crate) mod asking;
+pub(crate) mod quiet;
 pub(crate) mod responses;
 
 use crate::config::Config;
@@ -14,17 +15,20 @@ use crate::pane::Pane;
 use crate::pane::budget::{self, Budget, Fitted};
 use crate::pane::search::compile;
 use crate::tool::args::Args;
-use crate::tool::choice::Choice;
-use crate::tool::schema::{integer_or, string};
+use crate::tool::params::{Param, Spec};
 use crate::words::words;
 use regex::Regex;
 use serde_json::Value;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
-/// The longest total timeout `fugue_run_parallel` and `fugue_run_pipeline` accept: one day.
-const MAX_RUN_TIMEOUT_MS: u64 = 86_400_000;
+/// The longest `quiet_ms`: one day.
+const MAX_QUIET_MS: u64 = 86_400_000;
+
+/// The `quiet_ms` row (`quiet::Quiet`; absent: no watchdog), described so.
+pub(crate) const fn quiet_row(description: &'static str) -> Spec {
+    Spec::new(description).range(quiet::MIN_QUIET_MS, MAX_QUIET_MS)
+}
 
 /// The most lines an `output_tail` may ask for.
 const MAX_TAIL_LINES: u64 = 1000;
@@ -32,57 +36,47 @@ const MAX_TAIL_LINES: u64 = 1000;
 /// The least bytes one `output_tail` gets when several share the answer's budget.
 const MIN_TAIL_BYTES: usize = 512;
 
-/// The default `tail_lines` of both run tools.
-const TAIL_LINES: u64 = 10;
-
 words! {
     /// Which results of a run get an `output_tail`; the default keeps a green run small.
-    enum WhichTails {
+    pub(crate) enum WhichTails {
         Failed = "failed",
         All = "all",
     }
 }
 
-/// The `timeout_ms` argument of a run tool, with its default (the one its schema declares).
-pub(crate) fn run_timeout(args: &Args<'_>, default_ms: u64) -> Result<Duration> {
-    let ms = args.u64("timeout_ms", 1, MAX_RUN_TIMEOUT_MS)?.unwrap_or(default_ms);
-    Ok(Duration::from_millis(ms))
-}
+/// The rows both run tools share (`timeout_ms` has each tool's own default).
+pub(crate) const TAIL_LINES: Spec =
+    Spec::new("Lines per output_tail; 0 for none").range(0, MAX_TAIL_LINES).or(10);
+pub(crate) const TAILS: Spec = Spec::new("Which results get an output_tail");
+pub(crate) const RUN_TIMEOUT: Spec = Spec::new("Limit for the whole call");
+/// `keep`, described once, in fugue_exec's schema; the other tools refer to it.
+pub(crate) const KEEP: Spec = Spec::new("Regex: more lines to keep");
+pub(crate) const KEEP_AS_EXECS: Spec = Spec::new("As fugue_exec's");
+/// The rows of fugue_run_pipeline that are fugue_run_parallel's, described there once.
+pub(crate) const AS_PARALLELS: Spec = Spec::new("As fugue_run_parallel's");
 
-/// The `tail_lines` argument; 0 turns tails off.
-pub(crate) fn tail_lines(args: &Args<'_>) -> Result<usize> {
-    Ok(args.u64("tail_lines", 0, MAX_TAIL_LINES)?.unwrap_or(TAIL_LINES) as usize)
-}
+/// A command to run: non-empty, not blank, no NUL (it cannot pass through exec or a file read by
+/// a shell).
+#[derive(Clone, Debug)]
+pub(crate) struct Command(pub(crate) String);
 
-/// The `tails` argument: whether green commands get an `output_tail` too (`all`), or only failed
-/// and timed-out ones (`failed`, the default: a green run stays small).
-pub(crate) fn all_tails(args: &Args<'_>) -> Result<bool> {
-    Ok(WhichTails::parse(args, "tails")? == WhichTails::All)
-}
-
-/// The schema of the arguments both run tools share, each with its default.
-pub(crate) fn run_schema(timeout_ms: u64) -> [(&'static str, Value); 4] {
-    [
-        ("timeout_ms", integer_or("Limit for the whole call", timeout_ms)),
-        ("tail_lines", integer_or("Lines per output_tail; 0 for none", TAIL_LINES)),
-        ("tails", WhichTails::schema("Which results get an output_tail")),
-        keep_schema(),
-    ]
-}
-
-/// A command to run: non-empty, no NUL (it cannot pass through exec or a file read by a shell).
-pub(crate) fn command(item: &Args<'_>, what: &str) -> Result<String> {
-    let command = match item.str("command")? {
-        Some(c) => c,
-        None => return Err(Error::invalid(format!("{what}: 'command' is required"))),
-    };
-    if command.trim().is_empty() {
-        return Err(Error::invalid(format!("{what}: 'command' is empty")));
+impl Param for Command {
+    fn read(args: &Args<'_>, key: &str, spec: &Spec) -> Result<Command> {
+        let command = String::read(args, key, spec)?;
+        if command.trim().is_empty() {
+            return Err(Error::invalid(format!("argument '{}' is blank", args.at(key))));
+        }
+        if command.contains('\0') {
+            return Err(Error::invalid(format!("argument '{}' contains NUL", args.at(key))));
+        }
+        Ok(Command(command))
     }
-    if command.contains('\0') {
-        return Err(Error::invalid(format!("{what}: 'command' contains NUL")));
+    fn schema(spec: &Spec) -> Value {
+        String::schema(spec)
     }
-    Ok(command.to_string())
+    fn required(spec: &Spec) -> bool {
+        String::required(spec)
+    }
 }
 
 /// Checks a working directory before anything starts, so a typo fails the call instead of one
@@ -113,13 +107,8 @@ pub(crate) fn tail(pane: &Pane, from: u64, to: u64, lines: usize) -> String {
 /// The `keep` argument: a regex for lines that answers keep as they keep errors (see
 /// `pane::budget`); checked, like every pattern, before anything runs, and compiled within
 /// `limit` bytes (`FUGUE_MAX_REGEX_BYTES`).
-pub(crate) fn keep(args: &Args<'_>, limit: usize) -> Result<Option<Regex>> {
-    args.str("keep")?.map(|keep| compile(keep, limit)).transpose()
-}
-
-/// The schema of `keep`.
-pub(crate) fn keep_schema() -> (&'static str, Value) {
-    ("keep", string("Regex: more lines to keep"))
+pub(crate) fn keep(keep: Option<&str>, limit: usize) -> Result<Option<Regex>> {
+    keep.map(|keep| compile(keep, limit)).transpose()
 }
 
 /// The `output_tail`s of a run's results: the last `tail_lines` lines of each, with the lines
@@ -135,11 +124,16 @@ pub(crate) struct Tails {
 
 impl Tails {
     /// The run tools' `tail_lines`, `tails` and `keep`, within the limits `config` sets.
-    pub(crate) fn parse(args: &Args<'_>, config: &Config) -> Result<Tails> {
+    pub(crate) fn new(
+        lines: usize,
+        tails: WhichTails,
+        keep: Option<&str>,
+        config: &Config,
+    ) -> Result<Tails> {
         Ok(Tails {
-            lines: tail_lines(args)?,
-            all: all_tails(args)?,
-            keep: keep(args, config.max_regex_bytes)?,
+            lines,
+            all: tails == WhichTails::All,
+            keep: self::keep(keep, config.max_regex_bytes)?,
             bytes: budget::default_bytes(config.max_output_bytes),
         })
     }

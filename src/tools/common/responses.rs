@@ -19,7 +19,7 @@ use crate::pane::activity::InputWatch;
 use crate::pane::budget::Budget;
 use crate::pane::search::compile;
 use crate::pane::{Pane, tail};
-use crate::tool::args::Args;
+use crate::tool::params::{Ordered, Spec};
 use regex::Regex;
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -43,21 +43,21 @@ const ECHO_BYTES: u64 = 64 << 10;
 /// The longest question an `answered` entry shows (its end, where a question ends).
 const SHOWN_QUESTION_BYTES: usize = 200;
 
-/// `responses` as the other tools declare it: described once, in fugue_exec's schema.
-pub(crate) fn schema_ref(description: &str) -> (&'static str, Value) {
-    ("responses", json!({"type": "object", "description": description}))
-}
+/// The row of `responses` as fugue_exec declares it, described there once.
+pub(crate) const RESPONSES: Spec = Spec::new(
+    "{question regex: answer, or [answers] used in turn}: when the program asks and its question \
+     matches a key (first in order), type the answer + Enter and keep waiting. answered: \
+     [{question, key}]",
+)
+.shaped(schema);
 
-/// The schema of `responses`, with its description: fugue_exec's.
-pub(crate) fn schema(description: &str) -> (&'static str, Value) {
+/// The row of `responses` in the other tools, which refer to fugue_exec's.
+pub(crate) const AS_EXECS: Spec = Spec::new("As fugue_exec's");
+
+/// The shape of `responses` in fugue_exec's schema.
+fn schema() -> Value {
     let answer = json!({"type": ["string", "array"], "items": {"type": "string"}});
-    let value = json!({
-        "type": "object",
-        "additionalProperties": answer,
-        "maxProperties": MAX_KEYS,
-        "description": description,
-    });
-    ("responses", value)
+    json!({"type": "object", "additionalProperties": answer, "maxProperties": MAX_KEYS})
 }
 
 /// One key: its regex and its answers.
@@ -86,9 +86,8 @@ impl Responses {
     /// The `responses` argument, checked before anything runs: an invalid key is `invalid_regex`,
     /// a wrong value `invalid_argument` naming the key.
     /// Its keys are compiled within `limit` bytes (`FUGUE_MAX_REGEX_BYTES`).
-    pub(crate) fn parse(args: &Args<'_>, limit: usize) -> Result<Option<Responses>> {
-        let Some(entries) = args.in_order("responses")? else { return Ok(None) };
-        let at = args.at("responses");
+    pub(crate) fn parse(asked: Option<&Ordered>, limit: usize) -> Result<Option<Responses>> {
+        let Some(Ordered { at, entries }) = asked else { return Ok(None) };
         if entries.len() > MAX_KEYS {
             return Err(Error::invalid(format!(
                 "argument '{at}' has {} keys; the limit is {MAX_KEYS}",
@@ -96,8 +95,8 @@ impl Responses {
             )));
         }
         let rules = entries
-            .into_iter()
-            .map(|(key, value)| Rule::parse(&at, key, value, limit))
+            .iter()
+            .map(|(key, value)| Rule::parse(at, key, value, limit))
             .collect::<Result<Vec<_>>>()?;
         Ok(Some(Responses { rules }))
     }
@@ -286,11 +285,18 @@ fn clip_front(line: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tool::args::Args;
+    use crate::tool::params::Param;
     use serde_json::Map;
 
+    /// `responses` in `map`, read as a tool's table reads it.
+    fn read(map: &Map<String, Value>) -> Result<Option<Responses>> {
+        let asked = Option::<Ordered>::read(&Args::new(map), "responses", &AS_EXECS)?;
+        Responses::parse(asked.as_ref(), 1 << 20)
+    }
+
     fn parse(value: Value) -> Result<Option<Responses>> {
-        let map: Map<String, Value> = json!({ "responses": value }).as_object().unwrap().clone();
-        Responses::parse(&Args::new(&map), 1 << 20)
+        read(json!({ "responses": value }).as_object().unwrap())
     }
 
     fn refused(value: Value) -> Error {
@@ -319,7 +325,7 @@ mod tests {
             crate::tool::order::parse(br#"{"responses": {"Overwrite": ["y"], "O": "other"}}"#)
                 .unwrap();
         let map = map.as_object().unwrap().clone();
-        let mut r = Responses::parse(&Args::new(&map), 1 << 20).unwrap().unwrap();
+        let mut r = read(&map).unwrap().unwrap();
         assert_eq!(answer(&mut r, "Overwrite x?").unwrap().0, "Overwrite", "the order written");
         assert_eq!(answer(&mut r, "Overwrite x?"), None, "its list decides, used up");
         assert_eq!(answer(&mut r, "Other?").unwrap().1, "other");

@@ -1,15 +1,19 @@
 //! `fugue_send_input`: typing into a pane, and with `wait_ms` waiting as `fugue_exec` does; and
 //! the same typing for a durable call that answers a program's question.
 
+use super::shared::PANE_ID;
 use crate::error::{Error, Result};
 use crate::pane::budget::Budget;
 use crate::runtime::Ctx;
 use crate::shell::live::Live;
 use crate::tool::Answer;
-use crate::tool::args::Args;
+use crate::tool::params::{Ordered, Spec, Timeout, params};
 use crate::tools::command_wait::{CommandAnswer, after_input};
+use crate::tools::common::KEEP_AS_EXECS;
 use crate::tools::common::responses::Responses;
+use crate::tools::exec::{MAX_BYTES, MaxBytes};
 use serde::Serialize;
+use serde_json::{Value, json};
 
 /// The most bytes the `keys` of one `fugue_send_input` may make.
 const MAX_KEY_BYTES: usize = 64 << 10;
@@ -18,7 +22,7 @@ const MAX_KEY_BYTES: usize = 64 << 10;
 const MAX_INPUT_BYTES: usize = 1 << 20;
 
 /// `submit` when absent.
-pub(super) const SUBMIT: bool = false;
+const SUBMIT: bool = false;
 
 /// What `fugue_send_input` without a wait answers.
 #[derive(Serialize)]
@@ -30,29 +34,56 @@ struct Sent {
     pending: Option<usize>,
 }
 
-pub(super) fn send_input(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
+params! {
+    /// `fugue_send_input`'s arguments.
+    pub(in crate::tools) struct SendParams {
+        pane_id: String = Spec::new(PANE_ID),
+        input: Option<String> = Spec::new("Text to type"),
+        keys: Option<Vec<Value>> = Spec::new("After input, in order: key names and {text}")
+            .shaped(keys_schema),
+        submit: bool = Spec::new("Press Enter at the end").or_bool(SUBMIT),
+        wait_ms: Option<Timeout> = Spec::new("Then wait this long for the outcome"),
+        responses: Option<Ordered> = Spec::new("With wait_ms: as fugue_exec's"),
+        quiet_ms: Option<u64> = crate::tools::common::quiet_row(""),
+        max_bytes: MaxBytes = Spec { description: "Output budget with wait_ms", ..MAX_BYTES },
+        keep: Option<String> = KEEP_AS_EXECS,
+    }
+}
+
+/// The shape of `keys`: names, and `{text}` objects typed as they are.
+fn keys_schema() -> Value {
+    json!({"type": "array", "items": {"oneOf": [{"type": "string"},
+        {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}]}})
+}
+
+pub(in crate::tools) fn send_input(ctx: &Ctx<'_>, args: SendParams) -> Result<Answer> {
     let started = std::time::Instant::now();
-    let pane = ctx.mux.pane(args.required_str("pane_id")?)?;
+    let pane = ctx.mux.pane(&args.pane_id)?;
     // A wait's answer names the pane and how long it took, as fugue_exec's does.
     let waited = |mut answer: CommandAnswer| {
-        answer.pane_id = Some(pane.id.clone());
-        answer.duration_ms = Some(started.elapsed().as_millis() as u64);
+        answer.call.pane_id = Some(pane.id.clone());
+        answer.call.duration_ms = Some(started.elapsed().as_millis() as u64);
         Answer::of(&answer).map(|a| a.asking(answer.asks()))
     };
-    let input = args.str("input")?.unwrap_or("");
-    let keys = args.array("keys")?.map_or(&[][..], Vec::as_slice);
-    let submit = args.bool("submit")?.unwrap_or(SUBMIT);
-    let wait = crate::tools::command_wait::wait_ms(args)?;
-    let max_bytes = crate::tools::exec::max_bytes(args, ctx.config.max_output_bytes)?;
-    let keep = crate::tools::common::keep(args, ctx.config.max_regex_bytes)?;
+    let input = args.input.as_deref().unwrap_or("");
+    let keys = args.keys.as_deref().unwrap_or_default();
+    let submit = args.submit;
+    // 0 or absent: no wait.
+    let wait = args.wait_ms.map(|Timeout(wait)| wait).filter(|wait| !wait.is_zero());
+    let max_bytes = args.max_bytes.within(ctx.config.max_output_bytes)?;
+    let keep = crate::tools::common::keep(args.keep.as_deref(), ctx.config.max_regex_bytes)?;
     let budget = Budget::whole(max_bytes, keep.as_ref());
-    let responses = Responses::parse(args, ctx.config.max_regex_bytes)?;
+    let responses = Responses::parse(args.responses.as_ref(), ctx.config.max_regex_bytes)?;
+    let quiet = args.quiet_ms.map(std::time::Duration::from_millis);
     if responses.is_some() && wait.is_none() {
         return Err(Error::invalid("responses are used while waiting: give wait_ms too"));
     }
+    if quiet.is_some() && wait.is_none() {
+        return Err(Error::invalid("quiet_ms ends a wait early: give wait_ms too"));
+    }
     if input.is_empty() && keys.is_empty() && !submit {
         if let Some(wait) = wait {
-            return waited(after_input(ctx, &pane, None, wait, &budget, responses)?);
+            return waited(after_input(ctx, &pane, None, wait, &budget, responses, quiet)?);
         }
         return Err(Error::invalid(
             "nothing to send: give input, keys, or submit: true (or wait_ms to only wait)",
@@ -82,8 +113,9 @@ pub(super) fn send_input(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
     let (offset, pending) = pane.send(&parts)?;
     let written: usize = parts.iter().map(|p| p.len()).sum();
     if let Some(wait) = wait {
-        let mut answer = after_input(ctx, &pane, Some((offset, seen)), wait, &budget, responses)?;
-        answer.bytes = Some(written);
+        let mut answer =
+            after_input(ctx, &pane, Some((offset, seen)), wait, &budget, responses, quiet)?;
+        answer.call.bytes = Some(written);
         return waited(answer);
     }
     // A program that is not reading its input (yet) gets the rest when it does.
@@ -116,9 +148,9 @@ pub(crate) fn type_answer(
     let (offset, _) = pane.send(&parts)?;
     let budget =
         Budget::whole(crate::pane::budget::default_bytes(ctx.config.max_output_bytes), None);
-    let mut answer = after_input(ctx, &pane, Some((offset, seen)), wait, &budget, None)?;
-    answer.bytes = Some(text.len() + 1);
-    answer.pane_id = Some(pane.id.clone());
-    answer.duration_ms = Some(started.elapsed().as_millis() as u64);
+    let mut answer = after_input(ctx, &pane, Some((offset, seen)), wait, &budget, None, None)?;
+    answer.call.bytes = Some(text.len() + 1);
+    answer.call.pane_id = Some(pane.id.clone());
+    answer.call.duration_ms = Some(started.elapsed().as_millis() as u64);
     Answer::of(&answer).map(|a| a.asking(answer.asks()))
 }

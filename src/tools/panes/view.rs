@@ -1,6 +1,7 @@
 //! What the pane tools show of panes: the listing of sessions, windows and panes, a pane's status
 //! and a read of its output, each a typed answer.
 
+use super::shared::{NoParams, PANE_ID, PaneParams};
 use crate::error::Result;
 use crate::ids::unix_ms;
 use crate::mux::Session;
@@ -12,8 +13,8 @@ use crate::pane::output::{Captured, ReadRequest, TAIL_SCAN_LIMIT, View};
 use crate::runtime::Ctx;
 use crate::shell::status::Doing;
 use crate::tool::Answer;
-use crate::tool::args::Args;
-use crate::tool::choice::Choice;
+use crate::tool::params::{Spec, params};
+use crate::tools::exec::{MAX_BYTES, MaxBytes};
 use crate::words::words;
 use serde::Serialize;
 use serde_json::Value;
@@ -31,7 +32,7 @@ words! {
 /// `fugue_get_output` `lines` when absent.
 pub(super) const LINES: u64 = 100;
 
-pub(super) fn list_sessions(ctx: &Ctx<'_>, _: &Args<'_>) -> Result<Answer> {
+pub(super) fn list_sessions(ctx: &Ctx<'_>, _: NoParams) -> Result<Answer> {
     let sessions = ctx.mux.with_sessions(|sessions, pane| {
         one_scan(|| sessions.iter().map(|s| SessionView::new(s, pane)).collect::<Vec<_>>())
     });
@@ -163,22 +164,31 @@ struct Cursor {
     col: u16,
 }
 
+params! {
+    /// `fugue_get_output`'s arguments.
+    pub(super) struct OutputParams {
+        pane_id: String = Spec::new(PANE_ID),
+        lines: usize = Spec::new("Lines (screen: the last rows)").range(1, 1_000_000).or(LINES),
+        format: Format = Spec::new("View"),
+        since: Option<u64> = Spec::new("Read on from this offset"),
+        max_bytes: MaxBytes = MAX_BYTES.range(1, u64::MAX),
+    }
+}
+
 /// A read within the answers' budget (`budget::default_bytes`; `max_bytes` asks for more, up to
 /// `FUGUE_MAX_OUTPUT_BYTES`). The last lines and the screen are fitted as every answer is
 /// (`pane::budget`: the end, the lines that matter, a marker in each gap, `omitted_lines`); a
 /// read `since` an offset is a page, cut at its back, that says how many lines follow it.
-pub(super) fn get_output(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
-    let pane = ctx.mux.pane(args.required_str("pane_id")?)?;
-    let format = Format::parse(args, "format")?;
+pub(super) fn get_output(ctx: &Ctx<'_>, args: OutputParams) -> Result<Answer> {
+    let pane = ctx.mux.pane(&args.pane_id)?;
+    let format = args.format;
     let view = if format == Format::Raw { View::Raw } else { View::Text };
     let max_output = ctx.config.max_output_bytes;
     let req = ReadRequest {
         view,
-        lines: args.u64("lines", 1, 1_000_000)?.unwrap_or(LINES) as usize,
-        since: args.u64("since", 0, u64::MAX)?,
-        max_bytes: args
-            .u64("max_bytes", 1, max_output as u64)?
-            .map_or(budget::default_bytes(max_output), |b| b as usize),
+        lines: args.lines,
+        since: args.since,
+        max_bytes: args.max_bytes.within(max_output)?,
     };
     let read = match (format, req.since) {
         (Format::Screen, _) => screen(&pane, &req),
@@ -289,8 +299,8 @@ struct StatusAnswer {
     live: Doing,
 }
 
-pub(super) fn get_status(ctx: &Ctx<'_>, args: &Args<'_>) -> Result<Answer> {
-    let pane = ctx.mux.pane(args.required_str("pane_id")?)?;
+pub(super) fn get_status(ctx: &Ctx<'_>, args: PaneParams) -> Result<Answer> {
+    let pane = ctx.mux.pane(&args.pane_id)?;
     let (rows, cols) = pane.size();
     let (offset, exited_at) = pane.output().with(|s| (s.ring.end(), s.exited_at));
     let runtime = exited_at.unwrap_or_else(std::time::Instant::now) - pane.started;

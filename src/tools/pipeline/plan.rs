@@ -2,11 +2,17 @@
 //! where the shell starts, and the options, each default read from the constant its schema declares.
 
 use crate::config::Config;
-use crate::error::{Error, Result};
-use crate::tool::{self, args::Args};
-use crate::tools::common::responses::Responses;
-use crate::tools::common::{Tails, asking, check_cwd, check_unique, command};
-use serde_json::Value;
+use crate::error::Result;
+use crate::tool;
+use crate::tool::params::{Name, Ordered, Spec, Timeout, params};
+use crate::tools::common::asking::OnInput;
+use crate::tools::common::responses::{AS_EXECS, Responses};
+use crate::tools::common::{
+    AS_PARALLELS, Command, KEEP_AS_EXECS, RUN_TIMEOUT, TAIL_LINES, Tails, WhichTails, check_cwd,
+    check_unique,
+};
+use crate::tools::panes::ENV;
+use crate::tools::{SANDBOX_AS_EXECS, SandboxArg};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -39,23 +45,46 @@ pub(super) struct Plan {
     pub(super) stop_asking: bool,
 }
 
-pub(super) fn parse_plan(args: &Args<'_>, base: &Path, config: &Config) -> Result<Plan> {
-    let items = args.array("commands")?.ok_or_else(|| {
-        Error::invalid("argument 'commands' is required: a list of {command, name?}")
-    })?;
-    if items.is_empty() || items.len() > MAX_STEPS {
-        return Err(Error::invalid(format!(
-            "'commands' has {} items; give 1 to {MAX_STEPS}",
-            items.len()
-        )));
+params! {
+    /// One step of `fugue_run_pipeline`.
+    pub(super) struct StepParams {
+        command: Command = Spec::new(""),
+        name: Option<Name> = Spec::new("Default step-N"),
+        responses: Option<Ordered> = AS_EXECS,
     }
-    let steps = items
-        .iter()
+}
+
+params! {
+    /// `fugue_run_pipeline`'s arguments.
+    pub(super) struct PipelineParams {
+        commands: Vec<StepParams> = Spec::new("").range(1, MAX_STEPS as u64),
+        cwd: Option<PathBuf> = Spec::new(""),
+        env: Vec<(String, String)> = ENV,
+        stop_on_error: bool = Spec::new("Stop at the first failing step").or_bool(STOP_ON_ERROR),
+        timeout_ms: Timeout = RUN_TIMEOUT.or(TIMEOUT_MS),
+        cleanup: bool = Spec::new("Close the pane at the end").or_bool(CLEANUP),
+        sandbox: Option<SandboxArg> = SANDBOX_AS_EXECS,
+        tail_lines: usize = Spec { description: AS_PARALLELS.description, ..TAIL_LINES },
+        tails: WhichTails = AS_PARALLELS,
+        keep: Option<String> = KEEP_AS_EXECS,
+        on_input: OnInput = AS_PARALLELS,
+    }
+}
+
+/// The plan of a call, and the sandbox it asked for.
+pub(super) fn parse_plan(
+    args: PipelineParams,
+    base: &Path,
+    config: &Config,
+) -> Result<(Plan, Option<SandboxArg>)> {
+    let steps = args
+        .commands
+        .into_iter()
         .enumerate()
         .map(|(i, item)| parse_step(i, item, config.max_regex_bytes))
         .collect::<Result<Vec<_>>>()?;
     check_unique(&steps.iter().map(|s| s.name.clone()).collect::<Vec<_>>(), "steps")?;
-    let cwd = match args.path("cwd")? {
+    let cwd = match args.cwd {
         Some(dir) => {
             let dir = tool::dir(base, Some(dir));
             check_cwd(&dir, "pipeline")?;
@@ -63,16 +92,17 @@ pub(super) fn parse_plan(args: &Args<'_>, base: &Path, config: &Config) -> Resul
         }
         None => tool::dir(base, None),
     };
-    Ok(Plan {
+    let plan = Plan {
         steps,
         cwd,
-        env: args.env("env")?,
-        stop_on_error: args.bool("stop_on_error")?.unwrap_or(STOP_ON_ERROR),
-        timeout: crate::tools::common::run_timeout(args, TIMEOUT_MS)?,
-        cleanup: args.bool("cleanup")?.unwrap_or(CLEANUP),
-        tails: Tails::parse(args, config)?,
-        stop_asking: asking::stops(args)?,
-    })
+        env: args.env,
+        stop_on_error: args.stop_on_error,
+        timeout: args.timeout_ms.0,
+        cleanup: args.cleanup,
+        tails: Tails::new(args.tail_lines, args.tails, args.keep.as_deref(), config)?,
+        stop_asking: args.on_input == OnInput::Stop,
+    };
+    Ok((plan, args.sandbox))
 }
 
 /// The longest `command` a pipeline's pane shows.
@@ -97,19 +127,10 @@ impl Plan {
     }
 }
 
-fn parse_step(index: usize, item: &Value, regex_limit: usize) -> Result<Step> {
-    let what = format!("commands[{index}]");
-    let item = Args::object(&what, item)?;
-    if let Some(key) = item.unknown(&["command", "name", "responses"]).first() {
-        return Err(Error::invalid(format!(
-            "{what}: unknown key '{key}'; a step takes command, name and responses (cwd and env \
-             apply to the whole pipeline)"
-        )));
-    }
-    let command = command(&item, &what)?;
-    let name = item.name("name")?.unwrap_or_else(|| format!("step-{}", index + 1));
-    let responses = Responses::parse(&item, regex_limit)?;
-    Ok(Step { name, command, responses })
+fn parse_step(index: usize, item: StepParams, regex_limit: usize) -> Result<Step> {
+    let name = item.name.map_or_else(|| format!("step-{}", index + 1), |n| n.0);
+    let responses = Responses::parse(item.responses.as_ref(), regex_limit)?;
+    Ok(Step { name, command: item.command.0, responses })
 }
 
 #[cfg(test)]

@@ -21,8 +21,8 @@ use crate::tool::call::Progress;
 use crate::tools::answer::CommandEnd;
 use crate::tools::common::asking::Asked;
 use crate::tools::common::responses::{Responder, Responses};
-use crate::waiter::{Waiter, Woke};
-use crossbeam_channel::never;
+use crate::waiter::{Drove, Look, Waiter};
+use crossbeam_channel::Receiver;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -49,6 +49,15 @@ pub(super) struct Record {
     pub(super) ended: Option<(Instant, Prompt)>,
     /// Answers its program's questions that a key of its `responses` matches.
     pub(super) responder: Option<Responder>,
+}
+
+/// Why one drive of the run's loop ended.
+enum Over {
+    /// The run is over: the shell ended, every step ran, the first failure stopped them, or a
+    /// step was interrupted and is back.
+    Done,
+    /// The running step was found asking and interrupted (`on_input: stop`).
+    Asked,
 }
 
 /// A pipeline in progress.
@@ -81,46 +90,67 @@ impl Run<'_> {
     /// the shell ends, or the deadline's interrupt and grace have passed. `Err` only for a
     /// cancelled call.
     pub(super) fn drive(&mut self, ctx: &Ctx<'_>, deadline: Instant) -> Result<()> {
-        let records = self.shell.subscribe();
-        // The shell's exit, not its output, is what the loop condition needs to see.
-        let ending = self.pane.output().subscribe_status();
+        // The shell's records and its exit, not its output, are what the run waits on.
+        let wakes = [self.shell.subscribe(), self.pane.output().subscribe_status()];
         let mut waiter = Waiter::new()
             .cancel(ctx.cancel.receiver())
             .until(deadline)
             .heartbeat(ctx.progress.heartbeat());
         let watched = self.plan.stop_asking || self.responses.iter().any(Option::is_some);
-        let mut watch = watched.then(|| InputWatch::new(&self.pane));
+        let watch = watched.then(|| InputWatch::new(&self.pane));
+        let mut run = (self, watch);
         loop {
-            if self.advance(ctx.progress)? {
-                return Ok(());
-            }
-            let typed = self.typed_at();
-            if let Some(typed) = typed
-                && self.look_for_question(&mut watch, typed)
-            {
+            let look = |(run, watch): &mut (&mut Self, Option<InputWatch>)| {
+                run.look(watch, &wakes, ctx.progress)
+            };
+            let progress = |(run, _): &(&mut Self, Option<InputWatch>)| run.report(ctx.progress);
+            match waiter.drive(&mut run, look, progress) {
+                Drove::Done(Ok(Over::Done)) => return Ok(()),
+                Drove::Done(Err(e)) => return Err(e),
                 // Stopped as at the deadline: the step's record, if the interrupt brought the
-                // prompt back, is taken at the top; a step not back is killed with the pane.
-                waiter.set_deadline(Some(Instant::now()));
-                continue;
-            }
-            // Between steps nothing is watched; the next step's line is typed on the record.
-            let check = watch.as_ref().filter(|_| typed.is_some()).and_then(InputWatch::next_check);
-            // While a prompt is being drawn, its mark is what the loop waits for.
-            let drawing = !self.step_running() && self.typed_on.is_some();
-            let printed = if drawing { self.pane.output().subscribe() } else { never() };
-            // The mark may have come between the look at it above and the subscription.
-            if drawing && self.live().prompt_drawn() {
-                continue;
-            }
-            let drawn_at = self.typed_on.filter(|_| drawing);
-            let look = [check, drawn_at].into_iter().flatten().min();
-            match waiter.sleep_on(&[&records, &ending, &printed], look) {
-                Woke::Look => {}
-                Woke::Heartbeat => self.report(ctx.progress),
-                Woke::Cancelled => return Err(Error::cancelled()),
-                Woke::Deadline => self.overtime(&mut waiter),
+                // prompt back, is taken at the next look; a step not back is killed with the pane.
+                Drove::Done(Ok(Over::Asked)) => waiter.set_deadline(Some(Instant::now())),
+                Drove::Deadline => run.0.overtime(&mut waiter),
+                Drove::Cancelled => return Err(Error::cancelled()),
             }
         }
+    }
+
+    /// One look of the run: takes in what the shell reported and types the next step when it
+    /// may, looks for a question, and says what to sleep on until the next look: the shell's
+    /// records and end (`wakes`), the prompt's mark while one is drawn, the input watch's next
+    /// look.
+    fn look(
+        &mut self,
+        watch: &mut Option<InputWatch>,
+        wakes: &[Receiver<()>; 2],
+        progress: &Progress,
+    ) -> Look<Result<Over>> {
+        match self.advance(progress) {
+            Ok(true) => return Look::Done(Ok(Over::Done)),
+            Ok(false) => {}
+            Err(e) => return Look::Done(Err(e)),
+        }
+        let typed = self.typed_at();
+        if let Some(typed) = typed
+            && self.look_for_question(watch, typed)
+        {
+            return Look::Done(Ok(Over::Asked));
+        }
+        // Between steps nothing is watched; the next step's line is typed on the record.
+        let check = watch.as_ref().filter(|_| typed.is_some()).and_then(InputWatch::next_check);
+        // While a prompt is being drawn, its mark is what the loop waits for.
+        let drawing = !self.step_running() && self.typed_on.is_some();
+        let mut on = wakes.to_vec();
+        if drawing {
+            on.push(self.pane.output().subscribe());
+            // The mark may have come between the look at it above and the subscription.
+            if self.live().prompt_drawn() {
+                return Look::Again(Some(Instant::now()));
+            }
+        }
+        let drawn_at = self.typed_on.filter(|_| drawing);
+        Look::AgainOn([check, drawn_at].into_iter().flatten().min(), on)
     }
 
     /// One step of the run: takes in the shell's records and types the next step when the last
