@@ -71,7 +71,7 @@ impl Param for Option<SandboxArg> {
 /// (tools/list is paid for in every agent's context); in `fugue_run_parallel`, on each command.
 pub(crate) fn with_host(mut schema: Value, described: bool, per_command: bool) -> Value {
     let host = if described {
-        json!({"type": "string", "description": "ssh host: run there; ids come back host:ID"})
+        json!({"type": "string", "description": "ssh host (ids: host:ID)"})
     } else {
         json!({"type": "string"})
     };
