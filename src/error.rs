@@ -45,6 +45,14 @@ words! {
         InvalidState = "invalid_state",
         Io = "io_error",
         Internal = "internal",
+        /// An ssh host cannot be reached (no route, refused, timed out, or the connection dropped).
+        HostUnreachable = "host_unreachable",
+        /// An ssh host's key is not in known_hosts (or differs): ssh asks, and fugue never answers.
+        HostKeyUnknown = "host_key_unknown",
+        /// An ssh login needs a password or a key ssh does not have: fugue never types one.
+        HostAuth = "host_auth_needed",
+        /// A host fugue cannot run on: another architecture and no binary configured for it.
+        HostUnsupported = "host_unsupported",
     }
 }
 
@@ -69,6 +77,12 @@ impl Error {
 
     pub(crate) fn cancelled() -> Error {
         Error::new(ErrorKind::Cancelled, "the request was cancelled")
+    }
+
+    /// The error a remote fugue answered, from its code; an unknown code is `internal`.
+    pub(crate) fn from_code(code: &str, message: impl Into<String>) -> Error {
+        let kind = ErrorKind::from_word(code);
+        Error::new(kind.unwrap_or(ErrorKind::Internal), message)
     }
 
     pub(crate) fn kind(&self) -> ErrorKind {

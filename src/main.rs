@@ -23,6 +23,7 @@ mod mcp;
 mod mux;
 mod pane;
 mod procfs;
+mod remote;
 mod rpc;
 mod runtime;
 mod sandbox;
@@ -283,7 +284,7 @@ fn call(name: &str, json: &str) -> ExitCode {
     let progress = Progress::none();
     let cwd = own_cwd();
     let ctx = tool::Ctx { runtime: &runtime, cwd: &cwd, cancel: &cancel, progress: &progress };
-    let result = crate::mcp::shaped(tool.call(&ctx, &arguments));
+    let result = crate::mcp::shaped(remote::call(tool, &ctx, &arguments));
     runtime.shutdown();
     print_result(&result)
 }

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -508,7 +508,7 @@ fn a_match_wins_over_input() {
 
 /// A private sshd on a free port of 127.0.0.1 that lets in one key; killed on drop.
 struct Sshd {
-    child: Child,
+    _server: crate::sshd::Sshd,
     dir: Dir,
     port: u16,
 }
@@ -516,52 +516,11 @@ struct Sshd {
 impl Sshd {
     /// None (after saying why) when sshd is absent or will not start.
     fn start() -> Option<Sshd> {
-        if !have("ssh") | !have("ssh-keygen") {
-            return None;
-        }
-        let sshd = ["/usr/sbin/sshd", "/usr/bin/sshd"].into_iter().find(|p| Path::new(p).exists());
-        let Some(sshd) = sshd else {
-            crate::util::skip("sshd", "not installed");
-            return None;
-        };
-        // sshd refuses to start without its privilege separation directory, which the service
-        // normally makes.
-        let _ = std::fs::create_dir_all("/run/sshd");
         let dir = Dir::new("sshd");
-        for key in ["host", "user"] {
-            let made = Command::new("ssh-keygen")
-                .args(["-q", "-t", "ed25519", "-N", "", "-f"])
-                .arg(dir.join(key))
-                .status()
-                .is_ok_and(|s| s.success());
-            assert!(made, "ssh-keygen failed");
-        }
-        std::fs::copy(dir.join("user.pub"), dir.join("authorized_keys")).unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let config = format!(
-            "Port {port}\nListenAddress 127.0.0.1\nHostKey {}\nAuthorizedKeysFile {}\n\
-             PermitRootLogin yes\nUsePAM no\nStrictModes no\nPidFile none\n",
-            dir.join("host").display(),
-            dir.join("authorized_keys").display()
-        );
-        let config = dir.write("sshd_config", &config);
-        let mut child = Command::new(sshd)
-            .args(["-D", "-e", "-f"])
-            .arg(&config)
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        // It says when it listens; a failure ends its stderr.
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let listening = lines.by_ref().map_while(Result::ok).any(|l| l.contains("listening"));
-        if !listening {
-            let _ = child.kill();
-            let _ = child.wait();
-            crate::util::skip("sshd", "would not start");
-            return None;
-        }
-        std::thread::spawn(move || lines.for_each(drop));
-        Some(Sshd { child, dir, port })
+        let keys = crate::sshd::Keys::new(&dir)?;
+        let server = crate::sshd::Sshd::start(&dir.path, "sshd_config", &keys, "")?;
+        let port = server.port;
+        Some(Sshd { _server: server, dir, port })
     }
 
     /// An ssh command line to this server; `known` skips the host key question.
@@ -577,13 +536,6 @@ impl Sshd {
             if known { "yes" } else { "no" },
             self.port
         )
-    }
-}
-
-impl Drop for Sshd {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -24,7 +24,7 @@ const LAYERS: &[&[&str]] = &[
         "cancel",
     ],
     &["files"],
-    &["config", "inherit", "tempdir"],
+    &["config", "inherit", "tempdir", "control::dir"],
     // The sandbox: the policy and the launcher that applies it to a pane's process.
     &["sandbox"],
     // The domain: panes, the registry (which places panes and chooses no shell), the live shells
@@ -46,6 +46,8 @@ const LAYERS: &[&[&str]] = &[
     &["tools::exec"],
     &["tools::panes"],
     &["tools::expect", "tools::wait", "tools::parallel", "tools::pipeline", "tools::agent"],
+    // Remote hosts: the one place a call is routed, here or to a host's fugue over ssh.
+    &["remote"],
     // The protocol, then the front-ends.
     &["mcp"],
     &["rpc"],

@@ -2,6 +2,8 @@
 
 // The stdio harness: start fugue, send requests, wait for answers.
 mod util;
+// Private sshd servers on 127.0.0.1, for the tests that ssh somewhere.
+mod sshd;
 // What /proc shows of fugue and its children: memory, threads, descriptors, zombies, sockets.
 mod procfs;
 
@@ -94,3 +96,5 @@ mod budget;
 mod trust;
 // The watchdog for silent work: quiet_ms answers `quiet` for a command that hangs without asking.
 mod quiet;
+// Remote hosts over ssh: private sshd servers as hosts, every tool there, faults, fan-out.
+mod remote;

@@ -15,6 +15,7 @@ mod input;
 mod jobs;
 mod live;
 mod pty;
+mod remote;
 mod report;
 mod sandbox;
 mod shared;
@@ -36,7 +37,8 @@ Usage:
   --fugue PATH   the binary under test (default: $FUGUE_BIN, else target/release/fugue)
   --quick        fewer repetitions, for a quick look
   FIGURE         any of: ingest parallel wake herd input probes init memory panes exec
-                 dialogue tools jobs answers trust size shared sandbox (default: all)
+                 dialogue tools jobs answers trust size shared sandbox remote (default:
+                 all)
 
 Exit status: 0 when every measured figure meets its target, 1 otherwise.
 ";
@@ -63,6 +65,7 @@ const FIGURES: [(&str, &str, Figure); 18] = [
     ("size", figures::SIZE_FIG, figures::binary_size),
     ("shared", shared::LIST_FIG, shared::shared),
     ("sandbox", sandbox::START_FIG, sandbox::sandbox),
+    ("remote", remote::EXEC_FIG, remote::remote),
 ];
 
 fn main() -> ExitCode {

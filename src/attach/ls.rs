@@ -21,19 +21,25 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 const TIMEOUT: Duration = Duration::from_secs(2);
 
 pub(crate) const USAGE: &str = "\
-Usage: fugue ls [--json]
+Usage: fugue ls [--json] [HOST]
 
 Lists the running fugue servers: each one's pid, MCP client, uptime and working directory, and its
 sessions, windows and panes with their state, pid and command. --json prints the same as one JSON
-array. Exits 1 when no server is running.
+array. Exits 1 when no server is running. With HOST (an ssh destination), lists those on that
+host, where fugue's calls with that host run, over ssh.
 ";
 
 pub(crate) fn run(args: &[&str]) -> ExitCode {
-    let json = match args {
-        [] => false,
-        ["--json"] => true,
-        _ => return usage_error("ls takes no arguments but --json"),
+    let (json, host) = match args {
+        [] => (false, None),
+        ["--json"] => (true, None),
+        [host] => (false, Some(*host)),
+        [host, "--json"] | ["--json", host] => (true, Some(*host)),
+        _ => return usage_error("ls takes no arguments but --json and a HOST"),
     };
+    if let Some(host) = host {
+        return crate::remote::cli::ls(host, json);
+    }
     let mut found = match dir::existing() {
         Ok(dir) => servers(&dir),
         Err(e) => return super::fail(&e.to_string()),

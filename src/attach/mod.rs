@@ -62,10 +62,12 @@ fn parse(args: &[&str]) -> Result<Options, String> {
 
 pub(crate) const USAGE: &str = "\
 Usage: fugue attach [--server PID] [--input] [SESSION[:WINDOW]]
+       fugue attach [--input] HOST:SESSION[:WINDOW]
 
 Watches one window of a running fugue live in this terminal: the newest server (or --server PID,
 or the newest that has SESSION), the named window or the first. Read-only unless --input, which
-sends what is typed to the focused pane. C-b d detaches; C-b ? lists the keys.
+sends what is typed to the focused pane. C-b d detaches; C-b ? lists the keys. HOST:SESSION (when
+no fugue here has a session HOST) watches a session on that host, over ssh.
 ";
 
 pub(crate) fn run(args: &[&str]) -> ExitCode {
@@ -73,6 +75,9 @@ pub(crate) fn run(args: &[&str]) -> ExitCode {
         Ok(options) => options,
         Err(e) => return usage_error(&e),
     };
+    if let Some((host, spec)) = remote_spec(&options) {
+        return crate::remote::cli::attach(host, spec, options.input);
+    }
     let (client, info, target) = match connect(&options) {
         Ok(found) => found,
         Err(e) => return fail(&e),
@@ -96,6 +101,13 @@ pub(crate) fn run(args: &[&str]) -> ExitCode {
     let leave = run_loop(&mut app, &keys, &incoming, &signals);
     drop(terminal);
     goodbye(&app, leave)
+}
+
+/// `HOST:SPEC` when it names a host: no server is given and no fugue here has a session `HOST`.
+fn remote_spec(options: &Options) -> Option<(&str, &str)> {
+    let (host, spec) = options.spec.as_deref()?.split_once(':')?;
+    let here = Options { server: None, input: false, spec: Some(host.to_string()) };
+    (options.server.is_none() && connect(&here).is_err()).then_some((host, spec))
 }
 
 fn run_loop(

@@ -251,7 +251,7 @@ impl Mcp {
             cancel: req.cancel,
             progress: req.progress,
         };
-        Ok(shaped(tool.call(&ctx, arguments)))
+        Ok(shaped(crate::remote::call(tool, &ctx, arguments)))
     }
 }
 

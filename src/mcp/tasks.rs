@@ -169,7 +169,8 @@ struct Called {
 
 impl Work {
     fn run(self) {
-        let mut called = match self.call(|ctx| self.tool.call(ctx, &self.arguments)) {
+        let mut called = match self.call(|ctx| crate::remote::call(self.tool, ctx, &self.arguments))
+        {
             Ok(called) => called,
             Err(error) => return self.fail(error),
         };

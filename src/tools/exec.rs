@@ -51,7 +51,7 @@ pub(crate) const TOOL: Tool = Tool {
                   Only ok/failed/exited end it; stop it with keys [\"C-c\"] or \
                   fugue_close_pane.",
     hints: RUNS,
-    input: ExecParams::schema,
+    input: || super::with_host(ExecParams::schema(), true, false),
     output: || command_wait::answer_schema(&[("pane_id", crate::tool::schema::typed("string"))]),
     durable: true,
     asks: true,

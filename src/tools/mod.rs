@@ -66,6 +66,26 @@ impl Param for Option<SandboxArg> {
     }
 }
 
+/// `schema` with the `host` argument of the tools that start work: an ssh destination, where
+/// `remote` sends the call (the handlers never see it). Described in fugue_exec's schema only
+/// (tools/list is paid for in every agent's context); in `fugue_run_parallel`, on each command.
+pub(crate) fn with_host(mut schema: Value, described: bool, per_command: bool) -> Value {
+    let host = if described {
+        json!({"type": "string", "description": "ssh host (ids: host:ID)"})
+    } else {
+        json!({"type": "string"})
+    };
+    let props = if per_command {
+        schema["properties"]["commands"]["items"]["properties"].as_object_mut()
+    } else {
+        schema["properties"].as_object_mut()
+    };
+    if let Some(props) = props {
+        props.insert("host".into(), host);
+    }
+    schema
+}
+
 /// `pane` for a call that asked for `sandbox`: refused when the pane runs under another policy.
 pub(crate) fn check_pane(pane: Arc<Pane>, sandbox: Option<&Arc<Policy>>) -> Result<Arc<Pane>> {
     match sandbox {

@@ -51,7 +51,7 @@ pub(crate) static TOOLS: &[Tool] = &[
         description: "Create a session with one window and one pane. With command it runs `$SHELL -c command` and the pane \
                       keeps its output and exit code after it ends.",
         hints: STARTS,
-        input: NewSession::schema,
+        input: || super::with_host(NewSession::schema(), false, false),
         output: || {
             result(&[
                 ("session_id", typed("string")),

@@ -63,7 +63,7 @@ pub(crate) const TOOL: Tool = Tool {
                   hidden (__orchestration__ session) or tiled (new session, side by side). \
                   timeout_ms kills what still runs; cleanup closes the panes.",
     hints: RUNS,
-    input: ParallelParams::schema,
+    input: || super::with_host(ParallelParams::schema(), false, true),
     output: || {
         result(&[
             ("status", RunStatus::words()),

@@ -59,7 +59,7 @@ pub(crate) const TOOL: Tool = Tool {
                   directory after the last step. The pane stays, with an interactive shell for \
                   follow-ups, unless cleanup.",
     hints: RUNS,
-    input: PipelineParams::schema,
+    input: || super::with_host(PipelineParams::schema(), false, false),
     output: || {
         result(&[
             ("status", RunStatus::words()),

@@ -1,0 +1,72 @@
+//! The hosts this fugue has reached: per host, its master connection and the channel to its
+//! fugue, made on first use and made again when they have dropped.
+//!
+//! Connecting to one host holds that host's lock only, so a call to another host, or a fan-out
+//! over many, connects to each in parallel. The host's shared server is named after the binary
+//! (`ssh-` and its hash), so a fugue of another build there, and its panes, are left alone.
+
+use super::link::Link;
+use super::ssh::Master;
+use super::upload;
+use crate::error::Result;
+use parking_lot::Mutex;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// One host's connection, while it lasts. The link is dropped before the master.
+struct Connection {
+    link: Arc<Link>,
+    master: Master,
+}
+
+#[derive(Default)]
+struct Host {
+    connection: Mutex<Option<Connection>>,
+}
+
+fn hosts() -> &'static Mutex<BTreeMap<String, Arc<Host>>> {
+    static HOSTS: Mutex<BTreeMap<String, Arc<Host>>> = Mutex::new(BTreeMap::new());
+    &HOSTS
+}
+
+/// The hosts reached so far, in name order.
+pub(crate) fn known() -> Vec<String> {
+    hosts().lock().keys().cloned().collect()
+}
+
+/// The channel to `host`'s fugue: the open one, or a new one (connecting, uploading and starting
+/// fugue there as needed).
+pub(crate) fn link(host: &str) -> Result<Arc<Link>> {
+    let entry = hosts().lock().entry(host.to_string()).or_default().clone();
+    let mut connection = entry.connection.lock();
+    if let Some(open) = connection.as_mut()
+        && open.link.alive()
+        && open.master.alive()
+    {
+        return Ok(open.link.clone());
+    }
+    *connection = None;
+    let master = Master::connect(host, control_path()?)?;
+    let binary = upload::ensure(&master)?;
+    let link = Arc::new(Link::open(&master, &binary, &server_name(&binary))?);
+    *connection = Some(Connection { link: link.clone(), master });
+    Ok(link)
+}
+
+/// The name of the shared server fugue runs on a host: one per build, so another build's is left
+/// alone.
+pub(crate) fn server_name(binary: &upload::Binary) -> String {
+    format!("ssh-{}", &binary.name[binary.name.len() - 12..])
+}
+
+/// A new master socket path in fugue's private directory: short, since a socket's path is at most
+/// 107 bytes.
+pub(crate) fn control_path() -> Result<PathBuf> {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let dir = crate::control::dir::create()?.join("ssh");
+    crate::files::private_dir(&dir, crate::files::Existing::Keep)?;
+    let n = NEXT.fetch_add(1, Ordering::SeqCst);
+    Ok(dir.join(format!("{}-{n}", std::process::id())))
+}
