@@ -46,7 +46,7 @@ pub(crate) const TOOL: Tool = Tool {
                   for quiet_ms, not asking), exited (it ended the shell), or ready \
                   (`until` matched its output). cwd, output (its own, or a full-screen program's \
                   screen beside printed: what came before), omitted, pane_id. State persists. \
-                  No pane_id: fugue's own shells; while one is busy the command runs in another, \
+                  No pane_id: fugue's own shells (a busy one is passed over), \
                   so start a job with until, run the next command, then fugue_wait on both. \
                   Only ok/failed/exited end it; stop it with keys [\"C-c\"] or \
                   fugue_close_pane.",

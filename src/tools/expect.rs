@@ -46,7 +46,7 @@ pub(crate) const TOOL: Tool = Tool {
     title: "Expect pattern",
     description: "Wait until a pane's output matches a regex (text view; while a full-screen \
                   program runs, also what its screen shows: alternate_screen true); \
-                  returns the moment it appears. `^`/`$` match at line ends: anchor \
+                  answers when it appears. `^`/`$` match at line ends: anchor \
                   patterns (`^READY$`) to avoid matching the echoed command line. A pattern ending \
                   in spaces (`^>>> `) matches a prompt under the cursor. Without since: searches the last `lines` lines \
                   too; with since: only output after it. status: matched \

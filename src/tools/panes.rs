@@ -48,8 +48,8 @@ pub(crate) static TOOLS: &[Tool] = &[
     Tool {
         name: "fugue_create_session",
         title: "Create session",
-        description: "Create a session with one window and one pane. With command it runs `$SHELL -c command` and the pane \
-                      keeps its output and exit code after it ends.",
+        description: "Create a session with one window and one pane. With command it runs `$SHELL -c \
+                      command`; the pane keeps its output and exit code once it ends.",
         hints: STARTS,
         input: || super::with_host(NewSession::schema(), false, false),
         output: || {
@@ -98,8 +98,8 @@ pub(crate) static TOOLS: &[Tool] = &[
         description: "Type into a pane in this order: `input` as-is, then `keys` items in turn (a \
                       key name: Enter, Tab, Escape, Backspace, Up/Down/Left/Right, Home, End, \
                       PageUp, PageDown, F1-F12, C-a..C-z, C-\\; or {\"text\": \"...\"} typed as-is), \
-                      then Enter if `submit`. Returns the output offset before the write: \
-                      pass it as `since` to read or expect only what the input caused. `pending`: \
+                      then Enter if `submit`. Returns offset (before the write): pass it as \
+                      `since` to see only what the input caused. `pending`: \
                       bytes the program has not read yet. wait_ms: then wait as fugue_exec does \
                       (alone: only wait).",
         hints: STARTS,
@@ -143,7 +143,7 @@ pub(crate) static TOOLS: &[Tool] = &[
     Tool {
         name: "fugue_get_status",
         title: "Get pane status",
-        description: "A pane's status (running/exited), exit_code, signal, pid, command, size, \
+        description: "A pane's status, exit_code, signal, pid, command, size, \
                       offset, timings; while running: activity (prompt/busy/input + program), \
                       cwd, last_exit_code, current_command.",
         hints: READS,
@@ -187,10 +187,10 @@ pub(crate) static TOOLS: &[Tool] = &[
     Tool {
         name: "fugue_close_pane",
         title: "Close pane",
-        description: "Close a pane: hang-up, then SIGTERM, then SIGKILL to every process it started; \
-                      its output is discarded. Closing a window's last pane removes the window, and \
-                      a session's last pane the session (its id and name are gone). Returns how it \
-                      ended. pane_ids closes several at once: results, one per pane.",
+        description: "Close a pane: hang-up, SIGTERM, then SIGKILL to every process it started; its \
+                      output is discarded. Closing a window's last pane removes it, a session's \
+                      last pane the session. Returns how it ended; pane_ids closes several \
+                      (results, one per pane).",
         hints: ENDS,
         input: CloseParams::schema,
         output: || {

@@ -55,9 +55,8 @@ pub(crate) const TOOL: Tool = Tool {
                   the shell). failed_at names the first failure, \
                   output_tail its end. timeout_ms interrupts the running step; so does a step waiting for \
                   keyboard input its responses do not answer (status input, program, its \
-                  question in output_tail; on_input=wait lets it wait). cwd: the shell's \
-                  directory after the last step. The pane stays, with an interactive shell for \
-                  follow-ups, unless cleanup.",
+                  question in output_tail; on_input=wait lets it wait). cwd: where the shell \
+                  ended. The pane stays, its shell open for follow-ups, unless cleanup.",
     hints: RUNS,
     input: || super::with_host(PipelineParams::schema(), false, false),
     output: || {
