@@ -167,7 +167,14 @@ impl Fugue {
     /// Calls a tool and returns the whole `result` (content, structuredContent, isError).
     #[track_caller]
     pub fn call_result(&mut self, tool: &str, args: Value) -> Value {
-        let response = self.request("tools/call", json!({"name": tool, "arguments": args}));
+        // A call may take as long as it was told to wait: a venv made on a busy machine took
+        // longer than PATIENCE under a timeout_ms of three minutes.
+        let told = ["timeout_ms", "wait_ms"].iter().filter_map(|k| args[*k].as_u64()).max();
+        let within = PATIENCE + Duration::from_millis(told.unwrap_or(0));
+        let id = self.submit("tools/call", json!({"name": tool, "arguments": args}));
+        let response = self
+            .response_within(&id, within)
+            .unwrap_or_else(|| panic!("no response to {tool} (id {id}) within {within:?}"));
         assert!(response.get("error").is_none(), "{tool} gave a JSON-RPC error: {response}");
         let result = response["result"].clone();
         // The text block is always the compact copy of the structured content.
