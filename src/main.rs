@@ -54,6 +54,7 @@ fn main() -> ExitCode {
     match cli::parse(&args) {
         Ok(command) => run(command),
         Err(Misuse::Usage(why)) => usage_error(&why),
+        Err(Misuse::Verdict(why)) => agent::verdict::misuse(&why),
         Err(Misuse::Launcher) => sandbox::launch::misuse(),
     }
 }
@@ -79,7 +80,7 @@ fn run(command: Command) -> ExitCode {
         Command::Help(usage) => print_out(usage),
         Command::Version => print_out(&format!("fugue {}\n", env!("CARGO_PKG_VERSION"))),
         Command::Tools => list_tools(),
-        Command::Verdict(words) => agent::verdict::cli(&words),
+        Command::Verdict(args) => agent::verdict::cli(args),
         Command::Ls(args) => attach::ls::run(&args),
         Command::Attach(args) => attach::run(args),
     }

@@ -8,13 +8,16 @@
 
 mod sandbox_flags;
 
+use crate::agent::record::AnalyzerVerdict;
 use crate::agent::verdict;
 use crate::attach::{self, ls};
 use crate::runtime::Runtime;
 use crate::sandbox::Flags;
 use crate::usage::USAGE;
+use crate::words::Words;
 use crate::{mcp, server, tool};
 use serde_json::{Map, Value};
+use std::path::PathBuf;
 
 pub(crate) use sandbox_flags::parse as sandbox_flags;
 
@@ -41,8 +44,8 @@ pub(crate) enum Command {
     },
     /// `fugue tools`.
     Tools,
-    /// `fugue verdict VERDICT [OPTIONS]`: its words, which `agent::verdict` reads.
-    Verdict(Vec<String>),
+    /// `fugue verdict VERDICT [OPTIONS]`.
+    Verdict(verdict::Args),
     /// `fugue ls [--json] [HOST]`.
     Ls(ls::Args),
     /// `fugue attach [--server PID|NAME] [--input] [SPEC]`.
@@ -58,6 +61,8 @@ pub(crate) enum Command {
 pub(crate) enum Misuse {
     /// `fugue: MESSAGE` and the usage; exit 2.
     Usage(String),
+    /// `fugue verdict: MESSAGE` and its usage; exit 2.
+    Verdict(String),
     /// The launcher's line is malformed (exit 125, as every launcher failure).
     Launcher,
 }
@@ -98,7 +103,7 @@ pub(crate) fn parse(args: &[String]) -> Result<Command, Misuse> {
         ["-V" | "--version"] => Ok(Command::Version),
         ["tools"] => Ok(Command::Tools),
         ["tools", ..] => Err(Misuse::Usage("tools takes no arguments".into())),
-        ["verdict", ..] => Ok(Command::Verdict(args[1..].to_vec())),
+        ["verdict", rest @ ..] => verdict_args(rest).map(Command::Verdict).map_err(Misuse::Verdict),
         ["ls", rest @ ..] => ls_args(rest).map(Command::Ls),
         ["attach", rest @ ..] => attach_args(rest).map(Command::Attach),
         ["call", tool] => call(None, tool, "{}"),
@@ -233,6 +238,40 @@ fn ls_args(rest: &[&str]) -> Result<ls::Args, Misuse> {
     Ok(ls::Args { json, host: host.map(str::to_string) })
 }
 
+/// `fugue verdict VERDICT [--reason TEXT] [--prompt TEXT | --prompt-file PATH] [--cost USD]
+/// [--file PATH]`.
+fn verdict_args(rest: &[&str]) -> Result<verdict::Args, String> {
+    let (word, rest) = rest
+        .split_first()
+        .ok_or_else(|| format!("which verdict: {}?", AnalyzerVerdict::words()))?;
+    let verdict = AnalyzerVerdict::from_word(word)
+        .ok_or_else(|| format!("{word:?} is not one of {}", AnalyzerVerdict::words()))?;
+    let mut args = verdict::Args { verdict, reason: None, prompt: None, cost: None, file: None };
+    let mut rest = rest.iter();
+    while let Some(flag) = rest.next() {
+        let mut value =
+            || rest.next().map(|v| v.to_string()).ok_or(format!("{flag} needs a value"));
+        match *flag {
+            "--reason" => args.reason = Some(value()?),
+            "--prompt" => args.prompt = Some(verdict::Prompt::Text(value()?)),
+            "--prompt-file" => args.prompt = Some(verdict::Prompt::File(value()?)),
+            "--cost" => args.cost = Some(cost(&value()?)?),
+            "--file" => args.file = Some(PathBuf::from(value()?)),
+            other => return Err(format!("unknown option {other:?}")),
+        }
+    }
+    Ok(args)
+}
+
+/// `--cost USD`: a finite, non-negative number.
+fn cost(text: &str) -> Result<f64, String> {
+    let usd: f64 = text.parse().map_err(|_| format!("--cost {text:?} is not a number"))?;
+    if !usd.is_finite() || usd < 0.0 {
+        return Err(format!("--cost {text} must be a non-negative number"));
+    }
+    Ok(usd)
+}
+
 fn attach_args(rest: &[&str]) -> Result<attach::Args, Misuse> {
     let mut args = attach::Args { server: None, input: false, spec: None };
     let mut words = rest.iter();
@@ -268,9 +307,47 @@ fn attach_args(rest: &[&str]) -> Result<attach::Args, Misuse> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn words(line: &[&str]) -> Vec<String> {
         line.iter().map(|w| w.to_string()).collect()
+    }
+
+    fn verdict_line(line: &[&str]) -> Result<(PathBuf, Value), String> {
+        verdict::build(verdict_args(line)?)
+    }
+
+    #[test]
+    fn the_cli_builds_what_the_reader_accepts() {
+        let (path, value) = verdict_line(&[
+            "followup", "--reason", "r", "--prompt", "do x", "--cost", "1.5", "--file", "/tmp/v",
+        ])
+        .unwrap();
+        assert_eq!(path, PathBuf::from("/tmp/v"));
+        let v = verdict::parse(&value).unwrap();
+        assert_eq!(v.followup_prompt.as_deref(), Some("do x"));
+        assert_eq!(v.cost_usd, Some(1.5));
+        for bad in [
+            &["maybe", "--reason", "r", "--file", "f"][..],
+            &["followup", "--reason", "r", "--file", "f"],
+            &["complete", "--reason", "r", "--cost", "-2", "--file", "f"],
+            &["complete", "--reason", "r", "--bogus", "--file", "f"],
+            &["complete", "--reason"],
+            &[],
+        ] {
+            assert!(verdict_line(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_reason_is_optional_but_a_followup_needs_its_prompt() {
+        for word in ["complete", "failed"] {
+            let (_, value) = verdict_line(&[word, "--file", "f"]).unwrap();
+            assert_eq!(value, json!({"verdict": word}));
+            assert_eq!(verdict::parse(&value).unwrap().reason, verdict::NO_REASON);
+        }
+        let err = verdict_line(&["followup", "--file", "f"]).unwrap_err();
+        assert!(err.contains("--prompt"), "{err}");
     }
 
     #[test]
