@@ -66,7 +66,9 @@ fn run(command: Command) -> ExitCode {
         Command::SandboxNet => sandbox::net::holder_main(),
         Command::Serve { flags, shared } => serve_command(flags, shared),
         Command::Server { name, flags } => match sandbox_policy(flags) {
-            Ok(policy) => server::daemon::main(&name, policy),
+            Ok(policy) => {
+                server::daemon::main(&name, policy, config::config().state_dir.as_deref())
+            }
             Err(why) => usage_error(&why),
         },
         Command::KillServer { name } => server::cli::kill_server(&name),
@@ -94,7 +96,7 @@ fn serve_command(flags: sandbox::Flags, shared: Option<String>) -> ExitCode {
         Err(why) => return usage_error(&why),
     };
     match shared {
-        Some(name) => server::front::serve(&name, &policy),
+        Some(name) => server::front::serve(&name, &policy, config::config()),
         None => serve(policy),
     }
 }
@@ -112,7 +114,7 @@ fn sandbox_policy(flags: sandbox::Flags) -> Result<Arc<sandbox::Policy>, String>
     }
     let state_in_roots = state_dir.is_none();
     hidden.extend(sandbox::state_dirs(&policy.writable, state_in_roots));
-    if let Ok(log) = server::log_path("default")
+    if let Ok(log) = server::log_path(state_dir.as_deref(), "default")
         && let Some(dir) = log.parent().and_then(std::path::Path::parent)
     {
         hidden.push(dir.to_path_buf());
@@ -196,7 +198,8 @@ fn call_shared(
     arguments: Map<String, Value>,
     policy: &sandbox::Policy,
 ) -> ExitCode {
-    match server::front::call(server, tool.tool.name, &Value::Object(arguments), policy) {
+    let arguments = Value::Object(arguments);
+    match server::front::call(server, tool.tool.name, &arguments, policy, config::config()) {
         Ok(result) => print_result(&result),
         Err(e) => {
             log::error(&e);
