@@ -511,7 +511,8 @@ fn job_result(job: &Launched<'_>, tails: &Tails, shown: usize, stays: bool) -> C
     };
     result.pane_id = Some(pane.id.clone());
     result.answered = job.responder.as_ref().map(Responder::answered);
-    let (exit, exited_at, end) = pane.output().with(|s| (s.exit, s.exited_at, s.ring.end()));
+    let (exit, exited_at, end) =
+        pane.output().with(|s| (s.life.exit(), s.life.exited_at(), s.ring.end()));
     let stopped = job.stopped.as_ref().map(Stopped::at);
     let exit = if stopped.is_some() { None } else { exit };
     result.exit = ExitFields::new(exit, SignalField::WhenSignalled);

@@ -261,7 +261,8 @@ impl Run<'_> {
             None => {
                 let exit =
                     if status == CommandEnd::Exited { self.phase.shell_exit() } else { None };
-                let at = self.pane.output().with(|s| s.exited_at).unwrap_or_else(Instant::now);
+                let at =
+                    self.pane.output().with(|s| s.life.exited_at()).unwrap_or_else(Instant::now);
                 (ExitFields::new(exit, SignalField::WhenSignalled), at)
             }
         };
