@@ -10,6 +10,7 @@
 
 use crate::pane::exit::Exit;
 use crate::shell::PROMPT_DRAWN_WAIT;
+use crate::tools::answer::CommandEnd;
 use crate::tools::common::asking::Asked;
 use std::time::Instant;
 
@@ -22,6 +23,54 @@ pub(super) struct Stop {
     pub(super) end: u64,
     /// The question it was stopped at; `None` at the deadline.
     pub(super) asked: Option<Asked>,
+}
+
+impl Stop {
+    /// When it was, and the status it gives a step that had not ended by then.
+    pub(super) fn says(&self) -> (Instant, CommandEnd) {
+        (self.at, if self.asked.is_some() { CommandEnd::Input } else { CommandEnd::Timeout })
+    }
+}
+
+/// How a step ended, from when its record came and the status it reported (`ended`), the run's
+/// interrupt (`Stop::says`) and whether the shell ended.
+pub(super) fn step_end(
+    ended: Option<(Instant, i32)>,
+    stopped: Option<(Instant, CommandEnd)>,
+    shell_exited: bool,
+) -> CommandEnd {
+    // A step that had not ended when the deadline passed timed out, whatever it said after; one
+    // that had not ended when it was found asking was stopped for its question.
+    if let Some((at, says)) = stopped
+        && ended.is_none_or(|(end, _)| end >= at)
+    {
+        return says;
+    }
+    match ended {
+        Some((_, 0)) => CommandEnd::Ok,
+        Some(_) => CommandEnd::Failed,
+        None if shell_exited => CommandEnd::Exited,
+        None => CommandEnd::Timeout,
+    }
+}
+
+/// The last step typed, as the run's progress tells it.
+pub(super) enum Latest<'a> {
+    /// No step typed yet.
+    None,
+    /// Step `n` (from 1) runs, for `secs` so far.
+    Running { n: usize, name: &'a str, secs: f64 },
+    /// It ended with status `rc`.
+    Ended { name: &'a str, rc: i32 },
+}
+
+/// The progress message of a run with `done` of `total` steps ended.
+pub(super) fn progress_message(done: usize, total: usize, latest: Latest<'_>) -> String {
+    match latest {
+        Latest::Running { n, name, secs } => format!("step {n}/{total} {name} running {secs:.0}s"),
+        Latest::Ended { name, rc } => format!("{done}/{total} steps done; {name} exit {rc}"),
+        Latest::None => format!("0/{total} steps done"),
+    }
 }
 
 /// Where a run stands.

@@ -8,7 +8,7 @@
 //! tool's answer (`pipeline.rs`) is built from: `status` and `range` say how a step ended and
 //! where its output lies.
 
-use super::phase::{Act, Phase, Saw, Stop};
+use super::phase::{Act, Latest, Phase, Saw, Stop, progress_message, step_end};
 use super::plan::Plan;
 use crate::error::{Error, Result};
 use crate::pane::Pane;
@@ -310,38 +310,26 @@ impl Run<'_> {
         }
         let total = self.plan.steps.len();
         let done = self.records.iter().filter(|r| r.ended.is_some()).count();
-        let message = match self.records.last() {
-            Some(record) if record.ended.is_none() => format!(
-                "step {}/{total} {} running {:.0}s",
-                self.records.len(),
-                self.plan.steps[self.records.len() - 1].name,
-                record.started.elapsed().as_secs_f64()
-            ),
+        let n = self.records.len();
+        let latest = match self.records.last() {
+            None => Latest::None,
             Some(record) => {
-                let rc = record.ended.as_ref().map_or(0, |(_, p)| p.status);
-                let name = &self.plan.steps[self.records.len() - 1].name;
-                format!("{done}/{total} steps done; {name} exit {rc}")
+                let name = &self.plan.steps[n - 1].name;
+                match &record.ended {
+                    None => {
+                        Latest::Running { n, name, secs: record.started.elapsed().as_secs_f64() }
+                    }
+                    Some((_, prompt)) => Latest::Ended { name, rc: prompt.status },
+                }
             }
-            None => format!("0/{total} steps done"),
         };
-        progress.report(done as f64, Some(total as f64), &message);
+        progress.report(done as f64, Some(total as f64), &progress_message(done, total, latest));
     }
 
     pub(super) fn status(&self, i: usize) -> CommandEnd {
         let ended = self.records[i].ended.as_ref().map(|(at, prompt)| (*at, prompt.status));
-        // A step that had not ended when the deadline passed timed out, whatever it said after;
-        // one that had not ended when it was found asking was stopped for its question.
-        if let Some(stop) = self.phase.stopped()
-            && ended.is_none_or(|(end, _)| end >= stop.at)
-        {
-            return if stop.asked.is_some() { CommandEnd::Input } else { CommandEnd::Timeout };
-        }
-        match ended {
-            Some((_, 0)) => CommandEnd::Ok,
-            Some(_) => CommandEnd::Failed,
-            None if self.phase.shell_exit().is_some() => CommandEnd::Exited,
-            None => CommandEnd::Timeout,
-        }
+        let stopped = self.phase.stopped().map(Stop::says);
+        step_end(ended, stopped, self.phase.shell_exit().is_some())
     }
 
     /// The output offsets of step `i`: from its begin mark to its end mark (or to the end of the

@@ -1,6 +1,7 @@
 //! Every decision of a pipeline's look, from its phase and what it saw: no shell, no PTY.
 
 use super::*;
+use crate::tools::answer::CommandEnd;
 use std::time::Duration;
 
 /// A look at `now` that saw the pane running, no step running, `typed_any` steps typed, the
@@ -120,4 +121,37 @@ fn a_deadline_after_the_end_records_the_interrupt() {
     phase.stop(stop());
     assert!(phase.stopped().is_some());
     assert_eq!(phase.shell_exit(), Some(Exit::Code(0)));
+}
+
+#[test]
+fn a_step_ends_as_its_status_says_unless_an_interrupt_came_first() {
+    let at = Instant::now();
+    let later = at + Duration::from_secs(1);
+    assert_eq!(step_end(Some((at, 0)), None, false), CommandEnd::Ok);
+    assert_eq!(step_end(Some((at, 2)), None, true), CommandEnd::Failed);
+    // Ended before the interrupt: its own status stands.
+    assert_eq!(step_end(Some((at, 0)), Some((later, CommandEnd::Timeout)), false), CommandEnd::Ok);
+    // Ended at or after it: the interrupt's.
+    assert_eq!(step_end(Some((later, 0)), Some((at, CommandEnd::Input)), false), CommandEnd::Input);
+    assert_eq!(step_end(None, Some((at, CommandEnd::Timeout)), true), CommandEnd::Timeout);
+}
+
+#[test]
+fn a_step_that_never_ended_exited_with_the_shell_or_timed_out() {
+    assert_eq!(step_end(None, None, true), CommandEnd::Exited);
+    assert_eq!(step_end(None, None, false), CommandEnd::Timeout);
+}
+
+#[test]
+fn an_interrupt_at_the_deadline_times_the_step_out() {
+    assert_eq!(stop().says().1, CommandEnd::Timeout);
+}
+
+#[test]
+fn progress_tells_the_running_step_or_the_last_ended() {
+    assert_eq!(progress_message(0, 3, Latest::None), "0/3 steps done");
+    let running = Latest::Running { n: 2, name: "build", secs: 4.4 };
+    assert_eq!(progress_message(1, 3, running), "step 2/3 build running 4s");
+    let ended = Latest::Ended { name: "test", rc: 1 };
+    assert_eq!(progress_message(2, 3, ended), "2/3 steps done; test exit 1");
 }
