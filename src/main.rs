@@ -23,6 +23,7 @@ mod log;
 mod mcp;
 mod mux;
 mod pane;
+mod passwd;
 mod procfs;
 mod remote;
 mod rpc;
