@@ -39,6 +39,13 @@ pub(crate) use tree::{Session, Setup};
 /// The session that `fugue_run_parallel` and `fugue_run_pipeline` put their panes in by default.
 pub(crate) const ORCHESTRATION_SESSION: &str = "__orchestration__";
 
+/// A new session: its id, its first window's and that window's first pane.
+pub(crate) struct StartedSession {
+    pub(crate) session_id: String,
+    pub(crate) window_id: String,
+    pub(crate) pane: Arc<Pane>,
+}
+
 /// The registry: one lock over the tree, and a watch for those who follow it.
 pub(crate) struct Mux {
     inner: Mutex<Inner>,
@@ -59,11 +66,11 @@ impl Mux {
         &self,
         name: Option<String>,
         pane: PaneArgs,
-    ) -> Result<(String, String, Arc<Pane>)> {
+    ) -> Result<StartedSession> {
         let session_id = self.inner.lock().add_session(name)?;
         let place = Place::NewWindow { session: &session_id, name: None };
         match self.add_pane(place, pane) {
-            Ok(pane) => Ok((session_id, pane.window_id.clone(), pane)),
+            Ok(pane) => Ok(StartedSession { window_id: pane.window_id.clone(), session_id, pane }),
             Err(e) => {
                 self.inner.lock().sessions.retain(|s| s.id != session_id);
                 Err(e)

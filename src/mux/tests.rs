@@ -43,7 +43,7 @@ fn a_slot_dropped_unstarted_is_given_back() {
 fn a_pane_is_found_by_a_prefix_of_its_id_and_an_ambiguous_one_lists_the_candidates() {
     let mux = Mux::default();
     let sleeper = PaneArgs { command: Some("sleep 30".into()), ..PaneArgs::shell("/".into()) };
-    let (_, _, pane) = mux.create_session(None, sleeper).unwrap();
+    let pane = mux.create_session(None, sleeper).unwrap().pane;
     assert_eq!(mux.pane(&pane.id[..8]).unwrap().id, pane.id);
     assert_eq!(mux.pane(&pane.id[..3]).err().unwrap().code(), "pane_not_found", "too short");
     {

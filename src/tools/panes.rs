@@ -330,10 +330,10 @@ fn create_session(ctx: &Ctx<'_>, args: NewSession) -> Result<Answer> {
         integration: args.integration,
         sandbox: args.sandbox,
     };
-    let (session_id, window_id, pane) =
-        ctx.mux.create_session(args.name.map(|n| n.0), pane.args(ctx)?)?;
-    let created = Created::of(&pane, asked);
-    Answer::of(&Created { session_id: Some(session_id), window_id: Some(window_id), ..created })
+    let new = ctx.mux.create_session(args.name.map(|n| n.0), pane.args(ctx)?)?;
+    let created = Created::of(&new.pane, asked);
+    let (session_id, window_id) = (Some(new.session_id), Some(new.window_id));
+    Answer::of(&Created { session_id, window_id, ..created })
 }
 
 fn create_window(ctx: &Ctx<'_>, args: NewWindow) -> Result<Answer> {
