@@ -13,6 +13,7 @@ use crate::agent::record::{
     self, Action, AgentPipeline, Agents, Limits, PipelineStatus, StageType, now,
 };
 use crate::error::{Error, Result};
+use crate::ids::{PaneId, PipelineId};
 use crate::runtime::{Ctx, Tool};
 use crate::tool::params::{Name, Params, Raw, Spec, Timeout, params};
 use crate::tool::{Answer, RUNS, SETS, schema::*};
@@ -352,7 +353,7 @@ fn load_repo(manager: &Arc<Manager>, path: &Path) -> Result<String> {
 
 /// What a waiter compares: which pipelines exist, and for each its status, stage, attempt and
 /// the attempt's pane (a caller that saw a stage before its pane existed learns the pane).
-type Key = (String, PipelineStatus, Option<StageType>, u32, Option<String>);
+type Key = (PipelineId, PipelineStatus, Option<StageType>, u32, Option<PaneId>);
 
 fn keys(handles: &[Arc<Handle>]) -> Vec<Key> {
     handles
@@ -470,11 +471,11 @@ fn render(handle: &Handle, events: usize, full: bool) -> PipelineView {
 /// A pipeline in the status and control tools' answers.
 #[derive(Serialize)]
 struct PipelineView {
-    pipeline_id: String,
+    pipeline_id: PipelineId,
     name: Option<String>,
     status: &'static str,
     stage: Option<&'static str>,
-    pane_id: Option<String>,
+    pane_id: Option<PaneId>,
     blocked_reason: Option<String>,
     allowed_actions: &'static [Action],
     branch: String,
@@ -524,7 +525,7 @@ struct StageView {
     verdict: Option<&'static str>,
     reason: Option<String>,
     cost_usd: f64,
-    pane_id: Option<String>,
+    pane_id: Option<PaneId>,
     agent: String,
 }
 

@@ -12,6 +12,7 @@
 
 use super::answer::{ExecStatus, Stand};
 use crate::error::{Error, Result};
+use crate::ids::PaneId;
 use crate::pane::activity::InputWatch;
 use crate::pane::budget::{self, Budget, Output};
 use crate::pane::exit::Exit;
@@ -311,7 +312,7 @@ pub(crate) struct CallFields {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) duration_ms: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) pane_id: Option<String>,
+    pub(crate) pane_id: Option<PaneId>,
 }
 
 impl CommandAnswer {
@@ -320,7 +321,7 @@ impl CommandAnswer {
     pub(crate) fn asks(&self) -> Option<Asking> {
         let Stand::Input { program, .. } = &self.stand else { return None };
         Some(Asking {
-            pane_id: self.call.pane_id.clone().unwrap_or_default(),
+            pane_id: self.call.pane_id.as_deref().unwrap_or_default().to_string(),
             question: tail::question(&self.output.output).trim().to_string(),
             program: program.clone(),
         })

@@ -385,7 +385,7 @@ fn outcome<'a>(
 fn asking(pane: &Pane, mut asked: ExpectAnswer<'_>, program: Option<String>) -> Result<Answer> {
     let line = question(pane);
     let asks = Asking {
-        pane_id: pane.id.clone(),
+        pane_id: pane.id.to_string(),
         question: line.trim().to_string(),
         program: program.clone(),
     };

@@ -13,7 +13,7 @@
 //! green run stays small.
 
 use crate::error::{Error, Result};
-use crate::ids::{new_id, short_id};
+use crate::ids::{SessionId, WindowId, new_id, short_id};
 use crate::mux::{self, Mux, ORCHESTRATION_SESSION, PaneArgs, Reserved};
 use crate::pane::Pane;
 use crate::pane::activity::InputWatch;
@@ -87,8 +87,8 @@ struct Task {
 /// Where the panes go: each in a window of its own in the orchestration session, or all in one
 /// window of a session made for this call.
 enum Place {
-    Hidden { session: String },
-    Tiled { session: String, window: String },
+    Hidden { session: SessionId },
+    Tiled { session: SessionId, window: WindowId },
 }
 
 /// A command that was started (or failed to start) and what became of it.

@@ -26,6 +26,7 @@ mod plan;
 mod run;
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::ids::PaneId;
 use crate::ids::{new_id, short_id};
 use crate::mux::{ORCHESTRATION_SESSION, PaneArgs, Place};
 use crate::pane::Pane;
@@ -147,7 +148,7 @@ fn run_pipeline(ctx: &Ctx<'_>, args: PipelineParams) -> Result<Answer> {
 #[derive(Serialize)]
 struct PipelineAnswer {
     status: RunStatus,
-    pane_id: String,
+    pane_id: PaneId,
     steps: Vec<CommandResult>,
     total_duration_ms: u64,
     /// The shell's directory after the last step that ended.

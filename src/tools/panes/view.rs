@@ -4,6 +4,7 @@
 use super::shared::{NoParams, PANE_ID, PaneParams};
 use crate::error::{Error, Result};
 use crate::ids::unix_ms;
+use crate::ids::{PaneId, SessionId, WindowId};
 use crate::mux::Session;
 use crate::pane::Pane;
 use crate::pane::activity::one_scan;
@@ -47,7 +48,7 @@ struct Sessions {
 /// A session as `fugue_list_sessions` and the control socket's tree show it.
 #[derive(Serialize)]
 pub(crate) struct SessionView {
-    id: String,
+    id: SessionId,
     name: String,
     created_at: u64,
     windows: Vec<WindowView>,
@@ -55,7 +56,7 @@ pub(crate) struct SessionView {
 
 #[derive(Serialize)]
 struct WindowView {
-    id: String,
+    id: WindowId,
     name: String,
     rows: u16,
     cols: u16,
@@ -65,7 +66,7 @@ struct WindowView {
 /// A pane as the listings show it.
 #[derive(Serialize)]
 struct PaneView {
-    id: String,
+    id: PaneId,
     name: Option<String>,
     command: Option<String>,
     cwd: String,
@@ -300,10 +301,10 @@ impl Read {
 /// What `fugue_get_status` answers.
 #[derive(Serialize)]
 struct StatusAnswer {
-    pane_id: String,
+    pane_id: PaneId,
     name: Option<String>,
-    session_id: String,
-    window_id: String,
+    session_id: SessionId,
+    window_id: WindowId,
     pid: u32,
     command: Option<String>,
     cwd: String,
