@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::ids::PaneId;
 use crate::pane::Pane;
 use crate::pane::activity::InputWatch;
-use crate::pane::budget::{self, Budget, Output};
+use crate::pane::budget::{self, AnswerOutput, Budget};
 use crate::pane::exit::Exit;
 use crate::pane::mark::{self, CATCH_UP};
 use crate::pane::search::{Found, Scan, compile};
@@ -224,7 +224,7 @@ struct PaneResult<'a> {
     #[serde(flatten)]
     stand: Stand,
     #[serde(flatten)]
-    output: Output,
+    output: AnswerOutput,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     alternate_screen: bool,
 }

@@ -35,37 +35,37 @@ pub(super) const LINES: u64 = 100;
 
 pub(super) fn list_sessions(ctx: &Ctx<'_>, _: NoParams) -> Result<Answer> {
     let sessions = ctx.mux.with_sessions(|sessions, pane| {
-        one_scan(|| sessions.iter().map(|s| SessionView::new(s, pane)).collect::<Vec<_>>())
+        one_scan(|| sessions.iter().map(|s| ListedSession::new(s, pane)).collect::<Vec<_>>())
     });
     Answer::of(&Sessions { sessions })
 }
 
 #[derive(Serialize)]
 struct Sessions {
-    sessions: Vec<SessionView>,
+    sessions: Vec<ListedSession>,
 }
 
 /// A session as `fugue_list_sessions` and the control socket's tree show it.
 #[derive(Serialize)]
-pub(crate) struct SessionView {
+pub(crate) struct ListedSession {
     id: SessionId,
     name: String,
     created_at: u64,
-    windows: Vec<WindowView>,
+    windows: Vec<ListedWindow>,
 }
 
 #[derive(Serialize)]
-struct WindowView {
+struct ListedWindow {
     id: WindowId,
     name: String,
     rows: u16,
     cols: u16,
-    panes: Vec<PaneView>,
+    panes: Vec<ListedPane>,
 }
 
 /// A pane as the listings show it.
 #[derive(Serialize)]
-struct PaneView {
+struct ListedPane {
     id: PaneId,
     name: Option<String>,
     command: Option<String>,
@@ -81,12 +81,15 @@ struct PaneView {
     live: Doing,
 }
 
-impl SessionView {
-    pub(crate) fn new(session: &Session, pane: &dyn Fn(&str) -> Option<Arc<Pane>>) -> SessionView {
+impl ListedSession {
+    pub(crate) fn new(
+        session: &Session,
+        pane: &dyn Fn(&str) -> Option<Arc<Pane>>,
+    ) -> ListedSession {
         let windows = session
             .windows
             .iter()
-            .map(|w| WindowView {
+            .map(|w| ListedWindow {
                 id: w.id.clone(),
                 name: w.name.clone(),
                 rows: w.rows,
@@ -95,11 +98,11 @@ impl SessionView {
                     .panes
                     .iter()
                     .filter_map(|id| pane(id))
-                    .map(|p| PaneView::new(&p))
+                    .map(|p| ListedPane::new(&p))
                     .collect(),
             })
             .collect();
-        SessionView {
+        ListedSession {
             id: session.id.clone(),
             name: session.name.clone(),
             created_at: unix_ms(session.created_at),
@@ -108,14 +111,14 @@ impl SessionView {
     }
 }
 
-impl PaneView {
-    fn new(pane: &Pane) -> PaneView {
+impl ListedPane {
+    fn new(pane: &Pane) -> ListedPane {
         let (rows, cols) = pane.size();
         // How it ended, before what it does: one that ends in between shows no activity beside
         // `exited`.
         let state = PaneState::new(pane.output().exit());
         let mut live = crate::shell::status::doing(pane);
-        PaneView {
+        ListedPane {
             id: pane.id.clone(),
             name: pane.name.clone(),
             command: pane.command.clone(),
@@ -133,7 +136,7 @@ impl PaneView {
 
 /// The session as the control socket's tree shows it.
 pub(crate) fn session_json(session: &Session, pane: &dyn Fn(&str) -> Option<Arc<Pane>>) -> Value {
-    serde_json::to_value(SessionView::new(session, pane)).unwrap_or_default()
+    serde_json::to_value(ListedSession::new(session, pane)).unwrap_or_default()
 }
 
 /// `sandbox` (mode, writable roots, network) of a sandboxed pane; none otherwise.
@@ -326,7 +329,7 @@ pub(super) fn get_status(ctx: &Ctx<'_>, args: PaneParams) -> Result<Answer> {
     let (rows, cols) = pane.size();
     let (offset, exited_at) = pane.output().with(|s| (s.ring.end(), s.exited_at));
     let runtime = exited_at.unwrap_or_else(std::time::Instant::now) - pane.started;
-    // How it ended, before what it does (see `PaneView::new`).
+    // How it ended, before what it does (see `ListedPane::new`).
     let state = PaneState::new(pane.output().exit());
     let mut live = crate::shell::status::doing(&pane);
     Answer::of(&StatusAnswer {
