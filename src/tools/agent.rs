@@ -204,7 +204,7 @@ fn create(ctx: &Ctx<'_>, args: CreateParams) -> Result<Answer> {
     };
     let handle = ctx.agents.create(request)?;
     let p = handle.snapshot();
-    Answer::of(&Created {
+    Answer::of(&PipelineCreated {
         pipeline_id: &p.id,
         name: p.name.as_deref(),
         status: p.status.name(),
@@ -219,7 +219,7 @@ fn create(ctx: &Ctx<'_>, args: CreateParams) -> Result<Answer> {
 
 /// What `fugue_agent_pipeline_create` answers: the new pipeline and where it works.
 #[derive(Serialize)]
-struct Created<'a> {
+struct PipelineCreated<'a> {
     pipeline_id: &'a str,
     name: Option<&'a str>,
     status: &'static str,
@@ -255,7 +255,7 @@ fn prompt_text(key: &str, given: Option<String>) -> Result<Option<String>> {
 
 words! {
     /// What ends a status wait: any change, or every pipeline settled.
-    enum Until {
+    enum StatusUntil {
         Change = "change",
         Settled = "settled",
     }
@@ -267,7 +267,7 @@ params! {
         pipeline_id: Option<String> = Spec::new(""),
         repo: Option<PathBuf> = Spec::new(""),
         wait_ms: Timeout = Spec::new("Wait up to this long for a change").or(WAIT_MS),
-        until: Until = Spec::new("What ends the wait"),
+        until: StatusUntil = Spec::new("What ends the wait"),
         events: Option<usize> = Spec::new("Last events to show: 5 for one pipeline, 0 for all")
             .range(0, 200),
     }
@@ -310,10 +310,10 @@ fn status(ctx: &Ctx<'_>, args: StatusParams) -> Result<Answer> {
         None => manager.all().into_iter().filter(of_repo).collect(),
     };
     let pipelines = targets.iter().map(|h| render(h, events, single.is_some())).collect();
-    let problems: Vec<Problem> = manager
+    let problems: Vec<UnreadableRecord> = manager
         .problems()
         .iter()
-        .map(|p| Problem {
+        .map(|p| UnreadableRecord {
             file: p.file.display().to_string(),
             moved_to: p.moved_to.as_ref().map(|m| m.display().to_string()),
             error: p.error.clone(),
@@ -332,11 +332,11 @@ struct Pipelines {
     pipelines: Vec<PipelineView>,
     /// State files that could not be read.
     #[serde(skip_serializing_if = "Option::is_none")]
-    problems: Option<Vec<Problem>>,
+    problems: Option<Vec<UnreadableRecord>>,
 }
 
 #[derive(Serialize)]
-struct Problem {
+struct UnreadableRecord {
     file: String,
     moved_to: Option<String>,
     error: String,
@@ -374,7 +374,7 @@ fn wait(
     targets: &dyn Fn() -> Vec<Arc<Handle>>,
     events: &crossbeam_channel::Receiver<()>,
     within: Duration,
-    until: Until,
+    until: StatusUntil,
 ) -> Result<bool> {
     let started = Instant::now();
     let mut waiter = Waiter::new()
@@ -388,7 +388,7 @@ fn wait(
         let running = handles
             .iter()
             .any(|h| h.is_driven_here() && h.snapshot().status == PipelineStatus::Running);
-        let changed = until == Until::Change && keys(&handles) != first;
+        let changed = until == StatusUntil::Change && keys(&handles) != first;
         if !running || changed { Look::Done(()) } else { Look::Again(None) }
     };
     let report = |(): &()| {

@@ -52,7 +52,7 @@ const JOB_LOOK_BACK: u64 = 256 << 10;
 
 words! {
     /// Whether the wait ends at the first pane's outcome or at every pane's.
-    enum Mode {
+    enum WaitMode {
         Any = "any",
         All = "all",
     }
@@ -264,7 +264,7 @@ params! {
     /// `fugue_wait`'s arguments.
     struct WaitParams {
         pane_ids: Vec<String> = Spec::new("Panes to wait on").range(1, MAX_PANES as u64).required(),
-        mode: Mode = Spec::new("any: the first outcome; all: every pane's"),
+        mode: WaitMode = Spec::new("any: the first outcome; all: every pane's"),
         until: Option<String> = Spec::new("Regex for output printed after the call starts"),
         timeout_ms: Timeout = Spec::new("Give up after this long").or(TIMEOUT_MS),
         tail_lines: usize = Spec::new("Lines per result")
@@ -277,7 +277,7 @@ params! {
 
 fn wait(ctx: &Ctx<'_>, args: WaitParams) -> Result<Answer> {
     let started = Instant::now();
-    let all = args.mode == Mode::All;
+    let all = args.mode == WaitMode::All;
     let regex_limit = ctx.config.max_regex_bytes;
     let pattern = args.until.map(|p| compile(&p, regex_limit)).transpose()?;
     let Timeout(timeout) = args.timeout_ms;

@@ -37,11 +37,11 @@ pub(super) fn list_sessions(ctx: &Ctx<'_>, _: NoParams) -> Result<Answer> {
     let sessions = ctx.mux.with_sessions(|sessions, pane| {
         one_scan(|| sessions.iter().map(|s| ListedSession::new(s, pane)).collect::<Vec<_>>())
     });
-    Answer::of(&Sessions { sessions })
+    Answer::of(&SessionsAnswer { sessions })
 }
 
 #[derive(Serialize)]
-struct Sessions {
+struct SessionsAnswer {
     sessions: Vec<ListedSession>,
 }
 
@@ -146,14 +146,14 @@ fn sandbox(pane: &Pane) -> Option<Value> {
 
 /// What `fugue_get_output` answers.
 #[derive(Serialize)]
-struct Read {
+struct OutputAnswer {
     output: String,
     offset: u64,
     truncated: bool,
     #[serde(flatten)]
     omitted: Omitted,
     #[serde(skip_serializing_if = "Option::is_none")]
-    cursor: Option<Cursor>,
+    cursor: Option<ScreenCursor>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     alternate_screen: bool,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -163,7 +163,7 @@ struct Read {
 }
 
 #[derive(Serialize)]
-struct Cursor {
+struct ScreenCursor {
     row: u16,
     col: u16,
 }
@@ -221,7 +221,7 @@ pub(super) fn get_output(ctx: &Ctx<'_>, args: OutputParams) -> Result<Answer> {
 }
 
 /// The last `lines` lines, fitted to the budget as a tail: the end, and what matters before it.
-fn last_lines(pane: &Pane, req: &ReadRequest) -> Read {
+fn last_lines(pane: &Pane, req: &ReadRequest) -> OutputAnswer {
     let (from, held_from, to) = pane.output().with(|s| {
         let (end, _) = complete_end(s);
         (s.ring.tail_start(req.lines, TAIL_SCAN_LIMIT).min(end), s.ring.start(), end)
@@ -234,27 +234,27 @@ fn last_lines(pane: &Pane, req: &ReadRequest) -> Read {
     let budget = if req.view == View::Raw { budget.raw() } else { budget };
     let fitted = budget::fit(&lines, &budget);
     let truncated = fitted.omitted.lines > 0 || from > held_from;
-    Read { truncated, ..Read::of(pane, fitted, to) }
+    OutputAnswer { truncated, ..OutputAnswer::of(pane, fitted, to) }
 }
 
 /// The screen's last `lines` rows, fitted to the budget as every screen an answer shows.
-fn screen(pane: &Pane, req: &ReadRequest) -> Read {
+fn screen(pane: &Pane, req: &ReadRequest) -> OutputAnswer {
     let grid = pane.output().grid();
     let rows = crate::pane::screen::without_trailing_blanks(&grid.rows);
     let first = rows.len().saturating_sub(req.lines);
     let fitted = budget::screen(&rows[first..], &Budget::whole(req.max_bytes, None));
     let truncated = fitted.omitted.lines > 0 || first > 0;
-    Read {
+    OutputAnswer {
         truncated,
-        cursor: Some(Cursor { row: grid.cursor.0, col: grid.cursor.1 }),
+        cursor: Some(ScreenCursor { row: grid.cursor.0, col: grid.cursor.1 }),
         alternate_screen: grid.alternate,
-        ..Read::of(pane, fitted, pane.output().end())
+        ..OutputAnswer::of(pane, fitted, pane.output().end())
     }
 }
 
 /// A page of what came after `since`, and how many lines follow it (`omitted`, read on from
 /// `offset`).
-fn page(pane: &Pane, req: &ReadRequest) -> Result<Read> {
+fn page(pane: &Pane, req: &ReadRequest) -> Result<OutputAnswer> {
     let read = pane.output().read(req)?;
     let (end, ends_a_line) = pane.output().with(complete_end);
     let after = pane.output().with(|s| s.ring.newlines(read.offset, end));
@@ -265,7 +265,7 @@ fn page(pane: &Pane, req: &ReadRequest) -> Result<Read> {
         .filter(|l| crate::pane::matter::weight(l, None) > 0)
         .count();
     let omitted = Omitted { lines: after, since: (after > 0).then_some(read.offset), matter };
-    Ok(Read {
+    Ok(OutputAnswer {
         output: read.output,
         offset: read.offset,
         truncated: read.truncated,
@@ -285,10 +285,10 @@ fn complete_end(s: &Captured) -> (u64, bool) {
     (at + keep as u64, last[..keep].last().is_none_or(|b| *b == b'\n'))
 }
 
-impl Read {
+impl OutputAnswer {
     /// A read of `fitted`, up to `offset`.
-    fn of(pane: &Pane, fitted: Fitted, offset: u64) -> Read {
-        Read {
+    fn of(pane: &Pane, fitted: Fitted, offset: u64) -> OutputAnswer {
+        OutputAnswer {
             omitted: fitted.omitted(),
             output: fitted.text,
             offset,
