@@ -42,7 +42,7 @@ use crate::tools::answer::{CommandEnd, CommandResult, RunStatus, command_result_
 use crate::tools::common::asking::{self, Told};
 use crate::tools::common::responses::{Responder, Responses};
 use crate::tools::common::tail;
-use plan::{PipelineParams, Plan, parse_plan};
+use plan::{PipelineParams, PipelinePlan, parse_plan};
 use run::Run;
 use serde::Serialize;
 use std::sync::Arc;
@@ -170,7 +170,7 @@ struct PipelineAnswer {
 /// shell, interactive and with fugue's integration.
 fn start_pane(
     ctx: &Ctx<'_>,
-    plan: &Plan,
+    plan: &PipelinePlan,
     shell: &str,
     launch: &Launch,
     owned: Option<Arc<Shell>>,

@@ -8,7 +8,7 @@
 //! tool's answer (`pipeline.rs`) is built from: `status` and `range` say how a step ended and
 //! where its output lies.
 
-use super::plan::Plan;
+use super::plan::PipelinePlan;
 use crate::error::{Error, Result};
 use crate::pane::Pane;
 use crate::pane::activity::InputWatch;
@@ -62,7 +62,7 @@ enum Over {
 
 /// A pipeline in progress.
 pub(super) struct Run<'a> {
-    pub(super) plan: &'a Plan,
+    pub(super) plan: &'a PipelinePlan,
     pub(super) pane: Arc<Pane>,
     /// The integration of the shell that runs the steps (see `live`).
     pub(super) shell: Arc<Shell>,
