@@ -1,7 +1,7 @@
 //! fugue: a terminal multiplexer for AI agents, speaking MCP over stdio.
 //!
-//! This file is the command line: it parses arguments by hand and hands each command to one
-//! function. `serve` wires the pieces together — the runtime that owns panes and agent pipelines
+//! This file runs the command line: `cli` reads it once into a typed `Command`, and each command
+//! goes to one function. `serve` wires the pieces together — the runtime that owns panes and agent pipelines
 //! (`runtime`), the protocol (`mcp`), the line loop (`rpc`), the control socket that `ls` and
 //! `attach` use (`control`) — and waits for a reason to stop: end of input, a signal, or a broken
 //! stdout. Stopping ends every process fugue started and removes the socket.
@@ -9,6 +9,7 @@
 mod agent;
 mod attach;
 mod cancel;
+mod cli;
 mod config;
 mod control;
 mod error;
@@ -38,6 +39,7 @@ mod watch;
 mod words;
 
 use cancel::Cancel;
+use cli::{Command, Misuse};
 use mcp::Mcp;
 use rpc::{Connection, Stop, Writer};
 use runtime::Runtime;
@@ -45,137 +47,56 @@ use serde_json::{Map, Value};
 use std::process::ExitCode;
 use std::sync::Arc;
 use tool::call::Progress;
-use usage::{USAGE, print_out, usage_error};
+use usage::{print_out, usage_error};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    // A pane's launcher and the network holder: before anything else reads the arguments, since
-    // the pane's own command line follows.
-    match args.first().map(String::as_str) {
-        Some("__sandbox-exec") => return sandbox::launch::main(&args[1..]),
-        Some("__sandbox-net") if args.len() == 1 => return sandbox::net::holder_main(),
-        _ => {}
+    match cli::parse(&args) {
+        Ok(command) => run(command),
+        Err(Misuse::Usage(why)) => usage_error(&why),
+        Err(Misuse::Verdict(why)) => agent::verdict::misuse(&why),
+        Err(Misuse::Launcher) => sandbox::launch::misuse(),
     }
-    let words: Vec<&str> = args.iter().map(String::as_str).collect();
-    match words.as_slice() {
-        [command, rest @ ..] if rest.iter().any(|w| matches!(*w, "-h" | "--help")) => {
-            match command_usage(command) {
-                Some(usage) => print_out(usage),
-                None => usage_error(&format!("unknown command {command:?}")),
+}
+
+/// Hands the command to its front-end, with its typed options.
+fn run(command: Command) -> ExitCode {
+    match command {
+        Command::SandboxExec { plan, program } => sandbox::launch::main(&plan, &program),
+        Command::SandboxNet => sandbox::net::holder_main(),
+        Command::Serve { flags, shared } => serve_command(flags, shared),
+        Command::Server { name, flags } => match sandbox_policy(flags) {
+            Ok(policy) => {
+                server::daemon::main(&name, policy, config::config().state_dir.as_deref())
             }
-        }
-        [] => serve_command(&[]),
-        [first, ..] if sandbox::Flags::is_flag(first) => serve_command(&words),
-        ["serve", rest @ ..] => serve_command(rest),
-        ["__server", name, flags @ ..] => match sandbox::Flags::parse(flags) {
-            Ok((flags, rest)) if rest.is_empty() => match sandbox_policy(flags) {
-                Ok(policy) => server::daemon::main(name, policy),
-                Err(why) => usage_error(&why),
-            },
-            _ => usage_error("__server takes a name and sandbox flags"),
+            Err(why) => usage_error(&why),
         },
-        ["kill-server", rest @ ..] => server::cli::kill_server(rest),
-        ["call", "--shared", name, tool] => call_shared(name, tool, "{}"),
-        ["call", "--shared", name, tool, json] => call_shared(name, tool, json),
-        ["-h" | "--help" | "help"] => print_out(USAGE),
-        ["-V" | "--version"] => print_out(&format!("fugue {}\n", env!("CARGO_PKG_VERSION"))),
-        ["tools"] => list_tools(),
-        ["tools", ..] => usage_error("tools takes no arguments"),
-        ["verdict", ..] => agent::verdict::cli(&args[1..]),
-        ["ls", rest @ ..] => attach::ls::run(rest),
-        ["attach", rest @ ..] => attach::run(rest),
-        ["call", tool] => call(tool, "{}"),
-        ["call", tool, json] => call(tool, json),
-        ["call", ..] => usage_error("call takes a tool name and at most one JSON argument object"),
-        [other, ..] => usage_error(&format!("unknown command {other:?}")),
+        Command::KillServer { name } => server::cli::kill_server(&name),
+        Command::Call { shared, tool, arguments, flags } => match sandbox_policy(flags) {
+            Ok(policy) => match shared {
+                Some(server) => call_shared(&server, tool, arguments, &policy),
+                None => call(tool, &arguments, policy),
+            },
+            Err(why) => usage_error(&why),
+        },
+        Command::Help(usage) => print_out(usage),
+        Command::Version => print_out(&format!("fugue {}\n", env!("CARGO_PKG_VERSION"))),
+        Command::Tools => list_tools(),
+        Command::Verdict(args) => agent::verdict::cli(args),
+        Command::Ls(args) => attach::ls::run(&args),
+        Command::Attach(args) => attach::run(args),
     }
 }
 
-const SERVE_USAGE: &str = "\
-Usage: fugue [serve] [SANDBOX OPTIONS]
-       fugue serve --shared [NAME]
-
-Runs the MCP server: JSON-RPC, one message a line, on stdin and stdout; logs go to stderr. It
-stops when stdin closes, on SIGINT, SIGTERM or SIGHUP, or when stdout is gone, and ends every
-process it started first.
-
-With --shared (or FUGUE_SERVER=NAME), it is a front for this user's shared server NAME (default:
-default) instead, starting it when it is not running: the server keeps every pane, session and
-agent pipeline when the front ends, and serves several fronts at once (see fugue(1), SHARED
-SERVER).
-
-Sandbox options (see fugue(1), SANDBOX): the panes' processes are confined by the kernel; fugue
-itself is not.
-  --sandbox MODE     off (the default; FUGUE_SANDBOX=MODE sets it too), workspace-write (reads
-                     everywhere; writes only under the writable roots, the temporary directory,
-                     the terminal and the devices; every .git in the roots read-only) or read-only
-                     (writes only to the terminal, the devices and a private TMPDIR)
-  --writable DIR     a writable root (repeatable; default: the working directory)
-  --network on|off   off (the default in a sandbox): the panes share a private loopback and reach
-                     nothing else
-  --writable-git     leave the roots' .git writable
-  --pass-env NAME    pass this secret-looking variable (*KEY*, *TOKEN*, *SECRET*, *PASSWORD*,
-                     *CREDENTIAL*) or socket-naming one (SSH_AUTH_SOCK, DOCKER_HOST, TMUX, ...)
-                     to the panes all the same (repeatable)
-  --allow-unix-socket PATH
-                     let the panes connect to this Unix socket outside the writable roots and
-                     the private /tmp (repeatable; others are refused)
-";
-
-const CALL_USAGE: &str = "\
-Usage: fugue call TOOL [JSON]
-       fugue call --shared NAME TOOL [JSON]
-
-Runs one tool in this process with the JSON object as its arguments (default {}), prints its
-structured result as JSON and ends every process it started. Exits 0 on success, 1 when the tool
-fails (the error JSON is printed), 2 on a bad call. `fugue tools` lists the tools.
-
-With --shared, the call is made in shared server NAME (started if needed), and what it starts
-stays there.
-";
-
-const TOOLS_USAGE: &str = "\
-Usage: fugue tools
-
-Lists the tools, one line each: name and what it does.
-";
-
-/// The usage of one command, for `fugue COMMAND --help`; `None` for an unknown command.
-fn command_usage(command: &str) -> Option<&'static str> {
-    Some(match command {
-        "serve" => SERVE_USAGE,
-        "call" => CALL_USAGE,
-        "tools" => TOOLS_USAGE,
-        "verdict" => agent::verdict::USAGE,
-        "ls" => attach::ls::USAGE,
-        "kill-server" => server::cli::USAGE,
-        "attach" => attach::USAGE,
-        "help" | "-h" | "--help" => USAGE,
-        _ => return None,
-    })
-}
-
-/// `fugue [serve] ...`: the sandbox flags, then a server or a front for a shared one.
-fn serve_command(words: &[&str]) -> ExitCode {
-    let (flags, rest) = match sandbox::Flags::parse(words) {
-        Ok(parsed) => parsed,
-        Err(why) => return usage_error(&why),
-    };
-    let shared = match rest.as_slice() {
-        [] => std::env::var("FUGUE_SERVER").ok().filter(|n| !n.is_empty()),
-        ["--shared"] => Some("default".to_string()),
-        ["--shared", name] => Some((*name).to_string()),
-        _ => {
-            return usage_error("serve takes no arguments but --shared [NAME] and sandbox options");
-        }
-    };
+/// `fugue [serve] ...`: a server, or a front for shared server `shared`.
+fn serve_command(flags: sandbox::Flags, shared: Option<String>) -> ExitCode {
     // A front's policy is what it asks of the shared server (which it starts with it).
     let policy = match sandbox_policy(flags) {
         Ok(policy) => policy,
         Err(why) => return usage_error(&why),
     };
     match shared {
-        Some(name) => server::front::serve(&name, &policy),
+        Some(name) => server::front::serve(&name, &policy, config::config()),
         None => serve(policy),
     }
 }
@@ -193,7 +114,7 @@ fn sandbox_policy(flags: sandbox::Flags) -> Result<Arc<sandbox::Policy>, String>
     }
     let state_in_roots = state_dir.is_none();
     hidden.extend(sandbox::state_dirs(&policy.writable, state_in_roots));
-    if let Ok(log) = server::log_path("default")
+    if let Ok(log) = server::log_path(state_dir.as_deref(), "default")
         && let Some(dir) = log.parent().and_then(std::path::Path::parent)
     {
         hidden.push(dir.to_path_buf());
@@ -252,31 +173,12 @@ fn own_cwd() -> std::path::PathBuf {
     std::env::current_dir().unwrap_or_else(|_| ".".into())
 }
 
-/// A tool and its arguments from the command line, checked.
-fn call_args(
-    name: &str,
-    json: &str,
-) -> Result<(&'static tool::Registered<Runtime>, Map<String, Value>), ExitCode> {
-    let Some(tool) = mcp::registry::find(name) else {
-        return Err(usage_error(&format!("unknown tool {name:?}; `fugue tools` lists them")));
-    };
-    match crate::tool::order::parse(json.as_bytes()) {
-        Ok(Value::Object(map)) => Ok((tool, map)),
-        Ok(_) => Err(usage_error("the arguments must be a JSON object")),
-        Err(e) => Err(usage_error(&format!("the arguments are not valid JSON: {e}"))),
-    }
-}
-
-fn call(name: &str, json: &str) -> ExitCode {
-    let (tool, arguments) = match call_args(name, json) {
-        Ok(checked) => checked,
-        Err(code) => return code,
-    };
-    // FUGUE_SANDBOX confines the call's panes as it does a server's.
-    let policy = match sandbox::Flags::parse(&[]).and_then(|(flags, _)| sandbox_policy(flags)) {
-        Ok(policy) => policy,
-        Err(why) => return usage_error(&why),
-    };
+/// `fugue call TOOL JSON`: the tool run in this process, whose panes end with it.
+fn call(
+    tool: &'static tool::Registered<Runtime>,
+    arguments: &Map<String, Value>,
+    policy: Arc<sandbox::Policy>,
+) -> ExitCode {
     let runtime = Runtime::start(false, policy);
     let cancel = Arc::new(Cancel::default());
     let on_signal = cancel.clone();
@@ -284,22 +186,20 @@ fn call(name: &str, json: &str) -> ExitCode {
     let progress = Progress::none();
     let cwd = own_cwd();
     let ctx = tool::Ctx { runtime: &runtime, cwd: &cwd, cancel: &cancel, progress: &progress };
-    let result = crate::mcp::shaped(remote::call(tool, &ctx, &arguments));
+    let result = crate::mcp::shaped(remote::call(tool, &ctx, arguments));
     runtime.shutdown();
     print_result(&result)
 }
 
 /// `fugue call --shared NAME TOOL JSON`: the same call, made in shared server NAME.
-fn call_shared(server: &str, name: &str, json: &str) -> ExitCode {
-    let (tool, arguments) = match call_args(name, json) {
-        Ok(checked) => checked,
-        Err(code) => return code,
-    };
-    let policy = match sandbox::Flags::parse(&[]).and_then(|(flags, _)| sandbox_policy(flags)) {
-        Ok(policy) => policy,
-        Err(why) => return usage_error(&why),
-    };
-    match server::front::call(server, tool.tool.name, &Value::Object(arguments), &policy) {
+fn call_shared(
+    server: &str,
+    tool: &'static tool::Registered<Runtime>,
+    arguments: Map<String, Value>,
+    policy: &sandbox::Policy,
+) -> ExitCode {
+    let arguments = Value::Object(arguments);
+    match server::front::call(server, tool.tool.name, &arguments, policy, config::config()) {
         Ok(result) => print_result(&result),
         Err(e) => {
             log::error(&e);

@@ -54,6 +54,8 @@ const LAYERS: &[&[&str]] = &[
     &["control"],
     &["server"],
     &["attach"],
+    // The command line, read once into typed options for each front-end.
+    &["cli"],
     &["main"],
 ];
 

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// The reason recorded for a verdict that gave none.
-const NO_REASON: &str = "no reason given";
+pub(crate) const NO_REASON: &str = "no reason given";
 
 /// A verdict file larger than this is refused.
 const MAX_VERDICT_BYTES: u64 = 1 << 20;
@@ -108,71 +108,71 @@ Writes an agent-pipeline verdict as JSON, atomically, to PATH (default $FUGUE_VE
 A reason is optional; followup needs a prompt: what the implementer should do next.
 ";
 
-/// `fugue verdict ...`: checks the arguments, writes the file, exits 0; or explains and exits 2.
-pub(crate) fn cli(args: &[String]) -> ExitCode {
+/// `fugue verdict`'s options, as `cli` reads them.
+pub(crate) struct Args {
+    pub(crate) verdict: AnalyzerVerdict,
+    /// `--reason TEXT`.
+    pub(crate) reason: Option<String>,
+    /// `--prompt TEXT` or `--prompt-file PATH`, the last given.
+    pub(crate) prompt: Option<Prompt>,
+    /// `--cost USD`, checked finite and not negative.
+    pub(crate) cost: Option<f64>,
+    /// `--file PATH`; else `$FUGUE_VERDICT_FILE`.
+    pub(crate) file: Option<PathBuf>,
+}
+
+/// Where the follow-up prompt is.
+pub(crate) enum Prompt {
+    Text(String),
+    File(String),
+}
+
+/// `fugue verdict ...`: writes the file, exits 0; or explains and exits 2.
+pub(crate) fn cli(args: Args) -> ExitCode {
     match build(args).and_then(|(path, value)| {
         write_atomic(&path, format!("{value}\n").as_bytes())
             .map_err(|e| format!("cannot write {}: {e}", path.display()))
     }) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            let _ = writeln!(std::io::stderr(), "fugue verdict: {message}\n\n{USAGE}");
-            ExitCode::from(2)
-        }
+        Err(message) => misuse(&message),
     }
 }
 
-fn build(args: &[String]) -> Result<(PathBuf, Value), String> {
-    let (word, rest) = args
-        .split_first()
-        .ok_or_else(|| format!("which verdict: {}?", AnalyzerVerdict::words()))?;
-    let verdict = AnalyzerVerdict::names()
-        .into_iter()
-        .find(|name| name == word)
-        .ok_or_else(|| format!("{word:?} is not one of {}", AnalyzerVerdict::words()))?;
-    let mut reason = None;
-    let mut prompt = None;
-    let mut cost = None;
-    let mut file =
-        std::env::var_os("FUGUE_VERDICT_FILE").filter(|f| !f.is_empty()).map(PathBuf::from);
-    let mut rest = rest.iter();
-    while let Some(flag) = rest.next() {
-        let mut value = || rest.next().cloned().ok_or(format!("{flag} needs a value"));
-        match flag.as_str() {
-            "--reason" => reason = Some(value()?),
-            "--prompt" => prompt = Some(value()?),
-            "--prompt-file" => {
-                let path = value()?;
-                let text = std::fs::read_to_string(&path)
-                    .map_err(|e| format!("cannot read --prompt-file {path}: {e}"))?;
-                prompt = Some(text);
-            }
-            "--cost" => {
-                let text = value()?;
-                let usd: f64 =
-                    text.parse().map_err(|_| format!("--cost {text:?} is not a number"))?;
-                if !usd.is_finite() || usd < 0.0 {
-                    return Err(format!("--cost {text} must be a non-negative number"));
-                }
-                cost = Some(usd);
-            }
-            "--file" => file = Some(PathBuf::from(value()?)),
-            other => return Err(format!("unknown option {other:?}")),
-        }
-    }
-    let file = file.ok_or("no file: give --file or run under a pipeline ($FUGUE_VERDICT_FILE)")?;
+/// What is wrong with a `fugue verdict` line, said with its usage; exit 2.
+pub(crate) fn misuse(message: &str) -> ExitCode {
+    let _ = writeln!(std::io::stderr(), "fugue verdict: {message}\n\n{USAGE}");
+    ExitCode::from(2)
+}
+
+/// The file to write and the verdict to write there, checked as fugue will read it.
+pub(crate) fn build(args: Args) -> Result<(PathBuf, Value), String> {
+    let file = args
+        .file
+        .or_else(|| {
+            std::env::var_os("FUGUE_VERDICT_FILE").filter(|f| !f.is_empty()).map(PathBuf::from)
+        })
+        .ok_or("no file: give --file or run under a pipeline ($FUGUE_VERDICT_FILE)")?;
+    let prompt = match args.prompt {
+        Some(Prompt::Text(text)) => Some(text),
+        Some(Prompt::File(path)) => Some(
+            std::fs::read_to_string(&path)
+                .map_err(|e| format!("cannot read --prompt-file {path}: {e}"))?,
+        ),
+        None => None,
+    };
+    let verdict = args.verdict.name();
     let mut value = json!({"verdict": verdict});
-    if let Some(reason) = reason.filter(|r| !r.trim().is_empty()) {
+    if let Some(reason) = args.reason.filter(|r| !r.trim().is_empty()) {
         value["reason"] = json!(reason);
     }
     match prompt.filter(|p| !p.trim().is_empty()) {
         Some(prompt) => value["followup_prompt"] = json!(prompt),
-        None if verdict == AnalyzerVerdict::Followup.name() => {
+        None if args.verdict == AnalyzerVerdict::Followup => {
             return Err("followup needs --prompt or --prompt-file".into());
         }
         None => {}
     }
-    if let Some(cost) = cost {
+    if let Some(cost) = args.cost {
         value["cost_usd"] = json!(cost);
     }
     // The file fugue will read must hold what fugue accepts.
@@ -183,10 +183,6 @@ fn build(args: &[String]) -> Result<(PathBuf, Value), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn args(words: &[&str]) -> Vec<String> {
-        words.iter().map(|w| w.to_string()).collect()
-    }
 
     #[test]
     fn verdicts_parse_strictly() {
@@ -209,39 +205,6 @@ mod tests {
             let err = parse(&bad).unwrap_err();
             assert!(err.starts_with("malformed verdict"), "{bad}: {err}");
         }
-    }
-
-    #[test]
-    fn the_cli_builds_what_the_reader_accepts() {
-        let (path, value) = build(&args(&[
-            "followup", "--reason", "r", "--prompt", "do x", "--cost", "1.5", "--file", "/tmp/v",
-        ]))
-        .unwrap();
-        assert_eq!(path, PathBuf::from("/tmp/v"));
-        let v = parse(&value).unwrap();
-        assert_eq!(v.followup_prompt.as_deref(), Some("do x"));
-        assert_eq!(v.cost_usd, Some(1.5));
-        for bad in [
-            &["maybe", "--reason", "r", "--file", "f"][..],
-            &["followup", "--reason", "r", "--file", "f"],
-            &["complete", "--reason", "r", "--cost", "-2", "--file", "f"],
-            &["complete", "--reason", "r", "--bogus", "--file", "f"],
-            &["complete", "--reason"],
-            &[],
-        ] {
-            assert!(build(&args(bad)).is_err(), "{bad:?}");
-        }
-    }
-
-    #[test]
-    fn a_reason_is_optional_but_a_followup_needs_its_prompt() {
-        for word in ["complete", "failed"] {
-            let (_, value) = build(&args(&[word, "--file", "f"])).unwrap();
-            assert_eq!(value, json!({"verdict": word}));
-            assert_eq!(parse(&value).unwrap().reason, NO_REASON);
-        }
-        let err = build(&args(&["followup", "--file", "f"])).unwrap_err();
-        assert!(err.contains("--prompt"), "{err}");
     }
 
     #[test]

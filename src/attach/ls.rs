@@ -10,7 +10,7 @@ use crate::control::view::{TreePane, TreeSession, TreeWindow, state_words};
 use crate::control::wire::Client;
 use crate::ids::short_id;
 use crate::pane::exit::PaneStatus;
-use crate::usage::{print_out, usage_error};
+use crate::usage::print_out;
 use serde_json::{Value, json};
 use std::fmt::Write;
 use std::path::Path;
@@ -29,15 +29,17 @@ array. Exits 1 when no server is running. With HOST (an ssh destination), lists 
 host, where fugue's calls with that host run, over ssh.
 ";
 
-pub(crate) fn run(args: &[&str]) -> ExitCode {
-    let (json, host) = match args {
-        [] => (false, None),
-        ["--json"] => (true, None),
-        [host] => (false, Some(*host)),
-        [host, "--json"] | ["--json", host] => (true, Some(*host)),
-        _ => return usage_error("ls takes no arguments but --json and a HOST"),
-    };
-    if let Some(host) = host {
+/// `fugue ls`'s options, as `cli` reads them.
+pub(crate) struct Args {
+    /// `--json`.
+    pub(crate) json: bool,
+    /// `HOST`: the servers of that host, over ssh.
+    pub(crate) host: Option<String>,
+}
+
+pub(crate) fn run(args: &Args) -> ExitCode {
+    let json = args.json;
+    if let Some(host) = &args.host {
         return crate::remote::cli::ls(host, json);
     }
     let mut found = match dir::existing() {

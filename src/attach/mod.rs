@@ -36,28 +36,30 @@ struct Options {
     spec: Option<String>,
 }
 
-fn parse(args: &[&str]) -> Result<Options, String> {
-    let mut options = Options { server: None, input: false, spec: None };
-    let mut args = args.iter();
-    while let Some(arg) = args.next() {
-        match *arg {
-            "--input" => options.input = true,
-            "--server" => {
-                let pid = args.next().ok_or("--server needs a pid or a shared server's name")?;
-                options.server = Some(match pid.parse() {
-                    Ok(pid) => pid,
-                    Err(_) if crate::server::check_name(pid).is_ok() => {
-                        crate::server::cli::pid_of(pid)?
-                    }
-                    Err(_) => return Err(format!("--server {pid:?} is not a pid or a name")),
-                });
-            }
-            flag if flag.starts_with('-') => return Err(format!("attach has no option {flag}")),
-            spec if options.spec.is_none() => options.spec = Some(spec.to_string()),
-            _ => return Err("attach takes one SESSION[:WINDOW] at most".into()),
-        }
-    }
-    Ok(options)
+/// `fugue attach`'s options, as `cli` reads them.
+pub(crate) struct Args {
+    /// `--server PID|NAME`.
+    pub(crate) server: Option<Server>,
+    /// `--input`.
+    pub(crate) input: bool,
+    /// `SESSION[:WINDOW]` or `HOST:SESSION[:WINDOW]`.
+    pub(crate) spec: Option<String>,
+}
+
+/// The server `--server` names: a pid, or a shared server's name.
+pub(crate) enum Server {
+    Pid(u32),
+    Name(String),
+}
+
+/// The options with a shared server's name resolved to its pid.
+fn resolve_server(args: Args) -> Result<Options, String> {
+    let server = match args.server {
+        None => None,
+        Some(Server::Pid(pid)) => Some(pid),
+        Some(Server::Name(name)) => Some(crate::server::cli::pid_of(&name)?),
+    };
+    Ok(Options { server, input: args.input, spec: args.spec })
 }
 
 pub(crate) const USAGE: &str = "\
@@ -70,8 +72,8 @@ sends what is typed to the focused pane. C-b d detaches; C-b ? lists the keys. H
 no fugue here has a session HOST) watches a session on that host, over ssh.
 ";
 
-pub(crate) fn run(args: &[&str]) -> ExitCode {
-    let options = match parse(args) {
+pub(crate) fn run(args: Args) -> ExitCode {
+    let options = match resolve_server(args) {
         Ok(options) => options,
         Err(e) => return usage_error(&e),
     };
@@ -254,16 +256,6 @@ pub(crate) fn fail(message: &str) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn options_parse() {
-        let o = parse(&["--server", "42", "--input", "build:0"]).unwrap();
-        assert_eq!((o.server, o.input, o.spec.as_deref()), (Some(42), true, Some("build:0")));
-        assert!(parse(&["--server"]).is_err());
-        assert!(parse(&["--server", "x/y"]).is_err());
-        assert!(parse(&["a", "b"]).is_err());
-        assert!(parse(&["--follow"]).is_err());
-    }
 
     #[test]
     fn specs_resolve_by_name_or_id_and_colons_in_names_work() {

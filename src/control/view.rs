@@ -295,7 +295,8 @@ fn fingerprint_of(layout: &Frame) -> u64 {
         pane.id.hash(&mut hasher);
         (rect.row, rect.col, rect.rows, rect.cols).hash(&mut hasher);
         pane.size().hash(&mut hasher);
-        let (end, exit, closed) = pane.output().with(|s| (s.ring.end(), s.exit, s.closed));
+        let (end, exit, closed) =
+            pane.output().with(|s| (s.ring.end(), s.life.exit(), s.life.is_closed()));
         (end, exit, closed).hash(&mut hasher);
     }
     hasher.finish()

@@ -25,7 +25,7 @@ pub(crate) fn find(pane: &Pane, mark: &str, from: u64) -> Option<(u64, u64)> {
         // the end is still found.
         let (found, settled) = pane.output().with(|s| {
             let (bytes, start) = s.ring.copy(from, u64::MAX);
-            (at(&bytes, start, mark), s.eof || s.closed)
+            (at(&bytes, start, mark), s.life.is_over())
         });
         if found.is_some() || settled || events.recv_deadline(deadline).is_err() {
             return found;

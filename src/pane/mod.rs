@@ -18,6 +18,7 @@ pub(crate) mod fold;
 pub(crate) mod grep;
 pub(crate) mod input;
 pub(crate) mod keys;
+pub(crate) mod life;
 pub(crate) mod mark;
 pub(crate) mod matter;
 pub(crate) mod output;
@@ -38,6 +39,7 @@ use crate::ids::{PaneId, SessionId, WindowId};
 use crate::sandbox::{self, Mode};
 use exit::Exit;
 use input::Input;
+use life::Life;
 use output::Output;
 use parking_lot::Mutex;
 use portable_pty::{MasterPty, PtySize};
@@ -227,10 +229,10 @@ impl Pane {
     /// the program is not reading its input.
     pub(crate) fn send(&self, parts: &[&[u8]]) -> Result<(u64, usize)> {
         let offset = self.output.end();
-        if self.output.with(|s| s.closed) {
+        if self.output.with(|s| s.life.is_closed()) {
             return Err(Error::new(ErrorKind::PaneClosed, format!("pane {} is closed", self.id)));
         }
-        if self.output.exit().is_some() && self.output.with(|s| s.eof) {
+        if self.output.with(|s| matches!(s.life, Life::Ended(_))) {
             return Err(Error::new(
                 ErrorKind::PaneExited,
                 format!(

@@ -9,6 +9,7 @@ use super::alt::AltScreen;
 use super::cut::{fit_forward, last_lines, tail_bytes};
 use super::echo::{Echo, Fed};
 use super::exit::Exit;
+use super::life::Life;
 use super::ring::Ring;
 use super::screen::{Grid, Screen, Styled};
 use super::text;
@@ -28,12 +29,9 @@ pub(crate) struct Captured {
     pub(crate) ring: Ring,
     /// Where a full-screen program had the alternate screen, for the text view.
     pub(crate) alt: AltScreen,
-    pub(crate) exit: Option<Exit>,
-    pub(crate) exited_at: Option<Instant>,
-    /// The PTY reached end of file: every process holding it is gone.
-    pub(crate) eof: bool,
-    /// fugue is closing or has closed the pane; waiters should stop.
-    pub(crate) closed: bool,
+    /// Whether the process exited (and when), the PTY reached end of file (every process
+    /// holding it is gone), fugue closed the pane (waiters should stop).
+    pub(crate) life: Life,
     /// A line fugue typed for the live shell, whose echo is held back (see `echo.rs`).
     echo: Option<Echo>,
 }
@@ -97,10 +95,7 @@ impl Output {
             state: Mutex::new(Captured {
                 ring: Ring::new(scrollback),
                 alt: AltScreen::default(),
-                exit: None,
-                exited_at: None,
-                eof: false,
-                closed: false,
+                life: Life::Running,
                 echo: None,
             }),
             screen: Mutex::new(Screen::new(rows, cols)),
@@ -189,7 +184,7 @@ impl Output {
                 let held = echo.release();
                 state.push(&held);
             }
-            state.eof = true;
+            state.life = state.life.drained();
         }
         self.notify_status();
     }
@@ -197,14 +192,16 @@ impl Output {
     pub(crate) fn set_exit(&self, exit: Exit) {
         {
             let mut state = self.state.lock();
-            state.exit = Some(exit);
-            state.exited_at = Some(Instant::now());
+            state.life = state.life.exited(exit, Instant::now());
         }
         self.notify_status();
     }
 
     pub(crate) fn set_closed(&self) {
-        self.state.lock().closed = true;
+        {
+            let mut state = self.state.lock();
+            state.life = state.life.closed();
+        }
         self.notify_status();
     }
 
@@ -244,7 +241,7 @@ impl Output {
     }
 
     pub(crate) fn exit(&self) -> Option<Exit> {
-        self.state.lock().exit
+        self.state.lock().life.exit()
     }
 
     pub(crate) fn resize(&self, rows: u16, cols: u16) {

@@ -97,7 +97,14 @@ impl Scan {
         let (bytes, start, end, exited, closed, alt_now) = pane.output().with(|s| {
             let to = self.from.saturating_add(SCAN_CHUNK);
             let (bytes, start) = s.ring.copy(self.from, to);
-            (bytes, start, s.ring.end(), s.exit.is_some(), s.closed, s.alt.active())
+            (
+                bytes,
+                start,
+                s.ring.end(),
+                s.life.exit().is_some(),
+                s.life.is_closed(),
+                s.alt.active(),
+            )
         });
         let behind = start + (bytes.len() as u64) < end;
         let keep = text::complete_len(&bytes);

@@ -32,12 +32,8 @@ pub(crate) fn wrap(plan: &Plan, argv: &[std::ffi::OsString]) -> Vec<std::ffi::Os
 /// `fugue __sandbox-exec PLAN -- PROGRAM ARGS...`: forks the server of the program's sockets
 /// (`lockdown::serve`), then confines itself and execs the program in its place, so the pane's
 /// pid is the program's.
-pub(crate) fn main(args: &[String]) -> ExitCode {
+pub(crate) fn main(plan: &str, program: &[String]) -> ExitCode {
     super::tree::ignore_signals();
-    let (plan, program) = match args {
-        [plan, dash, program @ ..] if dash == "--" && !program.is_empty() => (plan, program),
-        _ => return super::tree::fail("usage: fugue __sandbox-exec PLAN -- PROGRAM [ARGS...]"),
-    };
     let plan: Plan = match serde_json::from_str(plan) {
         Ok(plan) => plan,
         Err(e) => return super::tree::fail(&format!("bad plan: {e}")),
@@ -46,6 +42,11 @@ pub(crate) fn main(args: &[String]) -> ExitCode {
         return super::tree::fail(&why);
     }
     super::tree::run(&plan, program)
+}
+
+/// A launcher's line that is not `PLAN -- PROGRAM [ARGS...]`: it fails as any launcher step does.
+pub(crate) fn misuse() -> ExitCode {
+    super::tree::fail("usage: fugue __sandbox-exec PLAN -- PROGRAM [ARGS...]")
 }
 
 /// Runs the launcher once with `plan` and a program that does nothing; `Err` says why the

@@ -22,12 +22,7 @@ and waits until they are gone. Exits 1 when no server of that name is running.
 ";
 
 /// `fugue kill-server [NAME]`.
-pub(crate) fn kill_server(args: &[&str]) -> ExitCode {
-    let name = match args {
-        [] => "default",
-        [name] => name,
-        _ => return usage_error("kill-server takes at most one server NAME"),
-    };
+pub(crate) fn kill_server(name: &str) -> ExitCode {
     let paths = match Paths::new(name) {
         Ok(paths) => paths,
         Err(e) => return usage_error(e.message()),

@@ -23,9 +23,15 @@ const PID_LOCK_PATIENCE: Duration = Duration::from_secs(20);
 /// The log is cut back to nothing when it grows past this.
 pub(crate) const LOG_CAP: u64 = 1 << 20;
 
-/// The shared server `name`, under the sandbox `policy` its front asked for.
-pub(crate) fn main(name: &str, policy: Arc<crate::sandbox::Policy>) -> ExitCode {
-    let (paths, log) = match Paths::new(name).and_then(|p| Ok((super::log_path(name)?, p))) {
+/// The shared server `name`, under the sandbox `policy` its front asked for; its log where
+/// `state_dir` (the setting read at start) says.
+pub(crate) fn main(
+    name: &str,
+    policy: Arc<crate::sandbox::Policy>,
+    state_dir: Option<&std::path::Path>,
+) -> ExitCode {
+    let log = super::log_path(state_dir, name);
+    let (paths, log) = match Paths::new(name).and_then(|p| Ok((log?, p))) {
         Ok((log, paths)) => (paths, log),
         Err(e) => {
             println!("error: {e}"); // stdout-ok: the ready pipe of the front that started us

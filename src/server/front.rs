@@ -8,9 +8,11 @@
 //! server dies it can answer each with an error instead of leaving the client waiting.
 
 use super::{Census, FileLock, HELLO_TIMEOUT, Hello, Paths, Role};
+use crate::config::Config;
 use crate::error::{Error, ErrorKind, Result};
 use crate::jsonrpc::{self, RpcError};
 use crate::line::{self, LineError, Next};
+use crate::mcp::Method;
 use crate::sandbox::Policy;
 use parking_lot::Mutex;
 use serde::Deserialize;
@@ -54,10 +56,10 @@ enum Found {
 }
 
 /// `fugue serve --shared NAME`: connects (starting the server if needed, under `policy`) and
-/// pipes until the client or the server is gone.
-pub(crate) fn serve(name: &str, policy: &Policy) -> ExitCode {
-    let limits = LineLimits::of(crate::config::config());
-    match Paths::new(name).and_then(|paths| open(&paths, policy)) {
+/// pipes until the client or the server is gone. `config` is the settings read at start.
+pub(crate) fn serve(name: &str, policy: &Policy, config: &Config) -> ExitCode {
+    let limits = LineLimits::of(config);
+    match Paths::new(name).and_then(|paths| open(&paths, policy, config)) {
         Ok(link) => pipe(link, limits),
         Err(e) => {
             crate::log::error(e.message());
@@ -76,7 +78,7 @@ struct LineLimits {
 }
 
 impl LineLimits {
-    fn of(config: &crate::config::Config) -> LineLimits {
+    fn of(config: &Config) -> LineLimits {
         LineLimits {
             max_line: config.max_line_bytes,
             max_answer: max_answer(config.max_output_bytes),
@@ -85,8 +87,8 @@ impl LineLimits {
 }
 
 /// Connects to server `paths.name` as a front that asks for `policy`, starting or replacing it
-/// as needed.
-pub(crate) fn open(paths: &Paths, policy: &Policy) -> Result<Link> {
+/// as needed (where `config.state_dir` says its log goes).
+pub(crate) fn open(paths: &Paths, policy: &Policy, config: &Config) -> Result<Link> {
     for _ in 0..ATTEMPTS {
         match connect(paths, Role::Front)? {
             Found::Server(link) if link.server.proto == super::proto() => {
@@ -104,7 +106,7 @@ pub(crate) fn open(paths: &Paths, policy: &Policy) -> Result<Link> {
                     Found::Server(link) => replace_or_refuse(paths, &link.server)?,
                     Found::Closed => {}
                     Found::Unresponsive => return Err(unresponsive(paths)),
-                    Found::Nobody => start(paths, policy)?,
+                    Found::Nobody => start(paths, policy, config)?,
                 }
             }
         }
@@ -274,7 +276,7 @@ pub(crate) fn end_server(paths: &Paths) -> Result<()> {
 }
 
 /// Starts the server detached and waits for its ready line. The caller holds `NAME.lock`.
-fn start(paths: &Paths, policy: &Policy) -> Result<()> {
+fn start(paths: &Paths, policy: &Policy, config: &Config) -> Result<()> {
     let exe =
         std::env::current_exe().map_err(|e| Error::internal(format!("no current exe: {e}")))?;
     let mut child = Command::new(exe)
@@ -300,7 +302,9 @@ fn start(paths: &Paths, policy: &Policy) -> Result<()> {
             format!(
                 "the fugue server {:?} ended before it was ready; its log is {}",
                 paths.name,
-                super::log_path(&paths.name).map(|p| p.display().to_string()).unwrap_or_default()
+                super::log_path(config.state_dir.as_deref(), &paths.name)
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default()
             ),
         )),
         other => Err(Error::new(
@@ -404,11 +408,11 @@ fn max_answer(max_output_bytes: usize) -> usize {
 /// Remembers a request's id until it is answered; forgets a cancelled one (nothing will answer).
 fn note_request(line: &[u8], pending: &Mutex<HashSet<String>>) {
     let Some(message) = peek(line) else { return };
-    match (message.id, message.method.as_deref()) {
+    match (message.id, message.method.as_deref().map(Method::parse)) {
         (Some(id), Some(_)) => {
             pending.lock().insert(id.to_string());
         }
-        (None, Some("notifications/cancelled")) => {
+        (None, Some(Method::Cancelled)) => {
             if let Some(id) = message.params.and_then(|p| p.request_id) {
                 pending.lock().remove(&id.to_string());
             }
@@ -486,24 +490,29 @@ pub(crate) fn call(
     tool: &str,
     arguments: &Value,
     policy: &Policy,
+    config: &Config,
 ) -> std::result::Result<Value, String> {
     let paths = Paths::new(name).map_err(|e| e.message().to_string())?;
-    let link = open(&paths, policy).map_err(|e| e.message().to_string())?;
+    let link = open(&paths, policy, config).map_err(|e| e.message().to_string())?;
     let Link { stream, mut input, .. } = link;
     let messages = [
         jsonrpc::request(
             &json!(1),
-            "initialize",
+            Method::Initialize.name(),
             json!({"protocolVersion": crate::mcp::LEGACY[0], "capabilities": {},
                    "clientInfo": {"name": "fugue call", "version": env!("CARGO_PKG_VERSION")}}),
         ),
         jsonrpc::notification("notifications/initialized", Value::Null),
-        jsonrpc::request(&json!(2), "tools/call", json!({"name": tool, "arguments": arguments})),
+        jsonrpc::request(
+            &json!(2),
+            Method::ToolsCall.name(),
+            json!({"name": tool, "arguments": arguments}),
+        ),
     ];
     for message in messages {
         writeln!(&stream, "{message}").map_err(|e| format!("lost the server: {e}"))?;
     }
-    let max = max_answer(crate::config::config().max_output_bytes);
+    let max = max_answer(config.max_output_bytes);
     loop {
         let line = match line::read_line(&mut input, max) {
             Ok(Some(line)) => line,

@@ -187,11 +187,12 @@ pub(crate) fn names() -> Vec<String> {
     names
 }
 
-/// The log file of server `name`: `server/NAME.log` under `FUGUE_STATE_DIR`, or under
-/// `$XDG_STATE_HOME/fugue` (`~/.local/state/fugue`). Its directory is created private.
-pub(crate) fn log_path(name: &str) -> Result<PathBuf> {
-    let base = match crate::config::config().state_dir.clone() {
-        Some(dir) => dir,
+/// The log file of server `name`: `server/NAME.log` under `state_dir` (`FUGUE_STATE_DIR`, read at
+/// start), or under `$XDG_STATE_HOME/fugue` (`~/.local/state/fugue`). Its directory is created
+/// private.
+pub(crate) fn log_path(state_dir: Option<&std::path::Path>, name: &str) -> Result<PathBuf> {
+    let base = match state_dir {
+        Some(dir) => dir.to_path_buf(),
         None => match std::env::var_os("XDG_STATE_HOME").map(PathBuf::from) {
             Some(dir) if dir.is_absolute() => dir.join("fugue"),
             _ => {

@@ -17,7 +17,7 @@ use crate::ids::{SessionId, WindowId, new_id, short_id};
 use crate::mux::{self, Mux, ORCHESTRATION_SESSION, PaneArgs, Reserved};
 use crate::pane::Pane;
 use crate::pane::activity::InputWatch;
-use crate::pane::exit::{ExitFields, SignalField};
+use crate::pane::exit::{Exit, ExitFields, SignalField};
 use crate::runtime::{Ctx, Tool};
 use crate::tool::choice::Choice;
 use crate::tool::params::{Name, Ordered, Params, Spec, Timeout, params};
@@ -348,12 +348,7 @@ impl Launched<'_> {
     /// The status its result gives, once it has ended or been stopped.
     fn status(&self) -> CommandEnd {
         let Ok(pane) = &self.pane else { return CommandEnd::Error };
-        match (&self.stopped, pane.output().exit()) {
-            (Some(Stopped::Asked(_)), _) => CommandEnd::Input,
-            (Some(Stopped::TimedOut(_)), _) => CommandEnd::Timeout,
-            (None, Some(exit)) if exit.success() => CommandEnd::Ok,
-            (None, _) => CommandEnd::Failed,
-        }
+        end_of(self.stopped.as_ref(), pane.output().exit())
     }
 
     /// The question it was stopped at, if it was.
@@ -458,6 +453,26 @@ fn stop(mux: &Mux, job: &mut Launched<'_>, cleanup: bool, bytes: usize) {
     }
 }
 
+/// How a started command ended: stopped, or as its exit says.
+fn end_of(stopped: Option<&Stopped>, exit: Option<Exit>) -> CommandEnd {
+    match (stopped, exit) {
+        (Some(Stopped::Asked(_)), _) => CommandEnd::Input,
+        (Some(Stopped::TimedOut(_)), _) => CommandEnd::Timeout,
+        (None, Some(exit)) if exit.success() => CommandEnd::Ok,
+        (None, _) => CommandEnd::Failed,
+    }
+}
+
+/// The progress message of `total` commands, `waiting` of them running for `secs`.
+fn progress_message(total: usize, waiting: &[&str], secs: f64) -> String {
+    let done = total - waiting.len();
+    if waiting.is_empty() {
+        format!("{done}/{total} commands finished")
+    } else {
+        format!("{done}/{total} commands finished; running {secs:.0}s: {}", waiting.join(", "))
+    }
+}
+
 /// Progress: commands finished of the total, and which ones are still running.
 fn report(ctx: &Ctx<'_>, jobs: &[Launched<'_>], started: Instant) {
     if !ctx.progress.is_wanted() {
@@ -466,16 +481,7 @@ fn report(ctx: &Ctx<'_>, jobs: &[Launched<'_>], started: Instant) {
     let waiting: Vec<&str> =
         jobs.iter().filter(|j| j.running()).map(|j| j.task.name.as_str()).collect();
     let done = jobs.len() - waiting.len();
-    let message = if waiting.is_empty() {
-        format!("{done}/{} commands finished", jobs.len())
-    } else {
-        format!(
-            "{done}/{} commands finished; running {:.0}s: {}",
-            jobs.len(),
-            started.elapsed().as_secs_f64(),
-            waiting.join(", ")
-        )
-    };
+    let message = progress_message(jobs.len(), &waiting, started.elapsed().as_secs_f64());
     ctx.progress.report(done as f64, Some(jobs.len() as f64), &message);
 }
 
@@ -520,7 +526,8 @@ fn job_result(job: &Launched<'_>, tails: &Tails, shown: usize, stays: bool) -> C
     };
     result.pane_id = Some(pane.id.clone());
     result.answered = job.responder.as_ref().map(Responder::answered);
-    let (exit, exited_at, end) = pane.output().with(|s| (s.exit, s.exited_at, s.ring.end()));
+    let (exit, exited_at, end) =
+        pane.output().with(|s| (s.life.exit(), s.life.exited_at(), s.ring.end()));
     let stopped = job.stopped.as_ref().map(Stopped::at);
     let exit = if stopped.is_some() { None } else { exit };
     result.exit = ExitFields::new(exit, SignalField::WhenSignalled);
@@ -540,47 +547,4 @@ fn job_result(job: &Launched<'_>, tails: &Tails, shown: usize, stays: bool) -> C
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::tool::args::Args;
-    use serde_json::{Map, Value, json};
-
-    /// The tasks of a call, its arguments read as the tool's table reads them.
-    fn parse(value: Value) -> Result<Vec<AskedCommand>> {
-        let map: Map<String, Value> = value.as_object().unwrap().clone();
-        let args = ParallelParams::read(&Args::new(&map))?;
-        parse_tasks(args.commands, Path::new("/"), 1 << 20)
-    }
-
-    #[test]
-    fn commands_are_validated_before_anything_starts() {
-        let eleven: Vec<Value> = (0..11).map(|_| json!({"command": "true"})).collect();
-        for (bad, needle) in [
-            (json!({"commands": []}), "1 to 10"),
-            (json!({"commands": eleven}), "1 to 10"),
-            (json!({}), "required"),
-            (json!({"commands": [{"cwd": "/"}]}), "'commands[0].command' is required"),
-            (json!({"commands": [{"command": "  "}]}), "blank"),
-            (
-                json!({"commands": [{"command": "true", "dir": "/"}]}),
-                "unknown argument 'commands[0].dir'",
-            ),
-            (json!({"commands": [{"command": "true", "cwd": "/nonexistent/x"}]}), "nonexistent"),
-            (
-                json!({"commands": [{"command": "a", "name": "x"}, {"command": "b", "name": "x"}]}),
-                "unique",
-            ),
-            (json!({"commands": ["true"]}), "an object"),
-        ] {
-            let err = parse(bad.clone()).err().unwrap_or_else(|| panic!("{bad} should fail"));
-            assert!(err.message().contains(needle), "{bad}: {}", err.message());
-        }
-    }
-
-    #[test]
-    fn names_default_to_their_position() {
-        let tasks = parse(json!({"commands": [{"command": "a"}, {"command": "b", "name": "B"}]}));
-        let names: Vec<String> = tasks.unwrap().into_iter().map(|t| t.name).collect();
-        assert_eq!(names, ["task-1", "B"]);
-    }
-}
+mod tests;

@@ -22,12 +22,12 @@
 //! the question, and otherwise interrupted the same way when the next look at /proc finds it asking
 //! (unless `on_input: wait`) and reported `input`.
 
+mod phase;
 mod plan;
 mod run;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::ids::PaneId;
-use crate::ids::{new_id, short_id};
+use crate::ids::{PaneId, new_id, short_id};
 use crate::mux::{ORCHESTRATION_SESSION, PaneArgs, Place};
 use crate::pane::Pane;
 use crate::pane::budget::Fitted;
@@ -42,6 +42,7 @@ use crate::tools::answer::{CommandEnd, CommandResult, RunStatus, command_result_
 use crate::tools::common::asking::{self, Told};
 use crate::tools::common::responses::{Responder, Responses};
 use crate::tools::common::tail;
+use phase::Phase;
 use plan::{PipelineParams, PipelinePlan, parse_plan};
 use run::Run;
 use serde::Serialize;
@@ -112,13 +113,8 @@ fn run_pipeline(ctx: &Ctx<'_>, args: PipelineParams) -> Result<Answer> {
         pane,
         shell,
         records: Vec::new(),
-        prompted: false,
-        typed_on: None,
-        done: false,
-        shell_exit: None,
-        stopped: None,
+        phase: Phase::Starting,
         responses,
-        held: None,
         cwd: None,
     };
     let outcome = run.drive(ctx, started + plan.timeout);
@@ -210,7 +206,7 @@ fn start_pane(
 impl Run<'_> {
     /// The answer: one entry per step that ran, the first failure, and its output.
     fn answer(&self, started: Instant) -> Result<PipelineAnswer> {
-        if self.records.is_empty() && self.stopped.is_none() {
+        if self.records.is_empty() && self.phase.stopped().is_none() {
             return Err(self.no_start());
         }
         let statuses: Vec<CommandEnd> = (0..self.records.len()).map(|i| self.status(i)).collect();
@@ -218,7 +214,7 @@ impl Run<'_> {
         let failed = statuses.iter().position(|s| *s != CommandEnd::Ok);
         let status = if self.asked().is_some() {
             RunStatus::Input
-        } else if self.stopped.is_some() {
+        } else if self.phase.stopped().is_some() {
             RunStatus::Timeout
         } else if failed.is_some() || self.records.len() < self.plan.steps.len() {
             RunStatus::Failed
@@ -263,8 +259,10 @@ impl Run<'_> {
                 (ExitFields::new(exit, SignalField::WhenSignalled), *at)
             }
             None => {
-                let exit = if status == CommandEnd::Exited { self.shell_exit } else { None };
-                let at = self.pane.output().with(|s| s.exited_at).unwrap_or_else(Instant::now);
+                let exit =
+                    if status == CommandEnd::Exited { self.phase.shell_exit() } else { None };
+                let at =
+                    self.pane.output().with(|s| s.life.exited_at()).unwrap_or_else(Instant::now);
                 (ExitFields::new(exit, SignalField::WhenSignalled), at)
             }
         };
@@ -297,7 +295,7 @@ impl Run<'_> {
     fn no_start(&self) -> Error {
         let end = self.pane.output().end();
         let said = tail(&self.pane, 0, end, 5);
-        let how = match self.shell_exit {
+        let how = match self.phase.shell_exit() {
             Some(Exit::Code(code)) => format!("with exit code {code}"),
             Some(Exit::Signal(signal)) => format!("by {}", crate::pane::exit::signal_name(signal)),
             Some(Exit::Unknown) | None => "unexpectedly".to_string(),

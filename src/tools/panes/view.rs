@@ -327,7 +327,7 @@ struct StatusAnswer {
 pub(super) fn get_status(ctx: &Ctx<'_>, args: PaneParams) -> Result<Answer> {
     let pane = ctx.mux.pane(&args.pane_id)?;
     let (rows, cols) = pane.size();
-    let (offset, exited_at) = pane.output().with(|s| (s.ring.end(), s.exited_at));
+    let (offset, exited_at) = pane.output().with(|s| (s.ring.end(), s.life.exited_at()));
     let runtime = exited_at.unwrap_or_else(std::time::Instant::now) - pane.started;
     // How it ended, before what it does (see `ListedPane::new`).
     let state = PaneState::new(pane.output().exit());

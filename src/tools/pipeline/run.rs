@@ -8,11 +8,11 @@
 //! tool's answer (`pipeline.rs`) is built from: `status` and `range` say how a step ended and
 //! where its output lies.
 
+use super::phase::{Act, Latest, Phase, Saw, Stop, progress_message, step_end};
 use super::plan::PipelinePlan;
 use crate::error::{Error, Result};
 use crate::pane::Pane;
 use crate::pane::activity::InputWatch;
-use crate::pane::exit::Exit;
 use crate::pane::mark::{self, CATCH_UP};
 use crate::runtime::Ctx;
 use crate::shell::live::{Live, Typed};
@@ -26,17 +26,6 @@ use crossbeam_channel::Receiver;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// The running step was interrupted, as Ctrl-C would: at the deadline, or found asking with
-/// `on_input: stop`.
-pub(super) struct Stop {
-    /// When, and the end of the output then: what the shell prints on the interrupt is not the
-    /// step's.
-    pub(super) at: Instant,
-    pub(super) end: u64,
-    /// The question it was stopped at; `None` at the deadline.
-    pub(super) asked: Option<Asked>,
-}
-
 /// What fugue saw of one step.
 pub(super) struct Record {
     pub(super) started: Instant,
@@ -49,6 +38,8 @@ pub(super) struct Record {
     pub(super) ended: Option<(Instant, Prompt)>,
     /// Answers its program's questions that a key of its `responses` matches.
     pub(super) responder: Option<Responder>,
+    /// Found asking a question its responses do not answer, with `on_input: wait`: left so.
+    pub(super) held: bool,
 }
 
 /// Why one drive of the run's loop ended.
@@ -67,20 +58,10 @@ pub(super) struct Run<'a> {
     /// The integration of the shell that runs the steps (see `live`).
     pub(super) shell: Arc<Shell>,
     pub(super) records: Vec<Record>,
-    /// The shell has shown its first prompt.
-    pub(super) prompted: bool,
-    /// When the next step is typed even if the prompt's mark has not come.
-    pub(super) typed_on: Option<Instant>,
-    /// No step is left to type: all ran, or the first failure stopped them.
-    pub(super) done: bool,
-    /// The shell ended before the steps were done: a step exited it or something killed it.
-    pub(super) shell_exit: Option<Exit>,
-    /// The running step was interrupted: at the deadline, or at a question.
-    pub(super) stopped: Option<Stop>,
+    /// Where the run stands (see `phase`).
+    pub(super) phase: Phase,
     /// Each step's `responses`, until it is typed.
     pub(super) responses: Vec<Option<Responses>>,
-    /// The step (its exec id) left waiting at a question, with `on_input: wait`.
-    pub(super) held: Option<u64>,
     /// The shell's directory after the last step that ended.
     pub(super) cwd: Option<String>,
 }
@@ -140,7 +121,8 @@ impl Run<'_> {
         // Between steps nothing is watched; the next step's line is typed on the record.
         let check = watch.as_ref().filter(|_| typed.is_some()).and_then(InputWatch::next_check);
         // While a prompt is being drawn, its mark is what the loop waits for.
-        let drawing = !self.step_running() && self.typed_on.is_some();
+        let drawn_at = self.phase.drawing_by().filter(|_| !self.step_running());
+        let drawing = drawn_at.is_some();
         let mut on = wakes.to_vec();
         if drawing {
             on.push(self.pane.output().subscribe());
@@ -149,7 +131,6 @@ impl Run<'_> {
                 return Look::Again(Some(Instant::now()));
             }
         }
-        let drawn_at = self.typed_on.filter(|_| drawing);
         Look::AgainOn([check, drawn_at].into_iter().flatten().min(), on)
     }
 
@@ -158,24 +139,23 @@ impl Run<'_> {
     /// step ran or the first failure stopped them, or a step was interrupted.
     fn advance(&mut self, progress: &Progress) -> Result<bool> {
         self.take_records(progress);
-        if !self.pane.is_running() {
-            self.shell_exit = self.pane.wait_exit(Instant::now() + CATCH_UP);
-            return Ok(true);
+        let saw = Saw {
+            now: Instant::now(),
+            pane_running: self.pane.is_running(),
+            step_running: self.step_running(),
+            typed_any: !self.records.is_empty(),
+            prompted: self.shell.with(|s| s.prompts) > 0,
+            drawn: || Live::new(&self.pane, &self.shell).prompt_drawn(),
+        };
+        match self.phase.next(saw) {
+            Act::Wait => Ok(false),
+            Act::Type => self.type_next(progress).map(|()| false),
+            Act::End => {
+                self.phase.end(self.pane.wait_exit(Instant::now() + CATCH_UP));
+                Ok(true)
+            }
+            Act::Over => Ok(true),
         }
-        if self.step_running() {
-            return Ok(false);
-        }
-        if self.done || self.stopped.is_some() {
-            return Ok(true);
-        }
-        // The first step is typed at once, before the shell's first prompt: the terminal holds
-        // it, ahead of anything typed for the step to read (the shell reads its lines in order).
-        // Each next one goes once the shell has drawn its prompt after the last one's record, so
-        // that a person watching sees the prompt, the step's command once, and its output.
-        if self.records.is_empty() || self.prompt_ready() {
-            self.type_next(progress)?;
-        }
-        Ok(false)
     }
 
     /// When the running step was last given input — its line, or an answer from its responses —
@@ -183,8 +163,7 @@ impl Run<'_> {
     /// `None` between steps and for a step held asking (`on_input: wait`): only a running step is
     /// watched.
     fn typed_at(&self) -> Option<Instant> {
-        let record =
-            self.records.last().filter(|r| r.ended.is_none() && self.held != Some(r.exec))?;
+        let record = self.records.last().filter(|r| r.ended.is_none() && !r.held)?;
         let answered = record.responder.as_ref().and_then(Responder::answered_at);
         Some(record.started.max(answered.unwrap_or(record.started)))
     }
@@ -206,7 +185,9 @@ impl Run<'_> {
             self.interrupt(Some(asked));
             return true;
         } else {
-            self.held = self.records.last().map(|r| r.exec);
+            if let Some(record) = self.records.last_mut() {
+                record.held = true;
+            }
         }
         false
     }
@@ -214,7 +195,7 @@ impl Run<'_> {
     /// The deadline passed: the running step is interrupted, with the interrupt's own wait as its
     /// grace; past that, the pane is closed, and its end is what the loop waits for.
     fn overtime(&mut self, waiter: &mut Waiter) {
-        if self.stopped.is_some() {
+        if self.phase.stopped().is_some() {
             self.pane.close();
             waiter.set_deadline(None);
         } else {
@@ -244,11 +225,11 @@ impl Run<'_> {
     fn take_records(&mut self, progress: &Progress) {
         // The first step, typed while the shell started, begins when the shell's first prompt
         // reads it: its duration is its own, not the start-up files'.
-        if !self.prompted && self.shell.with(|s| s.prompts) > 0 {
-            self.prompted = true;
-            if let [first] = self.records.as_mut_slice() {
-                first.started = Instant::now();
-            }
+        if self.shell.with(|s| s.prompts) > 0
+            && self.phase.prompted()
+            && let [first] = self.records.as_mut_slice()
+        {
+            first.started = Instant::now();
         }
         let Some(record) = self.records.last_mut().filter(|r| r.ended.is_none()) else { return };
         let exec = record.exec;
@@ -262,30 +243,21 @@ impl Run<'_> {
         let failed = prompt.status != 0;
         record.ended = Some((Instant::now(), prompt));
         self.shell.forget_exec(exec);
-        if self.records.len() == self.plan.steps.len() || (failed && self.plan.stop_on_error) {
-            self.done = true;
-        }
+        let last = self.records.len() == self.plan.steps.len();
+        self.phase.step_ended(last || (failed && self.plan.stop_on_error));
         self.report(progress);
-    }
-
-    /// Whether the next step can be typed: the shell reported a prompt and drew it (its mark came),
-    /// or `PROMPT_DRAWN_WAIT` passed since the report for a prompt that lost its mark.
-    fn prompt_ready(&mut self) -> bool {
-        if self.shell.with(|s| s.prompts) == 0 {
-            return false;
-        }
-        let by = *self.typed_on.get_or_insert_with(|| Instant::now() + PROMPT_DRAWN_WAIT);
-        self.live().prompt_drawn() || Instant::now() >= by
     }
 
     /// Types the next step.
     fn type_next(&mut self, progress: &Progress) -> Result<()> {
-        self.typed_on = None;
+        self.phase.typed();
         let step = &self.plan.steps[self.records.len()].command;
         let started = Instant::now();
         let Typed { id: exec, at: typed } = self.live().run_step(step)?;
         let responder = self.responses[self.records.len()].take().map(|r| Responder::new(r, typed));
-        self.records.push(Record { started, exec, typed, end: typed, ended: None, responder });
+        let record =
+            Record { started, exec, typed, end: typed, ended: None, responder, held: false };
+        self.records.push(record);
         self.report(progress);
         Ok(())
     }
@@ -295,13 +267,13 @@ impl Run<'_> {
     /// pane when the loop next looks.
     fn interrupt(&mut self, asked: Option<Asked>) {
         let end = self.pane.output().end();
-        self.stopped = Some(Stop { at: Instant::now(), end, asked });
+        self.phase.stop(Stop { at: Instant::now(), end, asked });
         self.live().interrupt();
     }
 
     /// The question the running step was stopped at, if it was.
     pub(super) fn asked(&self) -> Option<&Asked> {
-        self.stopped.as_ref().and_then(|stop| stop.asked.as_ref())
+        self.phase.stopped().and_then(|stop| stop.asked.as_ref())
     }
 
     /// The pane and the shell that runs the steps.
@@ -338,38 +310,26 @@ impl Run<'_> {
         }
         let total = self.plan.steps.len();
         let done = self.records.iter().filter(|r| r.ended.is_some()).count();
-        let message = match self.records.last() {
-            Some(record) if record.ended.is_none() => format!(
-                "step {}/{total} {} running {:.0}s",
-                self.records.len(),
-                self.plan.steps[self.records.len() - 1].name,
-                record.started.elapsed().as_secs_f64()
-            ),
+        let n = self.records.len();
+        let latest = match self.records.last() {
+            None => Latest::None,
             Some(record) => {
-                let rc = record.ended.as_ref().map_or(0, |(_, p)| p.status);
-                let name = &self.plan.steps[self.records.len() - 1].name;
-                format!("{done}/{total} steps done; {name} exit {rc}")
+                let name = &self.plan.steps[n - 1].name;
+                match &record.ended {
+                    None => {
+                        Latest::Running { n, name, secs: record.started.elapsed().as_secs_f64() }
+                    }
+                    Some((_, prompt)) => Latest::Ended { name, rc: prompt.status },
+                }
             }
-            None => format!("0/{total} steps done"),
         };
-        progress.report(done as f64, Some(total as f64), &message);
+        progress.report(done as f64, Some(total as f64), &progress_message(done, total, latest));
     }
 
     pub(super) fn status(&self, i: usize) -> CommandEnd {
         let ended = self.records[i].ended.as_ref().map(|(at, prompt)| (*at, prompt.status));
-        // A step that had not ended when the deadline passed timed out, whatever it said after;
-        // one that had not ended when it was found asking was stopped for its question.
-        if let Some(stop) = &self.stopped
-            && ended.is_none_or(|(end, _)| end >= stop.at)
-        {
-            return if stop.asked.is_some() { CommandEnd::Input } else { CommandEnd::Timeout };
-        }
-        match ended {
-            Some((_, 0)) => CommandEnd::Ok,
-            Some(_) => CommandEnd::Failed,
-            None if self.shell_exit.is_some() => CommandEnd::Exited,
-            None => CommandEnd::Timeout,
-        }
+        let stopped = self.phase.stopped().map(Stop::says);
+        step_end(ended, stopped, self.phase.shell_exit().is_some())
     }
 
     /// The output offsets of step `i`: from its begin mark to its end mark (or to the end of the
@@ -383,7 +343,7 @@ impl Run<'_> {
                 .map_or(record.end, |(start, _)| start),
             None => self.pane.output().end(),
         };
-        if let Some(stop) = &self.stopped
+        if let Some(stop) = self.phase.stopped()
             && matches!(self.status(i), CommandEnd::Timeout | CommandEnd::Input)
         {
             to = to.min(stop.end);
