@@ -1,6 +1,8 @@
 //! Ids and times as fugue writes them: a handle fugue hands out (8 characters), a long random id
 //! for names no one types, an id's short form for people, a time in Unix milliseconds or in ISO
-//! 8601 (UTC, as MCP's tasks carry them).
+//! 8601 (UTC, as MCP's tasks carry them). The handles of panes, windows, sessions and pipelines
+//! are each their own type (`PaneId`, ...), so one cannot be passed where another is meant; each
+//! reads and writes as its bare string, so answers and records on disk carry the same bytes.
 //!
 //! A leaf: panes, the mux, live shells, agent pipelines and the front-ends all name things with
 //! these, so they live below all of them rather than in any one.
@@ -28,6 +30,118 @@ pub(crate) fn new_handle(taken: impl Fn(&str) -> bool) -> String {
         }
     }
 }
+
+/// Why a string is no handle: empty, too long, or with a character no handle has.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct BadHandle(pub(crate) String);
+
+impl std::fmt::Display for BadHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "not an id: {:?}", self.0)
+    }
+}
+
+/// The longest handle read back: a UUID's 36 characters, which pipelines recorded before handles
+/// were 8 hex digits still carry on disk.
+const LONGEST_HANDLE: usize = 36;
+
+/// Whether `s` reads as a handle: 1 to 36 ASCII letters, digits or dashes.
+fn is_handle(s: &str) -> bool {
+    (1..=LONGEST_HANDLE).contains(&s.len())
+        && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+}
+
+/// Declares a handle type: a string newtype, serialized as the bare string, read with `FromStr`,
+/// shown with `Display`, and compared with and borrowed as the `str` it holds (a lookup by key
+/// takes an id or a name, both `&str`).
+macro_rules! handle {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[derive(serde::Serialize, serde::Deserialize)]
+        #[serde(transparent)]
+        pub(crate) struct $name(String);
+
+        impl $name {
+            /// A new one, drawn again while `taken` says it clashes with one in use.
+            pub(crate) fn new(taken: impl Fn(&str) -> bool) -> $name {
+                $name(new_handle(taken))
+            }
+
+            #[allow(dead_code, reason = "every handle type has it; not every one is read so")]
+            pub(crate) fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = BadHandle;
+            fn from_str(s: &str) -> Result<$name, BadHandle> {
+                if is_handle(s) { Ok($name(s.to_string())) } else { Err(BadHandle(s.to_string())) }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl std::ops::Deref for $name {
+            type Target = str;
+            fn deref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl std::borrow::Borrow<str> for $name {
+            fn borrow(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl PartialEq<str> for $name {
+            fn eq(&self, other: &str) -> bool {
+                self.0 == other
+            }
+        }
+
+        impl PartialEq<&str> for $name {
+            fn eq(&self, other: &&str) -> bool {
+                self.0 == *other
+            }
+        }
+
+        impl PartialEq<String> for $name {
+            fn eq(&self, other: &String) -> bool {
+                self.0 == *other
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(id: $name) -> String {
+                id.0
+            }
+        }
+    };
+}
+
+handle!(
+    /// A pane's handle.
+    PaneId
+);
+handle!(
+    /// A window's handle.
+    WindowId
+);
+handle!(
+    /// A session's handle.
+    SessionId
+);
+handle!(
+    /// An agent pipeline's handle (36 characters in pipelines recorded before handles were short).
+    PipelineId
+);
 
 /// The first eight characters of an id: enough to tell ids apart where a person reads them (a
 /// window, a branch, a thread name).
@@ -84,6 +198,20 @@ mod tests {
             tries.get() < 3 || h == first
         });
         assert!(tries.get() >= 3 && second != first, "drawn again while it clashed");
+    }
+
+    #[test]
+    fn a_handle_reads_and_writes_as_its_bare_string() {
+        let id: PaneId = "0a1b2c3d".parse().unwrap();
+        assert_eq!(id.to_string(), "0a1b2c3d");
+        assert_eq!(serde_json::to_string(&id).unwrap(), "\"0a1b2c3d\"");
+        let back: PaneId = serde_json::from_str("\"0a1b2c3d\"").unwrap();
+        assert_eq!(back, id);
+        let old = "6f1c0e2a-3b4d-4e5f-8a9b-0c1d2e3f4a5b";
+        assert_eq!(&*old.parse::<PipelineId>().unwrap(), old);
+        for bad in ["", "a b", "x".repeat(37).as_str(), "host:0a1b2c3d"] {
+            assert_eq!(bad.parse::<WindowId>(), Err(BadHandle(bad.to_string())), "{bad:?}");
+        }
     }
 
     #[test]

@@ -6,6 +6,7 @@ use super::record::AgentPipeline;
 use super::runner::{Command, Latest};
 use super::store::Store;
 use crate::files::FileLock;
+use crate::ids::PipelineId;
 use crate::watch::Watch;
 use crossbeam_channel::{Receiver, Sender};
 use parking_lot::Mutex;
@@ -13,7 +14,7 @@ use std::sync::Arc;
 
 /// One pipeline as this process sees it.
 pub(crate) struct Handle {
-    pub(crate) id: String,
+    pub(crate) id: PipelineId,
     /// Its name, fixed at creation, so that finding it by name needs no copy of its state.
     pub(super) name: Option<String>,
     pub(super) created_at: u64,

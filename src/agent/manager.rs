@@ -18,7 +18,7 @@ use super::store::{Problem, Store, valid_id};
 use crate::cancel::Cancel;
 use crate::error::{Error, ErrorKind, Result};
 use crate::files::FileLock;
-use crate::ids::{new_handle, short_id};
+use crate::ids::{PipelineId, short_id};
 use crate::mux::Mux;
 use crate::watch::Watch;
 use crate::words::Words;
@@ -314,7 +314,7 @@ impl Manager {
         };
         git::check_branch_name(repo, &base_branch)?;
         let base_commit = git::branch_commit(repo, &base_branch)?;
-        let id = new_handle(|h| store.taken(h));
+        let id = PipelineId::new(|h| store.taken(h));
         let branch = format!("fugue/{}", short_id(&id));
         let worktree = store.worktree_path(&id)?;
         let lock = store.lock(&id)?.ok_or_else(|| Error::internal("a new pipeline id is taken"))?;

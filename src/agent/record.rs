@@ -5,7 +5,7 @@
 //! with a serde default and a change in meaning bumps the version (a newer file is refused rather
 //! than misread). The transitions that change them live in `machine`.
 
-use crate::ids::short_id;
+use crate::ids::{PaneId, PipelineId, short_id};
 use crate::words::{Words, words};
 use serde::{Deserialize, Serialize};
 use std::time::SystemTime;
@@ -139,7 +139,7 @@ pub(crate) struct PipelineStage {
     /// The command line run in a pane; `None` for a skipped stage and for the built-in merger.
     pub(crate) command: Option<String>,
     /// The pane of the latest attempt.
-    pub(crate) run_id: Option<String>,
+    pub(crate) run_id: Option<PaneId>,
     /// The process id of the latest attempt's agent, to end it if fugue dies under it.
     #[serde(default)]
     pub(crate) run_pid: Option<u32>,
@@ -217,7 +217,7 @@ pub(crate) struct Assignment {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct AgentPipeline {
     pub(crate) schema_version: u32,
-    pub(crate) id: String,
+    pub(crate) id: PipelineId,
     pub(crate) name: Option<String>,
     pub(crate) idea_id: Option<String>,
     pub(crate) status: PipelineStatus,
@@ -260,7 +260,7 @@ pub(crate) struct Agents {
 
 impl AgentPipeline {
     pub(crate) fn new(
-        id: String,
+        id: PipelineId,
         name: Option<String>,
         idea_id: Option<String>,
         job: Assignment,
@@ -385,7 +385,7 @@ pub(crate) fn sample(id: &str, name: Option<String>) -> AgentPipeline {
         env: Vec::new(),
     };
     let agents = Agents { implementer: "true".into(), ..Agents::default() };
-    AgentPipeline::new(id.into(), name, None, job, agents, Limits::default(), 1)
+    AgentPipeline::new(id.parse().unwrap(), name, None, job, agents, Limits::default(), 1)
 }
 
 #[cfg(test)]

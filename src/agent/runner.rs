@@ -19,7 +19,7 @@ use super::record::{AgentPipeline, Limits, PipelineStatus, StageType, now, short
 use super::store::{Store, write_atomic};
 use super::verdict;
 use crate::error::{Error, ErrorKind, Result};
-use crate::ids::short_id;
+use crate::ids::{PaneId, short_id};
 use crate::mux::{Mux, PaneArgs};
 use crate::pane::Pane;
 use crate::pane::exit::Exit;
@@ -107,7 +107,7 @@ struct Runner {
     /// The answer owed to a control action, sent when its result is published.
     reply: Option<Sender<Result<()>>>,
     /// The latest pane of each stage; an older one is closed when the next attempt starts.
-    panes: HashMap<StageType, String>,
+    panes: HashMap<StageType, PaneId>,
 }
 
 /// Why the runner woke up.
@@ -242,7 +242,7 @@ impl Runner {
         let mut env = job.env.clone();
         let path = |p: &Path| p.display().to_string();
         env.extend([
-            ("FUGUE_PIPELINE_ID".to_string(), self.pipeline.id.clone()),
+            ("FUGUE_PIPELINE_ID".to_string(), self.pipeline.id.to_string()),
             ("FUGUE_STAGE".to_string(), stage.name().to_string()),
             ("FUGUE_ATTEMPT".to_string(), attempt.to_string()),
             ("FUGUE_WORKTREE".to_string(), job.worktree.clone()),

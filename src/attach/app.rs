@@ -16,6 +16,7 @@ use super::scroll::{Scroll, Scrolled};
 use crate::control::view::{PaneView, Target, WindowView};
 use crate::control::wire::{Incoming, Sender};
 use crate::error::Error;
+use crate::ids::{PaneId, WindowId};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -51,7 +52,7 @@ pub(crate) enum Leave {
 /// What an answer in flight is for.
 enum Pending {
     Window,
-    Scrollback(String),
+    Scrollback(PaneId),
     /// Input and resizes: only a failure matters.
     Quiet,
 }
@@ -63,7 +64,7 @@ pub(crate) struct App {
     pub(crate) input: bool,
     target: Target,
     pub(crate) view: Option<WindowView>,
-    pub(crate) focus: Option<String>,
+    pub(crate) focus: Option<PaneId>,
     pub(crate) prefix: bool,
     pub(crate) help: bool,
     pub(crate) scroll: Option<Scroll>,
@@ -75,7 +76,7 @@ pub(crate) struct App {
     wanted: bool,
     last_fetch: Option<Instant>,
     /// The window last sized to this terminal.
-    sized: Option<String>,
+    sized: Option<WindowId>,
     /// Keys to type into the focused pane, sent once per batch of keys.
     typed: Vec<u8>,
     pub(crate) leave: Option<Leave>,
@@ -272,7 +273,7 @@ impl App {
         }
     }
 
-    fn set_focus(&mut self, pane: Option<String>) {
+    fn set_focus(&mut self, pane: Option<PaneId>) {
         if pane != self.focus {
             self.scroll = None;
         }

@@ -2,6 +2,7 @@
 //! the server's view of the window alone.
 
 use crate::control::view::{Area, PaneView, Target, WindowView};
+use crate::ids::PaneId;
 
 /// A direction to move the focus in.
 #[derive(Clone, Copy, Debug)]
@@ -21,18 +22,19 @@ pub(crate) fn step_window(view: &WindowView, step: isize) -> Option<Target> {
     // A window count and index fit an isize; the Euclidean remainder is never negative.
     let at = view.current.unwrap_or(0).cast_signed();
     let next = &view.windows[(at + step).rem_euclid(count.cast_signed()).cast_unsigned()];
-    Some(Target { session: Some(next.session_id.clone()), window: Some(next.window_id.clone()) })
+    let (session, window) = (next.session_id.to_string(), next.window_id.to_string());
+    Some(Target { session: Some(session), window: Some(window) })
 }
 
 /// The pane after `focus` in the window's order (the first when none is focused).
-pub(crate) fn next_pane(panes: &[PaneView], focus: Option<&String>) -> Option<String> {
+pub(crate) fn next_pane(panes: &[PaneView], focus: Option<&PaneId>) -> Option<PaneId> {
     let at = panes.iter().position(|p| Some(&p.id) == focus);
     let next = at.map_or(0, |i| (i + 1) % panes.len().max(1));
     panes.get(next).map(|p| p.id.clone())
 }
 
 /// The nearest pane in `dir` from the area `from` that overlaps it across.
-pub(crate) fn nearest(panes: &[PaneView], from: Area, dir: Dir) -> Option<String> {
+pub(crate) fn nearest(panes: &[PaneView], from: Area, dir: Dir) -> Option<PaneId> {
     panes
         .iter()
         .filter_map(|p| Some((distance(dir, from, p.rect)?, p.id.clone())))
@@ -112,7 +114,7 @@ mod tests {
     fn the_next_pane_and_window_wrap_around() {
         let view = three();
         assert_eq!(next_pane(&view.panes, None).as_deref(), Some("a"));
-        assert_eq!(next_pane(&view.panes, Some(&"c".to_string())).as_deref(), Some("a"));
+        assert_eq!(next_pane(&view.panes, Some(&"c".parse().unwrap())).as_deref(), Some("a"));
         let back = step_window(&view, -1).unwrap();
         assert_eq!((back.session.as_deref(), back.window.as_deref()), (Some("s2"), Some("w3")));
         let on = step_window(&view, 1).unwrap();

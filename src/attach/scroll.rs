@@ -3,10 +3,11 @@
 //! drawing asks which lines show.
 
 use super::keys::Key;
+use crate::ids::PaneId;
 
 /// Looking back through one pane's output.
 pub(crate) struct Scroll {
-    pub(crate) pane: String,
+    pub(crate) pane: PaneId,
     /// The pane's text lines, `None` until they arrive.
     pub(crate) lines: Option<Vec<String>>,
     /// `lines` wrapped to `width` cells.
@@ -31,7 +32,7 @@ pub(crate) enum Scrolled {
 
 impl Scroll {
     /// Scroll mode on `pane`, waiting for its lines; `page_up` starts one page up.
-    pub(crate) fn new(pane: String, page_up: bool) -> Scroll {
+    pub(crate) fn new(pane: PaneId, page_up: bool) -> Scroll {
         Scroll { pane, lines: None, wrapped: Vec::new(), width: 0, offset: 0, page_up }
     }
 
@@ -94,7 +95,7 @@ mod tests {
 
     #[test]
     fn the_view_starts_at_the_newest_lines_and_pages_up_and_down() {
-        let mut scroll = Scroll::new("p".into(), false);
+        let mut scroll = Scroll::new("p".parse().unwrap(), false);
         scroll.arrived(numbered(30), 10);
         let (lines, top, bottom) = scroll.window(10, 80);
         assert_eq!((&lines[top][..], bottom), ("line 21", 30));
@@ -112,7 +113,7 @@ mod tests {
 
     #[test]
     fn page_up_mode_starts_a_page_up_and_long_lines_wrap() {
-        let mut scroll = Scroll::new("p".into(), true);
+        let mut scroll = Scroll::new("p".parse().unwrap(), true);
         assert!(scroll.window(5, 10).0.is_empty(), "nothing until the lines come");
         scroll.arrived(vec!["x".repeat(25), "end".into()], 5);
         let (lines, top, bottom) = scroll.window(5, 10);
@@ -122,7 +123,7 @@ mod tests {
 
     #[test]
     fn q_leaves_and_other_keys_are_unknown() {
-        let mut scroll = Scroll::new("p".into(), false);
+        let mut scroll = Scroll::new("p".parse().unwrap(), false);
         assert_eq!(scroll.key(&Key::Char('q'), 10), Scrolled::Leave);
         assert_eq!(scroll.key(&Key::Named("Escape"), 10), Scrolled::Leave);
         assert_eq!(scroll.key(&Key::Char('x'), 10), Scrolled::Unknown);

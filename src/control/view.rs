@@ -7,6 +7,7 @@
 //! far each pane's output has come and whether it has exited — so a watcher can tell, without
 //! drawing anything, whether a view it sent is out of date.
 
+use crate::ids::{PaneId, SessionId, WindowId};
 use crate::layout::{self, Rect};
 use crate::mux::{Mux, ORCHESTRATION_SESSION, Session};
 use crate::pane::Pane;
@@ -50,9 +51,9 @@ pub(crate) struct Size {
 /// One window in the list of all windows.
 #[derive(Clone, Debug, Hash, Serialize, Deserialize)]
 pub(crate) struct WindowInfo {
-    pub(crate) session_id: String,
+    pub(crate) session_id: SessionId,
     pub(crate) session: String,
-    pub(crate) window_id: String,
+    pub(crate) window_id: WindowId,
     pub(crate) window: String,
     pub(crate) rows: u16,
     pub(crate) cols: u16,
@@ -64,7 +65,7 @@ pub(crate) struct WindowInfo {
 /// One pane of the view: what it is, how it is doing, where it goes and its rows.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) struct PaneView {
-    pub(crate) id: String,
+    pub(crate) id: PaneId,
     pub(crate) name: Option<String>,
     pub(crate) command: Option<String>,
     #[serde(flatten)]
@@ -102,7 +103,7 @@ pub(crate) struct TreeWindow {
 /// One pane of the tree: what it is and how it is doing, as a `PaneView` says it.
 #[derive(Clone, Debug, Deserialize)]
 pub(crate) struct TreePane {
-    pub(crate) id: String,
+    pub(crate) id: PaneId,
     pub(crate) name: Option<String>,
     pub(crate) command: Option<String>,
     pub(crate) pid: Option<u32>,
@@ -214,7 +215,7 @@ pub(crate) fn fingerprint(mux: &Mux, target: &Target) -> u64 {
 }
 
 /// The ids of the panes the target's view shows.
-pub(crate) fn pane_ids(mux: &Mux, target: &Target) -> Vec<(String, Arc<Pane>)> {
+pub(crate) fn pane_ids(mux: &Mux, target: &Target) -> Vec<(PaneId, Arc<Pane>)> {
     collect(mux, target).panes.into_iter().map(|(p, _)| (p.id.clone(), p)).collect()
 }
 

@@ -10,6 +10,7 @@
 //! already feeds.
 
 use super::view::{self, Target};
+use crate::ids::PaneId;
 use crate::mux::Mux;
 use crossbeam_channel::{Receiver, Select, Sender};
 use parking_lot::Mutex;
@@ -59,7 +60,7 @@ enum Event {
 
 fn run(mux: &Mux, out: &Out, arms: &Receiver<Arm>) {
     let tree = mux.subscribe();
-    let mut panes: Vec<(String, Receiver<()>)> = Vec::new();
+    let mut panes: Vec<(PaneId, Receiver<()>)> = Vec::new();
     let mut armed: Option<Arm> = None;
     loop {
         if let Some(arm) = &armed {
@@ -81,7 +82,7 @@ fn run(mux: &Mux, out: &Out, arms: &Receiver<Arm>) {
 }
 
 /// Keeps one subscription per pane of the view: new panes are subscribed, gone ones dropped.
-fn subscribe(mux: &Mux, target: &Target, panes: &mut Vec<(String, Receiver<()>)>) {
+fn subscribe(mux: &Mux, target: &Target, panes: &mut Vec<(PaneId, Receiver<()>)>) {
     let shown = view::pane_ids(mux, target);
     panes.retain(|(id, _)| shown.iter().any(|(s, _)| s == id));
     for (id, pane) in shown {
@@ -95,7 +96,7 @@ fn subscribe(mux: &Mux, target: &Target, panes: &mut Vec<(String, Receiver<()>)>
 fn wait(
     arms: &Receiver<Arm>,
     tree: &Receiver<()>,
-    panes: &mut Vec<(String, Receiver<()>)>,
+    panes: &mut Vec<(PaneId, Receiver<()>)>,
     armed: bool,
 ) -> Event {
     let mut select = Select::new();

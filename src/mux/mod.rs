@@ -17,6 +17,7 @@
 //! `names.rs`.
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::ids::{PaneId, SessionId, WindowId};
 use crate::pane::Pane;
 use crate::pane::exit::Exit;
 use crate::watch::Watch;
@@ -39,6 +40,13 @@ pub(crate) use tree::{Session, Setup};
 /// The session that `fugue_run_parallel` and `fugue_run_pipeline` put their panes in by default.
 pub(crate) const ORCHESTRATION_SESSION: &str = "__orchestration__";
 
+/// A new session: its id, its first window's and that window's first pane.
+pub(crate) struct StartedSession {
+    pub(crate) session_id: SessionId,
+    pub(crate) window_id: WindowId,
+    pub(crate) pane: Arc<Pane>,
+}
+
 /// The registry: one lock over the tree, and a watch for those who follow it.
 pub(crate) struct Mux {
     inner: Mutex<Inner>,
@@ -59,11 +67,11 @@ impl Mux {
         &self,
         name: Option<String>,
         pane: PaneArgs,
-    ) -> Result<(String, String, Arc<Pane>)> {
+    ) -> Result<StartedSession> {
         let session_id = self.inner.lock().add_session(name)?;
         let place = Place::NewWindow { session: &session_id, name: None };
         match self.add_pane(place, pane) {
-            Ok(pane) => Ok((session_id, pane.window_id.clone(), pane)),
+            Ok(pane) => Ok(StartedSession { window_id: pane.window_id.clone(), session_id, pane }),
             Err(e) => {
                 self.inner.lock().sessions.retain(|s| s.id != session_id);
                 Err(e)
@@ -90,7 +98,7 @@ impl Mux {
     }
 
     /// The id of the session named `name`, created empty if it does not exist yet.
-    pub(crate) fn ensure_session(&self, name: &str) -> Result<String> {
+    pub(crate) fn ensure_session(&self, name: &str) -> Result<SessionId> {
         let mut inner = self.inner.lock();
         if let Some(s) = inner.sessions.iter().find(|s| s.name == name) {
             return Ok(s.id.clone());
@@ -100,7 +108,7 @@ impl Mux {
 
     /// Adds an empty window to a session, for callers that then start several panes in it at once
     /// (`reserve`, then `start` each). A window left empty stays until its session is closed.
-    pub(crate) fn add_window(&self, session: &str, name: Option<String>) -> Result<String> {
+    pub(crate) fn add_window(&self, session: &str, name: Option<String>) -> Result<WindowId> {
         let mut inner = self.inner.lock();
         let (s, w) = inner.new_window(session, name)?;
         Ok(inner.sessions[s].windows[w].id.clone())
@@ -130,7 +138,7 @@ impl Mux {
     pub(crate) fn close_panes(&self, keys: &[String]) -> Result<Vec<(Arc<Pane>, Option<Exit>)>> {
         let panes = {
             let mut inner = self.inner.lock();
-            let mut ids: Vec<String> = Vec::with_capacity(keys.len());
+            let mut ids: Vec<PaneId> = Vec::with_capacity(keys.len());
             for key in keys {
                 let id = inner.find_pane(key)?.id.clone();
                 if !ids.contains(&id) {
@@ -165,7 +173,7 @@ impl Mux {
             let mut inner = self.inner.lock();
             let index = inner.session_index(key).ok_or_else(|| session_not_found(key))?;
             let session = inner.sessions.remove(index);
-            let ids: Vec<String> = session.windows.iter().flat_map(|w| w.panes.clone()).collect();
+            let ids: Vec<PaneId> = session.windows.iter().flat_map(|w| w.panes.clone()).collect();
             ids.iter().filter_map(|id| inner.panes.remove(id)).collect::<Vec<_>>()
         };
         self.changes.notify();

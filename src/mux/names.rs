@@ -5,7 +5,7 @@
 
 use super::tree::{Inner, Session, Setup, Window};
 use crate::error::{Error, ErrorKind, Result};
-use crate::ids::new_handle;
+use crate::ids::{PaneId, SessionId, WindowId};
 use crate::pane::Pane;
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -15,7 +15,7 @@ const MIN_PREFIX: usize = 4;
 
 impl Inner {
     /// Adds an empty session named `name`, or the next free number.
-    pub(super) fn add_session(&mut self, name: Option<String>) -> Result<String> {
+    pub(super) fn add_session(&mut self, name: Option<String>) -> Result<SessionId> {
         if self.sessions.len() >= self.limits.max_sessions {
             return Err(Error::new(
                 ErrorKind::LimitReached,
@@ -35,7 +35,7 @@ impl Inner {
             }
             None => self.free_session_name(),
         };
-        let id = self.new_handle();
+        let id = SessionId::new(|h| self.taken(h));
         self.sessions.push(Session {
             id: id.clone(),
             name,
@@ -70,16 +70,16 @@ impl Inner {
             },
         };
         let Setup { rows, cols, .. } = self.limits;
-        let id = self.new_handle();
+        let id = WindowId::new(|h| self.taken(h));
         let session = &mut self.sessions[s];
         session.windows.push(Window { id, name, rows, cols, panes: Vec::new() });
         Ok((s, session.windows.len() - 1))
     }
 
-    /// A handle for a new session, window or pane: none of those the registry holds (reserved
-    /// panes among them, which their windows list) has it as its id or name.
-    pub(super) fn new_handle(&self) -> String {
-        new_handle(|h| {
+    /// Whether a handle for a new session, window or pane is taken: one of those the registry
+    /// holds (reserved panes among them, which their windows list) has it as its id or name.
+    pub(super) fn taken(&self, h: &str) -> bool {
+        {
             self.sessions.iter().any(|s| {
                 s.id == h
                     || s.name == h
@@ -88,7 +88,12 @@ impl Inner {
                         .any(|w| w.id == h || w.name == h || w.panes.iter().any(|p| p == h))
             }) || self.panes.values().any(|p| p.name.as_deref() == Some(h))
                 || self.reserved_names.contains(h)
-        })
+        }
+    }
+
+    /// A handle for a new pane.
+    pub(super) fn new_pane_id(&self) -> PaneId {
+        PaneId::new(|h| self.taken(h))
     }
 
     /// The pane `key` names, as an agent would say it: its id or name; a session's or window's id
@@ -102,7 +107,7 @@ impl Inner {
         if key.chars().count() < MIN_PREFIX {
             return Err(pane_not_found(key));
         }
-        let mut found: Vec<(&String, &Arc<Pane>)> =
+        let mut found: Vec<(&PaneId, &Arc<Pane>)> =
             self.panes.iter().filter(|(id, _)| id.starts_with(key)).collect();
         match found.len() {
             0 => Err(pane_not_found(key)),

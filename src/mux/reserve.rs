@@ -151,7 +151,7 @@ impl Inner {
             ));
         }
         if let Some(name) = &args.name
-            && (self.panes.contains_key(name)
+            && (self.panes.contains_key(name.as_str())
                 || self.panes.values().any(|p| p.name.as_ref() == Some(name))
                 || self.reserved_names.contains(name))
         {
@@ -166,7 +166,7 @@ impl Inner {
                 (s, w)
             }
         };
-        let id = self.new_handle();
+        let id = self.new_pane_id();
         let session = &mut self.sessions[s];
         let window = &mut session.windows[w];
         window.panes.push(id.clone());

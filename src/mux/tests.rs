@@ -43,19 +43,19 @@ fn a_slot_dropped_unstarted_is_given_back() {
 fn a_pane_is_found_by_a_prefix_of_its_id_and_an_ambiguous_one_lists_the_candidates() {
     let mux = Mux::default();
     let sleeper = PaneArgs { command: Some("sleep 30".into()), ..PaneArgs::shell("/".into()) };
-    let (_, _, pane) = mux.create_session(None, sleeper).unwrap();
+    let pane = mux.create_session(None, sleeper).unwrap().pane;
     assert_eq!(mux.pane(&pane.id[..8]).unwrap().id, pane.id);
     assert_eq!(mux.pane(&pane.id[..3]).err().unwrap().code(), "pane_not_found", "too short");
     {
         // Two more ids beside the real one that share its first four characters.
         let mut inner = mux.inner.lock();
         for twin in ["-twin-a", "-twin-b"] {
-            inner.panes.insert(format!("{}{twin}", &pane.id[..4]), pane.clone());
+            inner.panes.insert(format!("{}{twin}", &pane.id[..4]).parse().unwrap(), pane.clone());
         }
     }
     let err = mux.pane(&pane.id[..4]).err().unwrap();
     assert_eq!(err.code(), "invalid_argument");
-    assert!(err.message().contains(&pane.id) && err.message().contains("-twin-b"), "{err:?}");
+    assert!(err.message().contains(&*pane.id) && err.message().contains("-twin-b"), "{err:?}");
     assert_eq!(mux.pane(&pane.id[..8]).unwrap().id, pane.id, "a longer prefix tells them apart");
     mux.shutdown();
 }

@@ -2,6 +2,7 @@
 //! each window with its panes in tiling order; every pane by id; what reservations hold; and the
 //! limits. A window's panes share it in tiles (`layout::tile`).
 
+use crate::ids::{PaneId, SessionId, WindowId};
 use crate::layout;
 use crate::pane::Pane;
 use std::collections::{HashMap, HashSet};
@@ -10,7 +11,7 @@ use std::time::{Duration, SystemTime};
 
 /// A session: its windows, in creation order.
 pub(crate) struct Session {
-    pub(crate) id: String,
+    pub(crate) id: SessionId,
     pub(crate) name: String,
     pub(crate) created_at: SystemTime,
     pub(crate) windows: Vec<Window>,
@@ -19,13 +20,13 @@ pub(crate) struct Session {
 
 /// A window: its size and its panes.
 pub(crate) struct Window {
-    pub(crate) id: String,
+    pub(crate) id: WindowId,
     pub(crate) name: String,
     pub(crate) rows: u16,
     pub(crate) cols: u16,
     /// The panes in tiling order, including reserved ones still starting (not yet in the
     /// registry's pane index): the tiling counts them, so nobody's tile changes when they arrive.
-    pub(crate) panes: Vec<String>,
+    pub(crate) panes: Vec<PaneId>,
 }
 
 /// How the registry is set up at start-up (from `Config`): its limits, and what each new window and
@@ -81,7 +82,7 @@ impl Setup {
 pub(super) struct Inner {
     pub(super) limits: Setup,
     pub(super) sessions: Vec<Session>,
-    pub(super) panes: HashMap<String, Arc<Pane>>,
+    pub(super) panes: HashMap<PaneId, Arc<Pane>>,
     /// Pane names and slots held by spawns in progress.
     pub(super) reserved_names: HashSet<String>,
     pub(super) reserved_panes: usize,
@@ -109,7 +110,7 @@ impl Inner {
     /// Sizes every running pane of a window to its tile. An exited pane keeps the size its
     /// program last had, so its final screen reads as the program left it (views cut it to its
     /// tile); it was created at its tile's size, so it fits unless the window shrank since.
-    pub(super) fn retile(&self, ids: &[String], rows: u16, cols: u16) {
+    pub(super) fn retile(&self, ids: &[PaneId], rows: u16, cols: u16) {
         for (id, rect) in ids.iter().zip(layout::tile(ids.len(), rows, cols)) {
             if let Some(pane) = self.panes.get(id)
                 && pane.size() != (rect.rows, rect.cols)

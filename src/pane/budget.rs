@@ -136,15 +136,15 @@ impl Serialize for Omitted {
 
 /// An answer's `output`, with what it left out.
 #[derive(Clone, Debug, Default, serde::Serialize)]
-pub(crate) struct Output {
+pub(crate) struct AnswerOutput {
     pub(crate) output: String,
     #[serde(flatten)]
     pub(crate) omitted: Omitted,
 }
 
-impl From<Fitted> for Output {
-    fn from(fitted: Fitted) -> Output {
-        Output { output: fitted.text, omitted: fitted.omitted }
+impl From<Fitted> for AnswerOutput {
+    fn from(fitted: Fitted) -> AnswerOutput {
+        AnswerOutput { output: fitted.text, omitted: fitted.omitted }
     }
 }
 
@@ -540,10 +540,10 @@ mod tests {
             fitted.text
         );
         assert!(fitted.omitted.matter > 0 && fitted.omitted.matter < 3, "{:?}", fitted.omitted);
-        let json = serde_json::to_value(Output::from(fitted.clone())).unwrap();
+        let json = serde_json::to_value(AnswerOutput::from(fitted.clone())).unwrap();
         assert_eq!(json["omitted"]["lines"], fitted.omitted.lines, "{json}");
         assert_eq!(json["omitted"]["matter"], fitted.omitted.matter, "{json}");
-        let whole = serde_json::to_value(Output::from(fit(
+        let whole = serde_json::to_value(AnswerOutput::from(fit(
             &lines(&text[..2]),
             &Budget::tail(300, 2, None),
         )));

@@ -35,6 +35,7 @@ pub(crate) mod text;
 pub(crate) use spawn::{Above, Spec, check_cwd};
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::ids::{PaneId, SessionId, WindowId};
 use crate::sandbox::{self, Mode};
 use exit::Exit;
 use input::Input;
@@ -70,9 +71,9 @@ pub(crate) fn check_size(rows: u16, cols: u16) -> Result<()> {
 const LAUNCH_PATIENCE: Duration = Duration::from_secs(2);
 
 pub(crate) struct Pane {
-    pub(crate) id: String,
-    pub(crate) session_id: String,
-    pub(crate) window_id: String,
+    pub(crate) id: PaneId,
+    pub(crate) session_id: SessionId,
+    pub(crate) window_id: WindowId,
     pub(crate) name: Option<String>,
     pub(crate) command: Option<String>,
     pub(crate) cwd: PathBuf,

@@ -9,7 +9,7 @@ use super::input::Input;
 use super::output::Output;
 use super::{fd, process};
 use crate::error::{Error, ErrorKind, Result};
-use crate::ids::short_id;
+use crate::ids::{PaneId, SessionId, WindowId, short_id};
 use crate::sandbox::{self, Mode, Policy};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use portable_pty::{CommandBuilder, MasterPty, PtySize};
@@ -49,9 +49,9 @@ pub(crate) trait Above: Any + Send + Sync {
 
 /// Everything needed to start a pane.
 pub(crate) struct Spec {
-    pub(crate) id: String,
-    pub(crate) session_id: String,
-    pub(crate) window_id: String,
+    pub(crate) id: PaneId,
+    pub(crate) session_id: SessionId,
+    pub(crate) window_id: WindowId,
     pub(crate) name: Option<String>,
     /// The command the pane runs, as it shows; `None` for an interactive shell.
     pub(crate) command: Option<String>,

@@ -114,7 +114,7 @@ fn all_busy<'e>(entries: impl Iterator<Item = &'e Entry>) -> Error {
             let what = Live::of(&e.pane).and_then(|live| live.pending());
             match what.or_else(|| e.pane.foreground_job()) {
                 Some(what) => format!("{} ({what})", e.pane.id),
-                None => e.pane.id.clone(),
+                None => e.pane.id.to_string(),
             }
         })
         .collect();

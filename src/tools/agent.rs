@@ -13,6 +13,7 @@ use crate::agent::record::{
     self, Action, AgentPipeline, Agents, Limits, PipelineStatus, StageType, now,
 };
 use crate::error::{Error, Result};
+use crate::ids::{PaneId, PipelineId};
 use crate::runtime::{Ctx, Tool};
 use crate::tool::params::{Name, Params, Raw, Spec, Timeout, params};
 use crate::tool::{Answer, RUNS, SETS, schema::*};
@@ -203,7 +204,7 @@ fn create(ctx: &Ctx<'_>, args: CreateParams) -> Result<Answer> {
     };
     let handle = ctx.agents.create(request)?;
     let p = handle.snapshot();
-    Answer::of(&Created {
+    Answer::of(&PipelineCreated {
         pipeline_id: &p.id,
         name: p.name.as_deref(),
         status: p.status.name(),
@@ -218,7 +219,7 @@ fn create(ctx: &Ctx<'_>, args: CreateParams) -> Result<Answer> {
 
 /// What `fugue_agent_pipeline_create` answers: the new pipeline and where it works.
 #[derive(Serialize)]
-struct Created<'a> {
+struct PipelineCreated<'a> {
     pipeline_id: &'a str,
     name: Option<&'a str>,
     status: &'static str,
@@ -254,7 +255,7 @@ fn prompt_text(key: &str, given: Option<String>) -> Result<Option<String>> {
 
 words! {
     /// What ends a status wait: any change, or every pipeline settled.
-    enum Until {
+    enum StatusUntil {
         Change = "change",
         Settled = "settled",
     }
@@ -266,7 +267,7 @@ params! {
         pipeline_id: Option<String> = Spec::new(""),
         repo: Option<PathBuf> = Spec::new(""),
         wait_ms: Timeout = Spec::new("Wait up to this long for a change").or(WAIT_MS),
-        until: Until = Spec::new("What ends the wait"),
+        until: StatusUntil = Spec::new("What ends the wait"),
         events: Option<usize> = Spec::new("Last events to show: 5 for one pipeline, 0 for all")
             .range(0, 200),
     }
@@ -309,10 +310,10 @@ fn status(ctx: &Ctx<'_>, args: StatusParams) -> Result<Answer> {
         None => manager.all().into_iter().filter(of_repo).collect(),
     };
     let pipelines = targets.iter().map(|h| render(h, events, single.is_some())).collect();
-    let problems: Vec<Problem> = manager
+    let problems: Vec<UnreadableRecord> = manager
         .problems()
         .iter()
-        .map(|p| Problem {
+        .map(|p| UnreadableRecord {
             file: p.file.display().to_string(),
             moved_to: p.moved_to.as_ref().map(|m| m.display().to_string()),
             error: p.error.clone(),
@@ -331,11 +332,11 @@ struct Pipelines {
     pipelines: Vec<PipelineView>,
     /// State files that could not be read.
     #[serde(skip_serializing_if = "Option::is_none")]
-    problems: Option<Vec<Problem>>,
+    problems: Option<Vec<UnreadableRecord>>,
 }
 
 #[derive(Serialize)]
-struct Problem {
+struct UnreadableRecord {
     file: String,
     moved_to: Option<String>,
     error: String,
@@ -352,7 +353,7 @@ fn load_repo(manager: &Arc<Manager>, path: &Path) -> Result<String> {
 
 /// What a waiter compares: which pipelines exist, and for each its status, stage, attempt and
 /// the attempt's pane (a caller that saw a stage before its pane existed learns the pane).
-type Key = (String, PipelineStatus, Option<StageType>, u32, Option<String>);
+type Key = (PipelineId, PipelineStatus, Option<StageType>, u32, Option<PaneId>);
 
 fn keys(handles: &[Arc<Handle>]) -> Vec<Key> {
     handles
@@ -373,7 +374,7 @@ fn wait(
     targets: &dyn Fn() -> Vec<Arc<Handle>>,
     events: &crossbeam_channel::Receiver<()>,
     within: Duration,
-    until: Until,
+    until: StatusUntil,
 ) -> Result<bool> {
     let started = Instant::now();
     let mut waiter = Waiter::new()
@@ -387,7 +388,7 @@ fn wait(
         let running = handles
             .iter()
             .any(|h| h.is_driven_here() && h.snapshot().status == PipelineStatus::Running);
-        let changed = until == Until::Change && keys(&handles) != first;
+        let changed = until == StatusUntil::Change && keys(&handles) != first;
         if !running || changed { Look::Done(()) } else { Look::Again(None) }
     };
     let report = |(): &()| {
@@ -470,11 +471,11 @@ fn render(handle: &Handle, events: usize, full: bool) -> PipelineView {
 /// A pipeline in the status and control tools' answers.
 #[derive(Serialize)]
 struct PipelineView {
-    pipeline_id: String,
+    pipeline_id: PipelineId,
     name: Option<String>,
     status: &'static str,
     stage: Option<&'static str>,
-    pane_id: Option<String>,
+    pane_id: Option<PaneId>,
     blocked_reason: Option<String>,
     allowed_actions: &'static [Action],
     branch: String,
@@ -524,7 +525,7 @@ struct StageView {
     verdict: Option<&'static str>,
     reason: Option<String>,
     cost_usd: f64,
-    pane_id: Option<String>,
+    pane_id: Option<PaneId>,
     agent: String,
 }
 

@@ -9,6 +9,7 @@
 //! Each is a `words!`: serialized by its wire names, and listed by the same names in the
 //! output schemas (`Choice::words`), so an answer and its schema cannot name different words.
 
+use crate::ids::PaneId;
 use crate::pane::Pane;
 use crate::pane::exit::{Exit, ExitFields, SignalField};
 use crate::pane::search::Found;
@@ -179,7 +180,7 @@ pub(crate) struct CommandResult {
     pub(crate) command: String,
     pub(crate) status: CommandEnd,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) pane_id: Option<String>,
+    pub(crate) pane_id: Option<PaneId>,
     #[serde(flatten)]
     pub(crate) exit: ExitFields,
     pub(crate) duration_ms: u64,

@@ -12,8 +12,9 @@
 
 use super::answer::{ExecStatus, Stand};
 use crate::error::{Error, Result};
+use crate::ids::PaneId;
 use crate::pane::activity::InputWatch;
-use crate::pane::budget::{self, Budget, Output};
+use crate::pane::budget::{self, AnswerOutput, Budget};
 use crate::pane::exit::Exit;
 use crate::pane::search::{Found, Scan};
 use crate::pane::tail;
@@ -283,7 +284,7 @@ pub(crate) struct CommandAnswer {
     #[serde(flatten)]
     pub(crate) stand: Stand,
     #[serde(flatten)]
-    pub(crate) output: Output,
+    pub(crate) output: AnswerOutput,
     /// Beside a full-screen program's screen: what the command printed on the main screen before
     /// the program took it (`git status; git commit`'s status lines under the editor).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -311,7 +312,7 @@ pub(crate) struct CallFields {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) duration_ms: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) pane_id: Option<String>,
+    pub(crate) pane_id: Option<PaneId>,
 }
 
 impl CommandAnswer {
@@ -320,7 +321,7 @@ impl CommandAnswer {
     pub(crate) fn asks(&self) -> Option<Asking> {
         let Stand::Input { program, .. } = &self.stand else { return None };
         Some(Asking {
-            pane_id: self.call.pane_id.clone().unwrap_or_default(),
+            pane_id: self.call.pane_id.as_deref().unwrap_or_default().to_string(),
             question: tail::question(&self.output.output).trim().to_string(),
             program: program.clone(),
         })
@@ -336,7 +337,7 @@ fn screen_and_printed(
     rows: &[String],
     (from, end): (u64, u64),
     budget: &Budget<'_>,
-) -> (Output, Option<String>) {
+) -> (AnswerOutput, Option<String>) {
     let screen = budget::screen(rows, budget);
     let room = budget.bytes.saturating_sub(screen.text.len() + 1);
     let printed = budget::output(pane, from, end, &Budget::whole(room, budget.keep));
@@ -344,7 +345,7 @@ fn screen_and_printed(
     if room == 0 || printed.text.trim().is_empty() {
         return (screen.into(), None);
     }
-    let output = Output { output: screen.text, omitted: screen.omitted.and(printed.omitted) };
+    let output = AnswerOutput { output: screen.text, omitted: screen.omitted.and(printed.omitted) };
     (output, Some(printed.text))
 }
 

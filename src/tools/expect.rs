@@ -11,7 +11,7 @@
 use crate::error::{Error, ErrorKind, Result};
 use crate::pane::Pane;
 use crate::pane::activity::InputWatch;
-use crate::pane::budget::{self, Budget, Output};
+use crate::pane::budget::{self, AnswerOutput, Budget};
 use crate::pane::exit::PaneState;
 use crate::pane::output::TAIL_SCAN_LIMIT;
 use crate::pane::search::{Found, Scan, compile};
@@ -102,7 +102,7 @@ struct Answering {
 impl Answering {
     /// `output` for `return_output`: the last `lines` lines of what came after `since`, with the
     /// lines that matter before them, within the budget.
-    fn output(&self, pane: &Pane) -> Option<Output> {
+    fn output(&self, pane: &Pane) -> Option<AnswerOutput> {
         if self.action != Action::ReturnOutput {
             return None;
         }
@@ -112,7 +112,7 @@ impl Answering {
 
     /// `output` for a timeout or a question: what the pane shows, so the agent sees why without
     /// another call; and whether that is a full-screen program's screen.
-    fn shown(&self, pane: &Pane) -> (Output, bool) {
+    fn shown(&self, pane: &Pane) -> (AnswerOutput, bool) {
         let budget = Budget::tail(MAX_QUESTION_BYTES, SHOWN_LINES, self.keep.as_ref());
         let shown = tail::shown_since(pane, self.since, &budget);
         (shown.fitted.into(), shown.alternate)
@@ -134,7 +134,7 @@ struct ExpectAnswer<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     program: Option<String>,
     #[serde(flatten)]
-    output: Option<Output>,
+    output: Option<AnswerOutput>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     alternate_screen: bool,
     /// The pane's state, for `exited`.
@@ -385,7 +385,7 @@ fn outcome<'a>(
 fn asking(pane: &Pane, mut asked: ExpectAnswer<'_>, program: Option<String>) -> Result<Answer> {
     let line = question(pane);
     let asks = Asking {
-        pane_id: pane.id.clone(),
+        pane_id: pane.id.to_string(),
         question: line.trim().to_string(),
         program: program.clone(),
     };

@@ -6,6 +6,7 @@
 //! listing, a pane's status, a read of its output) is in `view`; typing into a pane in `input`.
 
 use crate::error::{Error, Result};
+use crate::ids::{PaneId, SessionId, WindowId};
 use crate::mux::PaneArgs;
 use crate::pane::Pane;
 use crate::pane::exit::{Exit, ExitFields, SignalField};
@@ -298,10 +299,10 @@ impl NewPaneOf {
 #[derive(Serialize)]
 struct Created {
     #[serde(skip_serializing_if = "Option::is_none")]
-    session_id: Option<String>,
+    session_id: Option<SessionId>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    window_id: Option<String>,
-    pane_id: String,
+    window_id: Option<WindowId>,
+    pane_id: PaneId,
     pid: u32,
     /// The pane's whole sandbox policy, when the call asked for one.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -330,10 +331,10 @@ fn create_session(ctx: &Ctx<'_>, args: NewSession) -> Result<Answer> {
         integration: args.integration,
         sandbox: args.sandbox,
     };
-    let (session_id, window_id, pane) =
-        ctx.mux.create_session(args.name.map(|n| n.0), pane.args(ctx)?)?;
-    let created = Created::of(&pane, asked);
-    Answer::of(&Created { session_id: Some(session_id), window_id: Some(window_id), ..created })
+    let new = ctx.mux.create_session(args.name.map(|n| n.0), pane.args(ctx)?)?;
+    let created = Created::of(&new.pane, asked);
+    let (session_id, window_id) = (Some(new.session_id), Some(new.window_id));
+    Answer::of(&Created { session_id, window_id, ..created })
 }
 
 fn create_window(ctx: &Ctx<'_>, args: NewWindow) -> Result<Answer> {
@@ -377,7 +378,7 @@ params! {
 
 #[derive(Serialize)]
 struct Resized {
-    pane_id: String,
+    pane_id: PaneId,
     rows: u16,
     cols: u16,
 }
@@ -392,7 +393,7 @@ fn resize_pane(ctx: &Ctx<'_>, args: ResizeParams) -> Result<Answer> {
 /// One pane `fugue_close_pane` closed, and how its process ended.
 #[derive(Serialize)]
 struct Ended {
-    pane_id: String,
+    pane_id: PaneId,
     #[serde(flatten)]
     exit: ExitFields,
 }

@@ -13,7 +13,7 @@
 //! green run stays small.
 
 use crate::error::{Error, Result};
-use crate::ids::{new_id, short_id};
+use crate::ids::{SessionId, WindowId, new_id, short_id};
 use crate::mux::{self, Mux, ORCHESTRATION_SESSION, PaneArgs, Reserved};
 use crate::pane::Pane;
 use crate::pane::activity::InputWatch;
@@ -77,7 +77,7 @@ pub(crate) const TOOL: Tool = Tool {
 };
 
 /// One command as asked for.
-struct Task {
+struct AskedCommand {
     name: String,
     pane: PaneArgs,
     /// Its `responses`, until the command starts with them.
@@ -86,14 +86,14 @@ struct Task {
 
 /// Where the panes go: each in a window of its own in the orchestration session, or all in one
 /// window of a session made for this call.
-enum Place {
-    Hidden { session: String },
-    Tiled { session: String, window: String },
+enum PanesPlace {
+    Hidden { session: SessionId },
+    Tiled { session: SessionId, window: WindowId },
 }
 
 /// A command that was started (or failed to start) and what became of it.
 struct Launched<'a> {
-    task: &'a Task,
+    task: &'a AskedCommand,
     pane: Result<Arc<Pane>>,
     events: Option<Receiver<()>>,
     /// How fugue stopped it, if it did.
@@ -123,7 +123,7 @@ impl Stopped {
     }
 }
 
-enum End {
+enum ParallelEnd {
     AllDone,
     Deadline,
     Cancelled,
@@ -169,20 +169,20 @@ fn run_parallel(ctx: &Ctx<'_>, args: ParallelParams) -> Result<Answer> {
     let tails = Tails::new(args.tail_lines, args.tails, args.keep.as_deref(), &ctx.config)?;
     let stop_asking = args.on_input == OnInput::Stop;
 
-    let place = Place::prepare(&ctx.mux, tiled)?;
+    let place = PanesPlace::prepare(&ctx.mux, tiled)?;
     let mut jobs = start_all(&ctx.mux, &place, &tasks, responses, stop_asking);
     let end = loop {
         match wait_all(ctx, &mut jobs, started + timeout, started, stop_asking) {
-            End::Asked(i) => stop(&ctx.mux, &mut jobs[i], cleanup, tails.bytes),
+            ParallelEnd::Asked(i) => stop(&ctx.mux, &mut jobs[i], cleanup, tails.bytes),
             end => break end,
         }
     };
-    if let End::Cancelled = end {
+    if let ParallelEnd::Cancelled = end {
         end_run_panes(&ctx.mux, &panes(&jobs), true);
         place.remove(&ctx.mux);
         return Err(Error::cancelled());
     }
-    if let End::Deadline = end {
+    if let ParallelEnd::Deadline = end {
         kill_unfinished(&ctx.mux, &mut jobs, cleanup);
     }
     let shown = if tails.all {
@@ -197,8 +197,8 @@ fn run_parallel(ctx: &Ctx<'_>, args: ParallelParams) -> Result<Answer> {
         place.remove(&ctx.mux);
     }
     let status = match end {
-        End::AllDone if jobs.iter().any(|j| j.asked().is_some()) => RunStatus::Input,
-        End::AllDone => RunStatus::Completed,
+        ParallelEnd::AllDone if jobs.iter().any(|j| j.asked().is_some()) => RunStatus::Input,
+        ParallelEnd::AllDone => RunStatus::Completed,
         _ if jobs.iter().any(|j| !matches!(j.stopped, Some(Stopped::TimedOut(_)))) => {
             RunStatus::Partial
         }
@@ -222,7 +222,11 @@ struct ParallelAnswer {
 
 /// Checks every command before anything starts; a relative `cwd` is taken from `base`, the
 /// caller's directory.
-fn parse_tasks(items: Vec<TaskParams>, base: &Path, regex_limit: usize) -> Result<Vec<Task>> {
+fn parse_tasks(
+    items: Vec<TaskParams>,
+    base: &Path,
+    regex_limit: usize,
+) -> Result<Vec<AskedCommand>> {
     let tasks = items
         .into_iter()
         .enumerate()
@@ -233,7 +237,12 @@ fn parse_tasks(items: Vec<TaskParams>, base: &Path, regex_limit: usize) -> Resul
     Ok(tasks)
 }
 
-fn parse_task(base: &Path, index: usize, item: TaskParams, regex_limit: usize) -> Result<Task> {
+fn parse_task(
+    base: &Path,
+    index: usize,
+    item: TaskParams,
+    regex_limit: usize,
+) -> Result<AskedCommand> {
     let what = format!("commands[{index}]");
     let cwd = match item.cwd {
         Some(dir) => {
@@ -245,7 +254,7 @@ fn parse_task(base: &Path, index: usize, item: TaskParams, regex_limit: usize) -
     };
     let name = item.name.map_or_else(|| format!("task-{}", index + 1), |n| n.0);
     let responses = Responses::parse(item.responses.as_ref(), regex_limit)?;
-    Ok(Task {
+    Ok(AskedCommand {
         name,
         pane: PaneArgs {
             name: None,
@@ -260,15 +269,15 @@ fn parse_task(base: &Path, index: usize, item: TaskParams, regex_limit: usize) -
     })
 }
 
-impl Place {
-    fn prepare(mux: &Mux, tiled: bool) -> Result<Place> {
+impl PanesPlace {
+    fn prepare(mux: &Mux, tiled: bool) -> Result<PanesPlace> {
         if !tiled {
-            return Ok(Place::Hidden { session: mux.ensure_session(ORCHESTRATION_SESSION)? });
+            return Ok(PanesPlace::Hidden { session: mux.ensure_session(ORCHESTRATION_SESSION)? });
         }
         let name = format!("parallel-{}", short_id(&new_id()));
         let session = mux.ensure_session(&name)?;
         match mux.add_window(&session, Some("parallel".to_string())) {
-            Ok(window) => Ok(Place::Tiled { session, window }),
+            Ok(window) => Ok(PanesPlace::Tiled { session, window }),
             Err(e) => {
                 let _ = mux.close_session(&session);
                 Err(e)
@@ -279,18 +288,18 @@ impl Place {
     /// Takes every command's slot at once, so that each pane starts at the size of its tile
     /// among all of them (a tiled pane sized for a window it would share with fewer panes would
     /// show its program the wrong size until a late resize).
-    fn reserve<'m>(&self, mux: &'m Mux, tasks: &[Task]) -> Vec<Result<Reserved<'m>>> {
+    fn reserve<'m>(&self, mux: &'m Mux, tasks: &[AskedCommand]) -> Vec<Result<Reserved<'m>>> {
         let args: Vec<PaneArgs> = tasks.iter().map(|t| t.pane.clone()).collect();
         let place = match self {
-            Place::Hidden { session } => mux::Place::NewWindow { session, name: None },
-            Place::Tiled { session, window } => mux::Place::Window { session, window },
+            PanesPlace::Hidden { session } => mux::Place::NewWindow { session, name: None },
+            PanesPlace::Tiled { session, window } => mux::Place::Window { session, window },
         };
         mux.reserve(&place, &args)
     }
 
     /// Removes the session made for a tiled call (the orchestration session stays).
     fn remove(&self, mux: &Mux) {
-        if let Place::Tiled { session, .. } = self {
+        if let PanesPlace::Tiled { session, .. } = self {
             let _ = mux.close_session(session);
         }
     }
@@ -300,8 +309,8 @@ impl Place {
 /// they begin together rather than one after another, and a single command pays for no thread.
 fn start_all<'a>(
     mux: &Mux,
-    place: &Place,
-    tasks: &'a [Task],
+    place: &PanesPlace,
+    tasks: &'a [AskedCommand],
     responses: Vec<Option<Responses>>,
     stop_asking: bool,
 ) -> Vec<Launched<'a>> {
@@ -389,7 +398,7 @@ fn wait_all(
     deadline: Instant,
     started: Instant,
     stop_asking: bool,
-) -> End {
+) -> ParallelEnd {
     let mut waiter = Waiter::new()
         .cancel(ctx.cancel.receiver())
         .until(deadline)
@@ -398,7 +407,7 @@ fn wait_all(
     let mut run = (jobs, usize::MAX);
     let look = |(jobs, reported): &mut (&mut [Launched<'_>], usize)| {
         if let Some(i) = asking_job(jobs, stop_asking) {
-            return Look::Done(End::Asked(i));
+            return Look::Done(ParallelEnd::Asked(i));
         }
         let pending: Vec<&Launched<'_>> = jobs.iter().filter(|j| j.running()).collect();
         let done = jobs.len() - pending.len();
@@ -407,7 +416,7 @@ fn wait_all(
             *reported = done;
         }
         if pending.is_empty() {
-            return Look::Done(End::AllDone);
+            return Look::Done(ParallelEnd::AllDone);
         }
         // A pane's end or a look at /proc that is due: the next look makes it.
         let check = pending.iter().filter_map(|j| j.next_check()).min();
@@ -416,8 +425,8 @@ fn wait_all(
     let progress = |(jobs, _): &(&mut [Launched<'_>], usize)| report(ctx, jobs, started);
     match waiter.drive(&mut run, look, progress) {
         Drove::Done(end) => end,
-        Drove::Deadline => End::Deadline,
-        Drove::Cancelled => End::Cancelled,
+        Drove::Deadline => ParallelEnd::Deadline,
+        Drove::Cancelled => ParallelEnd::Cancelled,
     }
 }
 

@@ -27,7 +27,7 @@ mod plan;
 mod run;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::ids::{new_id, short_id};
+use crate::ids::{PaneId, new_id, short_id};
 use crate::mux::{ORCHESTRATION_SESSION, PaneArgs, Place};
 use crate::pane::Pane;
 use crate::pane::budget::Fitted;
@@ -43,7 +43,7 @@ use crate::tools::common::asking::{self, Told};
 use crate::tools::common::responses::{Responder, Responses};
 use crate::tools::common::tail;
 use phase::Phase;
-use plan::{PipelineParams, Plan, parse_plan};
+use plan::{PipelineParams, PipelinePlan, parse_plan};
 use run::Run;
 use serde::Serialize;
 use std::sync::Arc;
@@ -144,7 +144,7 @@ fn run_pipeline(ctx: &Ctx<'_>, args: PipelineParams) -> Result<Answer> {
 #[derive(Serialize)]
 struct PipelineAnswer {
     status: RunStatus,
-    pane_id: String,
+    pane_id: PaneId,
     steps: Vec<CommandResult>,
     total_duration_ms: u64,
     /// The shell's directory after the last step that ended.
@@ -166,7 +166,7 @@ struct PipelineAnswer {
 /// shell, interactive and with fugue's integration.
 fn start_pane(
     ctx: &Ctx<'_>,
-    plan: &Plan,
+    plan: &PipelinePlan,
     shell: &str,
     launch: &Launch,
     owned: Option<Arc<Shell>>,

@@ -10,9 +10,10 @@
 //! outcome's fields and what the pane shows), and `duration_ms`. Cancelling ends only the wait.
 
 use crate::error::{Error, Result};
+use crate::ids::PaneId;
 use crate::pane::Pane;
 use crate::pane::activity::InputWatch;
-use crate::pane::budget::{self, Budget, Output};
+use crate::pane::budget::{self, AnswerOutput, Budget};
 use crate::pane::exit::Exit;
 use crate::pane::mark::{self, CATCH_UP};
 use crate::pane::search::{Found, Scan, compile};
@@ -51,7 +52,7 @@ const JOB_LOOK_BACK: u64 = 256 << 10;
 
 words! {
     /// Whether the wait ends at the first pane's outcome or at every pane's.
-    enum Mode {
+    enum WaitMode {
         Any = "any",
         All = "all",
     }
@@ -223,7 +224,7 @@ struct PaneResult<'a> {
     #[serde(flatten)]
     stand: Stand,
     #[serde(flatten)]
-    output: Output,
+    output: AnswerOutput,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     alternate_screen: bool,
 }
@@ -232,7 +233,7 @@ struct PaneResult<'a> {
 #[derive(Serialize)]
 struct WaitAnswer<'a> {
     status: WaitStatus,
-    fired: Vec<String>,
+    fired: Vec<PaneId>,
     results: Vec<PaneResult<'a>>,
     duration_ms: u64,
 }
@@ -263,7 +264,7 @@ params! {
     /// `fugue_wait`'s arguments.
     struct WaitParams {
         pane_ids: Vec<String> = Spec::new("Panes to wait on").range(1, MAX_PANES as u64).required(),
-        mode: Mode = Spec::new("any: the first outcome; all: every pane's"),
+        mode: WaitMode = Spec::new("any: the first outcome; all: every pane's"),
         until: Option<String> = Spec::new("Regex for output printed after the call starts"),
         timeout_ms: Timeout = Spec::new("Give up after this long").or(TIMEOUT_MS),
         tail_lines: usize = Spec::new("Lines per result")
@@ -276,7 +277,7 @@ params! {
 
 fn wait(ctx: &Ctx<'_>, args: WaitParams) -> Result<Answer> {
     let started = Instant::now();
-    let all = args.mode == Mode::All;
+    let all = args.mode == WaitMode::All;
     let regex_limit = ctx.config.max_regex_bytes;
     let pattern = args.until.map(|p| compile(&p, regex_limit)).transpose()?;
     let Timeout(timeout) = args.timeout_ms;
@@ -293,8 +294,8 @@ fn wait(ctx: &Ctx<'_>, args: WaitParams) -> Result<Answer> {
         .until(deadline)
         .heartbeat(ctx.progress.heartbeat());
     let mut run = (watched, Vec::new());
-    let look = |(watched, fired): &mut (Vec<Watched>, Vec<String>)| look(watched, fired, all);
-    let report = |(watched, _): &(Vec<Watched>, Vec<String>)| {
+    let look = |(watched, fired): &mut (Vec<Watched>, Vec<PaneId>)| look(watched, fired, all);
+    let report = |(watched, _): &(Vec<Watched>, Vec<PaneId>)| {
         report(ctx, watched, started, deadline);
     };
     let done = match waiter.drive(&mut run, look, report) {
@@ -330,7 +331,7 @@ fn panes(ctx: &Ctx<'_>, ids: &[String]) -> Result<Vec<Arc<Pane>>> {
 }
 
 /// Records the outcome of every pane that has one now, in the order of `pane_ids`.
-fn fire(watched: &mut [Watched], fired: &mut Vec<String>) {
+fn fire(watched: &mut [Watched], fired: &mut Vec<PaneId>) {
     for w in watched.iter_mut().filter(|w| w.outcome.is_none()) {
         if let Some(outcome) = w.look() {
             w.outcome = Some(outcome);
@@ -341,7 +342,7 @@ fn fire(watched: &mut [Watched], fired: &mut Vec<String>) {
 
 /// One look at every pane still waited on: done once enough have an outcome; otherwise the wait
 /// sleeps until one of them announces a change or has a look due.
-fn look(watched: &mut [Watched], fired: &mut Vec<String>, all: bool) -> Look<()> {
+fn look(watched: &mut [Watched], fired: &mut Vec<PaneId>, all: bool) -> Look<()> {
     fire(watched, fired);
     let enough = if all { fired.len() == watched.len() } else { !fired.is_empty() };
     if enough {

@@ -28,7 +28,7 @@ fn agents(analyzer: bool, qa: bool) -> Agents {
 }
 
 fn pipeline_with(limits: Limits, analyzer: bool, qa: bool) -> AgentPipeline {
-    AgentPipeline::new("id".into(), None, None, job(), agents(analyzer, qa), limits, 1000)
+    AgentPipeline::new("id".parse().unwrap(), None, None, job(), agents(analyzer, qa), limits, 1000)
 }
 
 /// A started pipeline: the implementer's first attempt is running.

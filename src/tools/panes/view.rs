@@ -4,6 +4,7 @@
 use super::shared::{NoParams, PANE_ID, PaneParams};
 use crate::error::{Error, Result};
 use crate::ids::unix_ms;
+use crate::ids::{PaneId, SessionId, WindowId};
 use crate::mux::Session;
 use crate::pane::Pane;
 use crate::pane::activity::one_scan;
@@ -34,38 +35,38 @@ pub(super) const LINES: u64 = 100;
 
 pub(super) fn list_sessions(ctx: &Ctx<'_>, _: NoParams) -> Result<Answer> {
     let sessions = ctx.mux.with_sessions(|sessions, pane| {
-        one_scan(|| sessions.iter().map(|s| SessionView::new(s, pane)).collect::<Vec<_>>())
+        one_scan(|| sessions.iter().map(|s| ListedSession::new(s, pane)).collect::<Vec<_>>())
     });
-    Answer::of(&Sessions { sessions })
+    Answer::of(&SessionsAnswer { sessions })
 }
 
 #[derive(Serialize)]
-struct Sessions {
-    sessions: Vec<SessionView>,
+struct SessionsAnswer {
+    sessions: Vec<ListedSession>,
 }
 
 /// A session as `fugue_list_sessions` and the control socket's tree show it.
 #[derive(Serialize)]
-pub(crate) struct SessionView {
-    id: String,
+pub(crate) struct ListedSession {
+    id: SessionId,
     name: String,
     created_at: u64,
-    windows: Vec<WindowView>,
+    windows: Vec<ListedWindow>,
 }
 
 #[derive(Serialize)]
-struct WindowView {
-    id: String,
+struct ListedWindow {
+    id: WindowId,
     name: String,
     rows: u16,
     cols: u16,
-    panes: Vec<PaneView>,
+    panes: Vec<ListedPane>,
 }
 
 /// A pane as the listings show it.
 #[derive(Serialize)]
-struct PaneView {
-    id: String,
+struct ListedPane {
+    id: PaneId,
     name: Option<String>,
     command: Option<String>,
     cwd: String,
@@ -80,12 +81,15 @@ struct PaneView {
     live: Doing,
 }
 
-impl SessionView {
-    pub(crate) fn new(session: &Session, pane: &dyn Fn(&str) -> Option<Arc<Pane>>) -> SessionView {
+impl ListedSession {
+    pub(crate) fn new(
+        session: &Session,
+        pane: &dyn Fn(&str) -> Option<Arc<Pane>>,
+    ) -> ListedSession {
         let windows = session
             .windows
             .iter()
-            .map(|w| WindowView {
+            .map(|w| ListedWindow {
                 id: w.id.clone(),
                 name: w.name.clone(),
                 rows: w.rows,
@@ -94,11 +98,11 @@ impl SessionView {
                     .panes
                     .iter()
                     .filter_map(|id| pane(id))
-                    .map(|p| PaneView::new(&p))
+                    .map(|p| ListedPane::new(&p))
                     .collect(),
             })
             .collect();
-        SessionView {
+        ListedSession {
             id: session.id.clone(),
             name: session.name.clone(),
             created_at: unix_ms(session.created_at),
@@ -107,14 +111,14 @@ impl SessionView {
     }
 }
 
-impl PaneView {
-    fn new(pane: &Pane) -> PaneView {
+impl ListedPane {
+    fn new(pane: &Pane) -> ListedPane {
         let (rows, cols) = pane.size();
         // How it ended, before what it does: one that ends in between shows no activity beside
         // `exited`.
         let state = PaneState::new(pane.output().exit());
         let mut live = crate::shell::status::doing(pane);
-        PaneView {
+        ListedPane {
             id: pane.id.clone(),
             name: pane.name.clone(),
             command: pane.command.clone(),
@@ -132,7 +136,7 @@ impl PaneView {
 
 /// The session as the control socket's tree shows it.
 pub(crate) fn session_json(session: &Session, pane: &dyn Fn(&str) -> Option<Arc<Pane>>) -> Value {
-    serde_json::to_value(SessionView::new(session, pane)).unwrap_or_default()
+    serde_json::to_value(ListedSession::new(session, pane)).unwrap_or_default()
 }
 
 /// `sandbox` (mode, writable roots, network) of a sandboxed pane; none otherwise.
@@ -142,14 +146,14 @@ fn sandbox(pane: &Pane) -> Option<Value> {
 
 /// What `fugue_get_output` answers.
 #[derive(Serialize)]
-struct Read {
+struct OutputAnswer {
     output: String,
     offset: u64,
     truncated: bool,
     #[serde(flatten)]
     omitted: Omitted,
     #[serde(skip_serializing_if = "Option::is_none")]
-    cursor: Option<Cursor>,
+    cursor: Option<ScreenCursor>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     alternate_screen: bool,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -159,7 +163,7 @@ struct Read {
 }
 
 #[derive(Serialize)]
-struct Cursor {
+struct ScreenCursor {
     row: u16,
     col: u16,
 }
@@ -217,7 +221,7 @@ pub(super) fn get_output(ctx: &Ctx<'_>, args: OutputParams) -> Result<Answer> {
 }
 
 /// The last `lines` lines, fitted to the budget as a tail: the end, and what matters before it.
-fn last_lines(pane: &Pane, req: &ReadRequest) -> Read {
+fn last_lines(pane: &Pane, req: &ReadRequest) -> OutputAnswer {
     let (from, held_from, to) = pane.output().with(|s| {
         let (end, _) = complete_end(s);
         (s.ring.tail_start(req.lines, TAIL_SCAN_LIMIT).min(end), s.ring.start(), end)
@@ -230,27 +234,27 @@ fn last_lines(pane: &Pane, req: &ReadRequest) -> Read {
     let budget = if req.view == View::Raw { budget.raw() } else { budget };
     let fitted = budget::fit(&lines, &budget);
     let truncated = fitted.omitted.lines > 0 || from > held_from;
-    Read { truncated, ..Read::of(pane, fitted, to) }
+    OutputAnswer { truncated, ..OutputAnswer::of(pane, fitted, to) }
 }
 
 /// The screen's last `lines` rows, fitted to the budget as every screen an answer shows.
-fn screen(pane: &Pane, req: &ReadRequest) -> Read {
+fn screen(pane: &Pane, req: &ReadRequest) -> OutputAnswer {
     let grid = pane.output().grid();
     let rows = crate::pane::screen::without_trailing_blanks(&grid.rows);
     let first = rows.len().saturating_sub(req.lines);
     let fitted = budget::screen(&rows[first..], &Budget::whole(req.max_bytes, None));
     let truncated = fitted.omitted.lines > 0 || first > 0;
-    Read {
+    OutputAnswer {
         truncated,
-        cursor: Some(Cursor { row: grid.cursor.0, col: grid.cursor.1 }),
+        cursor: Some(ScreenCursor { row: grid.cursor.0, col: grid.cursor.1 }),
         alternate_screen: grid.alternate,
-        ..Read::of(pane, fitted, pane.output().end())
+        ..OutputAnswer::of(pane, fitted, pane.output().end())
     }
 }
 
 /// A page of what came after `since`, and how many lines follow it (`omitted`, read on from
 /// `offset`).
-fn page(pane: &Pane, req: &ReadRequest) -> Result<Read> {
+fn page(pane: &Pane, req: &ReadRequest) -> Result<OutputAnswer> {
     let read = pane.output().read(req)?;
     let (end, ends_a_line) = pane.output().with(complete_end);
     let after = pane.output().with(|s| s.ring.newlines(read.offset, end));
@@ -261,7 +265,7 @@ fn page(pane: &Pane, req: &ReadRequest) -> Result<Read> {
         .filter(|l| crate::pane::matter::weight(l, None) > 0)
         .count();
     let omitted = Omitted { lines: after, since: (after > 0).then_some(read.offset), matter };
-    Ok(Read {
+    Ok(OutputAnswer {
         output: read.output,
         offset: read.offset,
         truncated: read.truncated,
@@ -281,10 +285,10 @@ fn complete_end(s: &Captured) -> (u64, bool) {
     (at + keep as u64, last[..keep].last().is_none_or(|b| *b == b'\n'))
 }
 
-impl Read {
+impl OutputAnswer {
     /// A read of `fitted`, up to `offset`.
-    fn of(pane: &Pane, fitted: Fitted, offset: u64) -> Read {
-        Read {
+    fn of(pane: &Pane, fitted: Fitted, offset: u64) -> OutputAnswer {
+        OutputAnswer {
             omitted: fitted.omitted(),
             output: fitted.text,
             offset,
@@ -300,10 +304,10 @@ impl Read {
 /// What `fugue_get_status` answers.
 #[derive(Serialize)]
 struct StatusAnswer {
-    pane_id: String,
+    pane_id: PaneId,
     name: Option<String>,
-    session_id: String,
-    window_id: String,
+    session_id: SessionId,
+    window_id: WindowId,
     pid: u32,
     command: Option<String>,
     cwd: String,
@@ -325,7 +329,7 @@ pub(super) fn get_status(ctx: &Ctx<'_>, args: PaneParams) -> Result<Answer> {
     let (rows, cols) = pane.size();
     let (offset, exited_at) = pane.output().with(|s| (s.ring.end(), s.life.exited_at()));
     let runtime = exited_at.unwrap_or_else(std::time::Instant::now) - pane.started;
-    // How it ended, before what it does (see `PaneView::new`).
+    // How it ended, before what it does (see `ListedPane::new`).
     let state = PaneState::new(pane.output().exit());
     let mut live = crate::shell::status::doing(&pane);
     Answer::of(&StatusAnswer {

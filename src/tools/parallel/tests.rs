@@ -6,7 +6,7 @@ use crate::tool::args::Args;
 use serde_json::{Map, Value, json};
 
 /// The tasks of a call, its arguments read as the tool's table reads them.
-fn parse(value: Value) -> Result<Vec<Task>> {
+fn parse(value: Value) -> Result<Vec<AskedCommand>> {
     let map: Map<String, Value> = value.as_object().unwrap().clone();
     let args = ParallelParams::read(&Args::new(&map))?;
     parse_tasks(args.commands, Path::new("/"), 1 << 20)

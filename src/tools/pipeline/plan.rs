@@ -24,15 +24,15 @@ pub(super) const TIMEOUT_MS: u64 = 600_000;
 pub(super) const STOP_ON_ERROR: bool = true;
 pub(super) const CLEANUP: bool = false;
 
-pub(super) struct Step {
+pub(super) struct PipelineStep {
     pub(super) name: String,
     pub(super) command: String,
     /// Its `responses`, until the step is typed with them.
     pub(super) responses: Option<Responses>,
 }
 
-pub(super) struct Plan {
-    pub(super) steps: Vec<Step>,
+pub(super) struct PipelinePlan {
+    pub(super) steps: Vec<PipelineStep>,
     /// Where the shell starts: the caller's `cwd`, taken from the caller's directory.
     pub(super) cwd: PathBuf,
     pub(super) env: Vec<(String, String)>,
@@ -76,7 +76,7 @@ pub(super) fn parse_plan(
     args: PipelineParams,
     base: &Path,
     config: &Config,
-) -> Result<(Plan, Option<SandboxArg>)> {
+) -> Result<(PipelinePlan, Option<SandboxArg>)> {
     let steps = args
         .commands
         .into_iter()
@@ -92,7 +92,7 @@ pub(super) fn parse_plan(
         }
         None => tool::dir(base, None),
     };
-    let plan = Plan {
+    let plan = PipelinePlan {
         steps,
         cwd,
         env: args.env,
@@ -108,7 +108,7 @@ pub(super) fn parse_plan(
 /// The longest `command` a pipeline's pane shows.
 const MAX_SHOWN: usize = 256;
 
-impl Plan {
+impl PipelinePlan {
     /// What the pipeline's pane shows as its `command`: the steps as one command line, joined as
     /// they run (`&&` when the first failure stops them, `;` otherwise), cut at `MAX_SHOWN` bytes.
     pub(super) fn shown(&self) -> String {
@@ -127,21 +127,25 @@ impl Plan {
     }
 }
 
-fn parse_step(index: usize, item: StepParams, regex_limit: usize) -> Result<Step> {
+fn parse_step(index: usize, item: StepParams, regex_limit: usize) -> Result<PipelineStep> {
     let name = item.name.map_or_else(|| format!("step-{}", index + 1), |n| n.0);
     let responses = Responses::parse(item.responses.as_ref(), regex_limit)?;
-    Ok(Step { name, command: item.command.0, responses })
+    Ok(PipelineStep { name, command: item.command.0, responses })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn plan(commands: &[&str], stop_on_error: bool) -> Plan {
-        Plan {
+    fn plan(commands: &[&str], stop_on_error: bool) -> PipelinePlan {
+        PipelinePlan {
             steps: commands
                 .iter()
-                .map(|c| Step { name: String::new(), command: (*c).to_string(), responses: None })
+                .map(|c| PipelineStep {
+                    name: String::new(),
+                    command: (*c).to_string(),
+                    responses: None,
+                })
                 .collect(),
             cwd: PathBuf::from("/"),
             env: Vec::new(),

@@ -9,7 +9,7 @@
 //! where its output lies.
 
 use super::phase::{Act, Latest, Phase, Saw, Stop, progress_message, step_end};
-use super::plan::Plan;
+use super::plan::PipelinePlan;
 use crate::error::{Error, Result};
 use crate::pane::Pane;
 use crate::pane::activity::InputWatch;
@@ -53,7 +53,7 @@ enum Over {
 
 /// A pipeline in progress.
 pub(super) struct Run<'a> {
-    pub(super) plan: &'a Plan,
+    pub(super) plan: &'a PipelinePlan,
     pub(super) pane: Arc<Pane>,
     /// The integration of the shell that runs the steps (see `live`).
     pub(super) shell: Arc<Shell>,
