@@ -67,11 +67,6 @@ macro_rules! handle {
             pub(crate) fn new(taken: impl Fn(&str) -> bool) -> $name {
                 $name(new_handle(taken))
             }
-
-            #[allow(dead_code, reason = "every handle type has it; not every one is read so")]
-            pub(crate) fn as_str(&self) -> &str {
-                &self.0
-            }
         }
 
         impl std::str::FromStr for $name {

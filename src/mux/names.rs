@@ -114,7 +114,7 @@ impl Inner {
             1 => Ok(found[0].1),
             _ => {
                 found.sort_by(|a, b| a.0.cmp(b.0));
-                let ids: Vec<&str> = found.iter().map(|(id, _)| id.as_str()).collect();
+                let ids: Vec<&str> = found.iter().map(|(id, _)| &id[..]).collect();
                 Err(Error::invalid(format!(
                     "pane id prefix {key:?} names {} panes: {}; give more of the id",
                     ids.len(),

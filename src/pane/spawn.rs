@@ -162,9 +162,9 @@ fn command_builder(spec: &Spec, cwd: &std::path::Path) -> CommandBuilder {
         ("PAGER", "cat"),
         ("GIT_PAGER", "cat"),
         ("GIT_TERMINAL_PROMPT", "0"),
-        ("FUGUE_PANE_ID", spec.id.as_str()),
-        ("FUGUE_SESSION_ID", spec.session_id.as_str()),
-        ("FUGUE_WINDOW_ID", spec.window_id.as_str()),
+        ("FUGUE_PANE_ID", &spec.id[..]),
+        ("FUGUE_SESSION_ID", &spec.session_id[..]),
+        ("FUGUE_WINDOW_ID", &spec.window_id[..]),
     ] {
         cmd.env(key, value);
     }

@@ -449,6 +449,6 @@ params! {
 
 fn close_session(ctx: &Ctx<'_>, args: SessionParams) -> Result<Answer> {
     let closed = ctx.mux.close_session(&args.session_id)?;
-    let pane_ids: Vec<&str> = closed.iter().map(|(p, _)| p.id.as_str()).collect();
+    let pane_ids: Vec<&str> = closed.iter().map(|(p, _)| &p.id[..]).collect();
     Answer::of(&SessionClosed { closed: pane_ids.len(), pane_ids })
 }
