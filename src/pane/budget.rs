@@ -172,9 +172,18 @@ pub(crate) struct Lines {
 }
 
 impl Lines {
-    /// Lines with the raw offsets where they begin.
+    /// Lines as printed one after the other from offset 0, each ended by a newline.
     #[cfg(test)]
-    pub(crate) fn new(text: Vec<String>, starts: Vec<u64>) -> Lines {
+    pub(crate) fn printed(text: Vec<String>) -> Lines {
+        let mut at = 0;
+        let starts = text
+            .iter()
+            .map(|l| {
+                let s = at;
+                at += l.len() as u64 + 1;
+                s
+            })
+            .collect();
         Lines { text, starts, before: None }
     }
 
@@ -422,16 +431,7 @@ mod tests {
     use super::*;
 
     fn lines(text: &[String]) -> Lines {
-        let mut at = 0;
-        let starts = text
-            .iter()
-            .map(|l| {
-                let s = at;
-                at += l.len() as u64 + 1;
-                s
-            })
-            .collect();
-        Lines { text: text.to_vec(), starts, before: None }
+        Lines::printed(text.to_vec())
     }
 
     /// A failing `make -j4`: 2000 lines of compiler noise of three shapes, interleaved, with one

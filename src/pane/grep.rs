@@ -83,16 +83,7 @@ mod tests {
                 }
             })
             .collect();
-        let mut at = 0;
-        let starts = text
-            .iter()
-            .map(|l| {
-                let s = at;
-                at += l.len() as u64 + 1;
-                s
-            })
-            .collect();
-        Lines::new(text, starts)
+        Lines::printed(text)
     }
 
     #[test]
