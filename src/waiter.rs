@@ -6,12 +6,15 @@
 //! end, a live shell's records: `Watch` subscriptions), the next look it has due (the input
 //! watch's next `/proc` look, a prompt's mark given up on), the progress heartbeat, the call's
 //! cancel channel or its deadline. `Waiter` holds those and sleeps on them in one `Select`;
-//! `Waiter::drive` is that loop, written once: the caller gives its look (which answers `Look`)
-//! and its progress report, and gets back the look's answer, or the deadline or the cancel that
-//! ended the wait first. A leaf: it knows channels and instants, not panes or calls.
+//! `Waiter::drive` is that loop, written once: the caller gives its run and its look (which
+//! answers `Look`), and gets back the look's answer, or the deadline or the cancel that ended the
+//! wait first. A run whose caller wants progress is driven by `Waiter::drive_reporting`: the run
+//! says where it stands (`Progressing`: a `Said`) and the waiter alone tells the call's progress
+//! (`Reports`) at each heartbeat, and at once of what a look found worth telling. A leaf: it knows
+//! channels and instants, not panes or calls.
 
 use crossbeam_channel::{Receiver, Select, TryRecvError, never};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Why a sleep ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,6 +55,55 @@ pub(crate) enum Drove<T> {
     Cancelled,
 }
 
+/// What a run says of its progress: how far it is of how far it goes, and a line for people.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Said {
+    pub(crate) done: f64,
+    pub(crate) total: Option<f64>,
+    pub(crate) message: String,
+}
+
+impl Said {
+    /// A wait that measures its progress in time: the seconds since `started` of `total`.
+    pub(crate) fn waited(started: Instant, total: Duration, message: String) -> Said {
+        Said { done: started.elapsed().as_secs_f64(), total: Some(total.as_secs_f64()), message }
+    }
+}
+
+/// A wait whose progress is only the time it has waited of `total`, and what it waits for.
+pub(crate) struct Waited {
+    pub(crate) started: Instant,
+    pub(crate) total: Duration,
+    pub(crate) what: &'static str,
+}
+
+impl Progressing for Waited {
+    fn progress(&self) -> Said {
+        Said::waited(self.started, self.total, self.what.to_string())
+    }
+}
+
+/// A run that says where it stands, for its call's progress.
+pub(crate) trait Progressing {
+    /// Where the run stands now: what each heartbeat reports.
+    fn progress(&self) -> Said;
+
+    /// What the last look found worth telling at once rather than at the next heartbeat (a step
+    /// typed or ended, a command finished), oldest first; taken, so each is told once.
+    fn news(&mut self) -> Vec<Said> {
+        Vec::new()
+    }
+}
+
+/// Where a call's progress goes (the call's `Progress`), when its client asked for it.
+pub(crate) trait Reports {
+    /// Whether the client wants progress: a run's words are put together only then.
+    fn wanted(&self) -> bool;
+    /// Ticks when progress is due while it is wanted, and never otherwise.
+    fn heartbeat(&self) -> Receiver<Instant>;
+    fn tell(&self, said: &Said);
+}
+
 /// What one waiting call sleeps on.
 pub(crate) struct Waiter {
     /// Channels that announce a change: any of them wakes the sleep to look again.
@@ -86,12 +138,6 @@ impl Waiter {
         self
     }
 
-    /// Wakes sleeps with `Woke::Heartbeat` on every tick of `heartbeat`.
-    pub(crate) fn heartbeat(mut self, heartbeat: Receiver<Instant>) -> Waiter {
-        self.heartbeat = heartbeat;
-        self
-    }
-
     /// Wakes sleeps with `Woke::Look` whenever `wake` speaks.
     pub(crate) fn on(mut self, wake: Receiver<()>) -> Waiter {
         self.wakes.push(wake);
@@ -110,15 +156,47 @@ impl Waiter {
     }
 
     /// The wait loop: looks at `run`, and sleeps as the look says, until a look answers, the
-    /// deadline passes or the call is cancelled; `progress` reports on `run` at each heartbeat.
+    /// deadline passes or the call is cancelled.
     pub(crate) fn drive<S, T>(
         &mut self,
         run: &mut S,
+        look: impl FnMut(&mut S) -> Look<T>,
+    ) -> Drove<T> {
+        self.heartbeat = never();
+        self.drive_telling(run, look, |_, _| {})
+    }
+
+    /// The wait loop of a run whose call may want progress: as `drive`, and while `to` wants it,
+    /// tells `to` where the run stands at each heartbeat, and after each look the news it found.
+    /// The one place a waiting tool reports its progress.
+    pub(crate) fn drive_reporting<S: Progressing, T>(
+        &mut self,
+        run: &mut S,
+        look: impl FnMut(&mut S) -> Look<T>,
+        to: &impl Reports,
+    ) -> Drove<T> {
+        self.heartbeat = to.heartbeat();
+        let tell = |run: &mut S, beat: bool| {
+            let news = if beat { vec![run.progress()] } else { run.news() };
+            if to.wanted() {
+                news.iter().for_each(|said| to.tell(said));
+            }
+        };
+        self.drive_telling(run, look, tell)
+    }
+
+    /// The loop itself: `tell` is given the run after each look (`false`) and at each heartbeat
+    /// (`true`).
+    fn drive_telling<S, T>(
+        &mut self,
+        run: &mut S,
         mut look: impl FnMut(&mut S) -> Look<T>,
-        mut progress: impl FnMut(&S),
+        mut tell: impl FnMut(&mut S, bool),
     ) -> Drove<T> {
         loop {
-            let woke = match look(run) {
+            let looked = look(run);
+            tell(run, false);
+            let woke = match looked {
                 Look::Done(answer) => return Drove::Done(answer),
                 Look::Again(next) => self.sleep(next),
                 Look::AgainOn(next, wakes) => {
@@ -129,7 +207,7 @@ impl Waiter {
             };
             match woke {
                 Woke::Look => {}
-                Woke::Heartbeat => progress(run),
+                Woke::Heartbeat => tell(run, true),
                 Woke::Deadline => return Drove::Deadline,
                 Woke::Cancelled => return Drove::Cancelled,
             }
@@ -249,8 +327,8 @@ mod tests {
 
     #[test]
     fn the_heartbeat_ticks_through_a_long_sleep() {
-        let mut waiter =
-            Waiter::new().until(soon(60_000)).heartbeat(tick(Duration::from_millis(5)));
+        let mut waiter = Waiter::new().until(soon(60_000));
+        waiter.heartbeat = tick(Duration::from_millis(5));
         assert_eq!(waiter.sleep(None), Woke::Heartbeat);
     }
 
@@ -264,26 +342,103 @@ mod tests {
         assert_eq!(waiter.sleep(None), Woke::Deadline);
     }
 
+    /// A call's progress as the client sees it: what it was told, with a fast heartbeat.
+    struct Told {
+        wanted: bool,
+        said: std::cell::RefCell<Vec<Said>>,
+    }
+
+    impl Told {
+        fn new(wanted: bool) -> Told {
+            Told { wanted, said: Default::default() }
+        }
+
+        fn messages(&self) -> Vec<String> {
+            self.said.borrow().iter().map(|s| s.message.clone()).collect()
+        }
+    }
+
+    impl Reports for Told {
+        fn wanted(&self) -> bool {
+            self.wanted
+        }
+        fn heartbeat(&self) -> Receiver<Instant> {
+            if self.wanted { tick(Duration::from_millis(2)) } else { never() }
+        }
+        fn tell(&self, said: &Said) {
+            self.said.borrow_mut().push(said.clone());
+        }
+    }
+
+    /// A run that counts its looks; the looks named in `news` are news.
+    struct Counting {
+        looks: u32,
+        news: Vec<u32>,
+    }
+
+    impl Progressing for Counting {
+        fn progress(&self) -> Said {
+            Said { done: f64::from(self.looks), total: None, message: "beat".into() }
+        }
+        fn news(&mut self) -> Vec<Said> {
+            let looks = self.looks;
+            let news = self.news.contains(&looks).then(|| format!("look {looks}"));
+            news.map(|message| Said { done: 0.0, total: Some(9.0), message }).into_iter().collect()
+        }
+    }
+
     #[test]
-    fn a_drive_looks_until_a_look_answers_and_reports_each_heartbeat() {
+    fn a_drive_looks_until_a_look_answers() {
         let (tx, rx) = bounded(1);
-        let mut waiter =
-            Waiter::new().until(soon(10_000)).heartbeat(tick(Duration::from_millis(2))).on(rx);
-        let mut looks = 0;
+        let mut waiter = Waiter::new().until(soon(10_000)).on(rx);
         let look = |looks: &mut u32| {
             *looks += 1;
             let _ = tx.try_send(());
             if *looks == 3 { Look::Done(*looks) } else { Look::Again(None) }
         };
-        assert_eq!(waiter.drive(&mut looks, look, |_| {}), Drove::Done(3));
-        let mut waiter = Waiter::new().until(soon(20)).heartbeat(tick(Duration::from_millis(2)));
-        let mut beats = 0;
-        let drove = waiter.drive(&mut beats, |_| Look::<()>::Again(None), |_| {});
-        assert_eq!(drove, Drove::Deadline);
-        let mut waiter = Waiter::new().until(soon(20)).heartbeat(tick(Duration::from_millis(2)));
-        let beat = std::cell::Cell::new(0);
-        waiter.drive(&mut (), |()| Look::<()>::Again(None), |()| beat.set(beat.get() + 1));
-        assert!(beat.get() > 0, "the heartbeat reported while the wait slept");
+        assert_eq!(waiter.drive(&mut 0, look), Drove::Done(3));
+        let mut waiter = Waiter::new().until(soon(20));
+        assert_eq!(waiter.drive(&mut (), |()| Look::<()>::Again(None)), Drove::Deadline);
+    }
+
+    #[test]
+    fn a_reporting_drive_tells_each_heartbeat_and_each_news_once() {
+        let told = Told::new(true);
+        let mut waiter = Waiter::new().until(soon(30));
+        let mut run = Counting { looks: 0, news: vec![1, 2] };
+        let look = |run: &mut Counting| {
+            run.looks += 1;
+            Look::<()>::Again(Some(soon(5)))
+        };
+        assert_eq!(waiter.drive_reporting(&mut run, look, &told), Drove::Deadline);
+        let messages = told.messages();
+        assert_eq!(messages[0], "look 1", "news is told as the look finds it");
+        let news: Vec<&String> = messages.iter().filter(|m| *m != "beat").collect();
+        assert_eq!(news, ["look 1", "look 2"], "each news once: {messages:?}");
+        assert!(messages.len() > 2, "the heartbeat reported while the wait slept");
+        // The news of the look that answers is told before the answer.
+        let told = Told::new(true);
+        let mut run = Counting { looks: 0, news: vec![1] };
+        let done = |run: &mut Counting| {
+            run.looks += 1;
+            Look::Done(())
+        };
+        assert_eq!(Waiter::new().drive_reporting(&mut run, done, &told), Drove::Done(()));
+        assert_eq!(told.messages(), ["look 1"]);
+    }
+
+    #[test]
+    fn a_drive_whose_client_wants_no_progress_tells_nothing() {
+        let told = Told::new(false);
+        let mut waiter = Waiter::new().until(soon(20));
+        let mut run = Counting { looks: 0, news: vec![1] };
+        let look = |run: &mut Counting| {
+            run.looks += 1;
+            Look::<()>::Again(None)
+        };
+        assert_eq!(waiter.drive_reporting(&mut run, look, &told), Drove::Deadline);
+        assert!(told.messages().is_empty());
+        assert_eq!(run.looks, 1, "with no heartbeat, nothing woke the wait before its deadline");
     }
 
     #[test]
@@ -296,13 +451,13 @@ mod tests {
             *looks += 1;
             if *looks == 2 { Look::Done(()) } else { Look::Pause(soon(30)) }
         };
-        let drove = waiter.drive(&mut 0, look, |_| {});
+        let drove = waiter.drive(&mut 0, look);
         assert_eq!(drove, Drove::Done(()));
         assert!(started.elapsed() >= Duration::from_millis(30), "the wake-up did not end it");
         let (cancel_tx, cancel) = bounded::<()>(0);
         let mut waiter = Waiter::new().cancel(&cancel);
         drop(cancel_tx);
-        let drove = waiter.drive(&mut (), |()| Look::<()>::Pause(soon(60_000)), |()| {});
+        let drove = waiter.drive(&mut (), |()| Look::<()>::Pause(soon(60_000)));
         assert_eq!(drove, Drove::Cancelled);
     }
 

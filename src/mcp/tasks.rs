@@ -137,7 +137,7 @@ pub(super) fn start(
         None if matches!(task.snapshot().status, Status::Working) => Look::Again(None),
         None => Look::Done(as_task()),
     };
-    match waiter.drive(&mut (), look, |()| {}) {
+    match waiter.drive(&mut (), look) {
         Drove::Done(result) => Ok(result),
         Drove::Deadline => Ok(completed().unwrap_or_else(as_task)),
         Drove::Cancelled => {
@@ -518,7 +518,7 @@ pub(super) fn result(tasks: &Tasks, req: &Request<'_>) -> Result<Value, RpcError
         }
         Status::InputRequired { .. } | Status::Working => Look::Again(None),
     };
-    match waiter.drive(&mut None, look, |_| {}) {
+    match waiter.drive(&mut None, look) {
         Drove::Done(result) => result,
         Drove::Deadline | Drove::Cancelled => Err(RpcError::new(INTERNAL_ERROR, "cancelled")),
     }

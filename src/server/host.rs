@@ -285,7 +285,7 @@ impl Host {
             *empty_since = self.is_empty().then_some(now);
             Look::Again(empty_since.map(|since| since + EXIT_GRACE))
         };
-        if let Drove::Done(()) = waiter.drive(&mut None, look, |_| {}) {
+        if let Drove::Done(()) = waiter.drive(&mut None, look) {
             let _ = self.end.try_send(End::Empty);
         }
     }

@@ -204,7 +204,7 @@ impl<'a> Live<'a> {
             }
             Look::Again(begun.then_some(*next))
         };
-        match waiter.drive(&mut sending, look, |_| {}) {
+        match waiter.drive(&mut sending, look) {
             Drove::Done(back) => back,
             Drove::Deadline | Drove::Cancelled => false,
         }

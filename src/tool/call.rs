@@ -4,6 +4,7 @@
 //! `Progress` forwards `notifications/progress` to the client when it asked for them, and keeps
 //! the values increasing as the spec requires.
 
+use crate::waiter::{Reports, Said};
 use crossbeam_channel::Receiver;
 use parking_lot::Mutex;
 use std::time::{Duration, Instant};
@@ -33,16 +34,6 @@ impl Progress {
         self.sink.is_some()
     }
 
-    /// Ticks every `HEARTBEAT` while progress is wanted, and never otherwise: the arm of a waiting
-    /// call's `select!` that reports how long it has waited.
-    pub(crate) fn heartbeat(&self) -> Receiver<Instant> {
-        if self.is_wanted() {
-            crossbeam_channel::tick(HEARTBEAT)
-        } else {
-            crossbeam_channel::never()
-        }
-    }
-
     /// Reports `progress` of `total`. A value that does not increase is nudged up a little, since
     /// the spec demands strictly increasing progress and a heartbeat may repeat a count.
     pub(crate) fn report(&self, progress: f64, total: Option<f64>, message: &str) {
@@ -54,6 +45,26 @@ impl Progress {
             value
         };
         sink(value, total, message);
+    }
+}
+
+/// A waiting call's progress, told by the waiter that drives it (`Waiter::drive_reporting`).
+impl Reports for Progress {
+    fn wanted(&self) -> bool {
+        self.is_wanted()
+    }
+
+    /// Ticks every `HEARTBEAT` while progress is wanted, and never otherwise.
+    fn heartbeat(&self) -> Receiver<Instant> {
+        if self.is_wanted() {
+            crossbeam_channel::tick(HEARTBEAT)
+        } else {
+            crossbeam_channel::never()
+        }
+    }
+
+    fn tell(&self, said: &Said) {
+        self.report(said.done, said.total, &said.message);
     }
 }
 

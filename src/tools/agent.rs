@@ -17,7 +17,7 @@ use crate::ids::{PaneId, PipelineId};
 use crate::runtime::{Ctx, Tool};
 use crate::tool::params::{Name, Params, Raw, Spec, Timeout, params};
 use crate::tool::{Answer, RUNS, SETS, schema::*};
-use crate::waiter::{Drove, Look, Waiter};
+use crate::waiter::{Drove, Look, Waited, Waiter};
 use crate::words::Words;
 use crate::words::words;
 use serde::Serialize;
@@ -377,13 +377,10 @@ fn wait(
     until: StatusUntil,
 ) -> Result<bool> {
     let started = Instant::now();
-    let mut waiter = Waiter::new()
-        .cancel(ctx.cancel.receiver())
-        .until(started + within)
-        .heartbeat(ctx.progress.heartbeat())
-        .on(events.clone());
+    let mut waiter =
+        Waiter::new().cancel(ctx.cancel.receiver()).until(started + within).on(events.clone());
     let first = keys(&targets());
-    let look = |(): &mut ()| {
+    let look = |_: &mut Waited| {
         let handles = targets();
         let running = handles
             .iter()
@@ -391,11 +388,8 @@ fn wait(
         let changed = until == StatusUntil::Change && keys(&handles) != first;
         if !running || changed { Look::Done(()) } else { Look::Again(None) }
     };
-    let report = |(): &()| {
-        let secs = started.elapsed().as_secs_f64();
-        ctx.progress.report(secs, Some(within.as_secs_f64()), "waiting for the pipeline");
-    };
-    match waiter.drive(&mut (), look, report) {
+    let mut waited = Waited { started, total: within, what: "waiting for the pipeline" };
+    match waiter.drive_reporting(&mut waited, look, ctx.progress) {
         Drove::Done(()) => Ok(true),
         Drove::Deadline => Ok(false),
         Drove::Cancelled => Err(Error::cancelled()),

@@ -27,7 +27,7 @@ use crate::tool::choice::Choice;
 use crate::tool::schema::{nullable, result, typed};
 use crate::tools::common::quiet::Quiet;
 use crate::tools::common::responses::{Answered, Responder, Responses};
-use crate::waiter::{Drove, Look, Waiter};
+use crate::waiter::{Drove, Look, Progressing, Said, Waiter};
 use regex::Regex;
 use serde::Serialize;
 use serde_json::Value;
@@ -111,29 +111,27 @@ impl Wait<'_> {
         // print is long past.
         watch.typed_at(started);
         let quiet = self.quiet.map(|quiet| Quiet::new(self.pane, quiet, started));
-        let (pane, from, deadline) = (self.pane, self.from(), self.deadline);
-        let report = |_: &(Search, InputWatch, Option<Quiet>)| {
-            report(ctx, pane, from, (started, deadline));
-        };
-        let look = |(search, watch, quiet): &mut (Search, InputWatch, Option<Quiet>)| {
-            let outcome = self.look(search, watch, quiet.as_mut());
-            let next = [watch.next_check(), quiet.as_ref().map(Quiet::due)];
+        let total = self.deadline.saturating_duration_since(started);
+        let (pane, from) = (self.pane.clone(), self.from());
+        let mut watching = Watching { search, watch, quiet, pane, from, started, total };
+        let look = |w: &mut Watching| {
+            let outcome = self.look(&mut w.search, &mut w.watch, w.quiet.as_mut());
+            let next = [w.watch.next_check(), w.quiet.as_ref().map(Quiet::due)];
             outcome.map_or_else(|| Look::Again(next.into_iter().flatten().min()), Look::Done)
         };
-        match waiter.drive(&mut (search, watch, quiet), look, report) {
+        match waiter.drive_reporting(&mut watching, look, ctx.progress) {
             Drove::Done(outcome) => Ok(outcome),
             Drove::Deadline => Ok(Outcome::Running),
             Drove::Cancelled => Err(Error::cancelled()),
         }
     }
 
-    /// What the wait sleeps on: the shell's records, the pane's end, the call's cancel, the
-    /// deadline and the heartbeat.
+    /// What the wait sleeps on: the shell's records, the pane's end, the call's cancel and the
+    /// deadline.
     fn waiter(&self, ctx: &Ctx<'_>) -> Waiter {
         let mut waiter = Waiter::new()
             .cancel(ctx.cancel.receiver())
             .until(self.deadline)
-            .heartbeat(ctx.progress.heartbeat())
             .on(self.pane.output().subscribe_status());
         if let Some(shell) = self.shell {
             waiter.add(shell.subscribe());
@@ -225,12 +223,25 @@ impl Wait<'_> {
     }
 }
 
+/// What a wait watches between its looks: the search for its pattern, the input watch, the
+/// watchdog for silence; and for its progress, the pane and where its output begins.
+struct Watching {
+    search: Search,
+    watch: InputWatch,
+    quiet: Option<Quiet>,
+    pane: Arc<Pane>,
+    from: u64,
+    started: Instant,
+    total: Duration,
+}
+
 /// Progress: the seconds waited of the wait's whole, and the last line the pane printed since
 /// `from`.
-fn report(ctx: &Ctx<'_>, pane: &Pane, from: u64, (started, deadline): (Instant, Instant)) {
-    let line = crate::tools::common::tail(pane, from, pane.output().end(), 1);
-    let total = deadline.saturating_duration_since(started).as_secs_f64();
-    ctx.progress.report(started.elapsed().as_secs_f64(), Some(total), line.trim_end());
+impl Progressing for Watching {
+    fn progress(&self) -> Said {
+        let line = crate::tools::common::tail(&self.pane, self.from, self.pane.output().end(), 1);
+        Said::waited(self.started, self.total, line.trim_end().to_string())
+    }
 }
 
 /// `fugue_send_input`'s wait: after a write at output offset `written.0` (when the shell had

@@ -229,7 +229,7 @@ fn wait_for_prompt(ctx: &Ctx<'_>, live: Live<'_>, deadline: Instant) -> Result<(
         Some(ready) => Look::Done(ready),
         None => Look::Again(*drawn_by),
     };
-    match waiter.drive(&mut None, look, |_| {}) {
+    match waiter.drive(&mut None, look) {
         Drove::Done(ready) => ready,
         Drove::Cancelled => Err(Error::cancelled()),
         Drove::Deadline => Err(no_first_prompt(pane)),

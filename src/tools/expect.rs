@@ -23,7 +23,7 @@ use crate::tool::{Answer, Asking, RUNS, schema::*};
 use crate::tools::answer::ExpectStatus;
 use crate::tools::common::KEEP_AS_EXECS;
 use crate::tools::panes::PANE_ID;
-use crate::waiter::{Drove, Look, Waiter};
+use crate::waiter::{Drove, Look, Progressing, Said, Waiter};
 use crate::words::words;
 use regex::Regex;
 use serde::Serialize;
@@ -221,19 +221,12 @@ fn expect(ctx: &Ctx<'_>, args: ExpectParams) -> Result<Answer> {
     let input = return_on_input.then(|| InputWatch::new(&pane));
     let scan = Scan::new(regex, from);
     let pace = Pace::default();
-    let mut expecting = Expecting { pane: &pane, pattern, scan, answering, started, input, pace };
-    let deadline = started + timeout;
-    let mut waiter = Waiter::new()
-        .cancel(ctx.cancel.receiver())
-        .until(deadline)
-        .heartbeat(ctx.progress.heartbeat())
-        .on(events);
-    let report = |expecting: &Expecting<'_>| {
-        let waiting = format!("waiting for /{}/", expecting.pattern);
-        let secs = expecting.started.elapsed().as_secs_f64();
-        ctx.progress.report(secs, Some(timeout.as_secs_f64()), &waiting);
-    };
-    match waiter.drive(&mut expecting, |expecting| expecting.look(ctx), report) {
+    let mut expecting =
+        Expecting { pane: &pane, pattern, scan, answering, started, timeout, input, pace };
+    let mut waiter =
+        Waiter::new().cancel(ctx.cancel.receiver()).until(started + timeout).on(events);
+    let look = |expecting: &mut Expecting<'_>| expecting.look(ctx);
+    match waiter.drive_reporting(&mut expecting, look, ctx.progress) {
         Drove::Done(answer) => answer,
         Drove::Deadline => expecting.last_look(ctx),
         Drove::Cancelled => Err(Error::cancelled()),
@@ -247,9 +240,16 @@ struct Expecting<'a> {
     scan: Scan,
     answering: Answering,
     started: Instant,
+    timeout: Duration,
     /// Watches for the program asking, with `on_input: return`.
     input: Option<InputWatch>,
     pace: Pace,
+}
+
+impl Progressing for Expecting<'_> {
+    fn progress(&self) -> Said {
+        Said::waited(self.started, self.timeout, format!("waiting for /{}/", self.pattern))
+    }
 }
 
 /// What one look found.

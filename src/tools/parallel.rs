@@ -17,7 +17,7 @@ use crate::ids::{SessionId, WindowId, new_id, short_id};
 use crate::mux::{self, Mux, ORCHESTRATION_SESSION, PaneArgs, Reserved};
 use crate::pane::Pane;
 use crate::pane::activity::InputWatch;
-use crate::pane::exit::{Exit, ExitFields, SignalField};
+use crate::pane::exit::{ExitFields, SignalField};
 use crate::runtime::{Ctx, Tool};
 use crate::tool::choice::Choice;
 use crate::tool::params::{Name, Ordered, Params, Spec, Timeout, params};
@@ -31,9 +31,9 @@ use crate::tools::common::{
 };
 use crate::tools::panes::ENV;
 use crate::tools::{SANDBOX_AS_EXECS, SandboxArg};
-use crate::waiter::{Drove, Look, Waiter};
+use crate::waiter::{Drove, Look, Progressing, Said, Waiter};
 use crate::words::words;
-use crossbeam_channel::Receiver;
+use job::{Job, Next, Phase, Started, run_status};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -91,38 +91,13 @@ enum PanesPlace {
     Tiled { session: SessionId, window: WindowId },
 }
 
-/// A command that was started (or failed to start) and what became of it.
+/// A command of the call, and where it stands (see `job`).
 struct Launched<'a> {
     task: &'a AskedCommand,
-    pane: Result<Arc<Pane>>,
-    events: Option<Receiver<()>>,
-    /// How fugue stopped it, if it did.
-    stopped: Option<Stopped>,
-    /// Watches for its program asking, with `on_input: stop` or `responses`.
-    watch: Option<InputWatch>,
-    /// Answers its program's questions that a key matches.
-    responder: Option<Responder>,
+    job: Job,
 }
 
-/// How fugue stopped a command: one or the other, since a command stopped at its question has
-/// ended by the deadline.
-enum Stopped {
-    /// The deadline killed it, then.
-    TimedOut(Instant),
-    /// It was found asking a question its responses did not answer.
-    Asked(Asked),
-}
-
-impl Stopped {
-    /// When it was stopped.
-    fn at(&self) -> Instant {
-        match self {
-            Stopped::TimedOut(at) => *at,
-            Stopped::Asked(asked) => asked.at,
-        }
-    }
-}
-
+/// How one wait on the commands ended.
 enum ParallelEnd {
     AllDone,
     Deadline,
@@ -173,7 +148,7 @@ fn run_parallel(ctx: &Ctx<'_>, args: ParallelParams) -> Result<Answer> {
     let mut jobs = start_all(&ctx.mux, &place, &tasks, responses, stop_asking);
     let end = loop {
         match wait_all(ctx, &mut jobs, started + timeout, started, stop_asking) {
-            ParallelEnd::Asked(i) => stop(&ctx.mux, &mut jobs[i], cleanup, tails.bytes),
+            ParallelEnd::Asked(i) => jobs[i].stop(&ctx.mux, cleanup, tails.bytes),
             end => break end,
         }
     };
@@ -196,14 +171,8 @@ fn run_parallel(ctx: &Ctx<'_>, args: ParallelParams) -> Result<Answer> {
         end_run_panes(&ctx.mux, &panes(&jobs), true);
         place.remove(&ctx.mux);
     }
-    let status = match end {
-        ParallelEnd::AllDone if jobs.iter().any(|j| j.asked().is_some()) => RunStatus::Input,
-        ParallelEnd::AllDone => RunStatus::Completed,
-        _ if jobs.iter().any(|j| !matches!(j.stopped, Some(Stopped::TimedOut(_)))) => {
-            RunStatus::Partial
-        }
-        _ => RunStatus::Timeout,
-    };
+    let phases: Vec<Option<&Phase>> = jobs.iter().map(|j| j.job.phase()).collect();
+    let status = run_status(matches!(end, ParallelEnd::AllDone), &phases);
     let total_duration_ms = started.elapsed().as_millis() as u64;
     let sandbox = sandbox.and_then(|policy| crate::sandbox::view(&policy));
     Answer::of(&ParallelAnswer { status, results, total_duration_ms, sandbox })
@@ -332,60 +301,124 @@ fn start_all<'a>(
         .zip(panes)
         .zip(responses)
         .map(|((task, pane), responses)| {
-            // Subscribed before anyone looks at the pane, so no exit can slip by unseen.
-            let events = pane.as_ref().ok().map(|p| p.output().subscribe_status());
-            let responder = responses.map(|r| Responder::new(r, 0));
-            let watch = match &pane {
-                Ok(pane) if stop_asking || responder.is_some() => Some(InputWatch::new(pane)),
-                _ => None,
+            let job = match pane {
+                Ok(pane) => {
+                    Job::Started(Box::new(started(pane, responses, stop_asking)), Phase::Running)
+                }
+                Err(error) => Job::Refused(error),
             };
-            Launched { task, pane, events, stopped: None, watch, responder }
+            Launched { task, job }
         })
         .collect()
+}
+
+/// A command whose pane started, watched for its end, and for its questions with
+/// `on_input: stop` or `responses`.
+fn started(pane: Arc<Pane>, responses: Option<Responses>, stop_asking: bool) -> Started {
+    // Subscribed before anyone looks at the pane, so no exit can slip by unseen.
+    let events = pane.output().subscribe_status();
+    let responder = responses.map(|r| Responder::new(r, 0));
+    let watched = stop_asking || responder.is_some();
+    let watch = watched.then(|| InputWatch::new(&pane));
+    Started { pane, events, watch, responder }
 }
 
 impl Launched<'_> {
     /// The status its result gives, once it has ended or been stopped.
     fn status(&self) -> CommandEnd {
-        let Ok(pane) = &self.pane else { return CommandEnd::Error };
-        end_of(self.stopped.as_ref(), pane.output().exit())
-    }
-
-    /// The question it was stopped at, if it was.
-    fn asked(&self) -> Option<&Asked> {
-        match &self.stopped {
-            Some(Stopped::Asked(asked)) => Some(asked),
-            _ => None,
+        match &self.job {
+            Job::Refused(_) => CommandEnd::Error,
+            Job::Started(started, phase) => phase.end(started.pane.output().exit()),
         }
     }
 
-    fn running(&self) -> bool {
-        self.pane.as_ref().is_ok_and(|p| p.is_running())
+    /// Its pane, once started.
+    fn pane(&self) -> Option<&Arc<Pane>> {
+        match &self.job {
+            Job::Refused(_) => None,
+            Job::Started(started, _) => Some(&started.pane),
+        }
     }
 
-    /// When its watch should look next.
-    fn next_check(&self) -> Option<Instant> {
-        self.watch.as_ref()?.next_check()
+    /// One look, if it runs: its phase moves as what the look saw says. Answers whether it was
+    /// found asking and must be stopped.
+    fn look(&mut self, stop_asking: bool) -> bool {
+        let Job::Started(started, phase) = &mut self.job else { return false };
+        match phase.next(started.look(), stop_asking) {
+            Next::Wait => {}
+            Next::End => *phase = Phase::Ended,
+            Next::Rewatch => started.rewatch(),
+            Next::Leave => started.watch = None,
+            Next::Stop => return true,
+        }
+        false
     }
 
-    /// Whether its program asks a question the responses do not answer. One they answer is
-    /// answered, and the watch starts again from the answer (which may still sit unread).
-    fn asks(&mut self) -> bool {
-        let Ok(pane) = &self.pane else { return false };
-        if !pane.is_running() || !self.watch.as_mut().is_some_and(InputWatch::check) {
-            return false;
+    /// Stops a command found asking, as the deadline would; with cleanup it leaves the registry
+    /// too.
+    fn stop(&mut self, mux: &Mux, cleanup: bool, bytes: usize) {
+        if let Job::Started(started, phase) = &mut self.job
+            && let Some(watch) = &started.watch
+        {
+            *phase = Phase::Asked(Asked::now(&started.pane, watch, bytes));
+            end_run_panes(mux, std::slice::from_ref(&started.pane), cleanup);
         }
-        let answered = match (self.responder.as_mut(), self.watch.as_ref()) {
-            (Some(responder), Some(watch)) => responder.reply(pane, watch),
-            _ => false,
-        };
-        if answered {
-            let mut watch = InputWatch::new(pane);
-            watch.typed_at(Instant::now());
-            self.watch = Some(watch);
-            return false;
+    }
+}
+
+/// The commands as their wait drives them, and how many had ended at the last report: each
+/// end is told as news.
+struct Jobs<'j, 'a> {
+    jobs: &'j mut [Launched<'a>],
+    reported: usize,
+    /// The count ended changed at the last look.
+    changed: bool,
+    started: Instant,
+}
+
+impl Jobs<'_, '_> {
+    /// One look at every command still running: the first found asking with `on_input: stop`
+    /// ends the wait, as does the end of the last; otherwise the wait sleeps until a pane ends or
+    /// a watch has a look due.
+    fn look(&mut self, stop_asking: bool) -> Look<ParallelEnd> {
+        for (i, job) in self.jobs.iter_mut().enumerate() {
+            if job.look(stop_asking) {
+                return Look::Done(ParallelEnd::Asked(i));
+            }
         }
-        true
+        let done = self.jobs.iter().filter(|j| !j.job.running()).count();
+        self.changed = done != self.reported;
+        self.reported = done;
+        let running = || self.jobs.iter().filter_map(|j| runs(&j.job));
+        if running().next().is_none() {
+            return Look::Done(ParallelEnd::AllDone);
+        }
+        // A pane's end or a look at /proc that is due: the next look makes it.
+        let check = running().filter_map(Started::next_check).min();
+        Look::AgainOn(check, running().map(|s| s.events.clone()).collect())
+    }
+}
+
+/// A command that runs, as the last look saw it.
+fn runs(job: &Job) -> Option<&Started> {
+    match job {
+        Job::Started(started, Phase::Running) => Some(started),
+        _ => None,
+    }
+}
+
+/// Progress: commands finished of the total, and which ones are still running.
+impl Progressing for Jobs<'_, '_> {
+    fn progress(&self) -> Said {
+        let waiting: Vec<&str> =
+            self.jobs.iter().filter(|j| j.job.running()).map(|j| j.task.name.as_str()).collect();
+        let (total, done) = (self.jobs.len(), self.jobs.len() - waiting.len());
+        let message = progress_message(total, &waiting, self.started.elapsed().as_secs_f64());
+        Said { done: done as f64, total: Some(total as f64), message }
+    }
+
+    fn news(&mut self) -> Vec<Said> {
+        if std::mem::take(&mut self.changed) { vec![self.progress()] } else { Vec::new() }
     }
 }
 
@@ -399,67 +432,13 @@ fn wait_all(
     started: Instant,
     stop_asking: bool,
 ) -> ParallelEnd {
-    let mut waiter = Waiter::new()
-        .cancel(ctx.cancel.receiver())
-        .until(deadline)
-        .heartbeat(ctx.progress.heartbeat());
-    // The commands, and how many had ended at the last report: each end is reported.
-    let mut run = (jobs, usize::MAX);
-    let look = |(jobs, reported): &mut (&mut [Launched<'_>], usize)| {
-        if let Some(i) = asking_job(jobs, stop_asking) {
-            return Look::Done(ParallelEnd::Asked(i));
-        }
-        let pending: Vec<&Launched<'_>> = jobs.iter().filter(|j| j.running()).collect();
-        let done = jobs.len() - pending.len();
-        if done != *reported {
-            report(ctx, jobs, started);
-            *reported = done;
-        }
-        if pending.is_empty() {
-            return Look::Done(ParallelEnd::AllDone);
-        }
-        // A pane's end or a look at /proc that is due: the next look makes it.
-        let check = pending.iter().filter_map(|j| j.next_check()).min();
-        Look::AgainOn(check, pending.iter().filter_map(|j| j.events.clone()).collect())
-    };
-    let progress = |(jobs, _): &(&mut [Launched<'_>], usize)| report(ctx, jobs, started);
-    match waiter.drive(&mut run, look, progress) {
+    let mut waiter = Waiter::new().cancel(ctx.cancel.receiver()).until(deadline);
+    let mut run = Jobs { jobs, reported: usize::MAX, changed: false, started };
+    let look = |run: &mut Jobs<'_, '_>| run.look(stop_asking);
+    match waiter.drive_reporting(&mut run, look, ctx.progress) {
         Drove::Done(end) => end,
         Drove::Deadline => ParallelEnd::Deadline,
         Drove::Cancelled => ParallelEnd::Cancelled,
-    }
-}
-
-/// The first running command whose program asks a question its responses do not answer, if
-/// any (each watch looks only when due). With `on_input: wait` such a command waits, unwatched.
-fn asking_job(jobs: &mut [Launched<'_>], stop_asking: bool) -> Option<usize> {
-    for (i, job) in jobs.iter_mut().enumerate() {
-        if !job.asks() {
-            continue;
-        }
-        if stop_asking {
-            return Some(i);
-        }
-        job.watch = None;
-    }
-    None
-}
-
-/// Stops a command found asking, as the deadline would; with cleanup it leaves the registry too.
-fn stop(mux: &Mux, job: &mut Launched<'_>, cleanup: bool, bytes: usize) {
-    if let (Ok(pane), Some(watch)) = (&job.pane, &job.watch) {
-        job.stopped = Some(Stopped::Asked(Asked::now(pane, watch, bytes)));
-        end_run_panes(mux, std::slice::from_ref(pane), cleanup);
-    }
-}
-
-/// How a started command ended: stopped, or as its exit says.
-fn end_of(stopped: Option<&Stopped>, exit: Option<Exit>) -> CommandEnd {
-    match (stopped, exit) {
-        (Some(Stopped::Asked(_)), _) => CommandEnd::Input,
-        (Some(Stopped::TimedOut(_)), _) => CommandEnd::Timeout,
-        (None, Some(exit)) if exit.success() => CommandEnd::Ok,
-        (None, _) => CommandEnd::Failed,
     }
 }
 
@@ -473,33 +452,25 @@ fn progress_message(total: usize, waiting: &[&str], secs: f64) -> String {
     }
 }
 
-/// Progress: commands finished of the total, and which ones are still running.
-fn report(ctx: &Ctx<'_>, jobs: &[Launched<'_>], started: Instant) {
-    if !ctx.progress.is_wanted() {
-        return;
-    }
-    let waiting: Vec<&str> =
-        jobs.iter().filter(|j| j.running()).map(|j| j.task.name.as_str()).collect();
-    let done = jobs.len() - waiting.len();
-    let message = progress_message(jobs.len(), &waiting, started.elapsed().as_secs_f64());
-    ctx.progress.report(done as f64, Some(jobs.len() as f64), &message);
-}
-
 /// Ends what still runs at the deadline, all at once; with cleanup they leave the registry too.
+/// One that ended since the last look ended on its own.
 fn kill_unfinished(mux: &Mux, jobs: &mut [Launched<'_>], cleanup: bool) {
     let now = Instant::now();
     let mut doomed = Vec::new();
-    for job in jobs.iter_mut().filter(|j| j.running()) {
-        job.stopped = Some(Stopped::TimedOut(now));
-        if let Ok(pane) = &job.pane {
-            doomed.push(pane.clone());
+    for job in jobs.iter_mut() {
+        let Job::Started(started, phase @ Phase::Running) = &mut job.job else { continue };
+        if started.pane.is_running() {
+            *phase = Phase::TimedOut(now);
+            doomed.push(started.pane.clone());
+        } else {
+            *phase = Phase::Ended;
         }
     }
     end_run_panes(mux, &doomed, cleanup);
 }
 
 fn panes(jobs: &[Launched<'_>]) -> Vec<Arc<Pane>> {
-    jobs.iter().filter_map(|j| j.pane.as_ref().ok().cloned()).collect()
+    jobs.iter().filter_map(|j| j.pane().cloned()).collect()
 }
 
 /// One command's entry in the answer; optional fields appear only when they say something. It is
@@ -517,26 +488,27 @@ fn job_result(job: &Launched<'_>, tails: &Tails, shown: usize, stays: bool) -> C
         told: Told::default(),
         sandbox_denied: None,
     };
-    let pane = match &job.pane {
-        Ok(pane) => pane,
-        Err(e) => {
+    let (started, phase) = match &job.job {
+        Job::Started(started, phase) => (started, phase),
+        Job::Refused(e) => {
             result.error = Some(e.message().to_string());
             return result;
         }
     };
+    let pane = &started.pane;
     result.pane_id = Some(pane.id.clone());
-    result.answered = job.responder.as_ref().map(Responder::answered);
+    result.answered = started.responder.as_ref().map(Responder::answered);
     let (exit, exited_at, end) =
         pane.output().with(|s| (s.life.exit(), s.life.exited_at(), s.ring.end()));
-    let stopped = job.stopped.as_ref().map(Stopped::at);
+    let stopped = phase.stopped_at();
     let exit = if stopped.is_some() { None } else { exit };
     result.exit = ExitFields::new(exit, SignalField::WhenSignalled);
     let ended = stopped.or(exited_at).unwrap_or_else(Instant::now);
     result.duration_ms = ended.saturating_duration_since(pane.started).as_millis() as u64;
     if result.status != CommandEnd::Ok || tails.all {
-        let end = job.asked().map_or(end, |a| a.end);
+        let end = job.job.asked().map_or(end, |a| a.end);
         let tail = tails.of(pane, (0, end), shown, stays);
-        result.told = match job.asked() {
+        result.told = match job.job.asked() {
             Some(asked) => asked.told(tail),
             None => crate::tools::common::asking::told(tail),
         };
@@ -546,5 +518,6 @@ fn job_result(job: &Launched<'_>, tails: &Tails, shown: usize, stays: bool) -> C
     result
 }
 
+mod job;
 #[cfg(test)]
 mod tests;

@@ -116,6 +116,7 @@ fn run_pipeline(ctx: &Ctx<'_>, args: PipelineParams) -> Result<Answer> {
         phase: Phase::Starting,
         responses,
         cwd: None,
+        news: Vec::new(),
     };
     let outcome = run.drive(ctx, started + plan.timeout);
     if outcome.is_err() {

@@ -27,7 +27,7 @@ use crate::tool::{Answer, Asking, RUNS, schema::*};
 use crate::tools::answer::{ExecStatus, Stand, WaitStatus};
 use crate::tools::common::KEEP_AS_EXECS;
 use crate::tools::common::quiet::Quiet;
-use crate::waiter::{Drove, Look, Waiter};
+use crate::waiter::{Drove, Look, Progressing, Said, Waiter};
 use crate::words::words;
 use crossbeam_channel::Receiver;
 use regex::Regex;
@@ -289,21 +289,14 @@ fn wait(ctx: &Ctx<'_>, args: WaitParams) -> Result<Answer> {
     let panes = panes(ctx, &args.pane_ids)?;
     let watched: Vec<Watched> =
         panes.into_iter().map(|pane| Watched::new(pane, pattern.as_ref(), quiet)).collect();
-    let mut waiter = Waiter::new()
-        .cancel(ctx.cancel.receiver())
-        .until(deadline)
-        .heartbeat(ctx.progress.heartbeat());
-    let mut run = (watched, Vec::new());
-    let look = |(watched, fired): &mut (Vec<Watched>, Vec<PaneId>)| look(watched, fired, all);
-    let report = |(watched, _): &(Vec<Watched>, Vec<PaneId>)| {
-        report(ctx, watched, started, deadline);
-    };
-    let done = match waiter.drive(&mut run, look, report) {
+    let mut waiter = Waiter::new().cancel(ctx.cancel.receiver()).until(deadline);
+    let mut run = Waiting { watched, fired: Vec::new(), all, started, deadline };
+    let done = match waiter.drive_reporting(&mut run, Waiting::look, ctx.progress) {
         Drove::Done(()) => true,
         Drove::Deadline => false,
         Drove::Cancelled => return Err(Error::cancelled()),
     };
-    let (watched, fired) = run;
+    let Waiting { watched, fired, .. } = run;
     // The answer's budget is shared among the panes.
     let bytes = budget::default_bytes(ctx.config.max_output_bytes) / watched.len();
     let bytes = bytes.max(MIN_RESULT_BYTES);
@@ -330,6 +323,63 @@ fn panes(ctx: &Ctx<'_>, ids: &[String]) -> Result<Vec<Arc<Pane>>> {
     Ok(panes)
 }
 
+/// A wait on panes: each pane's watch, and the ids of those that have an outcome, in the order
+/// they had it.
+struct Waiting {
+    watched: Vec<Watched>,
+    fired: Vec<PaneId>,
+    /// Whether the wait ends at every pane's outcome rather than at the first.
+    all: bool,
+    started: Instant,
+    deadline: Instant,
+}
+
+impl Waiting {
+    /// One look at every pane still waited on: done once enough have an outcome; otherwise the
+    /// wait sleeps until one of them announces a change or has a look due.
+    fn look(&mut self) -> Look<()> {
+        fire(&mut self.watched, &mut self.fired);
+        if enough(self.fired.len(), self.watched.len(), self.all) {
+            return Look::Done(());
+        }
+        let waiting = || self.watched.iter().filter(|w| w.outcome.is_none());
+        let wakes = waiting().flat_map(|w| w.wakes.iter().cloned()).collect();
+        Look::AgainOn(waiting().filter_map(Watched::next_look).min(), wakes)
+    }
+}
+
+/// Progress: the seconds waited, and what still runs.
+impl Progressing for Waiting {
+    fn progress(&self) -> Said {
+        let running: Vec<(&str, Option<&str>)> = (self.watched.iter())
+            .filter(|w| w.outcome.is_none())
+            .map(|w| (&w.pane.id[..], w.pane.command.as_deref()))
+            .collect();
+        let total = self.deadline.saturating_duration_since(self.started);
+        Said::waited(self.started, total, waiting_on(&running))
+    }
+}
+
+/// The progress message of a wait on `running`: each pane's short id, and its command.
+fn waiting_on(running: &[(&str, Option<&str>)]) -> String {
+    let named: Vec<String> = (running.iter())
+        .map(|(id, command)| {
+            let short = crate::ids::short_id(id);
+            match command {
+                Some(command) => format!("{short} ({command})"),
+                None => short.to_string(),
+            }
+        })
+        .collect();
+    format!("waiting on {}", named.join(", "))
+}
+
+/// Whether a wait has its answer once `fired` of its `panes` have an outcome: one, or with
+/// `all` every one.
+fn enough(fired: usize, panes: usize, all: bool) -> bool {
+    if all { fired == panes } else { fired > 0 }
+}
+
 /// Records the outcome of every pane that has one now, in the order of `pane_ids`.
 fn fire(watched: &mut [Watched], fired: &mut Vec<PaneId>) {
     for w in watched.iter_mut().filter(|w| w.outcome.is_none()) {
@@ -338,35 +388,4 @@ fn fire(watched: &mut [Watched], fired: &mut Vec<PaneId>) {
             fired.push(w.pane.id.clone());
         }
     }
-}
-
-/// One look at every pane still waited on: done once enough have an outcome; otherwise the wait
-/// sleeps until one of them announces a change or has a look due.
-fn look(watched: &mut [Watched], fired: &mut Vec<PaneId>, all: bool) -> Look<()> {
-    fire(watched, fired);
-    let enough = if all { fired.len() == watched.len() } else { !fired.is_empty() };
-    if enough {
-        return Look::Done(());
-    }
-    let waiting = || watched.iter().filter(|w| w.outcome.is_none());
-    let wakes = waiting().flat_map(|w| w.wakes.iter().cloned()).collect();
-    Look::AgainOn(waiting().filter_map(Watched::next_look).min(), wakes)
-}
-
-/// Progress: the seconds waited, and what still runs.
-fn report(ctx: &Ctx<'_>, watched: &[Watched], started: Instant, deadline: Instant) {
-    let running: Vec<String> = watched
-        .iter()
-        .filter(|w| w.outcome.is_none())
-        .map(|w| {
-            let short = crate::ids::short_id(&w.pane.id);
-            match w.pane.command.as_deref() {
-                Some(command) => format!("{short} ({command})"),
-                None => short.to_string(),
-            }
-        })
-        .collect();
-    let total = deadline.saturating_duration_since(started).as_secs_f64();
-    let message = format!("waiting on {}", running.join(", "));
-    ctx.progress.report(started.elapsed().as_secs_f64(), Some(total), &message);
 }

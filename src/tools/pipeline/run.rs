@@ -17,11 +17,10 @@ use crate::pane::mark::{self, CATCH_UP};
 use crate::runtime::Ctx;
 use crate::shell::live::{Live, Typed};
 use crate::shell::{Launch, PROMPT_DRAWN_WAIT, Prompt, Shell};
-use crate::tool::call::Progress;
 use crate::tools::answer::CommandEnd;
 use crate::tools::common::asking::Asked;
 use crate::tools::common::responses::{Responder, Responses};
-use crate::waiter::{Drove, Look, Waiter};
+use crate::waiter::{Drove, Look, Progressing, Said, Waiter};
 use crossbeam_channel::Receiver;
 use std::sync::Arc;
 use std::time::Instant;
@@ -64,6 +63,25 @@ pub(super) struct Run<'a> {
     pub(super) responses: Vec<Option<Responses>>,
     /// The shell's directory after the last step that ended.
     pub(super) cwd: Option<String>,
+    /// Where the run stood at each step typed or ended since the last look, told at once.
+    pub(super) news: Vec<Said>,
+}
+
+/// A run as it is driven: the run, and the watch on its running step's program.
+struct Driven<'r, 'a> {
+    run: &'r mut Run<'a>,
+    watch: Option<InputWatch>,
+}
+
+/// Progress: the steps ended of all, and the one running or the last that ended.
+impl Progressing for Driven<'_, '_> {
+    fn progress(&self) -> Said {
+        self.run.said()
+    }
+
+    fn news(&mut self) -> Vec<Said> {
+        std::mem::take(&mut self.run.news)
+    }
 }
 
 impl Run<'_> {
@@ -73,25 +91,19 @@ impl Run<'_> {
     pub(super) fn drive(&mut self, ctx: &Ctx<'_>, deadline: Instant) -> Result<()> {
         // The shell's records and its exit, not its output, are what the run waits on.
         let wakes = [self.shell.subscribe(), self.pane.output().subscribe_status()];
-        let mut waiter = Waiter::new()
-            .cancel(ctx.cancel.receiver())
-            .until(deadline)
-            .heartbeat(ctx.progress.heartbeat());
+        let mut waiter = Waiter::new().cancel(ctx.cancel.receiver()).until(deadline);
         let watched = self.plan.stop_asking || self.responses.iter().any(Option::is_some);
         let watch = watched.then(|| InputWatch::new(&self.pane));
-        let mut run = (self, watch);
+        let mut driven = Driven { run: self, watch };
         loop {
-            let look = |(run, watch): &mut (&mut Self, Option<InputWatch>)| {
-                run.look(watch, &wakes, ctx.progress)
-            };
-            let progress = |(run, _): &(&mut Self, Option<InputWatch>)| run.report(ctx.progress);
-            match waiter.drive(&mut run, look, progress) {
+            let look = |driven: &mut Driven<'_, '_>| driven.run.look(&mut driven.watch, &wakes);
+            match waiter.drive_reporting(&mut driven, look, ctx.progress) {
                 Drove::Done(Ok(Over::Done)) => return Ok(()),
                 Drove::Done(Err(e)) => return Err(e),
                 // Stopped as at the deadline: the step's record, if the interrupt brought the
                 // prompt back, is taken at the next look; a step not back is killed with the pane.
                 Drove::Done(Ok(Over::Asked)) => waiter.set_deadline(Some(Instant::now())),
-                Drove::Deadline => run.0.overtime(&mut waiter),
+                Drove::Deadline => driven.run.overtime(&mut waiter),
                 Drove::Cancelled => return Err(Error::cancelled()),
             }
         }
@@ -105,9 +117,8 @@ impl Run<'_> {
         &mut self,
         watch: &mut Option<InputWatch>,
         wakes: &[Receiver<()>; 2],
-        progress: &Progress,
     ) -> Look<Result<Over>> {
-        match self.advance(progress) {
+        match self.advance() {
             Ok(true) => return Look::Done(Ok(Over::Done)),
             Ok(false) => {}
             Err(e) => return Look::Done(Err(e)),
@@ -137,8 +148,8 @@ impl Run<'_> {
     /// One step of the run: takes in the shell's records and types the next step when the last
     /// one is done and the prompt is drawn. Says whether the run is over: the shell ended, every
     /// step ran or the first failure stopped them, or a step was interrupted.
-    fn advance(&mut self, progress: &Progress) -> Result<bool> {
-        self.take_records(progress);
+    fn advance(&mut self) -> Result<bool> {
+        self.take_records();
         let saw = Saw {
             now: Instant::now(),
             pane_running: self.pane.is_running(),
@@ -149,7 +160,7 @@ impl Run<'_> {
         };
         match self.phase.next(saw) {
             Act::Wait => Ok(false),
-            Act::Type => self.type_next(progress).map(|()| false),
+            Act::Type => self.type_next().map(|()| false),
             Act::End => {
                 self.phase.end(self.pane.wait_exit(Instant::now() + CATCH_UP));
                 Ok(true)
@@ -222,7 +233,7 @@ impl Run<'_> {
     }
 
     /// Takes in the record of the running step, if the shell has written it.
-    fn take_records(&mut self, progress: &Progress) {
+    fn take_records(&mut self) {
         // The first step, typed while the shell started, begins when the shell's first prompt
         // reads it: its duration is its own, not the start-up files'.
         if self.shell.with(|s| s.prompts) > 0
@@ -245,11 +256,11 @@ impl Run<'_> {
         self.shell.forget_exec(exec);
         let last = self.records.len() == self.plan.steps.len();
         self.phase.step_ended(last || (failed && self.plan.stop_on_error));
-        self.report(progress);
+        self.news.push(self.said());
     }
 
     /// Types the next step.
-    fn type_next(&mut self, progress: &Progress) -> Result<()> {
+    fn type_next(&mut self) -> Result<()> {
         self.phase.typed();
         let step = &self.plan.steps[self.records.len()].command;
         let started = Instant::now();
@@ -258,7 +269,7 @@ impl Run<'_> {
         let record =
             Record { started, exec, typed, end: typed, ended: None, responder, held: false };
         self.records.push(record);
-        self.report(progress);
+        self.news.push(self.said());
         Ok(())
     }
 
@@ -304,10 +315,8 @@ impl Run<'_> {
         }
     }
 
-    fn report(&self, progress: &Progress) {
-        if !progress.is_wanted() {
-            return;
-        }
+    /// Where the run stands, as its progress tells it.
+    fn said(&self) -> Said {
         let total = self.plan.steps.len();
         let done = self.records.iter().filter(|r| r.ended.is_some()).count();
         let n = self.records.len();
@@ -323,7 +332,8 @@ impl Run<'_> {
                 }
             }
         };
-        progress.report(done as f64, Some(total as f64), &progress_message(done, total, latest));
+        let message = progress_message(done, total, latest);
+        Said { done: done as f64, total: Some(total as f64), message }
     }
 
     pub(super) fn status(&self, i: usize) -> CommandEnd {
