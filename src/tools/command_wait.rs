@@ -139,31 +139,14 @@ impl Wait<'_> {
         waiter
     }
 
-    /// One look: the outcome, if the wait has one now. A question a response answers is not one:
-    /// the next question is looked for once the answer has been read.
+    /// One look: the outcome, if the wait has one now (see `weigh`).
     fn look(
         &mut self,
         search: &mut Search,
         watch: &mut InputWatch,
         quiet: Option<&mut Quiet>,
     ) -> Option<Outcome> {
-        if let Some(outcome) = self.ended() {
-            return Some(outcome);
-        }
-        if !self.pane.is_running() {
-            return Some(Outcome::Exited(self.pane.output().exit()));
-        }
-        if let Some(found) = search.matched(self.pane) {
-            return Some(Outcome::Ready(found));
-        }
-        if watch.check() {
-            if !self.respond(watch) {
-                return Some(Outcome::Input(watch.program()));
-            }
-            *watch = InputWatch::new(self.pane);
-            watch.typed_at(Instant::now());
-        }
-        quiet.is_some_and(Quiet::check).then_some(Outcome::Quiet)
+        weigh(&mut Looking { wait: self, search, watch, quiet })
     }
 
     /// The program asks: answers it from the responses, if a key matches its question.
@@ -202,14 +185,10 @@ impl Wait<'_> {
             Until::PromptAfter { from, seen } => {
                 let prompts: Vec<Prompt> = shell.with(|s| s.since(seen).cloned().collect());
                 let look_from = from.saturating_sub(LOOK_BACK);
-                prompts.into_iter().find_map(|prompt| {
-                    match mark::find(self.pane, &shell.end_mark(&prompt), look_from) {
-                        // Printed before the write: the prompt the input went to, not the next.
-                        Some((at, _)) if at < from => None,
-                        Some((at, _)) => Some(Outcome::Ended { prompt, end: at }),
-                        None => Some(Outcome::Ended { end: self.pane.output().end(), prompt }),
-                    }
-                })
+                let mark = |prompt: &Prompt| {
+                    mark::find(self.pane, &shell.end_mark(prompt), look_from).map(|(at, _)| at)
+                };
+                prompt_after(prompts, from, mark, || self.pane.output().end())
             }
         }
     }
@@ -220,6 +199,108 @@ impl Wait<'_> {
             Until::Exec { typed, .. } => typed,
             Until::PromptAfter { from, .. } => from,
         }
+    }
+}
+
+/// The prompt after a write at `from`, among the prompts reported since: where its end mark
+/// (`mark`) lies ends the command's output, or the output's `end` when the mark never comes. A
+/// prompt whose mark lies before the write is the one the input went to, not the next.
+fn prompt_after(
+    prompts: Vec<Prompt>,
+    from: u64,
+    mark: impl Fn(&Prompt) -> Option<u64>,
+    end: impl Fn() -> u64,
+) -> Option<Outcome> {
+    prompts.into_iter().find_map(|prompt| match mark(&prompt) {
+        Some(at) if at < from => None,
+        Some(at) => Some(Outcome::Ended { prompt, end: at }),
+        None => Some(Outcome::Ended { end: end(), prompt }),
+    })
+}
+
+/// What one look reads of the pane, each read only if the ones `weigh` puts before it found
+/// nothing: the pane itself (`Looking`), or plain values in tests.
+trait Reads {
+    /// The prompt that ends the wait, once its record has come.
+    fn ended(&mut self) -> Option<Outcome>;
+    /// How the pane's process ended, once it has.
+    fn exited(&mut self) -> Option<Gone>;
+    /// The exec's output matched the wait's pattern.
+    fn matched(&mut self) -> Option<Found>;
+    /// The program waits for the terminal (the input watch looks when due).
+    fn asks(&mut self) -> Option<Asks>;
+    /// The program printed nothing for the wait's `quiet` period.
+    fn quiet(&mut self) -> bool;
+}
+
+/// The pane's process ended: its exit, when known.
+struct Gone(Option<Exit>);
+
+/// A program found asking.
+enum Asks {
+    /// A key of the responses matched its question, and was typed.
+    Answered,
+    /// Nothing answered it: its name, when known.
+    Unanswered(Option<String>),
+}
+
+/// The outcome of one look, if the wait has one now: the command's prompt first (a command that
+/// ended and then ended the shell ended), then the pane's end, the pattern, a question, silence.
+/// A question a response answers is not an outcome: the wait goes on.
+fn weigh(reads: &mut impl Reads) -> Option<Outcome> {
+    if let Some(outcome) = reads.ended() {
+        return Some(outcome);
+    }
+    if let Some(Gone(exit)) = reads.exited() {
+        return Some(Outcome::Exited(exit));
+    }
+    if let Some(found) = reads.matched() {
+        return Some(Outcome::Ready(found));
+    }
+    if let Some(Asks::Unanswered(program)) = reads.asks() {
+        return Some(Outcome::Input(program));
+    }
+    reads.quiet().then_some(Outcome::Quiet)
+}
+
+/// One look at the pane of a wait.
+struct Looking<'l, 'w> {
+    wait: &'l mut Wait<'w>,
+    search: &'l mut Search,
+    watch: &'l mut InputWatch,
+    quiet: Option<&'l mut Quiet>,
+}
+
+impl Reads for Looking<'_, '_> {
+    fn ended(&mut self) -> Option<Outcome> {
+        self.wait.ended()
+    }
+
+    fn exited(&mut self) -> Option<Gone> {
+        let pane = self.wait.pane;
+        (!pane.is_running()).then(|| Gone(pane.output().exit()))
+    }
+
+    fn matched(&mut self) -> Option<Found> {
+        self.search.matched(self.wait.pane)
+    }
+
+    /// A question is answered from the responses when a key matches; the next is looked for
+    /// once the answer has been read.
+    fn asks(&mut self) -> Option<Asks> {
+        if !self.watch.check() {
+            return None;
+        }
+        if !self.wait.respond(self.watch) {
+            return Some(Asks::Unanswered(self.watch.program()));
+        }
+        *self.watch = InputWatch::new(self.wait.pane);
+        self.watch.typed_at(Instant::now());
+        Some(Asks::Answered)
+    }
+
+    fn quiet(&mut self) -> bool {
+        self.quiet.as_deref_mut().is_some_and(Quiet::check)
     }
 }
 
@@ -379,17 +460,32 @@ pub(crate) fn answer(
     let screen = matches!(outcome, Outcome::Input(_)).then(|| tail::alternate_rows(pane)).flatten();
     let alternate_screen = screen.is_some();
     // A command that succeeded is read for its end and what matters, not its first lines.
-    let succeeded = match &outcome {
-        Outcome::Ended { prompt, .. } => prompt.status == 0,
-        Outcome::Exited(exit) => !shell_pane && exit.is_some_and(|e| e.success()),
-        _ => false,
-    };
-    let budget = if succeeded { budget.succeeded() } else { budget.clone() };
+    let budget = if succeeded(&outcome, shell_pane) { budget.succeeded() } else { budget.clone() };
     let (output, printed) = match screen {
         Some(rows) => screen_and_printed(pane, &rows, (from, end), &budget),
         None => (budget::output(pane, from, end, &budget).into(), None),
     };
-    let stand = match outcome {
+    let stand = stand(outcome, cwd, shell_pane);
+    let alternate_screen = alternate_screen || stand.found_on_screen();
+    let offset = pane.output().end();
+    CommandAnswer { stand, output, printed, alternate_screen, offset, call: CallFields::default() }
+}
+
+/// Whether the command waited on succeeded: its prompt says exit code 0, or the pane's own
+/// process, when it is the command and not the shell, exited 0.
+fn succeeded(outcome: &Outcome, shell_pane: bool) -> bool {
+    match outcome {
+        Outcome::Ended { prompt, .. } => prompt.status == 0,
+        Outcome::Exited(exit) => !shell_pane && exit.is_some_and(Exit::success),
+        _ => false,
+    }
+}
+
+/// Where the command stands for `outcome`, in `cwd` (the prompt's own, when it ended). The end
+/// of a pane whose process is the shell (`shell_pane`) is `exited`; of one whose process is the
+/// command, the command's end.
+fn stand(outcome: Outcome, cwd: Option<String>, shell_pane: bool) -> Stand {
+    match outcome {
         Outcome::Ended { prompt, .. } => {
             Stand::ended(Some(Exit::Code(prompt.status)), Some(prompt.cwd))
         }
@@ -399,10 +495,7 @@ pub(crate) fn answer(
         Outcome::Running => Stand::Running { cwd },
         Outcome::Quiet => Stand::Quiet { cwd },
         Outcome::Ready(found) => Stand::Ready { cwd, found },
-    };
-    let alternate_screen = alternate_screen || stand.found_on_screen();
-    let offset = pane.output().end();
-    CommandAnswer { stand, output, printed, alternate_screen, offset, call: CallFields::default() }
+    }
 }
 
 /// The output schema's main keys of a `CommandAnswer`, with `extra` of the tool's own.
@@ -417,3 +510,6 @@ pub(crate) fn answer_schema(extra: &[(&str, Value)]) -> Value {
     keys.extend(extra.iter().cloned());
     result(&keys)
 }
+
+#[cfg(test)]
+mod tests;

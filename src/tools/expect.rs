@@ -14,7 +14,7 @@ use crate::pane::activity::InputWatch;
 use crate::pane::budget::{self, AnswerOutput, Budget};
 use crate::pane::exit::PaneState;
 use crate::pane::output::TAIL_SCAN_LIMIT;
-use crate::pane::search::{Found, Scan, compile};
+use crate::pane::search::{Found, Scan, Step, compile};
 use crate::pane::tail;
 use crate::runtime::{Ctx, Tool};
 use crate::tool::choice::Choice;
@@ -252,14 +252,40 @@ impl Progressing for Expecting<'_> {
     }
 }
 
-/// What one look found.
+/// What one scan found, weighed (`weigh`).
 enum Scanned {
-    /// The call's answer (or error): a match, the pane's end, a question.
-    Answer(Result<Answer>),
+    /// The pattern matched.
+    Matched(Found),
+    /// The pane was closed.
+    Closed,
+    /// The process ended, and all it printed, to this offset, was searched.
+    Exited(u64),
+    /// The program asks, everything printed to this offset searched.
+    Asks(u64),
     /// More output than one scan takes is waiting.
     Behind,
-    /// Everything printed so far was searched.
+    /// Everything printed so far was searched, and nothing asks.
     Caught,
+}
+
+/// What a scan's `step` says: a match first (found in the last bytes a process printed before
+/// it ended, it is still a match), then the pane closed, its process ended, more output waiting
+/// (scanned at once, before anything else is looked at), the program asking (`asks`, looked at
+/// only once the scan has caught up), or nothing yet.
+fn weigh(step: Step, asks: impl FnOnce() -> bool) -> Scanned {
+    if let Some(found) = step.found {
+        return Scanned::Matched(found);
+    }
+    if step.closed {
+        return Scanned::Closed;
+    }
+    if step.exited {
+        return Scanned::Exited(step.end);
+    }
+    if step.behind {
+        return Scanned::Behind;
+    }
+    if asks() { Scanned::Asks(step.end) } else { Scanned::Caught }
 }
 
 impl Expecting<'_> {
@@ -268,38 +294,32 @@ impl Expecting<'_> {
     /// the next scan; otherwise the wait sleeps until something is printed or a look is due.
     fn look(&mut self, ctx: &Ctx<'_>) -> Look<Result<Answer>> {
         self.pace.look(Instant::now());
-        match self.scan(ctx) {
-            Scanned::Answer(answer) => Look::Done(answer),
-            Scanned::Behind => Look::Again(Some(Instant::now())),
-            Scanned::Caught => match self.pace.caught_up(Instant::now()) {
-                Some(until) => Look::Pause(until),
-                None => Look::Again(self.input.as_ref().and_then(InputWatch::next_check)),
-            },
-        }
+        let step = self.scan.step(self.pane);
+        let input = &mut self.input;
+        let answer = match weigh(step, || input.as_mut().is_some_and(InputWatch::check)) {
+            Scanned::Matched(found) => self.matched(ctx, found),
+            Scanned::Closed => {
+                let closed = format!("pane {} was closed while waiting", self.pane.id);
+                Err(Error::new(ErrorKind::PaneClosed, closed))
+            }
+            Scanned::Exited(end) => Answer::of(&self.outcome(ExpectStatus::Exited, end)),
+            Scanned::Asks(end) => {
+                let program = self.input.as_ref().and_then(InputWatch::program);
+                asking(self.pane, self.outcome(ExpectStatus::Input, end), program)
+            }
+            Scanned::Behind => return Look::Again(Some(Instant::now())),
+            Scanned::Caught => return self.caught_up(),
+        };
+        Look::Done(answer)
     }
 
-    /// One scan of what the pane printed since the last, then a look at the process.
-    fn scan(&mut self, ctx: &Ctx<'_>) -> Scanned {
-        let step = self.scan.step(self.pane);
-        if let Some(found) = step.found {
-            return Scanned::Answer(self.matched(ctx, found));
+    /// After a scan that caught up: over a flood the output gathers (see `Pace`); otherwise the
+    /// wait sleeps until something is printed or the input watch has a look due.
+    fn caught_up(&mut self) -> Look<Result<Answer>> {
+        match self.pace.caught_up(Instant::now()) {
+            Some(until) => Look::Pause(until),
+            None => Look::Again(self.input.as_ref().and_then(InputWatch::next_check)),
         }
-        if step.closed {
-            let closed = format!("pane {} was closed while waiting", self.pane.id);
-            return Scanned::Answer(Err(Error::new(ErrorKind::PaneClosed, closed)));
-        }
-        if step.exited {
-            return Scanned::Answer(Answer::of(&self.outcome(ExpectStatus::Exited, step.end)));
-        }
-        if step.behind {
-            return Scanned::Behind;
-        }
-        if self.input.as_mut().is_some_and(InputWatch::check) {
-            let program = self.input.as_ref().and_then(InputWatch::program);
-            let asked = self.outcome(ExpectStatus::Input, step.end);
-            return Scanned::Answer(asking(self.pane, asked, program));
-        }
-        Scanned::Caught
     }
 
     /// The deadline passed: one last look, since output may have arrived with it.
@@ -404,6 +424,44 @@ fn question(pane: &Pane) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cell::Cell;
+
+    /// A scan's step: caught up to offset 100 with nothing found, unless changed.
+    fn step() -> Step {
+        Step { found: None, exited: false, closed: false, end: 100, behind: false }
+    }
+
+    fn found(line: &str) -> Found {
+        let (matched, line) = (line.to_string(), line.to_string());
+        Found { matched, line, groups: Vec::new(), offset: 90, screen: false }
+    }
+
+    #[test]
+    fn a_match_in_the_last_output_of_a_process_that_ended_is_a_match() {
+        let last = Step { found: Some(found("DONE")), exited: true, closed: true, ..step() };
+        let Scanned::Matched(found) = weigh(last, || true) else { panic!("not a match") };
+        assert_eq!(found.line, "DONE");
+        assert!(matches!(
+            weigh(Step { closed: true, exited: true, ..step() }, || true),
+            Scanned::Closed
+        ));
+        assert!(matches!(weigh(Step { exited: true, ..step() }, || true), Scanned::Exited(100)));
+    }
+
+    #[test]
+    fn the_program_is_asked_after_only_once_the_scan_has_caught_up() {
+        let looked = Cell::new(false);
+        let asks = || {
+            looked.set(true);
+            true
+        };
+        let behind = weigh(Step { behind: true, end: 40, ..step() }, asks);
+        assert!(matches!(behind, Scanned::Behind));
+        assert!(!looked.get(), "no look at /proc while output waits to be searched");
+        assert!(matches!(weigh(step(), asks), Scanned::Asks(100)));
+        assert!(looked.get());
+        assert!(matches!(weigh(step(), || false), Scanned::Caught));
+    }
 
     #[test]
     fn a_flood_gathers_once_between_wakes_and_a_quiet_spell_scans_at_once() {

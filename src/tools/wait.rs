@@ -137,22 +137,9 @@ impl Watched {
         Watched { pane, scan, input, quiet, outcome: None, wakes, prompts_seen, ending }
     }
 
-    /// The pane's outcome now, if it has one: a match first, then its end, its shell back at
-    /// the prompt, a question, silence.
+    /// The pane's outcome now, if it has one (see `weigh`).
     fn look(&mut self) -> Option<Fired> {
-        if let Some(found) = self.scan.as_mut().and_then(|scan| scan.catch_up(&self.pane)) {
-            return Some(Fired::Matched(found));
-        }
-        if !self.pane.is_running() {
-            return Some(Fired::Exited);
-        }
-        if let Some(ended) = self.command_end() {
-            return Some(ended);
-        }
-        if self.input.check() {
-            return Some(Fired::Input(self.input.program()));
-        }
-        self.quiet.as_mut().is_some_and(Quiet::check).then_some(Fired::Quiet)
+        weigh(self)
     }
 
     /// The end of the shell's command: its prompt record says the command ended, and the output
@@ -174,11 +161,8 @@ impl Watched {
         }
         let (prompt, by) = self.ending.as_ref()?;
         let from = self.pane.output().end().saturating_sub(JOB_LOOK_BACK);
-        let end = match mark::locate(&self.pane, &shell.end_mark(prompt), from) {
-            Some((end, _)) => end,
-            None if Instant::now() >= *by => self.pane.output().end(),
-            None => return None,
-        };
+        let mark = mark::locate(&self.pane, &shell.end_mark(prompt), from).map(|(end, _)| end);
+        let end = output_end(mark, Instant::now() >= *by, || self.pane.output().end())?;
         Some(Fired::Ended { status: prompt.status, cwd: prompt.cwd.clone(), end })
     }
 
@@ -214,6 +198,72 @@ impl Watched {
         }
         let alternate_screen = shown.alternate || stand.found_on_screen();
         PaneResult { pane_id, stand, output: shown.fitted.into(), alternate_screen }
+    }
+}
+
+/// What one look at a pane reads, each read only if the ones `weigh` puts before it found
+/// nothing: the pane itself (`Watched`), or plain values in tests.
+trait Reads {
+    /// What `until` matched in the pane's new output.
+    fn matched(&mut self) -> Option<Found>;
+    /// Whether the pane's process ended.
+    fn exited(&mut self) -> bool;
+    /// The end of its shell's command, once the command's output is in.
+    fn ended(&mut self) -> Option<Fired>;
+    /// Its program waits for the terminal.
+    fn asks(&mut self) -> bool;
+    /// The name of the program that asks, when known.
+    fn program(&self) -> Option<String>;
+    /// It printed nothing for `quiet_ms`.
+    fn quiet(&mut self) -> bool;
+}
+
+/// A pane's outcome, if it has one now: a match first (printed before the pane ended, it
+/// matched), then the pane's end, its shell back at the prompt, a question, silence.
+fn weigh(reads: &mut impl Reads) -> Option<Fired> {
+    if let Some(found) = reads.matched() {
+        return Some(Fired::Matched(found));
+    }
+    if reads.exited() {
+        return Some(Fired::Exited);
+    }
+    if let Some(ended) = reads.ended() {
+        return Some(ended);
+    }
+    if reads.asks() {
+        return Some(Fired::Input(reads.program()));
+    }
+    reads.quiet().then_some(Fired::Quiet)
+}
+
+impl Reads for Watched {
+    fn matched(&mut self) -> Option<Found> {
+        self.scan.as_mut().and_then(|scan| scan.catch_up(&self.pane))
+    }
+    fn exited(&mut self) -> bool {
+        !self.pane.is_running()
+    }
+    fn ended(&mut self) -> Option<Fired> {
+        self.command_end()
+    }
+    fn asks(&mut self) -> bool {
+        self.input.check()
+    }
+    fn program(&self) -> Option<String> {
+        self.input.program()
+    }
+    fn quiet(&mut self) -> bool {
+        self.quiet.as_mut().is_some_and(Quiet::check)
+    }
+}
+
+/// Where the output of a command whose prompt record has come ends: at its end mark, once the
+/// mark is in the output; at the output's `end` once the catch-up is `over` without it; `None`
+/// while the mark may still be on its way.
+fn output_end(mark: Option<u64>, over: bool, end: impl Fn() -> u64) -> Option<u64> {
+    match mark {
+        Some(at) => Some(at),
+        None => over.then(end),
     }
 }
 
@@ -389,3 +439,6 @@ fn fire(watched: &mut [Watched], fired: &mut Vec<PaneId>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
