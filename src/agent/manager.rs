@@ -243,8 +243,8 @@ impl Manager {
     }
 
     /// A finished pipeline leaves memory; readers find it on disk from now on.
-    fn retire(&self, id: &str) {
-        self.inner.lock().handles.retain(|h| h.id != id);
+    fn retire(&self, id: &PipelineId) {
+        self.inner.lock().handles.retain(|h| h.id != *id);
         self.changed.notify();
     }
 
@@ -382,13 +382,12 @@ impl Manager {
     }
 
     /// The finished pipeline with this id, read from its state file: one file, not all of them.
-    fn finished_by_id(&self, id: &str) -> Option<Arc<Handle>> {
-        if !valid_id(id) {
-            return None;
-        }
+    /// A key that reads as no pipeline id names none.
+    fn finished_by_id(&self, key: &str) -> Option<Arc<Handle>> {
+        let id: PipelineId = key.parse().ok().filter(|id: &PipelineId| valid_id(id))?;
         let stores: Vec<Arc<Store>> = self.inner.lock().stores.values().cloned().collect();
         stores.iter().find_map(|store| {
-            let pipeline = store.load(id).ok().filter(|p| p.status.is_terminal())?;
+            let pipeline = store.load(&id).ok().filter(|p| p.status.is_terminal())?;
             Some(Arc::new(Handle::new(store, pipeline, Arc::default())))
         })
     }

@@ -12,6 +12,7 @@
 use super::record::{AgentPipeline, SCHEMA_VERSION};
 use crate::error::{Error, ErrorKind, Result};
 use crate::files::{Existing, FileLock, io_error, private_dir};
+use crate::ids::PipelineId;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
@@ -129,19 +130,19 @@ impl Store {
         self.root.join("pipelines")
     }
 
-    pub(crate) fn state_file(&self, id: &str) -> PathBuf {
+    pub(crate) fn state_file(&self, id: &PipelineId) -> PathBuf {
         self.pipelines_dir().join(format!("{id}.json"))
     }
 
-    pub(crate) fn worktree_path(&self, id: &str) -> Result<PathBuf> {
+    pub(crate) fn worktree_path(&self, id: &PipelineId) -> Result<PathBuf> {
         self.unchanged()?;
-        Ok(self.root.join("worktrees").join(id))
+        Ok(self.root.join("worktrees").join(&id[..]))
     }
 
     /// The private directory for one attempt's files, emptied so nothing of an earlier run is read.
-    pub(crate) fn run_dir(&self, id: &str, name: &str) -> Result<PathBuf> {
+    pub(crate) fn run_dir(&self, id: &PipelineId, name: &str) -> Result<PathBuf> {
         self.unchanged()?;
-        let pipeline = self.root.join("runs").join(id);
+        let pipeline = self.root.join("runs").join(&id[..]);
         private_dir(&pipeline, Existing::Repair)?;
         let dir = pipeline.join(name);
         if dir.exists() {
@@ -152,9 +153,9 @@ impl Store {
     }
 
     /// Removes a finished pipeline's run files.
-    pub(crate) fn remove_runs(&self, id: &str) {
+    pub(crate) fn remove_runs(&self, id: &PipelineId) {
         if valid_id(id) {
-            let _ = fs::remove_dir_all(self.root.join("runs").join(id));
+            let _ = fs::remove_dir_all(self.root.join("runs").join(&id[..]));
         }
     }
 
@@ -169,7 +170,7 @@ impl Store {
     }
 
     /// Reads one pipeline's state.
-    pub(crate) fn load(&self, id: &str) -> Result<AgentPipeline> {
+    pub(crate) fn load(&self, id: &PipelineId) -> Result<AgentPipeline> {
         check_id(id)?;
         let path = self.state_file(id);
         read_state(&path, id)
@@ -237,7 +238,7 @@ impl Store {
     }
 
     /// Removes the lock file of a pipeline that was never created; `lock` is released with it.
-    pub(crate) fn discard_lock(&self, id: &str, lock: FileLock) {
+    pub(crate) fn discard_lock(&self, id: &PipelineId, lock: FileLock) {
         if valid_id(id) {
             let _ = fs::remove_file(self.pipelines_dir().join(format!("{id}.lock")));
         }
@@ -245,7 +246,7 @@ impl Store {
     }
 
     /// Takes the pipeline's lock; `None` when another process holds it.
-    pub(crate) fn lock(&self, id: &str) -> Result<Option<FileLock>> {
+    pub(crate) fn lock(&self, id: &PipelineId) -> Result<Option<FileLock>> {
         check_id(id)?;
         self.unchanged()?;
         FileLock::try_take(&self.pipelines_dir().join(format!("{id}.lock")))
@@ -370,6 +371,11 @@ mod tests {
         }
     }
 
+    /// An id as a state file carries it: read as written, whatever it says.
+    fn id(id: &str) -> PipelineId {
+        serde_json::from_value(id.into()).unwrap()
+    }
+
     fn pipeline(id: &str) -> AgentPipeline {
         crate::agent::record::sample(id, None)
     }
@@ -386,8 +392,8 @@ mod tests {
         store.save(&p).unwrap();
         p.prompt = "second".into();
         store.save(&p).unwrap();
-        assert_eq!(store.load("aaaa-1").unwrap(), p);
-        assert_eq!(mode(&store.state_file("aaaa-1")), 0o600);
+        assert_eq!(store.load(&id("aaaa-1")).unwrap(), p);
+        assert_eq!(mode(&store.state_file(&id("aaaa-1"))), 0o600);
         assert_eq!(mode(&store.pipelines_dir()), 0o700);
         assert_eq!(mode(&temp.0.join("runs")), 0o700);
         let names: Vec<_> =
@@ -403,7 +409,7 @@ mod tests {
         let p = pipeline("bbbb");
         store.save(&p).unwrap();
         // The rename target is a non-empty directory now: the rename fails after the temp write.
-        let path = store.state_file("bbbb");
+        let path = store.state_file(&id("bbbb"));
         fs::rename(&path, temp.0.join("saved.json")).unwrap();
         fs::create_dir(&path).unwrap();
         fs::write(path.join("x"), "x").unwrap();
@@ -417,7 +423,7 @@ mod tests {
         assert_eq!(leftovers, 0);
         fs::remove_dir_all(&path).unwrap();
         fs::rename(temp.0.join("saved.json"), &path).unwrap();
-        assert_eq!(store.load("bbbb").unwrap(), p);
+        assert_eq!(store.load(&id("bbbb")).unwrap(), p);
     }
 
     #[test]
@@ -460,8 +466,10 @@ mod tests {
         }
         let temp = Temp::new("ids");
         let store = Store::open(&temp.0).unwrap();
-        assert!(store.load("../../etc/passwd").is_err());
-        assert!(store.lock("../x").is_err());
+        // An id no handle reads as, as a state file could carry it, is still refused.
+        assert!("../x".parse::<PipelineId>().is_err());
+        assert!(store.load(&id("../../etc/passwd")).is_err());
+        assert!(store.lock(&id("../x")).is_err());
         assert!(valid_id(&crate::ids::new_id()));
     }
 
@@ -473,29 +481,29 @@ mod tests {
         store.save(&pipeline(old)).unwrap();
         assert!(store.taken("1a2b3c4d"), "an old UUID's first eight characters name its branch");
         assert!(!store.taken("5e6f7a8b"));
-        assert_eq!(store.load(old).unwrap().id, old, "an old id is still read");
+        assert_eq!(store.load(&id(old)).unwrap().id, old, "an old id is still read");
         let new = crate::ids::new_handle(|h| store.taken(h) || h == "1a2b3c4d");
         store.save(&pipeline(&new)).unwrap();
-        assert_eq!(store.load(&new).unwrap().id, new);
+        assert_eq!(store.load(&id(&new)).unwrap().id, new);
     }
 
     #[test]
     fn a_lock_is_exclusive_until_dropped() {
         let temp = Temp::new("lock");
         let store = Store::open(&temp.0).unwrap();
-        let held = store.lock("cccc").unwrap().expect("free");
-        assert!(store.lock("cccc").unwrap().is_none());
+        let held = store.lock(&id("cccc")).unwrap().expect("free");
+        assert!(store.lock(&id("cccc")).unwrap().is_none());
         drop(held);
-        assert!(store.lock("cccc").unwrap().is_some());
+        assert!(store.lock(&id("cccc")).unwrap().is_some());
     }
 
     #[test]
     fn run_dirs_start_empty() {
         let temp = Temp::new("runs");
         let store = Store::open(&temp.0).unwrap();
-        let dir = store.run_dir("dddd", "analyzer-1").unwrap();
+        let dir = store.run_dir(&id("dddd"), "analyzer-1").unwrap();
         fs::write(dir.join("verdict.json"), "{}").unwrap();
-        let again = store.run_dir("dddd", "analyzer-1").unwrap();
+        let again = store.run_dir(&id("dddd"), "analyzer-1").unwrap();
         assert!(!again.join("verdict.json").exists());
         assert_eq!(mode(&again), 0o700);
     }
