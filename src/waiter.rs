@@ -71,13 +71,13 @@ impl Said {
 }
 
 /// A wait whose progress is only the time it has waited of `total`, and what it waits for.
-pub(crate) struct Waited {
+pub(crate) struct TimedWait {
     pub(crate) started: Instant,
     pub(crate) total: Duration,
     pub(crate) what: &'static str,
 }
 
-impl Progressing for Waited {
+impl Progressing for TimedWait {
     fn progress(&self) -> Said {
         Said::waited(self.started, self.total, self.what.to_string())
     }
@@ -343,14 +343,14 @@ mod tests {
     }
 
     /// A call's progress as the client sees it: what it was told, with a fast heartbeat.
-    struct Told {
+    struct Heard {
         wanted: bool,
         said: std::cell::RefCell<Vec<Said>>,
     }
 
-    impl Told {
-        fn new(wanted: bool) -> Told {
-            Told { wanted, said: Default::default() }
+    impl Heard {
+        fn new(wanted: bool) -> Heard {
+            Heard { wanted, said: Default::default() }
         }
 
         fn messages(&self) -> Vec<String> {
@@ -358,7 +358,7 @@ mod tests {
         }
     }
 
-    impl Reports for Told {
+    impl Reports for Heard {
         fn wanted(&self) -> bool {
             self.wanted
         }
@@ -403,7 +403,7 @@ mod tests {
 
     #[test]
     fn a_reporting_drive_tells_each_heartbeat_and_each_news_once() {
-        let told = Told::new(true);
+        let told = Heard::new(true);
         let mut waiter = Waiter::new().until(soon(30));
         let mut run = Counting { looks: 0, news: vec![1, 2] };
         let look = |run: &mut Counting| {
@@ -417,7 +417,7 @@ mod tests {
         assert_eq!(news, ["look 1", "look 2"], "each news once: {messages:?}");
         assert!(messages.len() > 2, "the heartbeat reported while the wait slept");
         // The news of the look that answers is told before the answer.
-        let told = Told::new(true);
+        let told = Heard::new(true);
         let mut run = Counting { looks: 0, news: vec![1] };
         let done = |run: &mut Counting| {
             run.looks += 1;
@@ -429,7 +429,7 @@ mod tests {
 
     #[test]
     fn a_drive_whose_client_wants_no_progress_tells_nothing() {
-        let told = Told::new(false);
+        let told = Heard::new(false);
         let mut waiter = Waiter::new().until(soon(20));
         let mut run = Counting { looks: 0, news: vec![1] };
         let look = |run: &mut Counting| {

@@ -17,7 +17,7 @@ use crate::ids::{PaneId, PipelineId};
 use crate::runtime::{Ctx, Tool};
 use crate::tool::params::{Name, Params, Raw, Spec, Timeout, params};
 use crate::tool::{Answer, RUNS, SETS, schema::*};
-use crate::waiter::{Drove, Look, Waited, Waiter};
+use crate::waiter::{Drove, Look, TimedWait, Waiter};
 use crate::words::Words;
 use crate::words::words;
 use serde::Serialize;
@@ -380,7 +380,7 @@ fn wait(
     let mut waiter =
         Waiter::new().cancel(ctx.cancel.receiver()).until(started + within).on(events.clone());
     let first = keys(&targets());
-    let look = |_: &mut Waited| {
+    let look = |_: &mut TimedWait| {
         let handles = targets();
         let running = handles
             .iter()
@@ -388,7 +388,7 @@ fn wait(
         let changed = until == StatusUntil::Change && keys(&handles) != first;
         if !running || changed { Look::Done(()) } else { Look::Again(None) }
     };
-    let mut waited = Waited { started, total: within, what: "waiting for the pipeline" };
+    let mut waited = TimedWait { started, total: within, what: "waiting for the pipeline" };
     match waiter.drive_reporting(&mut waited, look, ctx.progress) {
         Drove::Done(()) => Ok(true),
         Drove::Deadline => Ok(false),

@@ -220,7 +220,7 @@ fn prompt_after(
 
 /// What one look reads of the pane, each read only if the ones `weigh` puts before it found
 /// nothing: the pane itself (`Looking`), or plain values in tests.
-trait Reads {
+trait CommandReads {
     /// The prompt that ends the wait, once its record has come.
     fn ended(&mut self) -> Option<Outcome>;
     /// How the pane's process ended, once it has.
@@ -247,7 +247,7 @@ enum Asks {
 /// The outcome of one look, if the wait has one now: the command's prompt first (a command that
 /// ended and then ended the shell ended), then the pane's end, the pattern, a question, silence.
 /// A question a response answers is not an outcome: the wait goes on.
-fn weigh(reads: &mut impl Reads) -> Option<Outcome> {
+fn weigh(reads: &mut impl CommandReads) -> Option<Outcome> {
     if let Some(outcome) = reads.ended() {
         return Some(outcome);
     }
@@ -271,7 +271,7 @@ struct Looking<'l, 'w> {
     quiet: Option<&'l mut Quiet>,
 }
 
-impl Reads for Looking<'_, '_> {
+impl CommandReads for Looking<'_, '_> {
     fn ended(&mut self) -> Option<Outcome> {
         self.wait.ended()
     }

@@ -33,7 +33,7 @@ use crate::tools::panes::ENV;
 use crate::tools::{SANDBOX_AS_EXECS, SandboxArg};
 use crate::waiter::{Drove, Look, Progressing, Said, Waiter};
 use crate::words::words;
-use job::{Job, Next, Phase, Started, run_status};
+use job::{JobMove, JobPhase, JobState, StartedJob, run_status};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -94,7 +94,7 @@ enum PanesPlace {
 /// A command of the call, and where it stands (see `job`).
 struct Launched<'a> {
     task: &'a AskedCommand,
-    job: Job,
+    job: JobState,
 }
 
 /// How one wait on the commands ended.
@@ -171,7 +171,7 @@ fn run_parallel(ctx: &Ctx<'_>, args: ParallelParams) -> Result<Answer> {
         end_run_panes(&ctx.mux, &panes(&jobs), true);
         place.remove(&ctx.mux);
     }
-    let phases: Vec<Option<&Phase>> = jobs.iter().map(|j| j.job.phase()).collect();
+    let phases: Vec<Option<&JobPhase>> = jobs.iter().map(|j| j.job.phase()).collect();
     let status = run_status(matches!(end, ParallelEnd::AllDone), &phases);
     let total_duration_ms = started.elapsed().as_millis() as u64;
     let sandbox = sandbox.and_then(|policy| crate::sandbox::view(&policy));
@@ -302,10 +302,11 @@ fn start_all<'a>(
         .zip(responses)
         .map(|((task, pane), responses)| {
             let job = match pane {
-                Ok(pane) => {
-                    Job::Started(Box::new(started(pane, responses, stop_asking)), Phase::Running)
-                }
-                Err(error) => Job::Refused(error),
+                Ok(pane) => JobState::Started(
+                    Box::new(started(pane, responses, stop_asking)),
+                    JobPhase::Running,
+                ),
+                Err(error) => JobState::Refused(error),
             };
             Launched { task, job }
         })
@@ -314,42 +315,42 @@ fn start_all<'a>(
 
 /// A command whose pane started, watched for its end, and for its questions with
 /// `on_input: stop` or `responses`.
-fn started(pane: Arc<Pane>, responses: Option<Responses>, stop_asking: bool) -> Started {
+fn started(pane: Arc<Pane>, responses: Option<Responses>, stop_asking: bool) -> StartedJob {
     // Subscribed before anyone looks at the pane, so no exit can slip by unseen.
     let events = pane.output().subscribe_status();
     let responder = responses.map(|r| Responder::new(r, 0));
     let watched = stop_asking || responder.is_some();
     let watch = watched.then(|| InputWatch::new(&pane));
-    Started { pane, events, watch, responder }
+    StartedJob { pane, events, watch, responder }
 }
 
 impl Launched<'_> {
     /// The status its result gives, once it has ended or been stopped.
     fn status(&self) -> CommandEnd {
         match &self.job {
-            Job::Refused(_) => CommandEnd::Error,
-            Job::Started(started, phase) => phase.end(started.pane.output().exit()),
+            JobState::Refused(_) => CommandEnd::Error,
+            JobState::Started(started, phase) => phase.end(started.pane.output().exit()),
         }
     }
 
     /// Its pane, once started.
     fn pane(&self) -> Option<&Arc<Pane>> {
         match &self.job {
-            Job::Refused(_) => None,
-            Job::Started(started, _) => Some(&started.pane),
+            JobState::Refused(_) => None,
+            JobState::Started(started, _) => Some(&started.pane),
         }
     }
 
     /// One look, if it runs: its phase moves as what the look saw says. Answers whether it was
     /// found asking and must be stopped.
     fn look(&mut self, stop_asking: bool) -> bool {
-        let Job::Started(started, phase) = &mut self.job else { return false };
+        let JobState::Started(started, phase) = &mut self.job else { return false };
         match phase.next(started.look(), stop_asking) {
-            Next::Wait => {}
-            Next::End => *phase = Phase::Ended,
-            Next::Rewatch => started.rewatch(),
-            Next::Leave => started.watch = None,
-            Next::Stop => return true,
+            JobMove::Wait => {}
+            JobMove::End => *phase = JobPhase::Ended,
+            JobMove::Rewatch => started.rewatch(),
+            JobMove::Leave => started.watch = None,
+            JobMove::Stop => return true,
         }
         false
     }
@@ -357,10 +358,10 @@ impl Launched<'_> {
     /// Stops a command found asking, as the deadline would; with cleanup it leaves the registry
     /// too.
     fn stop(&mut self, mux: &Mux, cleanup: bool, bytes: usize) {
-        if let Job::Started(started, phase) = &mut self.job
+        if let JobState::Started(started, phase) = &mut self.job
             && let Some(watch) = &started.watch
         {
-            *phase = Phase::Asked(Asked::now(&started.pane, watch, bytes));
+            *phase = JobPhase::Asked(Asked::now(&started.pane, watch, bytes));
             end_run_panes(mux, std::slice::from_ref(&started.pane), cleanup);
         }
     }
@@ -394,15 +395,15 @@ impl Jobs<'_, '_> {
             return Look::Done(ParallelEnd::AllDone);
         }
         // A pane's end or a look at /proc that is due: the next look makes it.
-        let check = running().filter_map(Started::next_check).min();
+        let check = running().filter_map(StartedJob::next_check).min();
         Look::AgainOn(check, running().map(|s| s.events.clone()).collect())
     }
 }
 
 /// A command that runs, as the last look saw it.
-fn runs(job: &Job) -> Option<&Started> {
+fn runs(job: &JobState) -> Option<&StartedJob> {
     match job {
-        Job::Started(started, Phase::Running) => Some(started),
+        JobState::Started(started, JobPhase::Running) => Some(started),
         _ => None,
     }
 }
@@ -458,12 +459,12 @@ fn kill_unfinished(mux: &Mux, jobs: &mut [Launched<'_>], cleanup: bool) {
     let now = Instant::now();
     let mut doomed = Vec::new();
     for job in jobs.iter_mut() {
-        let Job::Started(started, phase @ Phase::Running) = &mut job.job else { continue };
+        let JobState::Started(started, phase @ JobPhase::Running) = &mut job.job else { continue };
         if started.pane.is_running() {
-            *phase = Phase::TimedOut(now);
+            *phase = JobPhase::TimedOut(now);
             doomed.push(started.pane.clone());
         } else {
-            *phase = Phase::Ended;
+            *phase = JobPhase::Ended;
         }
     }
     end_run_panes(mux, &doomed, cleanup);
@@ -489,8 +490,8 @@ fn job_result(job: &Launched<'_>, tails: &Tails, shown: usize, stays: bool) -> C
         sandbox_denied: None,
     };
     let (started, phase) = match &job.job {
-        Job::Started(started, phase) => (started, phase),
-        Job::Refused(e) => {
+        JobState::Started(started, phase) => (started, phase),
+        JobState::Refused(e) => {
             result.error = Some(e.message().to_string());
             return result;
         }

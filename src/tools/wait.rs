@@ -203,7 +203,7 @@ impl Watched {
 
 /// What one look at a pane reads, each read only if the ones `weigh` puts before it found
 /// nothing: the pane itself (`Watched`), or plain values in tests.
-trait Reads {
+trait PaneReads {
     /// What `until` matched in the pane's new output.
     fn matched(&mut self) -> Option<Found>;
     /// Whether the pane's process ended.
@@ -220,7 +220,7 @@ trait Reads {
 
 /// A pane's outcome, if it has one now: a match first (printed before the pane ended, it
 /// matched), then the pane's end, its shell back at the prompt, a question, silence.
-fn weigh(reads: &mut impl Reads) -> Option<Fired> {
+fn weigh(reads: &mut impl PaneReads) -> Option<Fired> {
     if let Some(found) = reads.matched() {
         return Some(Fired::Matched(found));
     }
@@ -236,7 +236,7 @@ fn weigh(reads: &mut impl Reads) -> Option<Fired> {
     reads.quiet().then_some(Fired::Quiet)
 }
 
-impl Reads for Watched {
+impl PaneReads for Watched {
     fn matched(&mut self) -> Option<Found> {
         self.scan.as_mut().and_then(|scan| scan.catch_up(&self.pane))
     }

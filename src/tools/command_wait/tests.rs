@@ -6,7 +6,7 @@ use serde_json::json;
 
 /// What a look would read of a pane, and the reads it made.
 #[derive(Default)]
-struct Shown {
+struct CommandShows {
     ended: Option<Outcome>,
     exited: Option<Gone>,
     matched: Option<Found>,
@@ -15,7 +15,7 @@ struct Shown {
     read: Vec<&'static str>,
 }
 
-impl Reads for Shown {
+impl CommandReads for CommandShows {
     fn ended(&mut self) -> Option<Outcome> {
         self.read.push("ended");
         self.ended.take()
@@ -60,7 +60,8 @@ fn fields(stand: Stand) -> Value {
 #[test]
 fn the_prompt_after_the_command_wins_over_the_shell_ending_with_it() {
     let ended = Some(Outcome::Ended { prompt: prompt(4, 3), end: 120 });
-    let mut shown = Shown { ended, exited: Some(Gone(Some(Exit::Code(0)))), ..Shown::default() };
+    let mut shown =
+        CommandShows { ended, exited: Some(Gone(Some(Exit::Code(0)))), ..CommandShows::default() };
     let Some(outcome @ Outcome::Ended { end: 120, .. }) = weigh(&mut shown) else {
         panic!("not the command's end")
     };
@@ -73,7 +74,8 @@ fn the_prompt_after_the_command_wins_over_the_shell_ending_with_it() {
 #[test]
 fn an_exit_seen_ends_the_wait_before_any_question_and_says_whose_exit_it_was() {
     let asks = Some(Asks::Unanswered(Some("read".into())));
-    let mut shown = Shown { exited: Some(Gone(Some(Exit::Code(0)))), asks, ..Shown::default() };
+    let mut shown =
+        CommandShows { exited: Some(Gone(Some(Exit::Code(0)))), asks, ..CommandShows::default() };
     let Some(outcome @ Outcome::Exited(_)) = weigh(&mut shown) else { panic!("not exited") };
     assert_eq!(shown.read, ["ended", "exited"], "no look at /proc for a program that ended");
     // A pane whose process is the command: the command's end, and it succeeded.
@@ -96,13 +98,14 @@ fn an_exit_seen_ends_the_wait_before_any_question_and_says_whose_exit_it_was() {
 fn a_question_is_input_but_one_the_responses_answer_lets_the_wait_go_on() {
     let program = Some("apt".to_string());
     let asks = Some(Asks::Unanswered(program.clone()));
-    let mut shown = Shown { asks, quiet: true, ..Shown::default() };
+    let mut shown = CommandShows { asks, quiet: true, ..CommandShows::default() };
     let Some(Outcome::Input(asking)) = weigh(&mut shown) else { panic!("not input") };
     assert_eq!(asking, program, "a program that asks is input, not quiet");
-    let mut answered = Shown { asks: Some(Asks::Answered), ..Shown::default() };
+    let mut answered = CommandShows { asks: Some(Asks::Answered), ..CommandShows::default() };
     assert!(weigh(&mut answered).is_none(), "answered: look again");
     assert_eq!(answered.read, ["ended", "exited", "matched", "asks", "quiet"]);
-    let mut answered = Shown { asks: Some(Asks::Answered), quiet: true, ..Shown::default() };
+    let mut answered =
+        CommandShows { asks: Some(Asks::Answered), quiet: true, ..CommandShows::default() };
     assert!(matches!(weigh(&mut answered), Some(Outcome::Quiet)), "silent after the answer");
     let said = fields(stand(Outcome::Input(Some("apt".into())), None, true));
     assert_eq!(said, json!({"status": "input", "program": "apt"}));
@@ -111,14 +114,14 @@ fn a_question_is_input_but_one_the_responses_answer_lets_the_wait_go_on() {
 #[test]
 fn the_pattern_is_ready_before_a_question_and_the_deadline_leaves_it_running() {
     let asks = Some(Asks::Unanswered(None));
-    let mut shown = Shown { matched: Some(found()), asks, ..Shown::default() };
+    let mut shown = CommandShows { matched: Some(found()), asks, ..CommandShows::default() };
     let Some(outcome @ Outcome::Ready(_)) = weigh(&mut shown) else { panic!("not ready") };
     let said = fields(stand(outcome, Some("/w".into()), true));
     assert_eq!(
         said,
         json!({"status": "ready", "cwd": "/w", "match": "READY", "line": "READY", "groups": []})
     );
-    assert!(weigh(&mut Shown::default()).is_none(), "nothing yet: look again");
+    assert!(weigh(&mut CommandShows::default()).is_none(), "nothing yet: look again");
     let said = fields(stand(Outcome::Running, Some("/w".into()), true));
     assert_eq!(said, json!({"status": "running", "cwd": "/w"}));
 }

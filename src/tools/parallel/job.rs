@@ -1,8 +1,8 @@
 //! One command of `fugue_run_parallel` and where it stands: refused (its pane never started), or
 //! started and then running, ended on its own, timed out or stopped at its question. The steps
-//! between those phases are pure (`Phase::next`), as are the status each
+//! between those phases are pure (`JobPhase::next`), as are the status each
 //! command's result gives and the run's status; the looks at the pane that feed them are
-//! `Started`'s.
+//! `StartedJob`'s.
 
 use crate::error::Error;
 use crate::pane::Pane;
@@ -16,16 +16,16 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// Where one command stands.
-pub(super) enum Job {
+pub(super) enum JobState {
     /// Its pane could not start: why.
     Refused(Error),
     /// Its pane started: the pane, what watches it (boxed: a refused one is an error's size),
     /// and its phase.
-    Started(Box<Started>, Phase),
+    Started(Box<StartedJob>, JobPhase),
 }
 
 /// A command whose pane started.
-pub(super) struct Started {
+pub(super) struct StartedJob {
     pub(super) pane: Arc<Pane>,
     /// Speaks when its process ends.
     pub(super) events: Receiver<()>,
@@ -37,7 +37,7 @@ pub(super) struct Started {
 }
 
 /// The phase of a command that started.
-pub(super) enum Phase {
+pub(super) enum JobPhase {
     /// Its process runs.
     Running,
     /// Its process ended on its own.
@@ -50,7 +50,7 @@ pub(super) enum Phase {
 
 /// What one look saw of a running command.
 #[derive(Clone, Copy, Debug)]
-pub(super) enum Saw {
+pub(super) enum JobLook {
     /// Its process runs and asks nothing the watch has seen.
     Runs,
     /// Its process ended.
@@ -63,7 +63,7 @@ pub(super) enum Saw {
 
 /// What the call does with a command after a look.
 #[derive(Debug, PartialEq, Eq)]
-pub(super) enum Next {
+pub(super) enum JobMove {
     /// Nothing: it runs on, or its phase is over.
     Wait,
     /// It ended on its own.
@@ -76,57 +76,57 @@ pub(super) enum Next {
     Leave,
 }
 
-impl Phase {
+impl JobPhase {
     /// What a look that saw `saw` leads to. Only a running command moves: one that ended or was
     /// stopped stays as it is.
-    pub(super) fn next(&self, saw: Saw, stop_asking: bool) -> Next {
+    pub(super) fn next(&self, saw: JobLook, stop_asking: bool) -> JobMove {
         match (self, saw) {
-            (Phase::Running, Saw::Exited) => Next::End,
-            (Phase::Running, Saw::Answered) => Next::Rewatch,
-            (Phase::Running, Saw::Asks) if stop_asking => Next::Stop,
-            (Phase::Running, Saw::Asks) => Next::Leave,
-            _ => Next::Wait,
+            (JobPhase::Running, JobLook::Exited) => JobMove::End,
+            (JobPhase::Running, JobLook::Answered) => JobMove::Rewatch,
+            (JobPhase::Running, JobLook::Asks) if stop_asking => JobMove::Stop,
+            (JobPhase::Running, JobLook::Asks) => JobMove::Leave,
+            _ => JobMove::Wait,
         }
     }
 
     /// When fugue stopped it, if it did.
     pub(super) fn stopped_at(&self) -> Option<Instant> {
         match self {
-            Phase::TimedOut(at) => Some(*at),
-            Phase::Asked(asked) => Some(asked.at),
-            Phase::Running | Phase::Ended => None,
+            JobPhase::TimedOut(at) => Some(*at),
+            JobPhase::Asked(asked) => Some(asked.at),
+            JobPhase::Running | JobPhase::Ended => None,
         }
     }
 
     /// How a started command ended: stopped, or as its exit says.
     pub(super) fn end(&self, exit: Option<Exit>) -> CommandEnd {
         match (self, exit) {
-            (Phase::Asked(_), _) => CommandEnd::Input,
-            (Phase::TimedOut(_), _) => CommandEnd::Timeout,
-            (Phase::Running | Phase::Ended, Some(exit)) if exit.success() => CommandEnd::Ok,
-            (Phase::Running | Phase::Ended, _) => CommandEnd::Failed,
+            (JobPhase::Asked(_), _) => CommandEnd::Input,
+            (JobPhase::TimedOut(_), _) => CommandEnd::Timeout,
+            (JobPhase::Running | JobPhase::Ended, Some(exit)) if exit.success() => CommandEnd::Ok,
+            (JobPhase::Running | JobPhase::Ended, _) => CommandEnd::Failed,
         }
     }
 }
 
-impl Job {
+impl JobState {
     /// Its phase, once started.
-    pub(super) fn phase(&self) -> Option<&Phase> {
+    pub(super) fn phase(&self) -> Option<&JobPhase> {
         match self {
-            Job::Refused(_) => None,
-            Job::Started(_, phase) => Some(phase),
+            JobState::Refused(_) => None,
+            JobState::Started(_, phase) => Some(phase),
         }
     }
 
     /// Whether its process runs, as the last look saw it.
     pub(super) fn running(&self) -> bool {
-        matches!(self.phase(), Some(Phase::Running))
+        matches!(self.phase(), Some(JobPhase::Running))
     }
 
     /// The question it was stopped at, if it was.
     pub(super) fn asked(&self) -> Option<&Asked> {
         match self.phase() {
-            Some(Phase::Asked(asked)) => Some(asked),
+            Some(JobPhase::Asked(asked)) => Some(asked),
             _ => None,
         }
     }
@@ -135,9 +135,9 @@ impl Job {
 /// The status of a whole run: every command ended (`all_ended`; one stopped at its question
 /// makes it `input`), or the deadline passed: `timeout` if it stopped every command, `partial` if
 /// some had ended (or never started) before it. `phases` are the commands' (`None`: refused).
-pub(super) fn run_status(all_ended: bool, phases: &[Option<&Phase>]) -> RunStatus {
-    let asked = phases.iter().any(|p| matches!(p, Some(Phase::Asked(_))));
-    let all_timed_out = phases.iter().all(|p| matches!(p, Some(Phase::TimedOut(_))));
+pub(super) fn run_status(all_ended: bool, phases: &[Option<&JobPhase>]) -> RunStatus {
+    let asked = phases.iter().any(|p| matches!(p, Some(JobPhase::Asked(_))));
+    let all_timed_out = phases.iter().all(|p| matches!(p, Some(JobPhase::TimedOut(_))));
     match (all_ended, asked, all_timed_out) {
         (true, true, _) => RunStatus::Input,
         (true, false, _) => RunStatus::Completed,
@@ -146,22 +146,22 @@ pub(super) fn run_status(all_ended: bool, phases: &[Option<&Phase>]) -> RunStatu
     }
 }
 
-impl Started {
+impl StartedJob {
     /// One look at the command: whether its process ended, and whether its program asks a
     /// question (the watch looks only when due). A question its responses answer is answered
     /// here.
-    pub(super) fn look(&mut self) -> Saw {
+    pub(super) fn look(&mut self) -> JobLook {
         if !self.pane.is_running() {
-            return Saw::Exited;
+            return JobLook::Exited;
         }
         if !self.watch.as_mut().is_some_and(InputWatch::check) {
-            return Saw::Runs;
+            return JobLook::Runs;
         }
         let answered = match (self.responder.as_mut(), self.watch.as_ref()) {
             (Some(responder), Some(watch)) => responder.reply(&self.pane, watch),
             _ => false,
         };
-        if answered { Saw::Answered } else { Saw::Asks }
+        if answered { JobLook::Answered } else { JobLook::Asks }
     }
 
     /// Watches anew from an answer just typed.

@@ -1,7 +1,7 @@
 //! The parallel tool's decisions from what it sees — its arguments, how each command ended, what
 //! its progress says — tested without a PTY.
 
-use super::job::Saw;
+use super::job::JobLook;
 use super::*;
 use crate::pane::exit::Exit;
 use crate::tool::args::Args;
@@ -49,43 +49,48 @@ fn names_default_to_their_position() {
 #[test]
 fn a_command_ends_as_it_was_stopped_or_as_its_exit_says() {
     let at = Instant::now();
-    let timed_out = Phase::TimedOut(at);
+    let timed_out = JobPhase::TimedOut(at);
     assert_eq!(timed_out.end(Some(Exit::Code(0))), CommandEnd::Timeout);
     assert_eq!(timed_out.stopped_at(), Some(at), "its duration ends when it was killed");
-    assert_eq!(Phase::Ended.end(Some(Exit::Code(0))), CommandEnd::Ok);
-    assert_eq!(Phase::Ended.end(Some(Exit::Code(1))), CommandEnd::Failed);
-    assert_eq!(Phase::Ended.end(Some(Exit::Signal(9))), CommandEnd::Failed);
-    assert_eq!(Phase::Ended.end(None), CommandEnd::Failed);
+    assert_eq!(JobPhase::Ended.end(Some(Exit::Code(0))), CommandEnd::Ok);
+    assert_eq!(JobPhase::Ended.end(Some(Exit::Code(1))), CommandEnd::Failed);
+    assert_eq!(JobPhase::Ended.end(Some(Exit::Signal(9))), CommandEnd::Failed);
+    assert_eq!(JobPhase::Ended.end(None), CommandEnd::Failed);
     assert_eq!(asked().end(Some(Exit::Code(0))), CommandEnd::Input);
     assert!(asked().stopped_at().is_some_and(|at| at <= Instant::now()));
-    assert_eq!(Phase::Ended.stopped_at(), None, "its duration ends at its exit");
+    assert_eq!(JobPhase::Ended.stopped_at(), None, "its duration ends at its exit");
 }
 
 /// A command stopped at its question.
-fn asked() -> Phase {
-    Phase::Asked(Asked { at: Instant::now(), end: 0, screen: None, program: Some("read".into()) })
+fn asked() -> JobPhase {
+    JobPhase::Asked(Asked {
+        at: Instant::now(),
+        end: 0,
+        screen: None,
+        program: Some("read".into()),
+    })
 }
 
 #[test]
 fn a_running_command_moves_as_its_look_says_and_a_finished_one_stays() {
     for stop_asking in [true, false] {
-        assert_eq!(Phase::Running.next(Saw::Runs, stop_asking), Next::Wait);
-        assert_eq!(Phase::Running.next(Saw::Exited, stop_asking), Next::End);
-        assert_eq!(Phase::Running.next(Saw::Answered, stop_asking), Next::Rewatch);
+        assert_eq!(JobPhase::Running.next(JobLook::Runs, stop_asking), JobMove::Wait);
+        assert_eq!(JobPhase::Running.next(JobLook::Exited, stop_asking), JobMove::End);
+        assert_eq!(JobPhase::Running.next(JobLook::Answered, stop_asking), JobMove::Rewatch);
     }
-    assert_eq!(Phase::Running.next(Saw::Asks, true), Next::Stop, "on_input: stop");
-    assert_eq!(Phase::Running.next(Saw::Asks, false), Next::Leave, "on_input: wait");
-    let timed_out = Phase::TimedOut(Instant::now());
-    for over in [Phase::Ended, timed_out, asked()] {
-        for saw in [Saw::Runs, Saw::Exited, Saw::Answered, Saw::Asks] {
-            assert_eq!(over.next(saw, true), Next::Wait, "{saw:?}");
+    assert_eq!(JobPhase::Running.next(JobLook::Asks, true), JobMove::Stop, "on_input: stop");
+    assert_eq!(JobPhase::Running.next(JobLook::Asks, false), JobMove::Leave, "on_input: wait");
+    let timed_out = JobPhase::TimedOut(Instant::now());
+    for over in [JobPhase::Ended, timed_out, asked()] {
+        for saw in [JobLook::Runs, JobLook::Exited, JobLook::Answered, JobLook::Asks] {
+            assert_eq!(over.next(saw, true), JobMove::Wait, "{saw:?}");
         }
     }
 }
 
 #[test]
 fn the_run_is_partial_when_the_deadline_left_some_commands_ended_on_their_own() {
-    let (ended, timed_out) = (Phase::Ended, Phase::TimedOut(Instant::now()));
+    let (ended, timed_out) = (JobPhase::Ended, JobPhase::TimedOut(Instant::now()));
     let asked = asked();
     assert_eq!(run_status(true, &[Some(&ended), Some(&ended)]), RunStatus::Completed);
     assert_eq!(run_status(true, &[Some(&ended), None]), RunStatus::Completed, "a refused one");

@@ -6,7 +6,7 @@ use super::*;
 
 /// What a look would read of a pane, and the reads it made.
 #[derive(Default)]
-struct Shown {
+struct PaneShows {
     matched: Option<Found>,
     exited: bool,
     ended: Option<Fired>,
@@ -17,7 +17,7 @@ struct Shown {
     read: Vec<&'static str>,
 }
 
-impl Reads for Shown {
+impl PaneReads for PaneShows {
     fn matched(&mut self) -> Option<Found> {
         self.read.push("matched");
         self.matched.take()
@@ -54,7 +54,7 @@ fn ended(status: i32) -> Option<Fired> {
 
 #[test]
 fn a_match_printed_before_the_pane_ended_is_the_outcome() {
-    let mut shown = Shown { matched: Some(found()), exited: true, ..Shown::default() };
+    let mut shown = PaneShows { matched: Some(found()), exited: true, ..PaneShows::default() };
     let Some(Fired::Matched(found)) = weigh(&mut shown) else { panic!("not matched") };
     assert_eq!(found.line, "listening on :8080");
     assert_eq!(shown.read, ["matched"], "nothing is read after the outcome");
@@ -62,10 +62,11 @@ fn a_match_printed_before_the_pane_ended_is_the_outcome() {
 
 #[test]
 fn an_exit_seen_comes_before_the_command_end_and_a_question() {
-    let mut shown = Shown { exited: true, ended: ended(0), asked: true, ..Shown::default() };
+    let mut shown =
+        PaneShows { exited: true, ended: ended(0), asked: true, ..PaneShows::default() };
     assert!(matches!(weigh(&mut shown), Some(Fired::Exited)));
     assert_eq!(shown.read, ["matched", "exited"], "no look at /proc for a pane that ended");
-    let mut shown = Shown { ended: ended(2), asked: true, ..Shown::default() };
+    let mut shown = PaneShows { ended: ended(2), asked: true, ..PaneShows::default() };
     let Some(Fired::Ended { status: 2, end: 70, .. }) = weigh(&mut shown) else {
         panic!("not the command's end")
     };
@@ -74,12 +75,12 @@ fn an_exit_seen_comes_before_the_command_end_and_a_question() {
 #[test]
 fn a_program_that_asks_is_input_and_not_quiet() {
     let asks = Some("sudo".to_string());
-    let mut shown = Shown { asks, asked: true, quiet: true, ..Shown::default() };
+    let mut shown = PaneShows { asks, asked: true, quiet: true, ..PaneShows::default() };
     let Some(Fired::Input(program)) = weigh(&mut shown) else { panic!("not input") };
     assert_eq!(program.as_deref(), Some("sudo"));
-    let mut shown = Shown { quiet: true, ..Shown::default() };
+    let mut shown = PaneShows { quiet: true, ..PaneShows::default() };
     assert!(matches!(weigh(&mut shown), Some(Fired::Quiet)));
-    let mut shown = Shown::default();
+    let mut shown = PaneShows::default();
     assert!(weigh(&mut shown).is_none(), "nothing yet: wait on");
     assert_eq!(shown.read, ["matched", "exited", "ended", "asks", "quiet"]);
 }
