@@ -83,7 +83,7 @@ pub(crate) struct Connection {
     flights: Mutex<Flights>,
     /// Signalled when an answer has been written and its slot is free.
     answered: Condvar,
-    pool: Workers,
+    workers: Workers,
     /// Requests fugue sent the client, by id, and where their responses go.
     asked: Mutex<HashMap<String, Sender<Value>>>,
     next_ask: AtomicU64,
@@ -115,7 +115,7 @@ impl Connection {
             writer,
             flights: Mutex::new(Flights::default()),
             answered: Condvar::new(),
-            pool: Workers::default(),
+            workers: Workers::default(),
             asked: Mutex::new(HashMap::new()),
             next_ask: AtomicU64::new(1),
         })
@@ -295,7 +295,7 @@ impl Connection {
             flights.calls.insert(key(&id), flight.clone());
         }
         let server = self.clone();
-        self.pool.submit(Box::new(move || server.run_flight(&flight, &id, &method, &params)));
+        self.workers.submit(Box::new(move || server.run_flight(&flight, &id, &method, &params)));
     }
 
     fn run_flight(
@@ -429,6 +429,7 @@ fn is_valid_id(id: &Value) -> bool {
     id.is_string() || id.is_number()
 }
 
+/// A tool call's run, queued for a worker.
 type Queued = Box<dyn FnOnce() + Send>;
 
 /// Worker threads for tool calls, grown on demand and retired when idle. Each submit either claims

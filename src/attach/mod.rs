@@ -30,6 +30,7 @@ use std::time::Duration;
 /// How long a server may take to answer the first questions.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// `AttachArgs` with a shared server's name resolved to its pid.
 struct Resolved {
     server: Option<u32>,
     input: bool,

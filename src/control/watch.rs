@@ -52,6 +52,7 @@ pub(crate) fn start(mux: Arc<Mux>, out: Arc<Out>) -> std::io::Result<Sender<Arm>
     Ok(tx)
 }
 
+/// What wakes the watcher: an arming, a change to look at, or the end.
 enum Nudge {
     Arm(Arm),
     Change,

@@ -21,6 +21,7 @@ struct Tunnel {
     master: Master,
 }
 
+/// A host fugue reaches, with its tunnel while one is open.
 #[derive(Default)]
 struct Remote {
     connection: Mutex<Option<Tunnel>>,

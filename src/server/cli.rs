@@ -65,6 +65,7 @@ pub(crate) fn status(paths: &Paths) -> Value {
     out
 }
 
+/// What a probe of a shared server's socket found.
 enum Probed {
     Nobody,
     /// Connected, no hello in time.

@@ -29,6 +29,7 @@ pub(crate) struct Pool {
     shells: Mutex<Vec<PooledShell>>,
 }
 
+/// One of fugue's own shells in the pool.
 struct PooledShell {
     /// The directory of the callers this shell serves (not where the shell is now).
     dir: PathBuf,
