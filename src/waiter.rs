@@ -9,7 +9,7 @@
 //! `Waiter::drive` is that loop, written once: the caller gives its run and its look (which
 //! answers `Look`), and gets back the look's answer, or the deadline or the cancel that ended the
 //! wait first. A run whose caller wants progress is driven by `Waiter::drive_reporting`: the run
-//! says where it stands (`Progressing`: a `Said`) and the waiter alone tells the call's progress
+//! says where it stands (`Progressing`: a `Standing`) and the waiter alone tells the call's progress
 //! (`Reports`) at each heartbeat, and at once of what a look found worth telling. A leaf: it knows
 //! channels and instants, not panes or calls.
 
@@ -57,16 +57,20 @@ pub(crate) enum Drove<T> {
 
 /// What a run says of its progress: how far it is of how far it goes, and a line for people.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Said {
+pub(crate) struct Standing {
     pub(crate) done: f64,
     pub(crate) total: Option<f64>,
     pub(crate) message: String,
 }
 
-impl Said {
+impl Standing {
     /// A wait that measures its progress in time: the seconds since `started` of `total`.
-    pub(crate) fn waited(started: Instant, total: Duration, message: String) -> Said {
-        Said { done: started.elapsed().as_secs_f64(), total: Some(total.as_secs_f64()), message }
+    pub(crate) fn waited(started: Instant, total: Duration, message: String) -> Standing {
+        Standing {
+            done: started.elapsed().as_secs_f64(),
+            total: Some(total.as_secs_f64()),
+            message,
+        }
     }
 }
 
@@ -78,19 +82,19 @@ pub(crate) struct TimedWait {
 }
 
 impl Progressing for TimedWait {
-    fn progress(&self) -> Said {
-        Said::waited(self.started, self.total, self.what.to_string())
+    fn progress(&self) -> Standing {
+        Standing::waited(self.started, self.total, self.what.to_string())
     }
 }
 
 /// A run that says where it stands, for its call's progress.
 pub(crate) trait Progressing {
     /// Where the run stands now: what each heartbeat reports.
-    fn progress(&self) -> Said;
+    fn progress(&self) -> Standing;
 
     /// What the last look found worth telling at once rather than at the next heartbeat (a step
     /// typed or ended, a command finished), oldest first; taken, so each is told once.
-    fn news(&mut self) -> Vec<Said> {
+    fn news(&mut self) -> Vec<Standing> {
         Vec::new()
     }
 }
@@ -101,7 +105,7 @@ pub(crate) trait Reports {
     fn wanted(&self) -> bool;
     /// Ticks when progress is due while it is wanted, and never otherwise.
     fn heartbeat(&self) -> Receiver<Instant>;
-    fn tell(&self, said: &Said);
+    fn tell(&self, said: &Standing);
 }
 
 /// What one waiting call sleeps on.
@@ -345,7 +349,7 @@ mod tests {
     /// A call's progress as the client sees it: what it was told, with a fast heartbeat.
     struct Heard {
         wanted: bool,
-        said: std::cell::RefCell<Vec<Said>>,
+        said: std::cell::RefCell<Vec<Standing>>,
     }
 
     impl Heard {
@@ -365,7 +369,7 @@ mod tests {
         fn heartbeat(&self) -> Receiver<Instant> {
             if self.wanted { tick(Duration::from_millis(2)) } else { never() }
         }
-        fn tell(&self, said: &Said) {
+        fn tell(&self, said: &Standing) {
             self.said.borrow_mut().push(said.clone());
         }
     }
@@ -377,13 +381,15 @@ mod tests {
     }
 
     impl Progressing for Counting {
-        fn progress(&self) -> Said {
-            Said { done: f64::from(self.looks), total: None, message: "beat".into() }
+        fn progress(&self) -> Standing {
+            Standing { done: f64::from(self.looks), total: None, message: "beat".into() }
         }
-        fn news(&mut self) -> Vec<Said> {
+        fn news(&mut self) -> Vec<Standing> {
             let looks = self.looks;
             let news = self.news.contains(&looks).then(|| format!("look {looks}"));
-            news.map(|message| Said { done: 0.0, total: Some(9.0), message }).into_iter().collect()
+            news.map(|message| Standing { done: 0.0, total: Some(9.0), message })
+                .into_iter()
+                .collect()
         }
     }
 

@@ -4,7 +4,7 @@
 //! `Progress` forwards `notifications/progress` to the client when it asked for them, and keeps
 //! the values increasing as the spec requires.
 
-use crate::waiter::{Reports, Said};
+use crate::waiter::{Reports, Standing};
 use crossbeam_channel::Receiver;
 use parking_lot::Mutex;
 use std::time::{Duration, Instant};
@@ -63,7 +63,7 @@ impl Reports for Progress {
         }
     }
 
-    fn tell(&self, said: &Said) {
+    fn tell(&self, said: &Standing) {
         self.report(said.done, said.total, &said.message);
     }
 }

@@ -19,15 +19,15 @@ use crate::pane::exit::Exit;
 use crate::pane::search::{Found, Scan};
 use crate::pane::tail;
 use crate::pane::{Pane, mark};
-use crate::runtime::Ctx;
+use crate::runtime::Runtime;
 use crate::shell::live::Live;
 use crate::shell::{Prompt, Shell};
-use crate::tool::Asking;
 use crate::tool::choice::Choice;
 use crate::tool::schema::{nullable, result, typed};
+use crate::tool::{Asking, Ctx};
 use crate::tools::common::quiet::Quiet;
 use crate::tools::common::responses::{Answered, Responder, Responses};
-use crate::waiter::{Drove, Look, Progressing, Said, Waiter};
+use crate::waiter::{Drove, Look, Progressing, Standing, Waiter};
 use regex::Regex;
 use serde::Serialize;
 use serde_json::Value;
@@ -99,7 +99,7 @@ impl Search {
 
 impl Wait<'_> {
     /// Blocks until the wait ends; `Err` only when the call is cancelled.
-    pub(crate) fn run(&mut self, ctx: &Ctx<'_>) -> Result<Outcome> {
+    pub(crate) fn run(&mut self, ctx: &Ctx<'_, Runtime>) -> Result<Outcome> {
         let mut waiter = self.waiter(ctx);
         let search = self.search();
         if !matches!(search, Search::None) {
@@ -128,7 +128,7 @@ impl Wait<'_> {
 
     /// What the wait sleeps on: the shell's records, the pane's end, the call's cancel and the
     /// deadline.
-    fn waiter(&self, ctx: &Ctx<'_>) -> Waiter {
+    fn waiter(&self, ctx: &Ctx<'_, Runtime>) -> Waiter {
         let mut waiter = Waiter::new()
             .cancel(ctx.cancel.receiver())
             .until(self.deadline)
@@ -319,9 +319,9 @@ struct Watching {
 /// Progress: the seconds waited of the wait's whole, and the last line the pane printed since
 /// `from`.
 impl Progressing for Watching {
-    fn progress(&self) -> Said {
+    fn progress(&self) -> Standing {
         let line = crate::tools::common::tail(&self.pane, self.from, self.pane.output().end(), 1);
-        Said::waited(self.started, self.total, line.trim_end().to_string())
+        Standing::waited(self.started, self.total, line.trim_end().to_string())
     }
 }
 
@@ -331,7 +331,7 @@ impl Progressing for Watching {
 /// `status`, `exit_code`, `cwd`, `output` since the write, `offset`, and with responses,
 /// `answered`.
 pub(crate) fn after_input(
-    ctx: &Ctx<'_>,
+    ctx: &Ctx<'_, Runtime>,
     pane: &Arc<Pane>,
     written: Option<(u64, Option<u64>)>,
     wait: Duration,

@@ -14,16 +14,16 @@ use crate::pane::activity::InputWatch;
 use crate::pane::budget::{self, AnswerOutput, Budget};
 use crate::pane::exit::PaneState;
 use crate::pane::output::TAIL_SCAN_LIMIT;
-use crate::pane::search::{Found, Scan, Step, compile};
+use crate::pane::search::{Found, Scan, ScanStep, compile};
 use crate::pane::tail;
-use crate::runtime::{Ctx, Tool};
-use crate::tool::choice::Choice;
+use crate::runtime::Runtime;
 use crate::tool::params::{Params, Spec, Timeout, params};
 use crate::tool::{Answer, Asking, RUNS, schema::*};
+use crate::tool::{Ctx, Tool, choice::Choice};
 use crate::tools::answer::ExpectStatus;
 use crate::tools::common::KEEP_AS_EXECS;
 use crate::tools::panes::PANE_ID;
-use crate::waiter::{Drove, Look, Progressing, Said, Waiter};
+use crate::waiter::{Drove, Look, Progressing, Standing, Waiter};
 use crate::words::words;
 use regex::Regex;
 use serde::Serialize;
@@ -41,7 +41,7 @@ const MAX_QUESTION_BYTES: usize = 4 << 10;
 /// How long a waiter lets streaming output gather between scans (see `Pace`).
 const PACE: Duration = Duration::from_millis(1);
 
-pub(crate) const TOOL: Tool = Tool {
+pub(crate) const TOOL: Tool<Runtime> = Tool {
     name: "fugue_expect",
     title: "Expect pattern",
     description: "Wait until a pane's output matches a regex (text view; while a full-screen \
@@ -71,7 +71,7 @@ pub(crate) const TOOL: Tool = Tool {
 
 words! {
     /// What to do on a match.
-    enum Action {
+    enum OnMatch {
         Notify = "notify",
         ClosePane = "close_pane",
         ReturnOutput = "return_output",
@@ -82,7 +82,7 @@ words! {
     /// `fugue_expect`'s `on_input`: keep waiting for the pattern, or answer `input`. Not the run
     /// tools' `on_input` (`asking::OnInput`): their words are `stop` and `wait`, and both are the
     /// contract.
-    enum OnInput {
+    enum WhenAsked {
         Wait = "wait",
         Return = "return",
     }
@@ -90,7 +90,7 @@ words! {
 
 /// What the answer carries besides the match: the action, and which output it shows.
 struct Answering {
-    action: Action,
+    action: OnMatch,
     lines: usize,
     /// With `since`, the output returned begins there; otherwise 0.
     since: u64,
@@ -103,7 +103,7 @@ impl Answering {
     /// `output` for `return_output`: the last `lines` lines of what came after `since`, with the
     /// lines that matter before them, within the budget.
     fn output(&self, pane: &Pane) -> Option<AnswerOutput> {
-        if self.action != Action::ReturnOutput {
+        if self.action != OnMatch::ReturnOutput {
             return None;
         }
         let budget = Budget::tail(self.bytes, self.lines, self.keep.as_ref());
@@ -184,26 +184,26 @@ params! {
              match the line itself instead",
         ),
         timeout_ms: Timeout = Spec::new("Give up after this long").or(TIMEOUT_MS),
-        action: Action = Spec::new("What to do on a match"),
+        action: OnMatch = Spec::new("What to do on a match"),
         lines: usize = Spec::new("Lines of existing output to search, and to return")
             .range(1, 100_000)
             .or(LINES),
         since: Option<u64> = Spec::new("Search only output after this offset"),
-        on_input: OnInput = Spec::new(
+        on_input: WhenAsked = Spec::new(
             "return: answer input if a program asks first",
         ),
         keep: Option<String> = KEEP_AS_EXECS,
     }
 }
 
-fn expect(ctx: &Ctx<'_>, args: ExpectParams) -> Result<Answer> {
+fn expect(ctx: &Ctx<'_, Runtime>, args: ExpectParams) -> Result<Answer> {
     let started = Instant::now();
     let pane = ctx.mux.pane(&args.pane_id)?;
     let pattern = args.pattern.as_str();
     let regex = compile(pattern, ctx.config.max_regex_bytes)?;
     let Timeout(timeout) = args.timeout_ms;
     let (action, lines, since) = (args.action, args.lines, args.since);
-    let return_on_input = args.on_input == OnInput::Return;
+    let return_on_input = args.on_input == WhenAsked::Return;
     let keep = crate::tools::common::keep(args.keep.as_deref(), ctx.config.max_regex_bytes)?;
 
     // Subscribe before the first look, so nothing printed in between is missed.
@@ -247,8 +247,8 @@ struct Expecting<'a> {
 }
 
 impl Progressing for Expecting<'_> {
-    fn progress(&self) -> Said {
-        Said::waited(self.started, self.timeout, format!("waiting for /{}/", self.pattern))
+    fn progress(&self) -> Standing {
+        Standing::waited(self.started, self.timeout, format!("waiting for /{}/", self.pattern))
     }
 }
 
@@ -272,7 +272,7 @@ enum Scanned {
 /// it ended, it is still a match), then the pane closed, its process ended, more output waiting
 /// (scanned at once, before anything else is looked at), the program asking (`asks`, looked at
 /// only once the scan has caught up), or nothing yet.
-fn weigh(step: Step, asks: impl FnOnce() -> bool) -> Scanned {
+fn weigh(step: ScanStep, asks: impl FnOnce() -> bool) -> Scanned {
     if let Some(found) = step.found {
         return Scanned::Matched(found);
     }
@@ -292,7 +292,7 @@ impl Expecting<'_> {
     /// One look of the wait: a scan, and what the wait does next. More output waiting to be
     /// scanned is scanned at once; over a flood (see `Pace`) the output gathers for `PACE` before
     /// the next scan; otherwise the wait sleeps until something is printed or a look is due.
-    fn look(&mut self, ctx: &Ctx<'_>) -> Look<Result<Answer>> {
+    fn look(&mut self, ctx: &Ctx<'_, Runtime>) -> Look<Result<Answer>> {
         self.pace.look(Instant::now());
         let step = self.scan.step(self.pane);
         let input = &mut self.input;
@@ -323,14 +323,14 @@ impl Expecting<'_> {
     }
 
     /// The deadline passed: one last look, since output may have arrived with it.
-    fn last_look(&mut self, ctx: &Ctx<'_>) -> Result<Answer> {
+    fn last_look(&mut self, ctx: &Ctx<'_, Runtime>) -> Result<Answer> {
         if let Some(found) = self.scan.step(self.pane).found {
             return self.matched(ctx, found);
         }
         Answer::of(&self.outcome(ExpectStatus::Timeout, self.pane.output().end()))
     }
 
-    fn matched(&self, ctx: &Ctx<'_>, found: Found) -> Result<Answer> {
+    fn matched(&self, ctx: &Ctx<'_, Runtime>, found: Found) -> Result<Answer> {
         finish_match(ctx, self.pane, self.pattern, found, &self.answering, self.started)
     }
 
@@ -340,7 +340,7 @@ impl Expecting<'_> {
 }
 
 fn finish_match(
-    ctx: &Ctx<'_>,
+    ctx: &Ctx<'_, Runtime>,
     pane: &Pane,
     pattern: &str,
     found: Found,
@@ -351,7 +351,7 @@ fn finish_match(
     answer.alternate_screen = found.screen;
     answer.found = Some(found);
     answer.output = answering.output(pane);
-    if answering.action == Action::ClosePane {
+    if answering.action == OnMatch::ClosePane {
         // Through the registry, so the pane leaves the session as with fugue_close_pane; if
         // someone closed it meanwhile, it is gone all the same.
         let _ = ctx.mux.close_pane(&pane.id);
@@ -427,8 +427,8 @@ mod tests {
     use std::cell::Cell;
 
     /// A scan's step: caught up to offset 100 with nothing found, unless changed.
-    fn step() -> Step {
-        Step { found: None, exited: false, closed: false, end: 100, behind: false }
+    fn step() -> ScanStep {
+        ScanStep { found: None, exited: false, closed: false, end: 100, behind: false }
     }
 
     fn found(line: &str) -> Found {
@@ -438,14 +438,17 @@ mod tests {
 
     #[test]
     fn a_match_in_the_last_output_of_a_process_that_ended_is_a_match() {
-        let last = Step { found: Some(found("DONE")), exited: true, closed: true, ..step() };
+        let last = ScanStep { found: Some(found("DONE")), exited: true, closed: true, ..step() };
         let Scanned::Matched(found) = weigh(last, || true) else { panic!("not a match") };
         assert_eq!(found.line, "DONE");
         assert!(matches!(
-            weigh(Step { closed: true, exited: true, ..step() }, || true),
+            weigh(ScanStep { closed: true, exited: true, ..step() }, || true),
             Scanned::Closed
         ));
-        assert!(matches!(weigh(Step { exited: true, ..step() }, || true), Scanned::Exited(100)));
+        assert!(matches!(
+            weigh(ScanStep { exited: true, ..step() }, || true),
+            Scanned::Exited(100)
+        ));
     }
 
     #[test]
@@ -455,7 +458,7 @@ mod tests {
             looked.set(true);
             true
         };
-        let behind = weigh(Step { behind: true, end: 40, ..step() }, asks);
+        let behind = weigh(ScanStep { behind: true, end: 40, ..step() }, asks);
         assert!(matches!(behind, Scanned::Behind));
         assert!(!looked.get(), "no look at /proc while output waits to be searched");
         assert!(matches!(weigh(step(), asks), Scanned::Asks(100)));

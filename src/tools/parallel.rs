@@ -18,10 +18,10 @@ use crate::mux::{self, Mux, ORCHESTRATION_SESSION, PaneArgs, Reserved};
 use crate::pane::Pane;
 use crate::pane::activity::InputWatch;
 use crate::pane::exit::{ExitFields, SignalField};
-use crate::runtime::{Ctx, Tool};
-use crate::tool::choice::Choice;
+use crate::runtime::Runtime;
 use crate::tool::params::{Name, Ordered, Params, Spec, Timeout, params};
 use crate::tool::{self, Answer, RUNS, schema::*};
+use crate::tool::{Ctx, Tool, choice::Choice};
 use crate::tools::answer::{CommandEnd, CommandResult, RunStatus, command_result_schema, denied};
 use crate::tools::common::asking::{Asked, ON_INPUT, OnInput, Told};
 use crate::tools::common::responses::{AS_EXECS, Responder, Responses};
@@ -31,7 +31,7 @@ use crate::tools::common::{
 };
 use crate::tools::panes::ENV;
 use crate::tools::{SANDBOX_AS_EXECS, SandboxArg};
-use crate::waiter::{Drove, Look, Progressing, Said, Waiter};
+use crate::waiter::{Drove, Look, Progressing, Standing, Waiter};
 use crate::words::words;
 use job::{JobMove, JobPhase, JobState, StartedJob, run_status};
 use serde::Serialize;
@@ -52,7 +52,7 @@ words! {
     }
 }
 
-pub(crate) const TOOL: Tool = Tool {
+pub(crate) const TOOL: Tool<Runtime> = Tool {
     name: "fugue_run_parallel",
     title: "Run commands in parallel",
     description: "Run 1-10 commands at once, each in its own pane ($SHELL -c command); wait for \
@@ -132,7 +132,7 @@ params! {
     }
 }
 
-fn run_parallel(ctx: &Ctx<'_>, args: ParallelParams) -> Result<Answer> {
+fn run_parallel(ctx: &Ctx<'_, Runtime>, args: ParallelParams) -> Result<Answer> {
     let started = Instant::now();
     let mut tasks = parse_tasks(args.commands, ctx.cwd, ctx.config.max_regex_bytes)?;
     let responses: Vec<Option<Responses>> = tasks.iter_mut().map(|t| t.responses.take()).collect();
@@ -410,15 +410,15 @@ fn runs(job: &JobState) -> Option<&StartedJob> {
 
 /// Progress: commands finished of the total, and which ones are still running.
 impl Progressing for Jobs<'_, '_> {
-    fn progress(&self) -> Said {
+    fn progress(&self) -> Standing {
         let waiting: Vec<&str> =
             self.jobs.iter().filter(|j| j.job.running()).map(|j| j.task.name.as_str()).collect();
         let (total, done) = (self.jobs.len(), self.jobs.len() - waiting.len());
         let message = progress_message(total, &waiting, self.started.elapsed().as_secs_f64());
-        Said { done: done as f64, total: Some(total as f64), message }
+        Standing { done: done as f64, total: Some(total as f64), message }
     }
 
-    fn news(&mut self) -> Vec<Said> {
+    fn news(&mut self) -> Vec<Standing> {
         if std::mem::take(&mut self.changed) { vec![self.progress()] } else { Vec::new() }
     }
 }
@@ -427,7 +427,7 @@ impl Progressing for Jobs<'_, '_> {
 /// is found asking. Wakes only on events: a pane's exit (not its output), the cancel channel, the
 /// heartbeat, and the next look at /proc that a watch wants.
 fn wait_all(
-    ctx: &Ctx<'_>,
+    ctx: &Ctx<'_, Runtime>,
     jobs: &mut [Launched<'_>],
     deadline: Instant,
     started: Instant,

@@ -18,16 +18,16 @@ use crate::pane::exit::Exit;
 use crate::pane::mark::{self, CATCH_UP};
 use crate::pane::search::{Found, Scan, compile};
 use crate::pane::tail;
-use crate::runtime::{Ctx, Tool};
+use crate::runtime::Runtime;
 use crate::shell::Prompt;
 use crate::shell::live::Live;
-use crate::tool::choice::Choice;
 use crate::tool::params::{Params, Spec, Timeout, params};
 use crate::tool::{Answer, Asking, RUNS, schema::*};
+use crate::tool::{Ctx, Tool, choice::Choice};
 use crate::tools::answer::{ExecStatus, Stand, WaitStatus};
 use crate::tools::common::KEEP_AS_EXECS;
 use crate::tools::common::quiet::Quiet;
-use crate::waiter::{Drove, Look, Progressing, Said, Waiter};
+use crate::waiter::{Drove, Look, Progressing, Standing, Waiter};
 use crate::words::words;
 use crossbeam_channel::Receiver;
 use regex::Regex;
@@ -58,7 +58,7 @@ words! {
     }
 }
 
-pub(crate) const TOOL: Tool = Tool {
+pub(crate) const TOOL: Tool<Runtime> = Tool {
     name: "fugue_wait",
     title: "Wait on panes",
     description: "Wait on 1-32 panes (jobs left running, commands) and answer when one (mode any) or all have an outcome, as \
@@ -325,7 +325,7 @@ params! {
     }
 }
 
-fn wait(ctx: &Ctx<'_>, args: WaitParams) -> Result<Answer> {
+fn wait(ctx: &Ctx<'_, Runtime>, args: WaitParams) -> Result<Answer> {
     let started = Instant::now();
     let all = args.mode == WaitMode::All;
     let regex_limit = ctx.config.max_regex_bytes;
@@ -340,13 +340,13 @@ fn wait(ctx: &Ctx<'_>, args: WaitParams) -> Result<Answer> {
     let watched: Vec<Watched> =
         panes.into_iter().map(|pane| Watched::new(pane, pattern.as_ref(), quiet)).collect();
     let mut waiter = Waiter::new().cancel(ctx.cancel.receiver()).until(deadline);
-    let mut run = Waiting { watched, fired: Vec::new(), all, started, deadline };
-    let done = match waiter.drive_reporting(&mut run, Waiting::look, ctx.progress) {
+    let mut run = PanesWait { watched, fired: Vec::new(), all, started, deadline };
+    let done = match waiter.drive_reporting(&mut run, PanesWait::look, ctx.progress) {
         Drove::Done(()) => true,
         Drove::Deadline => false,
         Drove::Cancelled => return Err(Error::cancelled()),
     };
-    let Waiting { watched, fired, .. } = run;
+    let PanesWait { watched, fired, .. } = run;
     // The answer's budget is shared among the panes.
     let bytes = budget::default_bytes(ctx.config.max_output_bytes) / watched.len();
     let bytes = bytes.max(MIN_RESULT_BYTES);
@@ -361,7 +361,7 @@ fn wait(ctx: &Ctx<'_>, args: WaitParams) -> Result<Answer> {
 }
 
 /// The panes named, each found before anything waits; one named twice is an error.
-fn panes(ctx: &Ctx<'_>, ids: &[String]) -> Result<Vec<Arc<Pane>>> {
+fn panes(ctx: &Ctx<'_, Runtime>, ids: &[String]) -> Result<Vec<Arc<Pane>>> {
     let mut panes: Vec<Arc<Pane>> = Vec::with_capacity(ids.len());
     for id in ids {
         let pane = ctx.mux.pane(id)?;
@@ -375,7 +375,7 @@ fn panes(ctx: &Ctx<'_>, ids: &[String]) -> Result<Vec<Arc<Pane>>> {
 
 /// A wait on panes: each pane's watch, and the ids of those that have an outcome, in the order
 /// they had it.
-struct Waiting {
+struct PanesWait {
     watched: Vec<Watched>,
     fired: Vec<PaneId>,
     /// Whether the wait ends at every pane's outcome rather than at the first.
@@ -384,7 +384,7 @@ struct Waiting {
     deadline: Instant,
 }
 
-impl Waiting {
+impl PanesWait {
     /// One look at every pane still waited on: done once enough have an outcome; otherwise the
     /// wait sleeps until one of them announces a change or has a look due.
     fn look(&mut self) -> Look<()> {
@@ -399,14 +399,14 @@ impl Waiting {
 }
 
 /// Progress: the seconds waited, and what still runs.
-impl Progressing for Waiting {
-    fn progress(&self) -> Said {
+impl Progressing for PanesWait {
+    fn progress(&self) -> Standing {
         let running: Vec<(&str, Option<&str>)> = (self.watched.iter())
             .filter(|w| w.outcome.is_none())
             .map(|w| (&w.pane.id[..], w.pane.command.as_deref()))
             .collect();
         let total = self.deadline.saturating_duration_since(self.started);
-        Said::waited(self.started, total, waiting_on(&running))
+        Standing::waited(self.started, total, waiting_on(&running))
     }
 }
 

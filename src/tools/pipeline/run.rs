@@ -14,13 +14,14 @@ use crate::error::{Error, Result};
 use crate::pane::Pane;
 use crate::pane::activity::InputWatch;
 use crate::pane::mark::{self, CATCH_UP};
-use crate::runtime::Ctx;
+use crate::runtime::Runtime;
 use crate::shell::live::{Live, Typed};
 use crate::shell::{Launch, PROMPT_DRAWN_WAIT, Prompt, Shell};
+use crate::tool::Ctx;
 use crate::tools::answer::CommandEnd;
 use crate::tools::common::asking::Asked;
 use crate::tools::common::responses::{Responder, Responses};
-use crate::waiter::{Drove, Look, Progressing, Said, Waiter};
+use crate::waiter::{Drove, Look, Progressing, Standing, Waiter};
 use crossbeam_channel::Receiver;
 use std::sync::Arc;
 use std::time::Instant;
@@ -64,7 +65,7 @@ pub(super) struct Run<'a> {
     /// The shell's directory after the last step that ended.
     pub(super) cwd: Option<String>,
     /// Where the run stood at each step typed or ended since the last look, told at once.
-    pub(super) news: Vec<Said>,
+    pub(super) news: Vec<Standing>,
 }
 
 /// A run as it is driven: the run, and the watch on its running step's program.
@@ -75,11 +76,11 @@ struct Driven<'r, 'a> {
 
 /// Progress: the steps ended of all, and the one running or the last that ended.
 impl Progressing for Driven<'_, '_> {
-    fn progress(&self) -> Said {
-        self.run.said()
+    fn progress(&self) -> Standing {
+        self.run.standing()
     }
 
-    fn news(&mut self) -> Vec<Said> {
+    fn news(&mut self) -> Vec<Standing> {
         std::mem::take(&mut self.run.news)
     }
 }
@@ -88,7 +89,7 @@ impl Run<'_> {
     /// Types the steps one by one as the shell reports the last one done, until they are done,
     /// the shell ends, or the deadline's interrupt and grace have passed. `Err` only for a
     /// cancelled call.
-    pub(super) fn drive(&mut self, ctx: &Ctx<'_>, deadline: Instant) -> Result<()> {
+    pub(super) fn drive(&mut self, ctx: &Ctx<'_, Runtime>, deadline: Instant) -> Result<()> {
         // The shell's records and its exit, not its output, are what the run waits on.
         let wakes = [self.shell.subscribe(), self.pane.output().subscribe_status()];
         let mut waiter = Waiter::new().cancel(ctx.cancel.receiver()).until(deadline);
@@ -256,7 +257,7 @@ impl Run<'_> {
         self.shell.forget_exec(exec);
         let last = self.records.len() == self.plan.steps.len();
         self.phase.step_ended(last || (failed && self.plan.stop_on_error));
-        self.news.push(self.said());
+        self.news.push(self.standing());
     }
 
     /// Types the next step.
@@ -269,7 +270,7 @@ impl Run<'_> {
         let record =
             Record { started, exec, typed, end: typed, ended: None, responder, held: false };
         self.records.push(record);
-        self.news.push(self.said());
+        self.news.push(self.standing());
         Ok(())
     }
 
@@ -316,7 +317,7 @@ impl Run<'_> {
     }
 
     /// Where the run stands, as its progress tells it.
-    fn said(&self) -> Said {
+    fn standing(&self) -> Standing {
         let total = self.plan.steps.len();
         let done = self.records.iter().filter(|r| r.ended.is_some()).count();
         let n = self.records.len();
@@ -333,7 +334,7 @@ impl Run<'_> {
             }
         };
         let message = progress_message(done, total, latest);
-        Said { done: done as f64, total: Some(total as f64), message }
+        Standing { done: done as f64, total: Some(total as f64), message }
     }
 
     pub(super) fn status(&self, i: usize) -> CommandEnd {
