@@ -237,31 +237,91 @@ fn wait_for_prompt(ctx: &Ctx<'_, Runtime>, live: Live<'_>, deadline: Instant) ->
 }
 
 /// One look at the shell before a command is typed: `Ok` once it sits at its drawn prompt, an
-/// error when it has ended or is busy, `None` while it starts or draws its prompt. A prompt
-/// without its mark (a theme that drops it) is waited for until `drawn_by`, set at the first look
-/// that finds the shell idle.
+/// error when it has ended or is busy, `None` while it starts or draws its prompt (see `before`).
 fn prompt_ready(live: &Live<'_>, drawn_by: &mut Option<Instant>) -> Option<Result<()>> {
     let pane = live.pane;
-    if !pane.is_running() {
-        return Some(Err(Error::new(
+    match before(live, drawn_by, Instant::now()) {
+        Before::Exited => Some(Err(Error::new(
             ErrorKind::PaneExited,
             format!("the shell of pane {} has exited; open a new pane", pane.id),
-        )));
+        ))),
+        Before::Pending(command) => {
+            Some(Err(busy(pane, &format!("fugue_exec {command:?} is still running"))))
+        }
+        Before::Busy => {
+            let job = pane.foreground_job().unwrap_or_else(|| "a job".into());
+            Some(Err(busy(pane, &format!("{job:?} is running"))))
+        }
+        Before::Starting | Before::Drawing => None,
+        Before::Ready => Some(Ok(())),
     }
-    if let Some(command) = live.pending() {
-        return Some(Err(busy(pane, &format!("fugue_exec {command:?} is still running"))));
+}
+
+/// What the shell reads as before a command is typed: the live shell, or plain values in tests.
+trait ShellReads {
+    fn running(&self) -> bool;
+    /// The line of a `fugue_exec` typed and not yet ended.
+    fn pending(&self) -> Option<String>;
+    /// Whether the shell has reported a prompt: `false` while it starts.
+    fn prompted(&self) -> bool;
+    /// Whether it sits at its prompt with nothing running.
+    fn idle(&self) -> bool;
+    /// Whether its prompt's mark is drawn.
+    fn drawn(&self) -> bool;
+}
+
+impl ShellReads for Live<'_> {
+    fn running(&self) -> bool {
+        self.pane.is_running()
     }
-    if live.shell.with(|s| s.prompts) == 0 {
-        return None;
+    fn pending(&self) -> Option<String> {
+        Live::pending(self)
     }
-    if live.idle().is_none() {
-        let job = pane.foreground_job().unwrap_or_else(|| "a job".into());
-        return Some(Err(busy(pane, &format!("{job:?} is running"))));
+    fn prompted(&self) -> bool {
+        self.shell.with(|s| s.prompts) > 0
+    }
+    fn idle(&self) -> bool {
+        Live::idle(self).is_some()
+    }
+    fn drawn(&self) -> bool {
+        self.prompt_drawn()
+    }
+}
+
+/// Where the shell stands before a command is typed.
+#[derive(Debug, PartialEq, Eq)]
+enum Before {
+    Exited,
+    /// A `fugue_exec` it runs: its line.
+    Pending(String),
+    /// It has reported no prompt yet.
+    Starting,
+    /// A job of its own runs.
+    Busy,
+    /// It sits at its prompt, whose mark is not drawn yet.
+    Drawing,
+    Ready,
+}
+
+/// Where the shell stands at `now`. A prompt without its mark (a theme that drops it) is waited
+/// for until `drawn_by`, set at the first look that finds the shell idle.
+fn before(shell: &impl ShellReads, drawn_by: &mut Option<Instant>, now: Instant) -> Before {
+    if !shell.running() {
+        return Before::Exited;
+    }
+    if let Some(command) = shell.pending() {
+        return Before::Pending(command);
+    }
+    if !shell.prompted() {
+        return Before::Starting;
+    }
+    if !shell.idle() {
+        return Before::Busy;
     }
     // Typed before the prompt is drawn, the line would be echoed twice (by the terminal, then by
     // the line editor) and glued to the prompt.
-    let by = *drawn_by.get_or_insert_with(|| Instant::now() + PROMPT_DRAWN_WAIT);
-    (live.prompt_drawn() || Instant::now() >= by).then_some(Ok(()))
+    let by = *drawn_by.get_or_insert(now + PROMPT_DRAWN_WAIT);
+    if shell.drawn() || now >= by { Before::Ready } else { Before::Drawing }
 }
 
 /// The shell did not show its first prompt in time: what it printed instead says why.
@@ -288,3 +348,6 @@ fn busy(pane: &Pane, what: &str) -> Error {
         ),
     )
 }
+
+#[cfg(test)]
+mod tests;
