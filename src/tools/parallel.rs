@@ -341,10 +341,12 @@ impl Launched<'_> {
         }
     }
 
-    /// One look, if it runs: its phase moves as what the look saw says. Answers whether it was
-    /// found asking and must be stopped.
+    /// One look, if it runs (one that ended or was stopped is not looked at again): its phase
+    /// moves as what the look saw says. Answers whether it was found asking and must be stopped.
     fn look(&mut self, stop_asking: bool) -> bool {
-        let JobState::Started(started, phase) = &mut self.job else { return false };
+        let JobState::Started(started, phase @ JobPhase::Running) = &mut self.job else {
+            return false;
+        };
         match phase.next(started.look(), stop_asking) {
             JobMove::Wait => {}
             JobMove::End => *phase = JobPhase::Ended,
