@@ -8,10 +8,10 @@
 //! cancel channel or its deadline. `Waiter` holds those and sleeps on them in one `Select`;
 //! `Waiter::drive` is that loop, written once: the caller gives its run and its look (which
 //! answers `Look`), and gets back the look's answer, or the deadline or the cancel that ended the
-//! wait first. A run whose caller wants progress is driven by `Waiter::drive_reporting`: the run
-//! says where it stands (`Progressing`: a `Standing`) and the waiter alone tells the call's progress
-//! (`Reports`) at each heartbeat, and at once of what a look found worth telling. A leaf: it knows
-//! channels and instants, not panes or calls.
+//! wait first. A run whose caller wants progress is driven by `Waiter::drive_reporting`: the
+//! run says where it stands (`Progressing`: a `Standing`) and the waiter alone tells the call's
+//! progress (`Reports`) at each heartbeat, and at once of what a look found worth telling. A leaf:
+//! it knows channels and instants, not panes or calls.
 
 use crossbeam_channel::{Receiver, Select, TryRecvError, never};
 use std::time::{Duration, Instant};
