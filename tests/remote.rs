@@ -430,6 +430,42 @@ fn a_host_that_is_an_option_is_refused_and_a_fan_out_has_a_limit() {
     assert_eq!(error["code"], "invalid_argument", "{error}");
 }
 
+/// Plain `fugue ls` lists, after this machine's sessions, those of each host a running fugue
+/// reaches, under the host, over that fugue's own connection.
+#[test]
+fn plain_ls_lists_the_sessions_of_the_hosts_a_fugue_reaches() {
+    let Some(hosts) = Hosts::start(1) else { return };
+    let runtime = Dir::new("ls-runtime");
+    let mut f = hosts.fugue_with(&[("XDG_RUNTIME_DIR", runtime.path_str())]);
+    f.call("fugue_create_session", json!({"name": "near", "command": "sleep 60"}));
+    let far = json!({"host": "h0", "name": "far", "command": "sleep 60"});
+    let made = f.call("fugue_create_session", far);
+    let pane = made["pane_id"].as_str().unwrap().trim_start_matches("h0:")[..8].to_string();
+    let ls = |json: bool| {
+        let mut cmd = Command::new(BIN);
+        cmd.arg("ls").args(json.then_some("--json")).env("XDG_RUNTIME_DIR", runtime.path_str());
+        let out = cmd.env("FUGUE_SSH_CONFIG", &hosts.config).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let text = ls(false);
+    let at = |needle: &str| text.find(needle).unwrap_or_else(|| panic!("no {needle:?}: {text}"));
+    assert!(at("session near") < at("\nhost h0\n"), "{text}");
+    assert!(at("\nhost h0\n") < at("    session far"), "{text}");
+    assert!(at("\nhost h0\n") < at(&pane), "{text}");
+    let listed: Value = serde_json::from_str(&ls(true)).unwrap();
+    let host = listed.as_array().unwrap().iter().find(|s| s["host"] == "h0").expect("h0 listed");
+    let names: Vec<&Value> = host["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| {
+            s["sessions"].as_array().into_iter().flatten().map(|session| &session["name"])
+        })
+        .collect();
+    assert!(names.contains(&&json!("far")), "{listed}");
+}
+
 /// A dynamically linked fugue (as cargo builds one for development) is not sent to a host: the
 /// static build beside it in cargo's target directory goes instead, and without one the call is
 /// `host_unsupported` saying what to do, with nothing uploaded.
