@@ -466,6 +466,31 @@ fn plain_ls_lists_the_sessions_of_the_hosts_a_fugue_reaches() {
     assert!(names.contains(&&json!("far")), "{listed}");
 }
 
+/// A name with a `:` would read as `HOST:NAME`: every create tool refuses it, saying why, and
+/// nothing is made. Needs no host.
+#[test]
+fn a_name_with_a_colon_is_refused_as_it_would_name_a_host() {
+    let mut f = Fugue::start();
+    let made = f.call("fugue_create_session", json!({"name": "s", "command": "sleep 60"}));
+    for (tool, args) in [
+        ("fugue_create_session", json!({"name": "web1:build"})),
+        ("fugue_create_window", json!({"session_id": "s", "name": "a:b"})),
+        (
+            "fugue_create_pane",
+            json!({"session_id": "s", "window_id": made["window_id"], "name": "x:1"}),
+        ),
+    ] {
+        let error = f.call_err(tool, args);
+        assert_eq!(error["code"], "invalid_argument", "{tool}: {error}");
+        assert!(error["message"].as_str().unwrap().contains("':'"), "{tool}: {error}");
+    }
+    let listed = f.call("fugue_list_sessions", json!({}));
+    let sessions = listed["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 1, "{listed}");
+    assert_eq!(sessions[0]["windows"].as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(sessions[0]["windows"][0]["panes"].as_array().unwrap().len(), 1, "{listed}");
+}
+
 /// A dynamically linked fugue (as cargo builds one for development) is not sent to a host: the
 /// static build beside it in cargo's target directory goes instead, and without one the call is
 /// `host_unsupported` saying what to do, with nothing uploaded.
