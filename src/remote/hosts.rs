@@ -17,19 +17,20 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// One host's connection, while it lasts. The link is dropped before the master.
-struct Connection {
+struct Tunnel {
     link: Arc<Link>,
     master: Master,
     binary: upload::Binary,
 }
 
+/// A host fugue reaches, with its tunnel while one is open.
 #[derive(Default)]
-struct Host {
-    connection: Mutex<Option<Connection>>,
+struct Remote {
+    connection: Mutex<Option<Tunnel>>,
 }
 
-fn hosts() -> &'static Mutex<BTreeMap<String, Arc<Host>>> {
-    static HOSTS: Mutex<BTreeMap<String, Arc<Host>>> = Mutex::new(BTreeMap::new());
+fn hosts() -> &'static Mutex<BTreeMap<String, Arc<Remote>>> {
+    static HOSTS: Mutex<BTreeMap<String, Arc<Remote>>> = Mutex::new(BTreeMap::new());
     &HOSTS
 }
 
@@ -53,7 +54,7 @@ pub(crate) fn link(host: &str) -> Result<Arc<Link>> {
     let master = Master::connect(host, control_path()?)?;
     let binary = upload::ensure(&master)?;
     let link = Arc::new(Link::open(&master, &binary, &server_name(&binary))?);
-    *connection = Some(Connection { link: link.clone(), master, binary });
+    *connection = Some(Tunnel { link: link.clone(), master, binary });
     Ok(link)
 }
 
@@ -61,7 +62,7 @@ pub(crate) fn link(host: &str) -> Result<Arc<Link>> {
 /// binary there, for `fugue ls` to list their sessions over the same connection. A host that is
 /// connecting at this moment is left out rather than waited for.
 pub(crate) fn open() -> Vec<Value> {
-    let entries: Vec<(String, Arc<Host>)> =
+    let entries: Vec<(String, Arc<Remote>)> =
         hosts().lock().iter().map(|(h, e)| (h.clone(), e.clone())).collect();
     let mut open = Vec::new();
     for (host, entry) in entries {
