@@ -119,7 +119,7 @@ mod elf {
 
     /// What the file's header says of its program headers.
     #[derive(Debug, PartialEq, Eq)]
-    pub(super) struct Header {
+    pub(super) struct ElfHeader {
         little: bool,
         /// Where they are in the file.
         pub(super) table: Range<u64>,
@@ -133,7 +133,7 @@ mod elf {
     }
 
     /// The header, from the file's first 64 bytes; `None` for no ELF file.
-    pub(super) fn header(head: &[u8]) -> Option<Header> {
+    pub(super) fn header(head: &[u8]) -> Option<ElfHeader> {
         if head.get(..4)? != b"\x7fELF" {
             return None;
         }
@@ -145,11 +145,11 @@ mod elf {
             (field(0x1c, 4)?, field(0x2a, 2)?, field(0x2c, 2)?)
         };
         let table = off..off.checked_add(size * count.min(MAX_HEADERS))?;
-        Some(Header { little, table, size: usize::try_from(size).ok().filter(|s| *s >= 4)? })
+        Some(ElfHeader { little, table, size: usize::try_from(size).ok().filter(|s| *s >= 4)? })
     }
 
     /// Whether the program headers (`table`, as `header.table` placed them) hold `PT_INTERP`.
-    pub(super) fn has_interp(header: &Header, table: &[u8]) -> bool {
+    pub(super) fn has_interp(header: &ElfHeader, table: &[u8]) -> bool {
         table.chunks_exact(header.size).any(|h| number(&h[..4], header.little) == PT_INTERP)
     }
 }
