@@ -26,6 +26,7 @@ mod policy;
 pub(crate) mod seccomp;
 pub(crate) mod shared_tmp;
 pub(crate) mod sockets;
+mod spawn;
 mod tree;
 
 use crate::error::{Error, ErrorKind, Result};
