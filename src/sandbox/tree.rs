@@ -64,10 +64,10 @@ pub(crate) fn run(plan: &Plan, program: &[String]) -> ExitCode {
 /// Everything up to C's start: the channel and the page C shares with P, the program's exec
 /// prepared, C itself; then P looks at the pane's processes from the host's `/proc`
 /// (`sockets::HOST_PROC`).
-fn start(plan: &Plan, program: &[String]) -> Result<(libc::pid_t, Ended, Serving), String> {
+fn start(plan: &Plan, program: &[String]) -> Result<(libc::pid_t, StatusPage, Serving), String> {
     let (mine, theirs) = UnixStream::pair().map_err(|e| format!("socketpair: {e}"))?;
     lockdown::ask_for_credentials(&mine)?;
-    let ended = Ended::new()?;
+    let ended = StatusPage::new()?;
     // Opened before C covers `/proc` with the pane's own.
     let host_proc = open_dir(c"/proc")?;
     let exec = program_exec(plan, program)?;
@@ -97,11 +97,11 @@ fn program_exec(plan: &Plan, program: &[String]) -> Result<spawn::Exec, String> 
 }
 
 /// A page P shares with C, where C leaves G's wait status as G ends.
-struct Ended(*mut libc::c_int);
+struct StatusPage(*mut libc::c_int);
 
-impl Ended {
+impl StatusPage {
     /// The status is `i32::MIN` until C sets it: no wait status is.
-    fn new() -> Result<Ended, String> {
+    fn new() -> Result<StatusPage, String> {
         // SAFETY: an anonymous shared mapping of one page; no pointer is passed in.
         let page = unsafe {
             libc::mmap(
@@ -116,7 +116,7 @@ impl Ended {
         if page == libc::MAP_FAILED {
             return Err(format!("mmap: {}", std::io::Error::last_os_error()));
         }
-        let ended = Ended(page.cast());
+        let ended = StatusPage(page.cast());
         ended.set(libc::c_int::MIN);
         Ok(ended)
     }
@@ -142,7 +142,7 @@ fn init_main(
     channel: &UnixStream,
     close: &[libc::c_int],
     exec: &spawn::Exec,
-    ended: &Ended,
+    ended: &StatusPage,
 ) -> ! {
     // SAFETY: prctl and poll take no pointers but `pfd`, which outlives the call; the closed
     // descriptors are C's own copies.
@@ -200,7 +200,7 @@ fn block_sigchld() {
 
 /// Reaps every child that ends, waiting for SIGCHLD between two rounds, until G is reaped: then
 /// leaves G's status for P and ends, which ends the pid namespace.
-fn reap_until(g: libc::pid_t, ended: &Ended) -> ! {
+fn reap_until(g: libc::pid_t, ended: &StatusPage) -> ! {
     // SAFETY: an all-zero sigset_t and siginfo_t are valid; these calls only touch `set`, `info`
     // and `status`, which outlive them.
     unsafe {
