@@ -36,9 +36,8 @@ struct Held {
     key: String,
     child: Child,
     template: Template,
-    /// The paths whose identity the template depends on: each on the host, and where the
-    /// template shows it.
-    bound: Vec<(PathBuf, PathBuf)>,
+    /// The paths whose identity the template depends on.
+    bound: Vec<Bound>,
 }
 
 /// The holders, newest last.
@@ -80,26 +79,49 @@ fn key(plan: &Plan, cwd: &Path) -> String {
     format!("{}\n{}", cwd.display(), serde_json::to_string(&plan).unwrap_or_default())
 }
 
-/// The paths a template binds from the host, whose identity it depends on: each on the host,
-/// and where the template shows it (the same path, but for the private temporary directories).
-fn bound(plan: &Plan, cwd: &Path) -> Vec<(PathBuf, PathBuf)> {
-    let same = plan.rw.iter().chain(&plan.ro).chain(&plan.git).map(PathBuf::as_path);
-    let same = same.chain([cwd]);
-    let mut bound: Vec<(PathBuf, PathBuf)> =
-        same.map(|p| (p.to_path_buf(), p.to_path_buf())).collect();
+/// A path the template depends on: where it is on the host, where the template shows it, and
+/// whether the template binds it there (a mount of its own, which follows the directory it bound
+/// if that is renamed: the name then leads to the read-only tree, where the same directory may
+/// show, unbound).
+struct Bound {
+    host: PathBuf,
+    shown: PathBuf,
+    bind: bool,
+}
+
+/// The paths a template depends on: the writable roots, every `.git`, the private temporary
+/// directories (bound), and what it shows read-only and the working directory (seen).
+fn bound(plan: &Plan, cwd: &Path) -> Vec<Bound> {
+    let at = |p: &Path, bind: bool| Bound { host: p.to_path_buf(), shown: p.to_path_buf(), bind };
+    let mut bound: Vec<Bound> = plan.rw.iter().chain(&plan.git).map(|p| at(p, true)).collect();
+    bound.extend(plan.ro.iter().map(|p| at(p, false)));
+    bound.push(at(cwd, false));
     if let Some(dir) = &plan.shared_tmp {
         let tmp = super::mounts::PRIVATE_TMP.iter().filter(|(at, _)| Path::new(at).is_dir());
-        bound.extend(tmp.map(|(at, name)| (dir.join(name), PathBuf::from(at))));
+        bound.extend(tmp.map(|(at, name)| Bound {
+            host: dir.join(name),
+            shown: PathBuf::from(at),
+            bind: true,
+        }));
     }
     bound
 }
 
-/// Whether the holder lives and every bound path is still what the template bound.
+/// Whether the holder lives and every path is still what the template bound or saw.
 fn still_holds(held: &mut Held) -> bool {
     let alive = held.child.try_wait().ok().flatten().is_none();
     let root = PathBuf::from(format!("/proc/{}/root", held.template.pid));
-    alive
-        && held.bound.iter().all(|(host, shown)| identity(host) == identity(&inside(&root, shown)))
+    alive && held.bound.iter().all(|b| holds(b, &root))
+}
+
+fn holds(bound: &Bound, root: &Path) -> bool {
+    let host = identity(&bound.host);
+    let shown = identity(&inside(root, &bound.shown));
+    match (host, shown) {
+        (None, None) => true,
+        (Some(h), Some(s)) => (h.0, h.1) == (s.0, s.1) && (s.2 || !bound.bind),
+        _ => false,
+    }
 }
 
 /// `path` as the namespace whose root is `root` sees it.
@@ -107,9 +129,21 @@ fn inside(root: &Path, path: &Path) -> PathBuf {
     root.join(path.strip_prefix("/").unwrap_or(path))
 }
 
-/// A path's device and inode, without following a last link; `None` when it is not there.
-fn identity(path: &Path) -> Option<(u64, u64)> {
-    std::fs::symlink_metadata(path).ok().map(|m| (m.dev(), m.ino()))
+/// A path's device, inode and whether it is the root of a mount, without following a last link;
+/// `None` when it is not there.
+fn identity(path: &Path) -> Option<(u64, u64, bool)> {
+    const STATX_ATTR_MOUNT_ROOT: u64 = 0x2000;
+    let c = super::mounts::cstring(path).ok()?;
+    // SAFETY: an all-zero statx is valid, and statx only writes to it.
+    let mut st: libc::statx = unsafe { std::mem::zeroed() };
+    let flags = libc::AT_SYMLINK_NOFOLLOW | libc::AT_STATX_SYNC_AS_STAT;
+    // SAFETY: `c` is a valid C string and `st` outlives the call.
+    let r = unsafe { libc::statx(libc::AT_FDCWD, c.as_ptr(), flags, libc::STATX_INO, &raw mut st) };
+    if r != 0 {
+        return None;
+    }
+    let dev = libc::makedev(st.stx_dev_major, st.stx_dev_minor);
+    Some((dev, st.stx_ino, st.stx_attributes & STATX_ATTR_MOUNT_ROOT != 0))
 }
 
 /// Starts a holder for `plan` in `cwd` and waits until it has laid the plan out.
