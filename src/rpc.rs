@@ -240,6 +240,15 @@ impl Connection {
             return; // initialized, progress from a client, and unknown ones: nothing to do
         }
         let Some(id) = params.get("requestId") else { return };
+        // Another fugue stopping a task of its own there: the work stops, and is answered when it
+        // has (`remote::STOP_WORK`).
+        let meta = params.get("_meta").and_then(|m| m.get(crate::remote::STOP_WORK));
+        if meta == Some(&Value::Bool(true)) {
+            if let Some(flight) = self.flights.lock().calls.get(&key(id)) {
+                flight.cancel.stop_work();
+            }
+            return;
+        }
         let flight = self.flights.lock().calls.remove(&key(id));
         if let Some(flight) = flight {
             let mut closed = flight.closed.lock();

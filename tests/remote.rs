@@ -2,30 +2,33 @@
 //! port of its own, reached through an ssh config and keys the test makes (`FUGUE_SSH_CONFIG`).
 //! Each host's sessions see their own `XDG_RUNTIME_DIR` (sshd's `SetEnv`), so each runs a fugue
 //! server of its own, as separate machines would; they share one `$HOME`, so fugue's binary is
-//! uploaded there once per test. Every remote server is ended when the test ends.
+//! uploaded there once per test. Every remote server is ended when the test ends. The fugue under
+//! test is a dev build, dynamically linked, which fugue sends to a host only when it is named
+//! (`FUGUE_REMOTE_BINARY_<ARCH>`, as `Hosts::fugue` does): the host is this machine.
 
 use crate::sshd::{Keys, Sshd};
 use crate::util::{BIN, Dir, Fugue, PATIENCE};
 use serde_json::{Value, json};
 use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
 /// Hosts `h0`, `h1`, ... for one test.
-struct Hosts {
-    dir: Dir,
-    sshds: Vec<Sshd>,
-    config: PathBuf,
+pub(crate) struct Hosts {
+    pub(crate) dir: Dir,
+    pub(crate) sshds: Vec<Sshd>,
+    pub(crate) config: PathBuf,
 }
 
 impl Hosts {
-    fn start(n: usize) -> Option<Hosts> {
+    pub(crate) fn start(n: usize) -> Option<Hosts> {
         Hosts::start_with(n, "")
     }
 
     /// `n` hosts whose sessions also get the `env` (`NAME=value ...`, sshd's `SetEnv`).
-    fn start_with(n: usize, env: &str) -> Option<Hosts> {
+    pub(crate) fn start_with(n: usize, env: &str) -> Option<Hosts> {
         let dir = Dir::new("hosts");
         let keys = Keys::new(&dir)?;
         let home = dir.join("home");
@@ -61,18 +64,24 @@ impl Hosts {
         Some(Hosts { dir, sshds, config })
     }
 
-    fn fugue(&self) -> Fugue {
+    pub(crate) fn fugue(&self) -> Fugue {
         self.fugue_with(&[])
     }
 
-    fn fugue_with(&self, env: &[(&str, &str)]) -> Fugue {
-        let mut all = vec![("FUGUE_SSH_CONFIG", self.config.to_str().unwrap())];
-        all.extend_from_slice(env);
-        Fugue::start_with(&all)
+    pub(crate) fn fugue_with(&self, env: &[(&str, &str)]) -> Fugue {
+        Fugue::start_with(&self.env(env))
+    }
+
+    /// The environment a fugue that reaches these hosts runs with, `more` added.
+    pub(crate) fn env<'a>(&'a self, more: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+        let mut all =
+            vec![("FUGUE_SSH_CONFIG", self.config.to_str().unwrap()), (OWN_BINARY.as_str(), BIN)];
+        all.extend_from_slice(more);
+        all
     }
 
     /// Where fugue's binaries go on the hosts.
-    fn bin_dir(&self) -> PathBuf {
+    pub(crate) fn bin_dir(&self) -> PathBuf {
         self.dir.join("home/.cache/fugue/bin")
     }
 
@@ -109,6 +118,10 @@ impl Drop for Hosts {
     }
 }
 
+/// The setting that names the binary for hosts of this machine's architecture.
+pub(crate) static OWN_BINARY: LazyLock<String> =
+    LazyLock::new(|| format!("FUGUE_REMOTE_BINARY_{}", std::env::consts::ARCH));
+
 /// Every process below `pid`.
 fn descendants(pid: u32) -> Vec<u32> {
     let mut parents = Vec::new();
@@ -132,13 +145,13 @@ fn descendants(pid: u32) -> Vec<u32> {
 }
 
 /// The SHA-256 of a file, as `sha256sum` gives it.
-fn sha256(path: &str) -> String {
+pub(crate) fn sha256(path: &str) -> String {
     let out = Command::new("sha256sum").arg(path).output().unwrap();
     String::from_utf8(out.stdout).unwrap().split_whitespace().next().unwrap().to_string()
 }
 
 /// The name fugue's own binary has on a host.
-fn binary_name() -> String {
+pub(crate) fn binary_name() -> String {
     format!("fugue-{}-{}", env!("CARGO_PKG_VERSION"), &sha256(BIN)[..16])
 }
 
@@ -376,16 +389,18 @@ fn ls_and_attach_reach_a_hosts_sessions() {
     let listed = Command::new(BIN)
         .args(["ls", "h0"])
         .env("FUGUE_SSH_CONFIG", &hosts.config)
+        .env(&*OWN_BINARY, BIN)
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&listed.stdout);
     assert!(listed.status.success(), "{text} {}", String::from_utf8_lossy(&listed.stderr));
     assert!(text.contains("session far") && text.contains(&pane[..8]), "{text}");
     // attach runs in a pane of this fugue: a real terminal, as a person's.
+    let mut env = json!({"FUGUE_SSH_CONFIG": hosts.config.to_str().unwrap()});
+    env[OWN_BINARY.as_str()] = json!(BIN);
     let watcher = f.call(
         "fugue_create_session",
-        json!({"command": format!("{BIN} attach h0:far"),
-               "env": {"FUGUE_SSH_CONFIG": hosts.config.to_str().unwrap()}}),
+        json!({"command": format!("{BIN} attach h0:far"), "env": env}),
     );
     let watcher = watcher["pane_id"].as_str().unwrap().to_string();
     f.screen_until(&watcher, "far-away-marker");
@@ -413,4 +428,109 @@ fn a_host_that_is_an_option_is_refused_and_a_fan_out_has_a_limit() {
     let bad = json!({"commands": bad});
     let error = f.call_err("fugue_run_parallel", bad);
     assert_eq!(error["code"], "invalid_argument", "{error}");
+}
+
+/// Plain `fugue ls` lists, after this machine's sessions, those of each host a running fugue
+/// reaches, under the host, over that fugue's own connection.
+#[test]
+fn plain_ls_lists_the_sessions_of_the_hosts_a_fugue_reaches() {
+    let Some(hosts) = Hosts::start(1) else { return };
+    let runtime = Dir::new("ls-runtime");
+    let mut f = hosts.fugue_with(&[("XDG_RUNTIME_DIR", runtime.path_str())]);
+    f.call("fugue_create_session", json!({"name": "near", "command": "sleep 60"}));
+    let far = json!({"host": "h0", "name": "far", "command": "sleep 60"});
+    let made = f.call("fugue_create_session", far);
+    let pane = made["pane_id"].as_str().unwrap().trim_start_matches("h0:")[..8].to_string();
+    // Without the ssh config that names h0: ls goes over the running fugue's open connection.
+    let ls = |json: bool| {
+        let mut cmd = Command::new(BIN);
+        cmd.arg("ls").args(json.then_some("--json")).env("XDG_RUNTIME_DIR", runtime.path_str());
+        let out = cmd.env_remove("FUGUE_SSH_CONFIG").output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let text = ls(false);
+    let at = |needle: &str| text.find(needle).unwrap_or_else(|| panic!("no {needle:?}: {text}"));
+    assert!(at("session near") < at("\nhost h0\n"), "{text}");
+    assert!(at("\nhost h0\n") < at("    session far"), "{text}");
+    assert!(at("\nhost h0\n") < at(&pane), "{text}");
+    let listed: Value = serde_json::from_str(&ls(true)).unwrap();
+    let host = listed.as_array().unwrap().iter().find(|s| s["host"] == "h0").expect("h0 listed");
+    let names: Vec<&Value> = host["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| {
+            s["sessions"].as_array().into_iter().flatten().map(|session| &session["name"])
+        })
+        .collect();
+    assert!(names.contains(&&json!("far")), "{listed}");
+}
+
+/// A name with a `:` would read as `HOST:NAME`: every create tool refuses it, saying why, and
+/// nothing is made. Needs no host.
+#[test]
+fn a_name_with_a_colon_is_refused_as_it_would_name_a_host() {
+    let mut f = Fugue::start();
+    let made = f.call("fugue_create_session", json!({"name": "s", "command": "sleep 60"}));
+    for (tool, args) in [
+        ("fugue_create_session", json!({"name": "web1:build"})),
+        ("fugue_create_window", json!({"session_id": "s", "name": "a:b"})),
+        (
+            "fugue_create_pane",
+            json!({"session_id": "s", "window_id": made["window_id"], "name": "x:1"}),
+        ),
+    ] {
+        let error = f.call_err(tool, args);
+        assert_eq!(error["code"], "invalid_argument", "{tool}: {error}");
+        assert!(error["message"].as_str().unwrap().contains("':'"), "{tool}: {error}");
+    }
+    let listed = f.call("fugue_list_sessions", json!({}));
+    let sessions = listed["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 1, "{listed}");
+    assert_eq!(sessions[0]["windows"].as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(sessions[0]["windows"][0]["panes"].as_array().unwrap().len(), 1, "{listed}");
+}
+
+/// A dynamically linked fugue (as cargo builds one for development) is not sent to a host: the
+/// static build beside it in cargo's target directory goes instead, and without one the call is
+/// `host_unsupported` saying what to do, with nothing uploaded.
+#[test]
+fn a_dynamic_fugue_is_never_sent_and_the_static_build_goes_instead() {
+    let Some(hosts) = Hosts::start(1) else { return };
+    let target = Dir::new("dev-target");
+    let put = |from: &Path, to: &str| {
+        let to = target.join(to);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        if std::fs::hard_link(from, &to).is_err() {
+            std::fs::copy(from, &to).unwrap();
+        }
+    };
+    put(Path::new(BIN), "debug/fugue");
+    let start = || {
+        let mut cmd = Command::new(target.join("debug/fugue"));
+        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit());
+        cmd.env("SHELL", "/bin/sh").env("FUGUE_SSH_CONFIG", &hosts.config);
+        cmd.env_remove(&*OWN_BINARY).env_remove("FUGUE_SHELL");
+        let mut f = Fugue::spawn_command(cmd);
+        f.handshake();
+        f
+    };
+    let refused = start().call_err("fugue_exec", json!({"host": "h0", "command": "true"}));
+    assert_eq!(refused["code"], "host_unsupported", "{refused}");
+    let said = refused["message"].as_str().unwrap();
+    assert!(said.contains("make static") && said.contains(&*OWN_BINARY), "{refused}");
+    let uploaded = std::fs::read_dir(hosts.bin_dir()).map(Iterator::count).unwrap_or(0);
+    assert_eq!(uploaded, 0, "a binary was uploaded");
+    let arch = std::env::consts::ARCH;
+    let cargo_target = Path::new(BIN).parent().unwrap().parent().unwrap();
+    let built = cargo_target.join(format!("{arch}-unknown-linux-gnu/release/fugue"));
+    if !built.exists() {
+        return crate::util::skip("make static", "no static build to send instead");
+    }
+    put(&built, &format!("{arch}-unknown-linux-gnu/release/fugue"));
+    let answer = start().call("fugue_exec", json!({"host": "h0", "command": "echo static"}));
+    assert_eq!(answer["output"], "static", "{answer}");
+    let sent = std::fs::read_dir(hosts.bin_dir()).unwrap().next().unwrap().unwrap().path();
+    assert_eq!(sha256(sent.to_str().unwrap()), sha256(built.to_str().unwrap()));
 }

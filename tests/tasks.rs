@@ -24,31 +24,31 @@ fn envelope(capabilities: Value) -> Value {
 }
 
 /// A client that declares the extension and answers forms.
-fn declaring() -> Value {
+pub(crate) fn declaring() -> Value {
     envelope(json!({"extensions": {TASKS: {}}, "elicitation": {"form": {}}}))
 }
 
-fn call(f: &mut Fugue, meta: Value, tool: &str, arguments: Value) -> Value {
+pub(crate) fn call(f: &mut Fugue, meta: Value, tool: &str, arguments: Value) -> Value {
     let response =
         f.request("tools/call", json!({"_meta": meta, "name": tool, "arguments": arguments}));
     assert!(response.get("error").is_none(), "{tool}: {response}");
     response["result"].clone()
 }
 
-fn tasks_request(f: &mut Fugue, method: &str, params: Value) -> Value {
+pub(crate) fn tasks_request(f: &mut Fugue, method: &str, params: Value) -> Value {
     let mut params = params;
     params["_meta"] = declaring();
     f.request(method, params)
 }
 
-fn get(f: &mut Fugue, task: &str) -> Value {
+pub(crate) fn get(f: &mut Fugue, task: &str) -> Value {
     let response = tasks_request(f, "tasks/get", json!({"taskId": task}));
     assert!(response.get("error").is_none(), "{response}");
     response["result"].clone()
 }
 
 /// Polls `tasks/get` until `done` holds of the task, as a client would at its poll interval.
-fn poll_until(f: &mut Fugue, task: &str, mut done: impl FnMut(&Value) -> bool) -> Value {
+pub(crate) fn poll_until(f: &mut Fugue, task: &str, mut done: impl FnMut(&Value) -> bool) -> Value {
     let deadline = Instant::now() + PATIENCE;
     loop {
         let state = get(f, task);
@@ -61,7 +61,7 @@ fn poll_until(f: &mut Fugue, task: &str, mut done: impl FnMut(&Value) -> bool) -
     }
 }
 
-fn task_id(handle: &Value) -> String {
+pub(crate) fn task_id(handle: &Value) -> String {
     assert_eq!(handle["resultType"], "task", "{handle}");
     handle["taskId"].as_str().unwrap().to_string()
 }

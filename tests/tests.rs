@@ -100,3 +100,5 @@ mod trust;
 mod quiet;
 // Remote hosts over ssh: private sshd servers as hosts, every tool there, faults, fan-out.
 mod remote;
+// Durable calls and cancels on remote panes.
+mod remote_tasks;

@@ -3,7 +3,9 @@
 //!
 //! Servers are found by their sockets in the control directory; a socket whose process is gone, or
 //! that nobody answers, is skipped. Each server gets a short timeout, so one that hangs cannot hang
-//! the listing. `--json` prints the same as one JSON array.
+//! the listing. The hosts a server's calls reach (its open ssh connections) follow, each with what
+//! `fugue ls` lists there, over that server's connection. `--json` prints the same as one JSON
+//! array, a host as `{"host", "servers"}` (or `"error"`).
 
 use crate::control::dir;
 use crate::control::view::{TreePane, TreeSession, TreeWindow, state_words};
@@ -24,9 +26,10 @@ pub(crate) const USAGE: &str = "\
 Usage: fugue ls [--json] [HOST]
 
 Lists the running fugue servers: each one's pid, MCP client, uptime and working directory, and its
-sessions, windows and panes with their state, pid and command. --json prints the same as one JSON
-array. Exits 1 when no server is running. With HOST (an ssh destination), lists those on that
-host, where fugue's calls with that host run, over ssh.
+sessions, windows and panes with their state, pid and command, then under each host their calls
+reach, that host's. --json prints the same as one JSON array. Exits 1 when no server is running.
+With HOST (an ssh destination), lists those on that host, where fugue's calls with that host run,
+over ssh.
 ";
 
 /// `fugue ls`'s options, as `cli` reads them.
@@ -47,7 +50,12 @@ pub(crate) fn run(args: &LsArgs) -> ExitCode {
         Err(e) => return super::fail(&e.to_string()),
     };
     let shared = add_shared(&mut found);
+    let hosts = hosts(&found, json);
     if json {
+        found.extend(hosts.iter().map(|(host, listed)| match listed {
+            Ok(text) => json!({"host": host, "servers": serde_json::from_str::<Value>(text).ok()}),
+            Err(why) => json!({"host": host, "error": why}),
+        }));
         let text = serde_json::to_string_pretty(&found).unwrap_or_default();
         print_out(&format!("{text}\n"));
     }
@@ -64,7 +72,44 @@ pub(crate) fn run(args: &LsArgs) -> ExitCode {
     for server in &found {
         describe(server, &mut text);
     }
+    for (host, listed) in &hosts {
+        describe_host(host, listed, &mut text);
+    }
     print_out(&text)
+}
+
+/// What `fugue ls` lists on each host the servers reach, at once, over each one's open connection;
+/// a host once, in name order.
+fn hosts(servers: &[Value], json: bool) -> Vec<(String, Result<String, String>)> {
+    let mut open: Vec<&Value> =
+        servers.iter().flat_map(|s| s["hosts"].as_array()).flatten().collect();
+    open.sort_by_key(|h| h["host"].as_str());
+    open.dedup_by_key(|h| h["host"].as_str());
+    std::thread::scope(|scope| {
+        let listing = |h: &Value| {
+            let (host, binary) = (h["host"].as_str()?, h["binary"].as_str()?);
+            let socket = Path::new(h["socket"].as_str()?);
+            Some((host.to_string(), crate::remote::cli::listing(host, socket, binary, json)))
+        };
+        let running: Vec<_> = open.iter().map(|h| scope.spawn(move || listing(h))).collect();
+        running.into_iter().filter_map(|r| r.join().ok().flatten()).collect()
+    })
+}
+
+/// A host's heading, then what its fugue listed, indented under it.
+fn describe_host(host: &str, listed: &Result<String, String>, out: &mut String) {
+    match listed {
+        Ok(text) => {
+            let _ = writeln!(out, "host {}", clean(host));
+            // What the host says is printed as any name is: no control characters.
+            text.lines().for_each(|line| {
+                let _ = writeln!(out, "  {}", clean(line));
+            });
+        }
+        Err(why) => {
+            let _ = writeln!(out, "host {}  not listed: {}", clean(host), clean(why));
+        }
+    }
 }
 
 /// Every live server's `info` with its `sessions` added, oldest first.

@@ -244,7 +244,7 @@ impl Conn<'_> {
     fn info(&self) -> Value {
         let client =
             self.shared.mcp.client().map(|c| json!({"name": c.name, "version": c.version}));
-        json!({
+        let mut info = json!({
             "pid": std::process::id(),
             "version": env!("CARGO_PKG_VERSION"),
             "started_at": unix_ms(self.shared.started),
@@ -252,7 +252,13 @@ impl Conn<'_> {
             "client": client,
             "input": self.input,
             "shared": (self.shared.host)(),
-        })
+        });
+        // The hosts its calls reach, for `fugue ls` to list theirs over the same connections.
+        let hosts = crate::remote::hosts::open();
+        if !hosts.is_empty() {
+            info["hosts"] = Value::Array(hosts);
+        }
+        info
     }
 
     fn window(&mut self, args: &Args<'_>) -> Result<Value> {

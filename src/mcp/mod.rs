@@ -251,7 +251,16 @@ impl Mcp {
             cancel: req.cancel,
             progress: req.progress,
         };
-        Ok(shaped(crate::remote::call(tool, &ctx, arguments)))
+        let outcome = crate::remote::call(tool, &ctx, arguments);
+        // Another fugue calling for a durable call of its own asks what a program asks.
+        let meta = req.params.get("_meta").and_then(|m| m.get(crate::remote::ASKS));
+        let asks = outcome.as_ref().ok().and_then(|a| a.asks.as_ref()).filter(|_| meta.is_some());
+        let asks = asks.map(crate::remote::asks_meta);
+        let mut result = shaped(outcome);
+        if let Some(asks) = asks {
+            result["_meta"][crate::remote::ASKS] = asks;
+        }
+        Ok(result)
     }
 }
 

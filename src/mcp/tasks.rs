@@ -248,7 +248,7 @@ impl Work {
             .filter(|ms| *ms > 0)
             .unwrap_or(ANSWER_WAIT_MS);
         let wait = Duration::from_millis(wait);
-        self.call(|ctx| crate::tools::panes::type_answer(ctx, pane, text, wait))
+        self.call(|ctx| crate::remote::type_answer(ctx, pane, text, wait))
     }
 
     fn complete(&self, result: Value) {
@@ -269,10 +269,15 @@ impl Work {
     /// Ends a cancelled task; a program it left asking is interrupted, so the shell is not left
     /// busy.
     fn cancelled(&self, asks: Option<Asking>) {
-        if let Some(asks) = asks
-            && let Ok(pane) = self.runtime.mux.pane(&asks.pane_id)
-        {
-            crate::shell::live::interrupt(&pane);
+        if let Some(asks) = asks {
+            let (cancel, progress) = (crate::cancel::Cancel::default(), Progress::none());
+            let ctx = crate::tool::Ctx {
+                runtime: &*self.runtime,
+                cwd: &self.cwd,
+                cancel: &cancel,
+                progress: &progress,
+            };
+            crate::remote::interrupt(&ctx, &asks.pane_id);
         }
         self.task.cancelled();
         self.announce();

@@ -13,6 +13,18 @@ use std::time::SystemTime;
 /// The fewest characters of a pane id that name it by prefix: fewer would collide too often.
 const MIN_PREFIX: usize = 4;
 
+/// A name of a session, window or pane has no `:`, since `HOST:NAME` names one on a host
+/// (`remote`), and as tmux's do not: the one reading every key is then certain.
+pub(super) fn check_name(kind: &str, name: &str) -> Result<()> {
+    if !name.contains(':') {
+        return Ok(());
+    }
+    Err(Error::invalid(format!(
+        "{kind} name {name:?} has a ':', which names a host (HOST:NAME is one on that host); \
+         choose a name without ':'"
+    )))
+}
+
 impl Inner {
     /// Adds an empty session named `name`, or the next free number.
     pub(super) fn add_session(&mut self, name: Option<String>) -> Result<SessionId> {
@@ -28,6 +40,7 @@ impl Inner {
         }
         let name = match name {
             Some(name) => {
+                check_name("session", &name)?;
                 if self.sessions.iter().any(|s| s.name == name || s.id == name) {
                     return Err(name_taken("session", &name));
                 }
@@ -56,6 +69,7 @@ impl Inner {
         let session = &mut self.sessions[s];
         let name = match name {
             Some(name) => {
+                check_name("window", &name)?;
                 if window_index(session, &name).is_some() {
                     return Err(name_taken("window", &name));
                 }

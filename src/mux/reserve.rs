@@ -150,6 +150,9 @@ impl Inner {
                 ),
             ));
         }
+        if let Some(name) = &args.name {
+            super::names::check_name("pane", name)?;
+        }
         if let Some(name) = &args.name
             && (self.panes.contains_key(name.as_str())
                 || self.panes.values().any(|p| p.name.as_ref() == Some(name))

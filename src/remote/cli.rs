@@ -1,12 +1,15 @@
 //! `fugue ls HOST` and `fugue attach HOST:SESSION[:WINDOW]`: the same commands run on the host,
 //! by the fugue there, over the user's ssh (with a terminal for attach), against the shared server
-//! this fugue's calls use there.
+//! this fugue's calls use there. Plain `fugue ls` lists the hosts a running fugue reaches too, each
+//! over that fugue's own master connection (`listing`), so no new login is made.
 
 use super::ssh::{self, Master, quote};
 use super::{hosts, upload};
 use crate::usage::usage_error;
-use std::io::Write;
+use std::io::{Read, Write};
+use std::path::Path;
 use std::process::{ExitCode, Stdio};
+use std::time::Duration;
 
 /// Runs `fugue ARGS` on `host` in this terminal; `{server}` in ARGS is the host's server name.
 fn run_there(host: &str, args: &[&str], tty: bool) -> ExitCode {
@@ -46,6 +49,40 @@ fn fail(why: &str) -> ExitCode {
 pub(crate) fn ls(host: &str, json: bool) -> ExitCode {
     let args: &[&str] = if json { &["ls", "--json"] } else { &["ls"] };
     run_there(host, args, false)
+}
+
+/// How long one host's listing may take.
+const LISTING_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What `fugue ls [--json]` prints on `host`, run by fugue's binary there (`binary`, a path for
+/// its shell) over the open master at `socket`; or why not, in a line.
+pub(crate) fn listing(
+    host: &str,
+    socket: &Path,
+    binary: &str,
+    json: bool,
+) -> Result<String, String> {
+    ssh::check_host(host).map_err(|e| e.message().to_string())?;
+    let script = format!("exec {binary} ls{}", if json { " --json" } else { "" });
+    let mut child = ssh::spawn(ssh::remote(host, socket, &script)).map_err(|e| e.to_string())?;
+    let stderr = ssh::Stderr::drain(child.stderr.take().expect("piped"));
+    let mut stdout = child.stdout.take().expect("piped");
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    let _ = std::thread::Builder::new().name("ls-host".into()).spawn(move || {
+        let mut out = String::new();
+        let _ = stdout.read_to_string(&mut out);
+        let _ = tx.send(out);
+    });
+    let out = rx.recv_timeout(LISTING_TIMEOUT);
+    if out.is_err() {
+        let _ = child.kill();
+    }
+    let status = child.wait().map_err(|e| e.to_string())?;
+    match out {
+        Ok(out) if status.success() => Ok(out),
+        Ok(_) => Err(stderr.text().lines().last().unwrap_or("failed").to_string()),
+        Err(_) => Err(format!("no answer within {} s", LISTING_TIMEOUT.as_secs())),
+    }
 }
 
 /// `fugue attach [--input] HOST:SPEC`: the host's attach, on its fugue's server there.

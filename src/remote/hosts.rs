@@ -10,6 +10,7 @@ use super::ssh::Master;
 use super::upload;
 use crate::error::Result;
 use parking_lot::Mutex;
+use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -19,6 +20,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 struct Tunnel {
     link: Arc<Link>,
     master: Master,
+    binary: upload::Binary,
 }
 
 /// A host fugue reaches, with its tunnel while one is open.
@@ -52,8 +54,26 @@ pub(crate) fn link(host: &str) -> Result<Arc<Link>> {
     let master = Master::connect(host, control_path()?)?;
     let binary = upload::ensure(&master)?;
     let link = Arc::new(Link::open(&master, &binary, &server_name(&binary))?);
-    *connection = Some(Tunnel { link: link.clone(), master });
+    *connection = Some(Tunnel { link: link.clone(), master, binary });
     Ok(link)
+}
+
+/// The hosts whose connection is open now, each with its master's socket and the path of fugue's
+/// binary there, for `fugue ls` to list their sessions over the same connection. A host that is
+/// connecting at this moment is left out rather than waited for.
+pub(crate) fn open() -> Vec<Value> {
+    let entries: Vec<(String, Arc<Remote>)> =
+        hosts().lock().iter().map(|(h, e)| (h.clone(), e.clone())).collect();
+    let mut open = Vec::new();
+    for (host, entry) in entries {
+        let Some(mut connection) = entry.connection.try_lock() else { continue };
+        let Some(c) = connection.as_mut() else { continue };
+        if c.link.alive() && c.master.alive() {
+            let socket = c.master.control.to_string_lossy().to_string();
+            open.push(json!({"host": host, "socket": socket, "binary": c.binary.remote_path()}));
+        }
+    }
+    open
 }
 
 /// The name of the shared server fugue runs on a host: one per build, so another build's is left

@@ -13,8 +13,8 @@ const ID_ARGS: [&str; 4] = ["pane_id", "session_id", "window_id", "pane_ids"];
 /// The keys of an answer whose strings (or arrays of strings) are ids.
 const ID_KEYS: [&str; 6] = ["pane_id", "session_id", "window_id", "pane_ids", "fired", "id"];
 
-/// The host an id names, and the id there; `None` for a local id. A name with a `:` in it is
-/// read the same way.
+/// The host an id names, and the id there; `None` for a local id. No local name has a `:` (the
+/// registry refuses one), so every key reads one way.
 pub(crate) fn split(id: &str) -> Option<(&str, &str)> {
     let (host, rest) = id.split_once(':')?;
     check_host(host).ok().map(|()| (host, rest))

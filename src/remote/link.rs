@@ -2,7 +2,11 @@
 //! for the host's shared server (started by that front when none runs), spoken to in MCP lines.
 //!
 //! Any number of calls share the channel at once; answers are matched by request id, as the front
-//! matches them. A call cancelled here sends `notifications/cancelled` there. When the channel
+//! matches them. A call cancelled here sends `notifications/cancelled` there and ends at once, as a
+//! local call does: its wait there ends, what it started goes on. A task's cancel (which stops
+//! the work too) says so in the notification's `_meta` (`STOP_WORK`); the host's fugue then stops
+//! the work as it would a task's and answers once it has, so the call here ends when the shell
+//! there is back at its prompt, as a local task's does (at most `STOP_WAIT`). When the channel
 //! closes — the master dropped the connection, or the front ended — every call waiting on it
 //! answers `host_unreachable` at once; the host's server keeps its panes, and the next call opens
 //! a new channel to it. Progress the host's fugue reports on a call is reported on the call here.
@@ -12,7 +16,7 @@ use super::upload::Binary;
 use crate::cancel::Cancel;
 use crate::error::{Error, ErrorKind, Result};
 use crate::tool::call::Progress;
-use crossbeam_channel::{Receiver, Sender, never, select, unbounded};
+use crossbeam_channel::{Receiver, Sender, select, unbounded};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -24,6 +28,8 @@ use std::time::Duration;
 
 /// How long the host's fugue may take to answer `initialize` (starting its server included).
 const HELLO_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a call whose work is stopped there waits for the host's fugue to say it has stopped.
+const STOP_WAIT: Duration = Duration::from_secs(10);
 
 type InFlight = Arc<Mutex<HashMap<u64, Sender<Value>>>>;
 
@@ -105,10 +111,9 @@ impl Link {
     ) -> Result<Value> {
         let id = self.next.fetch_add(1, Ordering::SeqCst);
         if progress.is_wanted() {
-            params["_meta"] = json!({"progressToken": id});
+            params["_meta"]["progressToken"] = json!(id);
         }
         let answer = self.send(id, method, params)?;
-        let mut cancelled = cancel.receiver().clone();
         loop {
             select! {
                 recv(answer) -> message => match message {
@@ -121,14 +126,26 @@ impl Link {
                     Ok(message) => return Ok(message),
                     Err(_) => return Err(self.gone("the connection dropped")),
                 },
-                recv(cancelled) -> _ => {
-                    cancelled = never();
-                    let note = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                                      "params": {"requestId": id}});
-                    let _ = self.write(&note);
-                }
+                recv(cancel.receiver()) -> _ => return self.cancel(id, &answer, cancel.stops_work()),
             }
         }
+    }
+
+    /// Cancels request `id` there; `stop` stops its work too, and waits until it has.
+    fn cancel(&self, id: u64, answer: &Receiver<Value>, stop: bool) -> Result<Value> {
+        let mut params = json!({"requestId": id});
+        if stop {
+            params["_meta"] = json!({super::wire::STOP_WORK: true});
+        }
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params});
+        let _ = self.write(&note);
+        if stop {
+            let deadline = std::time::Instant::now() + STOP_WAIT;
+            // Progress may come first; the answer, or the channel's end, says the work stopped.
+            while answer.recv_deadline(deadline).is_ok_and(|m| m.get("method").is_some()) {}
+        }
+        self.pending.lock().remove(&id);
+        Err(Error::cancelled())
     }
 
     /// Sends request `id`; its answer, and before it its progress, come on the channel.

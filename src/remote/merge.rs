@@ -60,7 +60,9 @@ fn run_all(
                 },
                 recv(cancelled) -> _ => {
                     cancelled = crossbeam_channel::never();
-                    cancels.iter().for_each(Cancel::cancel);
+                    // A task's cancel stops each part's work too, here and there.
+                    let stop = if ctx.cancel.stops_work() { Cancel::stop_work } else { Cancel::cancel };
+                    cancels.iter().for_each(stop);
                 }
             }
         }

@@ -10,22 +10,27 @@
 //! Below this: `ssh` (the user's ssh, one master connection per host, errors by kind), `upload`
 //! (fugue's own binary on the host, checked by hash), `link` (the MCP channel to the host's
 //! shared fugue server over the master), `hosts` (connections by host, made again after a drop),
-//! `ids` (the `host:` on ids). Nothing here listens: ssh does every connection and every
+//! `ids` (the `host:` on ids), `wire` (what two fugues say beyond MCP: what a program asks, a
+//! cancel that stops the work). Nothing here listens: ssh does every connection and every
 //! authentication.
 
 pub(crate) mod cli;
-mod hosts;
+pub(crate) mod hosts;
 mod ids;
 mod link;
 mod merge;
 mod route;
 mod ssh;
 mod upload;
+mod wire;
+
+pub(crate) use wire::{ASKS, STOP_WORK, asks_meta};
 
 use crate::error::Result;
 use crate::runtime::Runtime;
 use crate::tool::{Answer, Ctx, Registered};
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
+use std::time::Duration;
 
 /// Runs `tool` with `args`: here, on the host they name, or merged over several.
 pub(crate) fn call(
@@ -41,4 +46,41 @@ pub(crate) fn call(
         _ => {}
     }
     route::single(tool, ctx, args)
+}
+
+/// Answers a program that asks (a durable call's question): types `text` and Enter into pane
+/// `pane_id`, here or on its host, and waits as `fugue_send_input` with `wait_ms` does.
+pub(crate) fn type_answer(
+    ctx: &Ctx<'_, Runtime>,
+    pane_id: &str,
+    text: &str,
+    wait: Duration,
+) -> Result<Answer> {
+    let Some((host, pane)) = ids::split(pane_id) else {
+        return crate::tools::panes::type_answer(ctx, pane_id, text, wait);
+    };
+    let args = json!({"pane_id": pane, "input": text, "submit": true,
+                      "wait_ms": wait.as_millis() as u64});
+    route::forward(host, "fugue_send_input", object(args), ctx)
+}
+
+/// Interrupts what runs in pane `pane_id` (a cancelled durable call's program that asks) and
+/// waits for its shell's prompt: here, or on its host as C-c typed there.
+pub(crate) fn interrupt(ctx: &Ctx<'_, Runtime>, pane_id: &str) {
+    let Some((host, pane)) = ids::split(pane_id) else {
+        if let Ok(pane) = ctx.runtime.mux.pane(pane_id) {
+            crate::shell::live::interrupt(&pane);
+        }
+        return;
+    };
+    let wait = crate::shell::live::INTERRUPT_WAIT.as_millis() as u64;
+    let args = json!({"pane_id": pane, "keys": ["C-c"], "wait_ms": wait});
+    let _ = route::forward(host, "fugue_send_input", object(args), ctx);
+}
+
+fn object(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    }
 }

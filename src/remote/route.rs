@@ -1,7 +1,7 @@
 //! A call on one host: the host its arguments name (`host`, or the `host:` of its ids), reached
 //! through `hosts`, or this fugue when they name none; the answer's ids get the host put on.
 
-use super::{hosts, ids, ssh};
+use super::{hosts, ids, ssh, wire};
 use crate::error::{Error, Result};
 use crate::runtime::Runtime;
 use crate::tool::{Answer, Ctx, Registered};
@@ -53,7 +53,8 @@ pub(super) fn forward(
 ) -> Result<Answer> {
     ssh::check_host(host)?;
     let link = hosts::link(host)?;
-    let params = json!({"name": tool, "arguments": Value::Object(args)});
+    let params =
+        json!({"name": tool, "arguments": Value::Object(args), "_meta": {wire::ASKS: true}});
     let mut message = link.request("tools/call", params, ctx.cancel, ctx.progress)?;
     if let Some(error) = message.get("error") {
         return Err(Error::internal(format!("fugue on {host}: {}", error["message"])));
@@ -69,5 +70,6 @@ pub(super) fn forward(
     }
     let mut value = result["structuredContent"].take();
     ids::prefix(&mut value, host);
-    Ok(Answer { value, asks: None })
+    let asks = wire::asking(&result["_meta"][wire::ASKS], host);
+    Ok(Answer { value, asks })
 }
