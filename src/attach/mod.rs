@@ -203,7 +203,9 @@ fn connect(options: &Options) -> Result<(Client, Value, Target), String> {
         });
     }
     // The newest server first: it is most likely the agent the person just started.
-    servers.sort_by_key(|(_, info)| std::cmp::Reverse(info["started_at"].as_u64().unwrap_or(0)));
+    crate::sort::sort_by_key(&mut servers, |(_, info)| {
+        std::cmp::Reverse(info["started_at"].as_u64().unwrap_or(0))
+    });
     let Some(spec) = &options.spec else {
         let (client, info) = servers.remove(0);
         return Ok((client, info, Target::default()));
