@@ -1,6 +1,6 @@
 //! fugue: a terminal multiplexer for AI agents, speaking MCP over stdio.
 //!
-//! This file runs the command line: `cli` reads it once into a typed `Command`, and each command
+//! This file runs the command line: `cli` reads it once into a typed `Invocation`, and each command
 //! goes to one function. `serve` wires the pieces together — the runtime that owns panes and agent pipelines
 //! (`runtime`), the protocol (`mcp`), the line loop (`rpc`), the control socket that `ls` and
 //! `attach` use (`control`) — and waits for a reason to stop: end of input, a signal, or a broken
@@ -41,9 +41,9 @@ mod watch;
 mod words;
 
 use cancel::Cancel;
-use cli::{Command, Misuse};
+use cli::{Invocation, Misuse};
 use mcp::Mcp;
-use rpc::{Connection, Stop, Writer};
+use rpc::{Connection, StopCause, Writer};
 use runtime::Runtime;
 use serde_json::{Map, Value};
 use std::process::ExitCode;
@@ -62,31 +62,31 @@ fn main() -> ExitCode {
 }
 
 /// Hands the command to its front-end, with its typed options.
-fn run(command: Command) -> ExitCode {
+fn run(command: Invocation) -> ExitCode {
     match command {
-        Command::SandboxExec { plan, program } => sandbox::launch::main(&plan, &program),
-        Command::SandboxNet => sandbox::net::holder_main(),
-        Command::Serve { flags, shared } => serve_command(flags, shared),
-        Command::Server { name, flags } => match sandbox_policy(flags) {
+        Invocation::SandboxExec { plan, program } => sandbox::launch::main(&plan, &program),
+        Invocation::SandboxNet => sandbox::net::holder_main(),
+        Invocation::Serve { flags, shared } => serve_command(flags, shared),
+        Invocation::Server { name, flags } => match sandbox_policy(flags) {
             Ok(policy) => {
                 server::daemon::main(&name, policy, config::config().state_dir.as_deref())
             }
             Err(why) => usage_error(&why),
         },
-        Command::KillServer { name } => server::cli::kill_server(&name),
-        Command::Call { shared, tool, arguments, flags } => match sandbox_policy(flags) {
+        Invocation::KillServer { name } => server::cli::kill_server(&name),
+        Invocation::Call { shared, tool, arguments, flags } => match sandbox_policy(flags) {
             Ok(policy) => match shared {
                 Some(server) => call_shared(&server, tool, arguments, &policy),
                 None => call(tool, &arguments, policy),
             },
             Err(why) => usage_error(&why),
         },
-        Command::Help(usage) => print_out(usage),
-        Command::Version => print_out(&format!("fugue {}\n", env!("CARGO_PKG_VERSION"))),
-        Command::Tools => list_tools(),
-        Command::Verdict(args) => agent::verdict::cli(args),
-        Command::Ls(args) => attach::ls::run(&args),
-        Command::Attach(args) => attach::run(args),
+        Invocation::Help(usage) => print_out(usage),
+        Invocation::Version => print_out(&format!("fugue {}\n", env!("CARGO_PKG_VERSION"))),
+        Invocation::Tools => list_tools(),
+        Invocation::Verdict(args) => agent::verdict::cli(args),
+        Invocation::Ls(args) => attach::ls::run(&args),
+        Invocation::Attach(args) => attach::run(args),
     }
 }
 
@@ -132,10 +132,10 @@ fn sandbox_policy(flags: sandbox::Flags) -> Result<Arc<sandbox::Policy>, String>
 }
 
 fn serve(policy: Arc<sandbox::Policy>) -> ExitCode {
-    let (stop_tx, stop_rx) = crossbeam_channel::bounded::<Stop>(8);
+    let (stop_tx, stop_rx) = crossbeam_channel::bounded::<StopCause>(8);
     let on_signal = stop_tx.clone();
     if let Err(e) = ctrlc::set_handler(move || {
-        let _ = on_signal.try_send(Stop::Signal);
+        let _ = on_signal.try_send(StopCause::Signal);
     }) {
         log::warn(&format!("cannot install the signal handler: {e}"));
     }
@@ -157,7 +157,7 @@ fn serve(policy: Arc<sandbox::Policy>) -> ExitCode {
         log::error(&format!("cannot start the stdin reader: {e}"));
         return ExitCode::FAILURE;
     }
-    let why = stop_rx.recv().unwrap_or(Stop::Eof);
+    let why = stop_rx.recv().unwrap_or(StopCause::Eof);
     log::info(&format!("stopping: {why:?}"));
     connection.cancel_all();
     // Gone from `fugue ls` at once; attached clients see the end when the process exits.

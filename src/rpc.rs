@@ -27,7 +27,7 @@ use std::time::Duration;
 
 /// Why the server stops.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Stop {
+pub(crate) enum StopCause {
     /// stdin reached end of file: the client is done.
     Eof,
     /// SIGINT, SIGTERM or SIGHUP.
@@ -39,11 +39,11 @@ pub(crate) enum Stop {
 /// Writes whole lines to stdout under one lock.
 pub(crate) struct Writer {
     out: Mutex<Box<dyn Write + Send>>,
-    stop: Sender<Stop>,
+    stop: Sender<StopCause>,
 }
 
 impl Writer {
-    pub(crate) fn new(out: Box<dyn Write + Send>, stop: Sender<Stop>) -> Writer {
+    pub(crate) fn new(out: Box<dyn Write + Send>, stop: Sender<StopCause>) -> Writer {
         Writer { out: Mutex::new(out), stop }
     }
 
@@ -52,7 +52,7 @@ impl Writer {
         line.push(b'\n');
         let mut out = self.out.lock();
         if out.write_all(&line).and_then(|_| out.flush()).is_err() {
-            let _ = self.stop.try_send(Stop::BrokenPipe);
+            let _ = self.stop.try_send(StopCause::BrokenPipe);
         }
     }
 }
@@ -83,7 +83,7 @@ pub(crate) struct Connection {
     flights: Mutex<Flights>,
     /// Signalled when an answer has been written and its slot is free.
     answered: Condvar,
-    pool: Pool,
+    workers: Workers,
     /// Requests fugue sent the client, by id, and where their responses go.
     asked: Mutex<HashMap<String, Sender<Value>>>,
     next_ask: AtomicU64,
@@ -115,14 +115,14 @@ impl Connection {
             writer,
             flights: Mutex::new(Flights::default()),
             answered: Condvar::new(),
-            pool: Pool::default(),
+            workers: Workers::default(),
             asked: Mutex::new(HashMap::new()),
             next_ask: AtomicU64::new(1),
         })
     }
 
-    /// Reads requests until end of file, then reports `Stop::Eof`.
-    pub(crate) fn read_loop(self: &Arc<Connection>, input: impl BufRead, stop: Sender<Stop>) {
+    /// Reads requests until end of file, then reports `StopCause::Eof`.
+    pub(crate) fn read_loop(self: &Arc<Connection>, input: impl BufRead, stop: Sender<StopCause>) {
         let mut input = input;
         loop {
             match line::next_line(&mut input, self.limits.max_line_bytes) {
@@ -133,7 +133,7 @@ impl Connection {
                 Next::Line(line) => self.dispatch_line(&line),
             }
         }
-        let _ = stop.try_send(Stop::Eof);
+        let _ = stop.try_send(StopCause::Eof);
     }
 
     /// Ends every call in flight: nothing more is written for any of them. Never waits on a call
@@ -295,7 +295,7 @@ impl Connection {
             flights.calls.insert(key(&id), flight.clone());
         }
         let server = self.clone();
-        self.pool.submit(Box::new(move || server.run_flight(&flight, &id, &method, &params)));
+        self.workers.submit(Box::new(move || server.run_flight(&flight, &id, &method, &params)));
     }
 
     fn run_flight(
@@ -429,29 +429,30 @@ fn is_valid_id(id: &Value) -> bool {
     id.is_string() || id.is_number()
 }
 
-type Work = Box<dyn FnOnce() + Send>;
+/// A tool call's run, queued for a worker.
+type Queued = Box<dyn FnOnce() + Send>;
 
 /// Worker threads for tool calls, grown on demand and retired when idle. Each submit either claims
 /// an idle worker or starts one, so a queued call never waits behind a slow one; the number of
 /// threads is bounded because calls in flight are (`FUGUE_MAX_CALLS`).
-struct Pool {
-    tx: Sender<Work>,
-    rx: Receiver<Work>,
+struct Workers {
+    tx: Sender<Queued>,
+    rx: Receiver<Queued>,
     /// (threads, idle and unclaimed)
     counts: Arc<Mutex<(usize, usize)>>,
 }
 
-impl Default for Pool {
-    fn default() -> Pool {
+impl Default for Workers {
+    fn default() -> Workers {
         let (tx, rx) = crossbeam_channel::unbounded();
-        Pool { tx, rx, counts: Arc::new(Mutex::new((0, 0))) }
+        Workers { tx, rx, counts: Arc::new(Mutex::new((0, 0))) }
     }
 }
 
 const IDLE_RETIRE: Duration = Duration::from_secs(30);
 
-impl Pool {
-    fn submit(&self, job: Work) {
+impl Workers {
+    fn submit(&self, job: Queued) {
         let spawn = {
             let mut counts = self.counts.lock();
             if counts.1 > 0 {
@@ -479,7 +480,7 @@ impl Pool {
     }
 }
 
-fn worker(rx: Receiver<Work>, counts: Arc<Mutex<(usize, usize)>>) {
+fn worker(rx: Receiver<Queued>, counts: Arc<Mutex<(usize, usize)>>) {
     loop {
         match rx.recv_timeout(IDLE_RETIRE) {
             Ok(job) => {

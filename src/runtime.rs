@@ -14,11 +14,6 @@ use crate::sandbox::Policy;
 use crate::tempdir::TempDirs;
 use std::sync::Arc;
 
-/// The context a tool handler of fugue gets.
-pub(crate) type Ctx<'a> = crate::tool::Ctx<'a, Runtime>;
-/// A tool of fugue.
-pub(crate) type Tool = crate::tool::Tool<Runtime>;
-
 pub(crate) struct Runtime {
     /// Every session, window and pane.
     pub(crate) mux: Arc<Mux>,
@@ -31,7 +26,7 @@ pub(crate) struct Runtime {
     /// Durable calls (MCP Tasks): they outlive the request, and in a shared server the front.
     pub(crate) tasks: crate::tool::task::Tasks,
     /// The server's sandbox policy, fixed when it starts: a pane runs under it unless its call
-    /// asked for a stricter one (the mux puts the one it runs under in its `Spec`).
+    /// asked for a stricter one (the mux puts the one it runs under in its `PaneSpec`).
     pub(crate) sandbox: Arc<Policy>,
     /// The settings and limits, read once as the runtime starts: what is built here gets its
     /// share at construction, and handlers read the rest from here.

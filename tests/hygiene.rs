@@ -5,13 +5,14 @@
 //! SIGHUP, SIGKILL, a broken stdout — and each time every process it started must be gone within
 //! two seconds (for SIGKILL: the ones that do not ignore the terminal's hang-up).
 //!
-//! And source hygiene: no `allow(dead_code)` outside tests.
+//! And source hygiene: no `allow(dead_code)` outside tests, and one name per type.
 
 use crate::procfs;
 use crate::util::*;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -431,7 +432,7 @@ fn sigterm_ends_a_running_agent_pipeline_within_two_seconds() {
 }
 
 /// Every `.rs` file under `dir` with its text, in a stable order.
-fn rust_files(dir: &std::path::Path, files: &mut Vec<(std::path::PathBuf, String)>) {
+fn rust_files(dir: &Path, files: &mut Vec<(PathBuf, String)>) {
     let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
     entries.sort();
     for path in entries {
@@ -444,11 +445,10 @@ fn rust_files(dir: &std::path::Path, files: &mut Vec<(std::path::PathBuf, String
     }
 }
 
-/// The line numbers of `text` that allow dead code outside its `#[cfg(test)]` modules (which run
-/// from such an attribute at the start of a line to the next `}` there). An allowance outlives
-/// the code it was for, and hides code that nothing uses any more.
-fn dead_code_allowed(text: &str) -> Vec<usize> {
-    let mut found = Vec::new();
+/// The lines of `text` outside its `#[cfg(test)]` modules (which run from such an attribute at
+/// the start of a line to the next `}` there) and items, each with its number from 1.
+fn outside_tests(text: &str) -> Vec<(usize, &str)> {
+    let mut kept = Vec::new();
     let (mut after_cfg_test, mut in_tests) = (false, false);
     for (n, line) in text.lines().enumerate() {
         if in_tests {
@@ -456,15 +456,95 @@ fn dead_code_allowed(text: &str) -> Vec<usize> {
             continue;
         }
         if after_cfg_test && line.starts_with("mod ") {
-            in_tests = !line.ends_with(';');
+            (in_tests, after_cfg_test) = (!line.ends_with(';'), false);
             continue;
         }
-        after_cfg_test = line == "#[cfg(test)]";
-        if line.contains("dead_code") && line.contains("allow(") {
-            found.push(n + 1);
+        let test_item = after_cfg_test && !line.trim_start().starts_with("#[");
+        after_cfg_test = line.trim_start() == "#[cfg(test)]" || (after_cfg_test && !test_item);
+        if !test_item {
+            kept.push((n + 1, line));
         }
     }
+    kept
+}
+
+/// The line numbers of `text` that allow dead code outside its tests. An allowance outlives the
+/// code it was for, and hides code that nothing uses any more.
+fn dead_code_allowed(text: &str) -> Vec<usize> {
+    outside_tests(text)
+        .into_iter()
+        .filter(|(_, line)| line.contains("dead_code") && line.contains("allow("))
+        .map(|(n, _)| n)
+        .collect()
+}
+
+/// The types `text` declares outside its tests, each with its line number: every `struct`,
+/// `enum`, `union`, `trait` and `type` alias, at any depth (in a function, in a macro's call), but
+/// not a trait's associated type (`type Target = str;` in an `impl Deref`), which is the trait's
+/// name and not a new one.
+fn declared_types(text: &str) -> Vec<(String, usize)> {
+    let lines = outside_tests(text);
+    let mut found = Vec::new();
+    for (i, (n, line)) in lines.iter().enumerate() {
+        let Some((keyword, name)) = declaration(line) else { continue };
+        if keyword == "type" && in_impl_or_trait(&lines[..i], indent(line)) {
+            continue;
+        }
+        found.push((name.to_string(), *n));
+    }
     found
+}
+
+/// The keyword and name a line declares a type with: `pub(crate) struct Pane {` gives
+/// `("struct", "Pane")`.
+fn declaration(line: &str) -> Option<(&str, &str)> {
+    let mut rest = line.trim_start();
+    if let Some(after) = rest.strip_prefix("pub") {
+        rest = match after.strip_prefix('(') {
+            Some(scoped) => scoped.split_once(')')?.1,
+            None => after,
+        }
+        .strip_prefix(' ')?;
+    }
+    let rest = rest.strip_prefix("unsafe ").unwrap_or(rest);
+    let (keyword, rest) = rest.split_once(' ')?;
+    if !["struct", "enum", "union", "trait", "type"].contains(&keyword) {
+        return None;
+    }
+    let end = rest.find(|c: char| !c.is_ascii_alphanumeric() && c != '_').unwrap_or(rest.len());
+    let name = &rest[..end];
+    name.starts_with(|c: char| c.is_ascii_uppercase()).then_some((keyword, name))
+}
+
+/// The files of the test modules `text` (the file at `path`) declares without a body:
+/// `#[cfg(test)] mod tests;` in `src/a/b.rs` is `src/a/b/tests.rs` (in a `mod.rs` or `main.rs`,
+/// beside it).
+fn test_files(path: &Path, text: &str) -> Vec<PathBuf> {
+    let beside = path.file_name().is_some_and(|f| f == "mod.rs" || f == "main.rs");
+    let dir = if beside { path.parent().unwrap().to_path_buf() } else { path.with_extension("") };
+    let lines: Vec<&str> = text.lines().collect();
+    lines
+        .windows(2)
+        .filter(|pair| pair[0] == "#[cfg(test)]")
+        .filter_map(|pair| pair[1].strip_prefix("mod ")?.strip_suffix(';'))
+        .map(|name| dir.join(format!("{name}.rs")))
+        .collect()
+}
+
+fn indent(line: &str) -> usize {
+    line.len() - line.trim_start().len()
+}
+
+/// Whether the block a line indented by `depth` stands in, the nearest line above it indented
+/// less, opens an `impl` or a `trait`.
+fn in_impl_or_trait(above: &[(usize, &str)], depth: usize) -> bool {
+    let opener =
+        above.iter().rev().map(|(_, l)| *l).find(|l| !l.trim().is_empty() && indent(l) < depth);
+    opener.is_some_and(|l| {
+        let l = l.trim_start();
+        let l = l.strip_prefix("unsafe ").unwrap_or(l);
+        l.starts_with("impl") || declaration(l).is_some_and(|(keyword, _)| keyword == "trait")
+    })
 }
 
 #[test]
@@ -474,10 +554,47 @@ fn the_dead_code_check_skips_only_test_modules() {
     assert_eq!(dead_code_allowed(text), [1, 7]);
 }
 
+#[test]
+fn the_type_names_are_read_as_declared() {
+    let text = "pub(crate) struct Pane {\n    id: u32,\n}\nenum Kind { A }\n\
+                impl Deref for Pane {\n    type Target = str;\n}\nfn f() {\n    \
+                struct Said<'a>(&'a str);\n}\npub trait Stand: Send {\n    type Out;\n}\n\
+                pub(super) type Key = (u32, u32);\n#[cfg(test)]\nstruct Fake;\n\
+                #[cfg(test)]\nmod tests {\n    struct Fruit;\n}\n";
+    let names: Vec<(String, usize)> = declared_types(text);
+    let names: Vec<(&str, usize)> = names.iter().map(|(s, n)| (s.as_str(), *n)).collect();
+    assert_eq!(names, [("Pane", 1), ("Kind", 4), ("Said", 9), ("Stand", 11), ("Key", 14)]);
+}
+
+/// One name per type: no two types declared in the source outside tests share a name, so a name
+/// says which type it is wherever it is read (`Mode` was the sandbox's and a task's).
+#[test]
+fn no_type_name_is_declared_twice() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), &mut files);
+    let tests: Vec<PathBuf> =
+        files.iter().flat_map(|(path, text)| test_files(path, text)).collect();
+    let mut places: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for (path, text) in files.iter().filter(|(path, _)| !tests.contains(path)) {
+        let path = path.strip_prefix(root).unwrap_or(path).display();
+        for (name, n) in declared_types(text) {
+            places.entry(name).or_default().push(format!("{path}:{n}"));
+        }
+    }
+    assert!(places.len() > 100, "only {} type names found", places.len());
+    let twice: Vec<String> = places
+        .iter()
+        .filter(|(_, at)| at.len() > 1)
+        .map(|(name, at)| format!("{name} ({})", at.join(", ")))
+        .collect();
+    assert!(twice.is_empty(), "{} type names declared twice: {}", twice.len(), twice.join("; "));
+}
+
 /// No `allow(dead_code)` in the source outside tests: the compiler names code that nothing uses.
 #[test]
 fn no_dead_code_is_allowed_outside_tests() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut files = Vec::new();
     rust_files(&root.join("src"), &mut files);
     let found: Vec<String> = files

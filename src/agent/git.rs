@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 /// The result of one git command.
-struct Run {
+struct GitRun {
     ok: bool,
     stdout: String,
     stderr: String,
@@ -54,7 +54,7 @@ const NO_PROGRAMS: [&str; 18] = [
     "credential.helper=",
 ];
 
-fn run(dir: &Path, args: &[&str]) -> Result<Run> {
+fn run(dir: &Path, args: &[&str]) -> Result<GitRun> {
     let mut cmd = Command::new("git");
     cmd.args(NO_PROGRAMS)
         .arg("-C")
@@ -71,7 +71,7 @@ fn run(dir: &Path, args: &[&str]) -> Result<Run> {
     let output = crate::inherit::spawn(&mut cmd)
         .and_then(std::process::Child::wait_with_output)
         .map_err(|e| Error::new(ErrorKind::Git, format!("cannot run git: {e}")))?;
-    Ok(Run {
+    Ok(GitRun {
         ok: output.status.success(),
         stdout: String::from_utf8_lossy(&output.stdout).trim_end().to_string(),
         stderr: String::from_utf8_lossy(&output.stderr).trim().to_string(),

@@ -3,7 +3,7 @@
 //! that tells other fugue processes it is taken. The `Manager` holds the unfinished ones.
 
 use super::record::AgentPipeline;
-use super::runner::{Command, Latest};
+use super::runner::{ControlRequest, Published};
 use super::store::Store;
 use crate::files::FileLock;
 use crate::ids::PipelineId;
@@ -21,7 +21,7 @@ pub(crate) struct Handle {
     pub(crate) store: Arc<Store>,
     /// Its state in memory: published by our runner, or read from disk (`refresh`) when another
     /// process drives it.
-    pub(super) latest: Arc<Latest>,
+    pub(super) latest: Arc<Published>,
     pub(super) runner: Option<RunnerLink>,
     /// Unfinished, yet no process holds its lock (seen from `fugue call`).
     pub(super) orphaned: bool,
@@ -30,7 +30,7 @@ pub(crate) struct Handle {
 /// This process's link to the runner thread that drives the pipeline, present when it is here:
 /// the runner's command channel and the pipeline's lock.
 pub(super) struct RunnerLink {
-    pub(super) commands: Sender<Command>,
+    pub(super) commands: Sender<ControlRequest>,
     /// Held while the runner lives, dropped when it ends: a finished pipeline keeps no descriptor
     /// open (one per pipeline ever run, until fugue ran out of them).
     pub(super) lock: Mutex<Option<FileLock>>,
@@ -43,7 +43,7 @@ impl Handle {
             name: pipeline.name.clone(),
             created_at: pipeline.created_at,
             store: store.clone(),
-            latest: Arc::new(Latest::new(pipeline, any)),
+            latest: Arc::new(Published::new(pipeline, any)),
             runner: None,
             orphaned: false,
         }

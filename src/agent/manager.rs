@@ -13,7 +13,7 @@ use super::git;
 use super::handle::{Handle, RunnerLink};
 use super::machine::{self, Control, Event, EventKind, Step};
 use super::record::{self, AgentPipeline, Limits, now};
-use super::runner::{self, Command, Env};
+use super::runner::{self, ControlRequest, Env};
 use super::store::{Problem, Store, valid_id};
 use crate::cancel::Cancel;
 use crate::error::{Error, ErrorKind, Result};
@@ -35,7 +35,7 @@ const CONTROL_PATIENCE: Duration = Duration::from_secs(60);
 const SHUTDOWN_PATIENCE: Duration = Duration::from_secs(3);
 
 #[derive(Default)]
-struct Inner {
+struct Ledger {
     /// The unfinished pipelines. A finished one leaves when its runner ends (or, driven by another
     /// process, when a refresh finds it finished): its state stays on disk and is read from there
     /// when asked for, so memory does not grow with the pipelines a server has run.
@@ -68,7 +68,7 @@ pub(crate) struct Manager {
     settings: Settings,
     /// False in `fugue call`: the process ends with the call, so it only reads.
     drive: bool,
-    inner: Mutex<Inner>,
+    inner: Mutex<Ledger>,
     /// Woken when any pipeline changes.
     changed: Arc<Watch>,
     /// Cancelled when fugue stops: runners leave their state as it is and return.
@@ -105,7 +105,7 @@ impl Manager {
             mux,
             settings,
             drive,
-            inner: Mutex::new(Inner::default()),
+            inner: Mutex::new(Ledger::default()),
             changed: Arc::default(),
             stopping: Cancel::default(),
             runners: Mutex::new(0),
@@ -213,7 +213,7 @@ impl Manager {
         self: &Arc<Manager>,
         handle: &Arc<Handle>,
         pipeline: AgentPipeline,
-        control: Receiver<Command>,
+        control: Receiver<ControlRequest>,
         step: Step,
     ) {
         let env = Env {
@@ -454,7 +454,7 @@ impl Manager {
             ));
         };
         let (reply, answer) = crossbeam_channel::bounded(1);
-        let command = Command { action, limits, reply };
+        let command = ControlRequest { action, limits, reply };
         if runner.commands.send_timeout(command, CONTROL_PATIENCE).is_err() {
             return Err(ended(&handle.snapshot()));
         }

@@ -11,7 +11,7 @@
 //! the pane exists (so a status that says "running" can name the pane).
 //!
 //! The runner sees only its `Env` — the panes, fugue's stop signal, its pipeline's store and the
-//! `Latest` board it publishes on — never the manager that started it.
+//! `Published` board it publishes on — never the manager that started it.
 
 use super::git;
 use super::machine::{Control, Event, EventKind, StageOutcome, Step, Transition, next, quote};
@@ -41,7 +41,7 @@ const MAX_OUTPUT_BYTES: usize = 256 << 10;
 const FEEDBACK_LINES: usize = 60;
 
 /// A control action on its way to the runner, with the channel for the answer.
-pub(crate) struct Command {
+pub(crate) struct ControlRequest {
     pub(crate) action: Control,
     pub(crate) limits: Option<Limits>,
     pub(crate) reply: Sender<Result<()>>,
@@ -56,20 +56,20 @@ pub(crate) struct Env {
     /// Where its pipeline's state is saved.
     pub(crate) store: Arc<Store>,
     /// Where its pipeline's state is published.
-    pub(crate) latest: Arc<Latest>,
+    pub(crate) latest: Arc<Published>,
 }
 
 /// A pipeline's latest published state, held in memory, and the watches woken when it changes.
-pub(crate) struct Latest {
+pub(crate) struct Published {
     state: Mutex<AgentPipeline>,
     watch: Watch,
     /// Woken when any pipeline changes (the manager's).
     any: Arc<Watch>,
 }
 
-impl Latest {
-    pub(crate) fn new(pipeline: AgentPipeline, any: Arc<Watch>) -> Latest {
-        Latest { state: Mutex::new(pipeline), watch: Watch::default(), any }
+impl Published {
+    pub(crate) fn new(pipeline: AgentPipeline, any: Arc<Watch>) -> Published {
+        Published { state: Mutex::new(pipeline), watch: Watch::default(), any }
     }
 
     /// A copy of the state.
@@ -103,7 +103,7 @@ impl Latest {
 struct Runner {
     env: Env,
     pipeline: AgentPipeline,
-    control: Receiver<Command>,
+    control: Receiver<ControlRequest>,
     /// The answer owed to a control action, sent when its result is published.
     reply: Option<Sender<Result<()>>>,
     /// The latest pane of each stage; an older one is closed when the next attempt starts.
@@ -129,7 +129,12 @@ struct Files {
 }
 
 /// Runs the pipeline from `step` until it ends or fugue stops.
-pub(crate) fn drive(env: Env, pipeline: AgentPipeline, control: Receiver<Command>, step: Step) {
+pub(crate) fn drive(
+    env: Env,
+    pipeline: AgentPipeline,
+    control: Receiver<ControlRequest>,
+    step: Step,
+) {
     let mut runner = Runner { env, pipeline, control, reply: None, panes: HashMap::new() };
     if !matches!(step, Step::Run { .. }) {
         runner.publish();
@@ -343,7 +348,7 @@ impl Runner {
     }
 
     /// A control action: refused at once with the reason, or the transition it causes.
-    fn consider(&mut self, command: Command) -> Option<Turn> {
+    fn consider(&mut self, command: ControlRequest) -> Option<Turn> {
         let event = EventKind::Control { action: command.action, limits: command.limits };
         let transition = next(&self.pipeline, Event { at: now(), kind: event });
         if let Step::Refuse(why) = &transition.step {

@@ -109,12 +109,12 @@ A reason is optional; followup needs a prompt: what the implementer should do ne
 ";
 
 /// `fugue verdict`'s options, as `cli` reads them.
-pub(crate) struct Args {
+pub(crate) struct VerdictArgs {
     pub(crate) verdict: AnalyzerVerdict,
     /// `--reason TEXT`.
     pub(crate) reason: Option<String>,
     /// `--prompt TEXT` or `--prompt-file PATH`, the last given.
-    pub(crate) prompt: Option<Prompt>,
+    pub(crate) prompt: Option<FollowUp>,
     /// `--cost USD`, checked finite and not negative.
     pub(crate) cost: Option<f64>,
     /// `--file PATH`; else `$FUGUE_VERDICT_FILE`.
@@ -122,13 +122,13 @@ pub(crate) struct Args {
 }
 
 /// Where the follow-up prompt is.
-pub(crate) enum Prompt {
+pub(crate) enum FollowUp {
     Text(String),
     File(String),
 }
 
 /// `fugue verdict ...`: writes the file, exits 0; or explains and exits 2.
-pub(crate) fn cli(args: Args) -> ExitCode {
+pub(crate) fn cli(args: VerdictArgs) -> ExitCode {
     match build(args).and_then(|(path, value)| {
         write_atomic(&path, format!("{value}\n").as_bytes())
             .map_err(|e| format!("cannot write {}: {e}", path.display()))
@@ -145,7 +145,7 @@ pub(crate) fn misuse(message: &str) -> ExitCode {
 }
 
 /// The file to write and the verdict to write there, checked as fugue will read it.
-pub(crate) fn build(args: Args) -> Result<(PathBuf, Value), String> {
+pub(crate) fn build(args: VerdictArgs) -> Result<(PathBuf, Value), String> {
     let file = args
         .file
         .or_else(|| {
@@ -153,8 +153,8 @@ pub(crate) fn build(args: Args) -> Result<(PathBuf, Value), String> {
         })
         .ok_or("no file: give --file or run under a pipeline ($FUGUE_VERDICT_FILE)")?;
     let prompt = match args.prompt {
-        Some(Prompt::Text(text)) => Some(text),
-        Some(Prompt::File(path)) => Some(
+        Some(FollowUp::Text(text)) => Some(text),
+        Some(FollowUp::File(path)) => Some(
             std::fs::read_to_string(&path)
                 .map_err(|e| format!("cannot read --prompt-file {path}: {e}"))?,
         ),

@@ -13,7 +13,7 @@
 use super::focus::{self, Dir};
 use super::keys::{self, Key};
 use super::scroll::{Scroll, Scrolled};
-use crate::control::view::{PaneView, Target, WindowView};
+use crate::control::view::{PaneView, WindowRef, WindowView};
 use crate::control::wire::{Incoming, Sender};
 use crate::error::Error;
 use crate::ids::{PaneId, WindowId};
@@ -50,7 +50,7 @@ pub(crate) enum Leave {
 }
 
 /// What an answer in flight is for.
-enum Pending {
+enum Awaited {
     Window,
     Scrollback(PaneId),
     /// Input and resizes: only a failure matters.
@@ -62,7 +62,7 @@ pub(crate) struct App {
     pub(crate) pid: u32,
     pub(crate) client: Option<String>,
     pub(crate) input: bool,
-    target: Target,
+    target: WindowRef,
     pub(crate) view: Option<WindowView>,
     pub(crate) focus: Option<PaneId>,
     pub(crate) prefix: bool,
@@ -71,7 +71,7 @@ pub(crate) struct App {
     flash: Option<(String, Instant)>,
     /// The terminal's size as (rows, cols).
     pub(crate) size: (u16, u16),
-    pending: HashMap<u64, Pending>,
+    pending: HashMap<u64, Awaited>,
     fetching: bool,
     wanted: bool,
     last_fetch: Option<Instant>,
@@ -90,7 +90,7 @@ impl App {
     pub(crate) fn new(
         sender: Box<dyn Outbox>,
         info: &Value,
-        (input, target): (bool, Target),
+        (input, target): (bool, WindowRef),
         size: (u16, u16),
     ) -> App {
         let client = info["client"]["name"].as_str().map(|name| {
@@ -154,9 +154,9 @@ impl App {
         match message {
             Incoming::Changed => self.wanted = true,
             Incoming::Answer { id, result } => match self.pending.remove(&id) {
-                Some(Pending::Window) => self.on_view(result),
-                Some(Pending::Scrollback(pane)) => self.on_scrollback(&pane, result),
-                Some(Pending::Quiet) | None => {
+                Some(Awaited::Window) => self.on_view(result),
+                Some(Awaited::Scrollback(pane)) => self.on_scrollback(&pane, result),
+                Some(Awaited::Quiet) | None => {
                     if let Err(e) = result {
                         self.say(e.message());
                     }
@@ -286,7 +286,7 @@ impl App {
         self.request(
             "scrollback",
             json!({"pane": pane, "lines": SCROLLBACK_LINES}),
-            Pending::Scrollback(pane),
+            Awaited::Scrollback(pane),
         );
     }
 
@@ -311,7 +311,7 @@ impl App {
             "cols": cols.clamp(1, 1000),
             "watch": true,
         });
-        self.request("window", params, Pending::Window);
+        self.request("window", params, Awaited::Window);
         self.fetching = true;
         self.wanted = false;
         self.last_fetch = Some(Instant::now());
@@ -326,7 +326,7 @@ impl App {
             Err(e) => return self.say(e.message()),
         };
         if view.missing {
-            self.target = Target::default();
+            self.target = WindowRef::default();
             self.say("that window is gone; showing the newest");
         }
         let keep = view.panes.iter().any(|p| Some(&p.id) == self.focus.as_ref());
@@ -353,7 +353,7 @@ impl App {
             "cols": cols.clamp(10, 1000),
         });
         self.sized = Some(window.window_id.clone());
-        self.request("resize", params, Pending::Quiet);
+        self.request("resize", params, Awaited::Quiet);
     }
 
     fn on_scrollback(&mut self, pane: &str, result: Result<Value, Error>) {
@@ -386,10 +386,10 @@ impl App {
             return;
         }
         let data = String::from_utf8_lossy(&std::mem::take(&mut self.typed)).into_owned();
-        self.request("input", json!({"pane": pane, "data": data}), Pending::Quiet);
+        self.request("input", json!({"pane": pane, "data": data}), Awaited::Quiet);
     }
 
-    fn request(&mut self, op: &str, params: Value, pending: Pending) {
+    fn request(&mut self, op: &str, params: Value, pending: Awaited) {
         match self.sender.send(op, params) {
             Ok(id) => {
                 self.pending.insert(id, pending);

@@ -1,7 +1,7 @@
 //! Where the focus goes: the next window, the next pane, and the nearest pane in a direction, from
 //! the server's view of the window alone.
 
-use crate::control::view::{Area, PaneView, Target, WindowView};
+use crate::control::view::{Area, PaneView, WindowRef, WindowView};
 use crate::ids::PaneId;
 
 /// A direction to move the focus in.
@@ -14,7 +14,7 @@ pub(crate) enum Dir {
 }
 
 /// The window `step` windows on from the one shown (wrapping around), as a target.
-pub(crate) fn step_window(view: &WindowView, step: isize) -> Option<Target> {
+pub(crate) fn step_window(view: &WindowView, step: isize) -> Option<WindowRef> {
     let count = view.windows.len();
     if count == 0 {
         return None;
@@ -23,7 +23,7 @@ pub(crate) fn step_window(view: &WindowView, step: isize) -> Option<Target> {
     let at = view.current.unwrap_or(0).cast_signed();
     let next = &view.windows[(at + step).rem_euclid(count.cast_signed()).cast_unsigned()];
     let (session, window) = (next.session_id.to_string(), next.window_id.to_string());
-    Some(Target { session: Some(session), window: Some(window) })
+    Some(WindowRef { session: Some(session), window: Some(window) })
 }
 
 /// The pane after `focus` in the window's order (the first when none is focused).

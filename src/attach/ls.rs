@@ -30,14 +30,14 @@ host, where fugue's calls with that host run, over ssh.
 ";
 
 /// `fugue ls`'s options, as `cli` reads them.
-pub(crate) struct Args {
+pub(crate) struct LsArgs {
     /// `--json`.
     pub(crate) json: bool,
     /// `HOST`: the servers of that host, over ssh.
     pub(crate) host: Option<String>,
 }
 
-pub(crate) fn run(args: &Args) -> ExitCode {
+pub(crate) fn run(args: &LsArgs) -> ExitCode {
     let json = args.json;
     if let Some(host) = &args.host {
         return crate::remote::cli::ls(host, json);

@@ -17,7 +17,7 @@ mod term;
 mod width;
 
 use crate::control::dir;
-use crate::control::view::Target;
+use crate::control::view::WindowRef;
 use crate::control::wire::{Client, Incoming};
 use crate::usage::{print_out, usage_error};
 use app::{App, Leave};
@@ -30,14 +30,15 @@ use std::time::Duration;
 /// How long a server may take to answer the first questions.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
-struct Options {
+/// `AttachArgs` with a shared server's name resolved to its pid.
+struct Resolved {
     server: Option<u32>,
     input: bool,
     spec: Option<String>,
 }
 
 /// `fugue attach`'s options, as `cli` reads them.
-pub(crate) struct Args {
+pub(crate) struct AttachArgs {
     /// `--server PID|NAME`.
     pub(crate) server: Option<Server>,
     /// `--input`.
@@ -53,13 +54,13 @@ pub(crate) enum Server {
 }
 
 /// The options with a shared server's name resolved to its pid.
-fn resolve_server(args: Args) -> Result<Options, String> {
+fn resolve_server(args: AttachArgs) -> Result<Resolved, String> {
     let server = match args.server {
         None => None,
         Some(Server::Pid(pid)) => Some(pid),
         Some(Server::Name(name)) => Some(crate::server::cli::pid_of(&name)?),
     };
-    Ok(Options { server, input: args.input, spec: args.spec })
+    Ok(Resolved { server, input: args.input, spec: args.spec })
 }
 
 pub(crate) const USAGE: &str = "\
@@ -72,7 +73,7 @@ sends what is typed to the focused pane. C-b d detaches; C-b ? lists the keys. H
 no fugue here has a session HOST) watches a session on that host, over ssh.
 ";
 
-pub(crate) fn run(args: Args) -> ExitCode {
+pub(crate) fn run(args: AttachArgs) -> ExitCode {
     let options = match resolve_server(args) {
         Ok(options) => options,
         Err(e) => return usage_error(&e),
@@ -93,7 +94,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
         Ok(started) => started,
         Err(e) => return fail(&format!("cannot start: {e}")),
     };
-    let terminal = match term::Terminal::enter() {
+    let terminal = match term::RawMode::enter() {
         Ok(terminal) => terminal,
         Err(e) => return fail(&e.to_string()),
     };
@@ -106,9 +107,9 @@ pub(crate) fn run(args: Args) -> ExitCode {
 }
 
 /// `HOST:SPEC` when it names a host: no server is given and no fugue here has a session `HOST`.
-fn remote_spec(options: &Options) -> Option<(&str, &str)> {
+fn remote_spec(options: &Resolved) -> Option<(&str, &str)> {
     let (host, spec) = options.spec.as_deref()?.split_once(':')?;
-    let here = Options { server: None, input: false, spec: Some(host.to_string()) };
+    let here = Resolved { server: None, input: false, spec: Some(host.to_string()) };
     (options.server.is_none() && connect(&here).is_err()).then_some((host, spec))
 }
 
@@ -177,7 +178,7 @@ fn read_keys() -> Receiver<Vec<u8>> {
 }
 
 /// The server to attach to, its info, and the window to show.
-fn connect(options: &Options) -> Result<(Client, Value, Target), String> {
+fn connect(options: &Resolved) -> Result<(Client, Value, WindowRef), String> {
     let dir = dir::existing().map_err(|e| e.to_string())?;
     let pids: Vec<u32> = match options.server {
         Some(pid) => vec![pid],
@@ -208,7 +209,7 @@ fn connect(options: &Options) -> Result<(Client, Value, Target), String> {
     });
     let Some(spec) = &options.spec else {
         let (client, info) = servers.remove(0);
-        return Ok((client, info, Target::default()));
+        return Ok((client, info, WindowRef::default()));
     };
     for (mut client, info) in servers {
         let tree = client.call("tree", json!({})).map_err(|e| e.to_string())?;
@@ -221,7 +222,7 @@ fn connect(options: &Options) -> Result<(Client, Value, Target), String> {
 
 /// `SESSION` or `SESSION:WINDOW`, by name or id, against a server's tree. The whole text is tried
 /// as a session first, since a session's name may hold a colon.
-fn resolve(spec: &str, tree: &Value) -> Option<Target> {
+fn resolve(spec: &str, tree: &Value) -> Option<WindowRef> {
     let sessions = tree["sessions"].as_array()?;
     let find = |list: &[Value], key: &str| {
         let by_id = list.iter().find(|v| v["id"] == key);
@@ -229,12 +230,12 @@ fn resolve(spec: &str, tree: &Value) -> Option<Target> {
     };
     let id = |v: &Value| v["id"].as_str().map(str::to_string);
     if let Some(session) = find(sessions, spec) {
-        return Some(Target { session: id(&session), window: None });
+        return Some(WindowRef { session: id(&session), window: None });
     }
     let (session, window) = spec.rsplit_once(':')?;
     let session = find(sessions, session)?;
     let window = find(session["windows"].as_array()?, window)?;
-    Some(Target { session: id(&session), window: id(&window) })
+    Some(WindowRef { session: id(&session), window: id(&window) })
 }
 
 fn goodbye(app: &App, leave: Leave) -> ExitCode {
@@ -265,7 +266,7 @@ mod tests {
             {"id": "s1", "name": "build", "windows": [{"id": "w1", "name": "0"}, {"id": "w2", "name": "logs"}]},
             {"id": "s2", "name": "a:b", "windows": [{"id": "w3", "name": "0"}]},
         ]});
-        let target = |s: &str, w: Option<&str>| Target {
+        let target = |s: &str, w: Option<&str>| WindowRef {
             session: Some(s.to_string()),
             window: w.map(str::to_string),
         };

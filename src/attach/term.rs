@@ -1,6 +1,6 @@
 //! The person's terminal: raw mode in, everything put back out, whatever the way out.
 //!
-//! `Terminal::enter` saves the terminal's settings, switches to raw mode and the alternate screen,
+//! `RawMode::enter` saves the terminal's settings, switches to raw mode and the alternate screen,
 //! hides the cursor and turns off line wrap. Restoring is one idempotent function, called when the
 //! guard drops, from the panic hook, and before any exit, so the shell gets its terminal back after
 //! a detach, a signal, a lost server or a bug. Signals arrive as numbers on a channel, through a
@@ -21,10 +21,10 @@ const ENTER: &str = "\x1b[?1049h\x1b[?7l\x1b[?25l\x1b[0m\x1b[H\x1b[2J";
 const LEAVE: &str = "\x1b[0m\x1b[?7h\x1b[?25h\x1b[?1049l";
 
 /// The terminal in raw mode; restored when dropped.
-pub(crate) struct Terminal(());
+pub(crate) struct RawMode(());
 
-impl Terminal {
-    pub(crate) fn enter() -> std::io::Result<Terminal> {
+impl RawMode {
+    pub(crate) fn enter() -> std::io::Result<RawMode> {
         // SAFETY: isatty only inspects the descriptors.
         if unsafe { libc::isatty(0) == 0 || libc::isatty(1) == 0 } {
             return Err(std::io::Error::other("fugue attach needs a terminal on stdin and stdout"));
@@ -49,11 +49,11 @@ impl Terminal {
             return Err(err);
         }
         write_out(ENTER.as_bytes())?;
-        Ok(Terminal(()))
+        Ok(RawMode(()))
     }
 }
 
-impl Drop for Terminal {
+impl Drop for RawMode {
     fn drop(&mut self) {
         restore();
     }

@@ -1,4 +1,4 @@
-//! The command line, parsed once: every word `main` is given becomes one typed [`Command`], each
+//! The command line, parsed once: every word `main` is given becomes one typed [`Invocation`], each
 //! variant holding its command's options, and each front-end takes its own typed options; no
 //! front-end reads words.
 //!
@@ -22,7 +22,7 @@ use std::path::PathBuf;
 pub(crate) use sandbox_flags::parse as sandbox_flags;
 
 /// One command line, read.
-pub(crate) enum Command {
+pub(crate) enum Invocation {
     /// `fugue [serve] [SANDBOX OPTIONS] [--shared [NAME]]`: a server, or a front for shared
     /// server `shared`.
     Serve { flags: Flags, shared: Option<String> },
@@ -45,11 +45,11 @@ pub(crate) enum Command {
     /// `fugue tools`.
     Tools,
     /// `fugue verdict VERDICT [OPTIONS]`.
-    Verdict(verdict::Args),
+    Verdict(verdict::VerdictArgs),
     /// `fugue ls [--json] [HOST]`.
-    Ls(ls::Args),
+    Ls(ls::LsArgs),
     /// `fugue attach [--server PID|NAME] [--input] [SPEC]`.
-    Attach(attach::Args),
+    Attach(attach::AttachArgs),
     /// `fugue help`, `fugue COMMAND --help`: the usage to print.
     Help(&'static str),
     /// `fugue --version`.
@@ -74,17 +74,17 @@ impl From<String> for Misuse {
 }
 
 /// Reads the command line (the arguments after the program's name).
-pub(crate) fn parse(args: &[String]) -> Result<Command, Misuse> {
+pub(crate) fn parse(args: &[String]) -> Result<Invocation, Misuse> {
     match args.split_first() {
         Some((first, rest)) if first == "__sandbox-exec" => return launcher(rest),
-        Some((first, [])) if first == "__sandbox-net" => return Ok(Command::SandboxNet),
+        Some((first, [])) if first == "__sandbox-net" => return Ok(Invocation::SandboxNet),
         _ => {}
     }
     let words: Vec<&str> = args.iter().map(String::as_str).collect();
     match words.as_slice() {
         [command, rest @ ..] if rest.iter().any(|w| matches!(*w, "-h" | "--help")) => {
             command_usage(command)
-                .map(Command::Help)
+                .map(Invocation::Help)
                 .ok_or_else(|| Misuse::Usage(format!("unknown command {command:?}")))
         }
         [] => serve(&[]),
@@ -92,20 +92,22 @@ pub(crate) fn parse(args: &[String]) -> Result<Command, Misuse> {
         ["serve", rest @ ..] => serve(rest),
         ["__server", name, flags @ ..] => match sandbox_flags(flags) {
             Ok((flags, rest)) if rest.is_empty() => {
-                Ok(Command::Server { name: (*name).to_string(), flags })
+                Ok(Invocation::Server { name: (*name).to_string(), flags })
             }
             _ => Err(Misuse::Usage("__server takes a name and sandbox flags".into())),
         },
         ["kill-server", rest @ ..] => kill_server(rest),
         ["call", "--shared", name, tool] => call(Some(name), tool, "{}"),
         ["call", "--shared", name, tool, json] => call(Some(name), tool, json),
-        ["-h" | "--help" | "help"] => Ok(Command::Help(USAGE)),
-        ["-V" | "--version"] => Ok(Command::Version),
-        ["tools"] => Ok(Command::Tools),
+        ["-h" | "--help" | "help"] => Ok(Invocation::Help(USAGE)),
+        ["-V" | "--version"] => Ok(Invocation::Version),
+        ["tools"] => Ok(Invocation::Tools),
         ["tools", ..] => Err(Misuse::Usage("tools takes no arguments".into())),
-        ["verdict", rest @ ..] => verdict_args(rest).map(Command::Verdict).map_err(Misuse::Verdict),
-        ["ls", rest @ ..] => ls_args(rest).map(Command::Ls),
-        ["attach", rest @ ..] => attach_args(rest).map(Command::Attach),
+        ["verdict", rest @ ..] => {
+            verdict_args(rest).map(Invocation::Verdict).map_err(Misuse::Verdict)
+        }
+        ["ls", rest @ ..] => ls_args(rest).map(Invocation::Ls),
+        ["attach", rest @ ..] => attach_args(rest).map(Invocation::Attach),
         ["call", tool] => call(None, tool, "{}"),
         ["call", tool, json] => call(None, tool, json),
         ["call", ..] => {
@@ -179,17 +181,17 @@ fn command_usage(command: &str) -> Option<&'static str> {
     })
 }
 
-fn launcher(rest: &[String]) -> Result<Command, Misuse> {
+fn launcher(rest: &[String]) -> Result<Invocation, Misuse> {
     match rest {
         [plan, dash, program @ ..] if dash == "--" && !program.is_empty() => {
-            Ok(Command::SandboxExec { plan: plan.clone(), program: program.to_vec() })
+            Ok(Invocation::SandboxExec { plan: plan.clone(), program: program.to_vec() })
         }
         _ => Err(Misuse::Launcher),
     }
 }
 
 /// `fugue [serve] ...`: the sandbox flags, then `--shared [NAME]` or nothing.
-fn serve(words: &[&str]) -> Result<Command, Misuse> {
+fn serve(words: &[&str]) -> Result<Invocation, Misuse> {
     let (flags, rest) = sandbox_flags(words)?;
     let shared = match rest.as_slice() {
         [] => std::env::var("FUGUE_SERVER").ok().filter(|n| !n.is_empty()),
@@ -201,20 +203,20 @@ fn serve(words: &[&str]) -> Result<Command, Misuse> {
             ));
         }
     };
-    Ok(Command::Serve { flags, shared })
+    Ok(Invocation::Serve { flags, shared })
 }
 
-fn kill_server(rest: &[&str]) -> Result<Command, Misuse> {
+fn kill_server(rest: &[&str]) -> Result<Invocation, Misuse> {
     match rest {
-        [] => Ok(Command::KillServer { name: "default".into() }),
-        [name] => Ok(Command::KillServer { name: (*name).to_string() }),
+        [] => Ok(Invocation::KillServer { name: "default".into() }),
+        [name] => Ok(Invocation::KillServer { name: (*name).to_string() }),
         _ => Err(Misuse::Usage("kill-server takes at most one server NAME".into())),
     }
 }
 
 /// A tool and its arguments, checked; the sandbox of its panes from `FUGUE_SANDBOX`, as a
 /// server's.
-fn call(shared: Option<&str>, name: &str, json: &str) -> Result<Command, Misuse> {
+fn call(shared: Option<&str>, name: &str, json: &str) -> Result<Invocation, Misuse> {
     let Some(tool) = mcp::registry::find(name) else {
         return Err(Misuse::Usage(format!("unknown tool {name:?}; `fugue tools` lists them")));
     };
@@ -224,10 +226,10 @@ fn call(shared: Option<&str>, name: &str, json: &str) -> Result<Command, Misuse>
         Err(e) => return Err(Misuse::Usage(format!("the arguments are not valid JSON: {e}"))),
     };
     let (flags, _) = sandbox_flags(&[])?;
-    Ok(Command::Call { shared: shared.map(str::to_string), tool, arguments, flags })
+    Ok(Invocation::Call { shared: shared.map(str::to_string), tool, arguments, flags })
 }
 
-fn ls_args(rest: &[&str]) -> Result<ls::Args, Misuse> {
+fn ls_args(rest: &[&str]) -> Result<ls::LsArgs, Misuse> {
     let (json, host) = match rest {
         [] => (false, None),
         ["--json"] => (true, None),
@@ -235,26 +237,27 @@ fn ls_args(rest: &[&str]) -> Result<ls::Args, Misuse> {
         [host, "--json"] | ["--json", host] => (true, Some(*host)),
         _ => return Err(Misuse::Usage("ls takes no arguments but --json and a HOST".into())),
     };
-    Ok(ls::Args { json, host: host.map(str::to_string) })
+    Ok(ls::LsArgs { json, host: host.map(str::to_string) })
 }
 
 /// `fugue verdict VERDICT [--reason TEXT] [--prompt TEXT | --prompt-file PATH] [--cost USD]
 /// [--file PATH]`.
-fn verdict_args(rest: &[&str]) -> Result<verdict::Args, String> {
+fn verdict_args(rest: &[&str]) -> Result<verdict::VerdictArgs, String> {
     let (word, rest) = rest
         .split_first()
         .ok_or_else(|| format!("which verdict: {}?", AnalyzerVerdict::words()))?;
     let verdict = AnalyzerVerdict::from_word(word)
         .ok_or_else(|| format!("{word:?} is not one of {}", AnalyzerVerdict::words()))?;
-    let mut args = verdict::Args { verdict, reason: None, prompt: None, cost: None, file: None };
+    let mut args =
+        verdict::VerdictArgs { verdict, reason: None, prompt: None, cost: None, file: None };
     let mut rest = rest.iter();
     while let Some(flag) = rest.next() {
         let mut value =
             || rest.next().map(|v| v.to_string()).ok_or(format!("{flag} needs a value"));
         match *flag {
             "--reason" => args.reason = Some(value()?),
-            "--prompt" => args.prompt = Some(verdict::Prompt::Text(value()?)),
-            "--prompt-file" => args.prompt = Some(verdict::Prompt::File(value()?)),
+            "--prompt" => args.prompt = Some(verdict::FollowUp::Text(value()?)),
+            "--prompt-file" => args.prompt = Some(verdict::FollowUp::File(value()?)),
             "--cost" => args.cost = Some(cost(&value()?)?),
             "--file" => args.file = Some(PathBuf::from(value()?)),
             other => return Err(format!("unknown option {other:?}")),
@@ -272,8 +275,8 @@ fn cost(text: &str) -> Result<f64, String> {
     Ok(usd)
 }
 
-fn attach_args(rest: &[&str]) -> Result<attach::Args, Misuse> {
-    let mut args = attach::Args { server: None, input: false, spec: None };
+fn attach_args(rest: &[&str]) -> Result<attach::AttachArgs, Misuse> {
+    let mut args = attach::AttachArgs { server: None, input: false, spec: None };
     let mut words = rest.iter();
     while let Some(word) = words.next() {
         match *word {
@@ -367,18 +370,20 @@ mod tests {
     fn each_command_line_reads_as_its_command() {
         let read = |line: &[&str]| parse(&words(line));
         assert!(
-            matches!(read(&["ls", "--json", "box"]), Ok(Command::Ls(a)) if a.json && a.host.as_deref() == Some("box"))
+            matches!(read(&["ls", "--json", "box"]), Ok(Invocation::Ls(a)) if a.json && a.host.as_deref() == Some("box"))
         );
         assert!(
-            matches!(read(&["kill-server"]), Ok(Command::KillServer { name }) if name == "default")
+            matches!(read(&["kill-server"]), Ok(Invocation::KillServer { name }) if name == "default")
         );
         assert!(
-            matches!(read(&["serve", "--shared", "w"]), Ok(Command::Serve { shared: Some(n), .. }) if n == "w")
+            matches!(read(&["serve", "--shared", "w"]), Ok(Invocation::Serve { shared: Some(n), .. }) if n == "w")
         );
-        assert!(matches!(read(&["attach", "--help"]), Ok(Command::Help(u)) if u == attach::USAGE));
+        assert!(
+            matches!(read(&["attach", "--help"]), Ok(Invocation::Help(u)) if u == attach::USAGE)
+        );
         assert!(matches!(
             read(&["__sandbox-exec", "{}", "--", "sh"]),
-            Ok(Command::SandboxExec { .. })
+            Ok(Invocation::SandboxExec { .. })
         ));
         assert!(matches!(read(&["__sandbox-exec", "{}"]), Err(Misuse::Launcher)));
         assert!(

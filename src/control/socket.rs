@@ -11,7 +11,7 @@
 //! (`pane`, `lines`), `input` (`pane`, `data`; only after `hello` with `input: true`) and `resize`
 //! (`session`, `window`, `rows`, `cols`). A failure is an `Error`, answered with its stable word.
 
-use super::view::{self, Target};
+use super::view::{self, WindowRef};
 use super::watch::{self, Arm, Out};
 use super::wire::{self, rpc_error};
 use super::{THREAD_STACK, dir};
@@ -124,7 +124,7 @@ fn admit(mut stream: UnixStream, shared: &Arc<Shared>) {
         let _ = stream.write_all(&busy);
         return;
     }
-    let slot = Slot(shared.clone());
+    let slot = Permit(shared.clone());
     let started = std::thread::Builder::new()
         .name("control-conn".into())
         .stack_size(THREAD_STACK)
@@ -138,9 +138,9 @@ fn admit(mut stream: UnixStream, shared: &Arc<Shared>) {
 }
 
 /// A held connection slot, given back when its thread ends (or never starts).
-struct Slot(Arc<Shared>);
+struct Permit(Arc<Shared>);
 
-impl Drop for Slot {
+impl Drop for Permit {
     fn drop(&mut self) {
         self.0.connections.fetch_sub(1, Ordering::SeqCst);
     }
@@ -212,19 +212,19 @@ impl Conn<'_> {
             return Err(RpcError::new(INVALID_REQUEST, "a request needs a \"method\""));
         }
         self.method(method, &Args::new(params)).map_err(|e| match e {
-            Call::Unknown => RpcError::new(
+            Unanswered::Unknown => RpcError::new(
                 METHOD_NOT_FOUND,
                 format!(
                     "unknown method {method:?}: hello, info, tree, window, scrollback, input, \
                      resize"
                 ),
             ),
-            Call::Failed(e) => rpc_error(&e),
+            Unanswered::Failed(e) => rpc_error(&e),
         })
     }
 
     /// One method's answer, with the same argument checks and errors as a tool call's.
-    fn method(&mut self, method: &str, args: &Args<'_>) -> std::result::Result<Value, Call> {
+    fn method(&mut self, method: &str, args: &Args<'_>) -> std::result::Result<Value, Unanswered> {
         match method {
             "hello" => {
                 self.input = args.bool("input")?.unwrap_or(false);
@@ -236,9 +236,9 @@ impl Conn<'_> {
             "scrollback" => self.scrollback(args),
             "input" => self.input(args),
             "resize" => self.resize(args),
-            _ => return Err(Call::Unknown),
+            _ => return Err(Unanswered::Unknown),
         }
-        .map_err(Call::Failed)
+        .map_err(Unanswered::Failed)
     }
 
     fn info(&self) -> Value {
@@ -256,7 +256,7 @@ impl Conn<'_> {
     }
 
     fn window(&mut self, args: &Args<'_>) -> Result<Value> {
-        let target = Target {
+        let target = WindowRef {
             session: args.str("session")?.map(str::to_string),
             window: args.str("window")?.map(str::to_string),
         };
@@ -328,15 +328,15 @@ fn discard_line(reader: &mut BufReader<UnixStream>) {
 }
 
 /// Why a method gave no answer.
-enum Call {
+enum Unanswered {
     /// No method has that name.
     Unknown,
     Failed(Error),
 }
 
-impl From<Error> for Call {
-    fn from(e: Error) -> Call {
-        Call::Failed(e)
+impl From<Error> for Unanswered {
+    fn from(e: Error) -> Unanswered {
+        Unanswered::Failed(e)
     }
 }
 

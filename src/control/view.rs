@@ -1,6 +1,6 @@
 //! What the control socket shows of the registry: the tree, and one window as a person sees it.
 //!
-//! A `Target` names the window to show; parts left out mean "the newest", so an attach without
+//! A `WindowRef` names the window to show; parts left out mean "the newest", so an attach without
 //! arguments follows the agent to each window it opens. The registry lock is held only to collect
 //! the window's panes and their rects (from `layout::tile`); the grids are read after it is
 //! released. A `fingerprint` sums up everything a view shows — the list of windows, the panes, how
@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 /// Which window to show: a session and a window, each by id or name; `None` means the newest.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Target {
+pub(crate) struct WindowRef {
     pub(crate) session: Option<String>,
     pub(crate) window: Option<String>,
 }
@@ -189,7 +189,7 @@ pub(crate) fn tree(mux: &Mux) -> Value {
 
 /// The view of the target window, each pane's rows cut to fit a terminal body of `view` (rows,
 /// cols), and the fingerprint of what it shows.
-pub(crate) fn window(mux: &Mux, target: &Target, view: (u16, u16)) -> (Value, u64) {
+pub(crate) fn window(mux: &Mux, target: &WindowRef, view: (u16, u16)) -> (Value, u64) {
     let layout = collect(mux, target);
     // Taken before the grids are read: a change in between makes the watcher send one more
     // `changed`, never one fewer.
@@ -210,16 +210,16 @@ pub(crate) fn window(mux: &Mux, target: &Target, view: (u16, u16)) -> (Value, u6
 }
 
 /// The fingerprint of the target's view, as `window` computes it.
-pub(crate) fn fingerprint(mux: &Mux, target: &Target) -> u64 {
+pub(crate) fn fingerprint(mux: &Mux, target: &WindowRef) -> u64 {
     fingerprint_of(&collect(mux, target))
 }
 
 /// The ids of the panes the target's view shows.
-pub(crate) fn pane_ids(mux: &Mux, target: &Target) -> Vec<(PaneId, Arc<Pane>)> {
+pub(crate) fn pane_ids(mux: &Mux, target: &WindowRef) -> Vec<(PaneId, Arc<Pane>)> {
     collect(mux, target).panes.into_iter().map(|(p, _)| (p.id.clone(), p)).collect()
 }
 
-fn collect(mux: &Mux, target: &Target) -> Frame {
+fn collect(mux: &Mux, target: &WindowRef) -> Frame {
     mux.with_sessions(|sessions, lookup| {
         let (place, missing) = resolve(sessions, target);
         let mut windows = Vec::new();
@@ -253,7 +253,7 @@ fn collect(mux: &Mux, target: &Target) -> Frame {
 }
 
 /// The (session, window) indexes the target names, and whether it named something gone.
-fn resolve(sessions: &[Session], target: &Target) -> (Option<(usize, usize)>, bool) {
+fn resolve(sessions: &[Session], target: &WindowRef) -> (Option<(usize, usize)>, bool) {
     let Some(key) = &target.session else { return (newest(sessions), false) };
     let by_id = sessions.iter().position(|s| s.id == *key);
     let Some(s) = by_id.or_else(|| sessions.iter().position(|s| s.name == *key)) else {

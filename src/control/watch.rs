@@ -9,7 +9,7 @@
 //! here polls, and nothing here touches a pane's reader: a subscription is a channel the reader
 //! already feeds.
 
-use super::view::{self, Target};
+use super::view::{self, WindowRef};
 use crate::ids::PaneId;
 use crate::mux::Mux;
 use crossbeam_channel::{Receiver, Select, Sender};
@@ -38,7 +38,7 @@ impl Out {
 
 /// What a watched answer showed.
 pub(crate) struct Arm {
-    pub(crate) target: Target,
+    pub(crate) target: WindowRef,
     pub(crate) print: u64,
 }
 
@@ -52,7 +52,8 @@ pub(crate) fn start(mux: Arc<Mux>, out: Arc<Out>) -> std::io::Result<Sender<Arm>
     Ok(tx)
 }
 
-enum Event {
+/// What wakes the watcher: an arming, a change to look at, or the end.
+enum Nudge {
     Arm(Arm),
     Change,
     Stop,
@@ -74,15 +75,15 @@ fn run(mux: &Mux, out: &Out, arms: &Receiver<Arm>) {
             }
         }
         match wait(arms, &tree, &mut panes, armed.is_some()) {
-            Event::Arm(arm) => armed = Some(arm),
-            Event::Change => {}
-            Event::Stop => return,
+            Nudge::Arm(arm) => armed = Some(arm),
+            Nudge::Change => {}
+            Nudge::Stop => return,
         }
     }
 }
 
 /// Keeps one subscription per pane of the view: new panes are subscribed, gone ones dropped.
-fn subscribe(mux: &Mux, target: &Target, panes: &mut Vec<(PaneId, Receiver<()>)>) {
+fn subscribe(mux: &Mux, target: &WindowRef, panes: &mut Vec<(PaneId, Receiver<()>)>) {
     let shown = view::pane_ids(mux, target);
     panes.retain(|(id, _)| shown.iter().any(|(s, _)| s == id));
     for (id, pane) in shown {
@@ -98,7 +99,7 @@ fn wait(
     tree: &Receiver<()>,
     panes: &mut Vec<(PaneId, Receiver<()>)>,
     armed: bool,
-) -> Event {
+) -> Nudge {
     let mut select = Select::new();
     select.recv(arms);
     if armed {
@@ -110,12 +111,12 @@ fn wait(
     let op = select.select();
     match op.index() {
         0 => match op.recv(arms) {
-            Ok(arm) => Event::Arm(arm),
-            Err(_) => Event::Stop,
+            Ok(arm) => Nudge::Arm(arm),
+            Err(_) => Nudge::Stop,
         },
         1 => {
             let _ = op.recv(tree);
-            Event::Change
+            Nudge::Change
         }
         i => {
             // A pane dropped by everyone disconnects its channel: forget it, or it would wake us
@@ -123,7 +124,7 @@ fn wait(
             if op.recv(&panes[i - 2].1).is_err() {
                 panes.remove(i - 2);
             }
-            Event::Change
+            Nudge::Change
         }
     }
 }

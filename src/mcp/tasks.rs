@@ -15,10 +15,10 @@
 use super::envelope::{CAPABILITIES_KEY, Era, Push, Request, decorate, shaped};
 use crate::ids::iso8601;
 use crate::jsonrpc::{INTERNAL_ERROR, INVALID_PARAMS, MISSING_CAPABILITY, RpcError};
-use crate::runtime::{Ctx, Runtime};
-use crate::tool::call::Progress;
+use crate::runtime::Runtime;
 use crate::tool::task::{MAX_LIVE, Question, Reply, State, Status, StatusWord, Task, Tasks};
 use crate::tool::{Answer, Asking, Registered};
+use crate::tool::{Ctx, call::Progress};
 use crate::waiter::{Drove, Look, Waiter};
 use crossbeam_channel::select;
 use serde::Serialize;
@@ -43,7 +43,7 @@ const ANSWER_WAIT_MS: u64 = 30_000;
 
 /// How the client wants a call run as a task.
 #[derive(Clone, Copy)]
-pub(super) struct Mode {
+pub(super) struct TaskMode {
     era: Era,
     /// The client answers form elicitations: a program's question becomes `input_required`.
     elicitation: bool,
@@ -51,16 +51,16 @@ pub(super) struct Mode {
 
 /// The task mode of a `tools/call`, if the client asked for one; `legacy` holds the capabilities
 /// a 2025-11-25 client declared in `initialize`.
-pub(super) fn mode(era: Era, params: &Map<String, Value>, legacy: &Value) -> Option<Mode> {
+pub(super) fn mode(era: Era, params: &Map<String, Value>, legacy: &Value) -> Option<TaskMode> {
     match era {
         Era::Modern => {
             let caps = params.get("_meta").and_then(|m| m.get(CAPABILITIES_KEY))?;
             caps.get("extensions").and_then(|e| e.get(EXTENSION))?;
-            Some(Mode { era, elicitation: form_elicitation(caps.get("elicitation")) })
+            Some(TaskMode { era, elicitation: form_elicitation(caps.get("elicitation")) })
         }
         Era::Legacy => {
             params.get("task").filter(|t| t.is_object())?;
-            Some(Mode { era, elicitation: form_elicitation(legacy.get("elicitation")) })
+            Some(TaskMode { era, elicitation: form_elicitation(legacy.get("elicitation")) })
         }
     }
 }
@@ -89,7 +89,7 @@ pub(super) fn start(
     req: &Request<'_>,
     tool: &'static Registered<Runtime>,
     arguments: &Map<String, Value>,
-    mode: Mode,
+    mode: TaskMode,
 ) -> Result<Value, RpcError> {
     let tasks = &origin.runtime.tasks;
     let Ok(task) = tasks.create() else {
@@ -156,7 +156,7 @@ struct Work {
     tool: &'static Registered<Runtime>,
     arguments: Map<String, Value>,
     task: Arc<Task>,
-    mode: Mode,
+    mode: TaskMode,
     /// Sends a notification to the client that made the task, while it is connected.
     push: Option<Push>,
 }
@@ -202,7 +202,7 @@ impl Work {
     /// Runs a tool call under the task's cancel, with its progress as the task's status message.
     fn call(
         &self,
-        call: impl FnOnce(&Ctx<'_>) -> crate::error::Result<Answer>,
+        call: impl FnOnce(&Ctx<'_, Runtime>) -> crate::error::Result<Answer>,
     ) -> Result<Called, RpcError> {
         let task = self.task.clone();
         let progress = Progress::new(Box::new(move |_, _, message| {

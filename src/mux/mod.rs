@@ -33,7 +33,7 @@ use names::{session_not_found, window_index, window_not_found};
 #[cfg(test)]
 use reserve::NoShell;
 use reserve::Slot;
-pub(crate) use reserve::{PaneArgs, Place, Reserved, Stand};
+pub(crate) use reserve::{PaneArgs, Place, Reserved, StandsAbove};
 use tree::Inner;
 pub(crate) use tree::{Session, Setup};
 
@@ -53,12 +53,12 @@ pub(crate) struct Mux {
     /// Woken after a pane is added or removed and after a window is resized.
     changes: Watch,
     /// What stands a live shell above an interactive pane (the runtime's shells).
-    stand: Arc<dyn Stand>,
+    stand: Arc<dyn StandsAbove>,
 }
 
 impl Mux {
     /// A registry held to `limits`, whose interactive panes get what `stand` stands above them.
-    pub(crate) fn new(stand: Arc<dyn Stand>, limits: Setup) -> Mux {
+    pub(crate) fn new(stand: Arc<dyn StandsAbove>, limits: Setup) -> Mux {
         let inner = Inner::new(limits);
         Mux { inner: Mutex::new(inner), changes: Watch::default(), stand }
     }

@@ -7,7 +7,7 @@ use super::names::{name_taken, session_not_found, window_index, window_not_found
 use super::tree::Inner;
 use crate::error::{Error, ErrorKind, Result};
 use crate::layout;
-use crate::pane::{Above, Spec};
+use crate::pane::{Above, PaneSpec};
 use crate::watch::Watch;
 use parking_lot::Mutex;
 use std::path::PathBuf;
@@ -15,10 +15,10 @@ use std::sync::Arc;
 
 /// What stands a live shell above an interactive pane: given by whoever made the registry (the
 /// runtime, which knows the shells), so that the registry places panes without choosing a shell.
-pub(crate) trait Stand: Send + Sync {
+pub(crate) trait StandsAbove: Send + Sync {
     /// Prepares what stands above the pane `spec` is about to start, adding the program's
     /// arguments and variables to the spec; nothing when its program is no shell fugue knows.
-    fn stand_above(&self, spec: &mut Spec) -> Result<()>;
+    fn stand_above(&self, spec: &mut PaneSpec) -> Result<()>;
 }
 
 /// Stands nothing above a pane: a registry of plain terminals (unit tests).
@@ -26,8 +26,8 @@ pub(crate) trait Stand: Send + Sync {
 pub(crate) struct NoShell;
 
 #[cfg(test)]
-impl Stand for NoShell {
-    fn stand_above(&self, _: &mut Spec) -> Result<()> {
+impl StandsAbove for NoShell {
+    fn stand_above(&self, _: &mut PaneSpec) -> Result<()> {
         Ok(())
     }
 }
@@ -85,10 +85,10 @@ pub(crate) struct Reserved<'m> {
 
 /// What a reservation holds: the pane's spec, sized to its tile, and whether its window is its own.
 pub(super) struct Slot {
-    pub(super) spec: Spec,
+    pub(super) spec: PaneSpec,
     /// The window was made for this pane, so it goes if the pane cannot start.
     pub(super) own_window: bool,
-    /// An interactive shell gets a live shell above it (see `Stand`).
+    /// An interactive shell gets a live shell above it (see `StandsAbove`).
     pub(super) integration: bool,
     /// What stands above the pane, made beforehand (see `Reserved::with_above`).
     pub(super) above: Option<Arc<dyn Above>>,
@@ -170,7 +170,7 @@ impl Inner {
         let session = &mut self.sessions[s];
         let window = &mut session.windows[w];
         window.panes.push(id.clone());
-        let spec = Spec {
+        let spec = PaneSpec {
             id,
             session_id: session.id.clone(),
             window_id: window.id.clone(),
@@ -201,7 +201,7 @@ impl Inner {
     }
 
     /// Sets a reserved pane's size to its tile in its window as the window is now.
-    pub(super) fn size(&self, spec: &mut Spec) {
+    pub(super) fn size(&self, spec: &mut PaneSpec) {
         let Some(window) = self.window(&spec.window_id) else { return };
         let rects = layout::tile(window.panes.len(), window.rows, window.cols);
         if let Some(at) = window.panes.iter().position(|id| *id == spec.id) {

@@ -29,7 +29,7 @@ mod terminal;
 pub(crate) use super::seen::Activity;
 use super::seen::Probe;
 pub(crate) use proc::one_scan;
-use proc::{Wait, group_wait};
+use proc::{Waiting, group_wait};
 use terminal::Terminal;
 
 /// Two looks this far apart, with no output between them, must agree before a waiter says input
@@ -65,9 +65,9 @@ pub(crate) fn probe(pane: &Pane) -> (Activity, Option<String>) {
         return (probe.activity, probe.program.clone());
     }
     let (activity, program) = match look(pane) {
-        Look::Asks(asker) => (Activity::Input, asker.program),
-        Look::Quiet(asker) if quiet_for >= pane.quiet => (Activity::Input, asker.program),
-        Look::Quiet(_) | Look::Busy => (Activity::Busy, None),
+        Foreground::Asks(asker) => (Activity::Input, asker.program),
+        Foreground::Quiet(asker) if quiet_for >= pane.quiet => (Activity::Input, asker.program),
+        Foreground::Quiet(_) | Foreground::Busy => (Activity::Busy, None),
     };
     let probe = Probe { at: Instant::now(), end, activity, program: program.clone() };
     *pane.probed.lock() = Some(probe);
@@ -76,7 +76,7 @@ pub(crate) fn probe(pane: &Pane) -> (Activity, Option<String>) {
 
 /// What one look at /proc says about the pane's terminal foreground.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Look {
+pub(crate) enum Foreground {
     /// It works, waits on something else, or input is on its way to it: no question.
     Busy,
     /// It waits for the terminal, but on a timer or where the kernel cannot say how (a shell at
@@ -109,14 +109,14 @@ fn shell_at_prompt(pane: &Pane) -> bool {
 
 /// One look at /proc: does the pane's terminal foreground process group wait for the terminal and
 /// nothing else, and for how long? Busy when in doubt.
-pub(crate) fn look(pane: &Pane) -> Look {
-    let Some(terminal) = Terminal::of(pane) else { return Look::Busy };
+pub(crate) fn look(pane: &Pane) -> Foreground {
+    let Some(terminal) = Terminal::of(pane) else { return Foreground::Busy };
     let (verdict, asker) = group_wait(&terminal, &pane.processes);
     // The bench counts these lines to check that nothing looks while nothing waits.
     log::debug(&format!("activity probe of pane {}: {verdict:?}", pane.id));
     let own = u32::try_from(terminal.group) == Ok(pane.own_pid());
     match verdict {
-        Wait::Terminal { timed } => {
+        Waiting::Terminal { timed } => {
             let asker = asker.map(|pid| who(pane, pid)).unwrap_or_default();
             // A shell with fugue's integration at its own prompt: its prompt record, not the
             // kernel, says when; in a command it was given (its builtin `read`), that asks as a
@@ -124,17 +124,17 @@ pub(crate) fn look(pane: &Pane) -> Look {
             let at_prompt =
                 own && pane.above().is_some_and(|above| !above.runs_command(pane.output()));
             if !timed && terminal.settled && !at_prompt {
-                Look::Asks(asker)
+                Foreground::Asks(asker)
             } else {
-                Look::Quiet(asker)
+                Foreground::Quiet(asker)
             }
         }
         // /proc would not say what the threads wait in: a cooked terminal without echo is a
         // password prompt, anything else stays busy.
-        Wait::Denied if terminal.secret_prompt => {
-            Look::Quiet(u32::try_from(terminal.group).map(|pid| who(pane, pid)).unwrap_or_default())
-        }
-        Wait::Denied | Wait::Busy | Wait::Neutral | Wait::Timer => Look::Busy,
+        Waiting::Denied if terminal.secret_prompt => Foreground::Quiet(
+            u32::try_from(terminal.group).map(|pid| who(pane, pid)).unwrap_or_default(),
+        ),
+        Waiting::Denied | Waiting::Busy | Waiting::Neutral | Waiting::Timer => Foreground::Busy,
     }
 }
 
@@ -251,9 +251,9 @@ impl InputWatch {
         let look = look(&self.pane);
         let now = Instant::now();
         let (yes, asker) = match look {
-            Look::Asks(asker) => (Some(Yes::AtOnce), asker),
-            Look::Quiet(asker) => (Some(Yes::AfterQuiet), asker),
-            Look::Busy => (None, Asker::default()),
+            Foreground::Asks(asker) => (Some(Yes::AtOnce), asker),
+            Foreground::Quiet(asker) => (Some(Yes::AfterQuiet), asker),
+            Foreground::Busy => (None, Asker::default()),
         };
         // Every look spaces the next one, whatever follows.
         self.next_probe = now

@@ -34,7 +34,7 @@ pub(crate) fn switch_of(params: &str, last: char) -> Option<bool> {
 }
 
 #[derive(Default, Clone, Copy, PartialEq, Eq)]
-enum Scan {
+enum EscapeState {
     #[default]
     Ground,
     Escape,
@@ -46,7 +46,7 @@ enum Scan {
 
 #[derive(Default)]
 pub(crate) struct AltScreen {
-    scan: Scan,
+    scan: EscapeState,
     params: String,
     /// Whether the alternate screen is on now, after every byte fed.
     on: bool,
@@ -61,7 +61,7 @@ impl AltScreen {
     pub(crate) fn feed(&mut self, data: &[u8], at: u64) {
         let mut i = 0;
         while i < data.len() {
-            if self.scan == Scan::Ground {
+            if self.scan == EscapeState::Ground {
                 match data[i..].iter().position(|b| *b == 0x1b) {
                     Some(esc) => i += esc,
                     None => return,
@@ -74,33 +74,35 @@ impl AltScreen {
 
     fn step(&mut self, byte: u8, after: u64) {
         self.scan = match (self.scan, byte) {
-            (_, 0x1b) => Scan::Escape,
-            (Scan::Escape, b'[') => Scan::Other,
-            (Scan::Other, b'?') if self.params.is_empty() => {
+            (_, 0x1b) => EscapeState::Escape,
+            (EscapeState::Escape, b'[') => EscapeState::Other,
+            (EscapeState::Other, b'?') if self.params.is_empty() => {
                 self.params.push('?');
-                Scan::Private
+                EscapeState::Private
             }
-            (Scan::Private, 0x40..=0x7e) => {
+            (EscapeState::Private, 0x40..=0x7e) => {
                 self.switch(byte, after);
-                Scan::Ground
+                EscapeState::Ground
             }
-            (Scan::Escape | Scan::Ground, _) | (Scan::Other, 0x40..=0x7e) => Scan::Ground,
-            (Scan::Private, _) => {
+            (EscapeState::Escape | EscapeState::Ground, _) | (EscapeState::Other, 0x40..=0x7e) => {
+                EscapeState::Ground
+            }
+            (EscapeState::Private, _) => {
                 if self.params.len() < MAX_PARAMS {
                     self.params.push(char::from(byte));
                 }
-                Scan::Private
+                EscapeState::Private
             }
-            (Scan::Other, _) => {
+            (EscapeState::Other, _) => {
                 // A parameter of a sequence that is not private: one mark, so that a `?` later in
                 // it is not taken for a private mode.
                 if self.params.is_empty() {
                     self.params.push('-');
                 }
-                Scan::Other
+                EscapeState::Other
             }
         };
-        if self.scan != Scan::Private && self.scan != Scan::Other {
+        if self.scan != EscapeState::Private && self.scan != EscapeState::Other {
             self.params.clear();
         }
     }

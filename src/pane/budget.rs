@@ -206,15 +206,15 @@ impl Lines {
 /// The raw output between offsets `from` and `to`, at most `scan` bytes of its end, from a line
 /// start: the bytes, the offset where they begin, the lines before them that were counted, not
 /// copied (and where they begin), and whether a full-screen program had the alternate screen there.
-struct Window {
+struct Excerpt {
     bytes: Vec<u8>,
     at: u64,
     before: Option<(usize, u64)>,
     alt: bool,
 }
 
-impl Window {
-    fn new(pane: &Pane, from: u64, to: u64, scan: u64) -> Window {
+impl Excerpt {
+    fn new(pane: &Pane, from: u64, to: u64, scan: u64) -> Excerpt {
         let window = from.max(to.saturating_sub(scan));
         let (mut bytes, start, alt, skipped) = pane.output().with(|s| {
             let (bytes, start) = s.ring.copy(window, to);
@@ -229,7 +229,7 @@ impl Window {
         };
         let skipped = skipped + usize::from(begin > 0);
         bytes.drain(..begin);
-        Window {
+        Excerpt {
             bytes,
             at: start + begin as u64,
             before: (skipped > 0).then_some((skipped, from)),
@@ -241,7 +241,7 @@ impl Window {
 /// The text view of the output between raw offsets `from` and `to`, as lines with their offsets.
 /// At most `scan` bytes from the end are rendered; the lines before are counted, not rendered.
 fn lines_between(pane: &Pane, from: u64, to: u64, scan: u64) -> Lines {
-    let Window { bytes, at, before, alt } = Window::new(pane, from, to, scan);
+    let Excerpt { bytes, at, before, alt } = Excerpt::new(pane, from, to, scan);
     let (joined, starts) = text::render_with_starts(&bytes, alt);
     let text =
         if starts.is_empty() { Vec::new() } else { joined.split('\n').map(String::from).collect() };
@@ -256,7 +256,7 @@ pub(crate) fn raw_lines(pane: &Pane, from: u64, to: u64) -> Lines {
     if to <= from {
         return Lines::default();
     }
-    let Window { bytes, at, before, .. } = Window::new(pane, from, to, SCAN_TAIL);
+    let Excerpt { bytes, at, before, .. } = Excerpt::new(pane, from, to, SCAN_TAIL);
     let body = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
     let (mut text, mut starts, mut start) = (Vec::new(), Vec::new(), at);
     for line in body.split(|b| *b == b'\n').filter(|_| !bytes.is_empty()) {

@@ -12,7 +12,7 @@ use std::ops::Range;
 
 /// What a search found.
 #[derive(Debug, Default)]
-pub(crate) struct Found {
+pub(crate) struct Grepped {
     pub(crate) text: String,
     /// The raw offset where each group shown begins.
     pub(crate) groups: Vec<u64>,
@@ -22,11 +22,11 @@ pub(crate) struct Found {
 }
 
 /// The lines of `lines` that `regex` matches, each with `context` lines around, within `bytes`.
-pub(crate) fn search(lines: &Lines, regex: &Regex, context: usize, bytes: usize) -> Found {
+pub(crate) fn search(lines: &Lines, regex: &Regex, context: usize, bytes: usize) -> Grepped {
     let hits: Vec<usize> =
         (0..lines.text.len()).filter(|i| regex.is_match(&lines.text[*i])).collect();
     let groups = groups(&hits, context, lines.text.len());
-    let mut found = Found { matches: hits.len(), ..Found::default() };
+    let mut found = Grepped { matches: hits.len(), ..Grepped::default() };
     let mut out: Vec<String> = Vec::new();
     let mut shown_to = 0;
     for (n, group) in groups.iter().enumerate() {

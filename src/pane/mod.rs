@@ -32,7 +32,7 @@ pub(crate) mod spawn;
 pub(crate) mod tail;
 pub(crate) mod text;
 
-pub(crate) use spawn::{Above, Spec, check_cwd};
+pub(crate) use spawn::{Above, PaneSpec, check_cwd};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::ids::{PaneId, SessionId, WindowId};
@@ -118,7 +118,7 @@ struct CwdSeen {
 
 impl Pane {
     /// Starts the pane (see `spawn::start`). On failure, what stands above it is released.
-    pub(crate) fn spawn(spec: Spec) -> Result<Arc<Pane>> {
+    pub(crate) fn spawn(spec: PaneSpec) -> Result<Arc<Pane>> {
         let started = spawn::start(&spec).inspect_err(|_| {
             if let Some(above) = &spec.above {
                 above.release();

@@ -7,7 +7,7 @@
 //! complete lines (for a match that spans lines). Where the search reaches the end of the output,
 //! the unfinished last line keeps its blanks up to the cursor, so `^>>> ` finds a prompt that
 //! waits. While a full-screen program has the alternate screen, which the text view leaves out,
-//! what that screen shows is searched too. Out: a `Step` with the match, if any, and the pane's
+//! what that screen shows is searched too. Out: a `ScanStep` with the match, if any, and the pane's
 //! state as of the bytes searched. A long wait over a chatty pane does linear work.
 
 use super::Pane;
@@ -56,7 +56,7 @@ pub(crate) struct Scan {
 }
 
 /// What one step of a scan saw.
-pub(crate) struct Step {
+pub(crate) struct ScanStep {
     pub(crate) found: Option<Found>,
     /// The process has exited and every byte it printed was searched.
     pub(crate) exited: bool,
@@ -93,7 +93,7 @@ impl Scan {
     /// alternate screen when a program shows one. Returns the match if any, and the pane's state
     /// as of the bytes searched: exited (only once the scan has caught up with the end), closed,
     /// the end offset, and whether bytes are left to scan.
-    pub(crate) fn step(&mut self, pane: &Pane) -> Step {
+    pub(crate) fn step(&mut self, pane: &Pane) -> ScanStep {
         let (bytes, start, end, exited, closed, alt_now) = pane.output().with(|s| {
             let to = self.from.saturating_add(SCAN_CHUNK);
             let (bytes, start) = s.ring.copy(self.from, to);
@@ -114,7 +114,7 @@ impl Scan {
             self.screen_seen = end;
             found = self.search_screen(pane, end);
         }
-        Step { found, exited: exited && !behind, closed, end: scanned, behind }
+        ScanStep { found, exited: exited && !behind, closed, end: scanned, behind }
     }
 
     /// Searches `bytes` (whole characters, from raw offset `start`) in the text view and moves the

@@ -48,7 +48,7 @@ pub(crate) trait Above: Any + Send + Sync {
 }
 
 /// Everything needed to start a pane.
-pub(crate) struct Spec {
+pub(crate) struct PaneSpec {
     pub(crate) id: PaneId,
     pub(crate) session_id: SessionId,
     pub(crate) window_id: WindowId,
@@ -100,7 +100,7 @@ pub(crate) struct Started {
 /// Opens a PTY, starts `spec`'s program in it in its own session, and starts the reader (which
 /// drains the PTY into the output at full speed), the waiter (which reaps the child and records
 /// how it ended) and the input writer.
-pub(crate) fn start(spec: &Spec) -> Result<Started> {
+pub(crate) fn start(spec: &PaneSpec) -> Result<Started> {
     let cwd = resolve_cwd(&spec.cwd)?;
     let size = PtySize { rows: spec.rows, cols: spec.cols, pixel_width: 0, pixel_height: 0 };
     let pair = crate::inherit::open_pty(size)?;
@@ -151,7 +151,7 @@ pub(crate) fn check_cwd(cwd: &std::path::Path) -> Result<()> {
     }
 }
 
-fn command_builder(spec: &Spec, cwd: &std::path::Path) -> CommandBuilder {
+fn command_builder(spec: &PaneSpec, cwd: &std::path::Path) -> CommandBuilder {
     let mut cmd = CommandBuilder::new(&spec.program);
     for arg in &spec.args {
         cmd.arg(arg);
@@ -181,7 +181,7 @@ fn command_builder(spec: &Spec, cwd: &std::path::Path) -> CommandBuilder {
 /// secret-looking variables and those that lead to sockets outside (`sandbox::withheld`) that
 /// neither `--pass-env` nor the call named. Returns the policy: the call's own whole one or the
 /// server's, narrowed to the spec's roots when it has some.
-fn confine(cmd: &mut CommandBuilder, spec: &Spec) -> Result<Arc<Policy>> {
+fn confine(cmd: &mut CommandBuilder, spec: &PaneSpec) -> Result<Arc<Policy>> {
     let policy = spec.sandbox.clone();
     if policy.mode == Mode::Off {
         return Ok(policy);

@@ -16,18 +16,19 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// One host's connection, while it lasts. The link is dropped before the master.
-struct Connection {
+struct Tunnel {
     link: Arc<Link>,
     master: Master,
 }
 
+/// A host fugue reaches, with its tunnel while one is open.
 #[derive(Default)]
-struct Host {
-    connection: Mutex<Option<Connection>>,
+struct Remote {
+    connection: Mutex<Option<Tunnel>>,
 }
 
-fn hosts() -> &'static Mutex<BTreeMap<String, Arc<Host>>> {
-    static HOSTS: Mutex<BTreeMap<String, Arc<Host>>> = Mutex::new(BTreeMap::new());
+fn hosts() -> &'static Mutex<BTreeMap<String, Arc<Remote>>> {
+    static HOSTS: Mutex<BTreeMap<String, Arc<Remote>>> = Mutex::new(BTreeMap::new());
     &HOSTS
 }
 
@@ -51,7 +52,7 @@ pub(crate) fn link(host: &str) -> Result<Arc<Link>> {
     let master = Master::connect(host, control_path()?)?;
     let binary = upload::ensure(&master)?;
     let link = Arc::new(Link::open(&master, &binary, &server_name(&binary))?);
-    *connection = Some(Connection { link: link.clone(), master });
+    *connection = Some(Tunnel { link: link.clone(), master });
     Ok(link)
 }
 

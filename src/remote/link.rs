@@ -25,12 +25,12 @@ use std::time::Duration;
 /// How long the host's fugue may take to answer `initialize` (starting its server included).
 const HELLO_TIMEOUT: Duration = Duration::from_secs(30);
 
-type Pending = Arc<Mutex<HashMap<u64, Sender<Value>>>>;
+type InFlight = Arc<Mutex<HashMap<u64, Sender<Value>>>>;
 
 pub(crate) struct Link {
     host: String,
     stdin: Mutex<ChildStdin>,
-    pending: Pending,
+    pending: InFlight,
     next: AtomicU64,
     closed: Arc<AtomicBool>,
     child: Mutex<Child>,
@@ -45,7 +45,7 @@ impl Link {
         cmd.stdin(Stdio::piped());
         let mut child = ssh::spawn(cmd)?;
         let stderr = Stderr::drain(child.stderr.take().expect("piped"));
-        let pending = Pending::default();
+        let pending = InFlight::default();
         let closed = Arc::new(AtomicBool::new(false));
         read_answers(child.stdout.take().expect("piped"), pending.clone(), closed.clone());
         let link = Link {
@@ -178,7 +178,7 @@ impl Drop for Link {
 /// Reads the front's lines, handing each answer (and progress) to the call that waits for it;
 /// at the end,
 /// closes the link and wakes every call still waiting.
-fn read_answers(stdout: ChildStdout, pending: Pending, closed: Arc<AtomicBool>) {
+fn read_answers(stdout: ChildStdout, pending: InFlight, closed: Arc<AtomicBool>) {
     let _ = std::thread::Builder::new().name("remote-link".into()).spawn(move || {
         for line in BufReader::new(stdout).lines().map_while(std::result::Result::ok) {
             let Ok(message) = serde_json::from_str::<Value>(&line) else { continue };

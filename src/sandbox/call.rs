@@ -1,4 +1,4 @@
-//! A pane's own policy, whole: what a call's `sandbox` asks (`Asked`, a mode with perhaps a
+//! A pane's own policy, whole: what a call's `sandbox` asks (`CallSandbox`, a mode with perhaps a
 //! network and writable roots) made into a `Policy` no looser than the server's, and an agent
 //! stage's policy narrowed to its worktree. Either way the pane gets everything the server's own
 //! policy would give it — `.git` found for its roots at that moment, fugue's directories covered,
@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 /// What a call asked for in its `sandbox` argument.
 #[derive(Debug, Default, Clone)]
-pub(crate) struct Asked {
+pub(crate) struct CallSandbox {
     pub(crate) mode: Option<Mode>,
     /// `Some(false)`: no network, even on a server whose network is on.
     pub(crate) network: Option<bool>,
@@ -22,7 +22,7 @@ pub(crate) struct Asked {
 /// The whole policy of a pane whose call asked `asked`, from the caller's directory `dir`: the
 /// `server`'s, tightened. Anything looser than the server's (a mode, a root outside its roots,
 /// the network on where it is off) is refused, naming the server's policy.
-pub(crate) fn for_call(asked: &Asked, dir: &Path, server: &Policy) -> Result<Policy> {
+pub(crate) fn for_call(asked: &CallSandbox, dir: &Path, server: &Policy) -> Result<Policy> {
     let mode = asked.mode.ok_or_else(|| Error::invalid("sandbox: mode is required"))?;
     if mode == Mode::Off || mode > server.mode {
         return Err(looser(server, &format!("sandbox {:?}", mode.name())));
@@ -57,7 +57,7 @@ pub(crate) fn with_git_now(policy: &Policy) -> Policy {
 /// The roots a call's pane writes: those it named, each within the server's roots (any, when the
 /// server has none); else the server's; else, on a server without a sandbox, the caller's
 /// directory, as `--sandbox` alone gives fugue's.
-fn roots(asked: &Asked, mode: Mode, dir: &Path, server: &Policy) -> Result<Vec<PathBuf>> {
+fn roots(asked: &CallSandbox, mode: Mode, dir: &Path, server: &Policy) -> Result<Vec<PathBuf>> {
     if mode == Mode::ReadOnly {
         if !asked.writable.is_empty() {
             return Err(Error::invalid("sandbox: writable needs mode \"workspace-write\""));
@@ -124,8 +124,12 @@ pub(crate) fn state_dirs(roots: &[PathBuf], in_roots: bool) -> impl Iterator<Ite
 mod tests {
     use super::*;
 
-    fn asked(mode: Mode, network: Option<bool>, writable: &[&str]) -> Asked {
-        Asked { mode: Some(mode), network, writable: writable.iter().map(PathBuf::from).collect() }
+    fn asked(mode: Mode, network: Option<bool>, writable: &[&str]) -> CallSandbox {
+        CallSandbox {
+            mode: Some(mode),
+            network,
+            writable: writable.iter().map(PathBuf::from).collect(),
+        }
     }
 
     /// A server started without `--sandbox`.
@@ -150,7 +154,7 @@ mod tests {
             (asked(Mode::WorkspaceWrite, None, &["/"]), "not a directory the sandbox"),
             (asked(Mode::WorkspaceWrite, None, &["no-such-dir-fugue"]), "No such file"),
             (asked(Mode::Off, None, &[]), "looser"),
-            (Asked::default(), "mode is required"),
+            (CallSandbox::default(), "mode is required"),
         ] {
             let err = for_call(&bad, &dir, &Policy::default()).unwrap_err();
             assert!(err.message().contains(says), "{bad:?}: {}", err.message());

@@ -29,7 +29,7 @@ struct Header {
 
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
-struct Data {
+struct CapData {
     effective: u32,
     permitted: u32,
     inheritable: u32,
@@ -100,7 +100,7 @@ fn last_cap() -> u32 {
 
 fn set_none() -> Result<(), String> {
     let mut header = Header { version: CAPABILITY_VERSION_3, pid: 0 };
-    let data = [Data::default(); 2];
+    let data = [CapData::default(); 2];
     // SAFETY: the header and the two data words are what capset version 3 reads; both outlive
     // the call.
     let r = unsafe { libc::syscall(libc::SYS_capset, &raw mut header, data.as_ptr()) };
@@ -132,9 +132,9 @@ fn check_none() -> Result<(), String> {
 }
 
 /// This process's effective, permitted and inheritable sets (capget, version 3: two words each).
-fn get() -> Result<[Data; 2], String> {
+fn get() -> Result<[CapData; 2], String> {
     let mut header = Header { version: CAPABILITY_VERSION_3, pid: 0 };
-    let mut data = [Data::default(); 2];
+    let mut data = [CapData::default(); 2];
     // SAFETY: the header and the two data words are what capget version 3 reads and writes; both
     // outlive the call.
     let r = unsafe { libc::syscall(libc::SYS_capget, &raw mut header, data.as_mut_ptr()) };

@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-pub(crate) use call::{Asked, for_call, for_roots, state_dirs, with_git_now};
+pub(crate) use call::{CallSandbox, for_call, for_roots, state_dirs, with_git_now};
 pub(crate) use policy::{Flags, Mode, Policy, flags_of, report};
 
 /// Whether a pane was ever sandboxed here (a call's sandbox, on a server without one).

@@ -310,8 +310,31 @@ struct OpenHow {
     resolve: u64,
 }
 
-const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
+pub(super) const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
 const RESOLVE_NO_SYMLINKS: u64 = 0x04;
+pub(super) const RESOLVE_IN_ROOT: u64 = 0x10;
+
+/// `openat2(at, path, {flags, 0, resolve})`: a new descriptor, or a negative number with `errno`
+/// set. The launcher's two path walks that must not be led astray (mount points here, a socket's
+/// path as the pane sees it in `sockets`) open through it.
+pub(super) fn openat2(
+    at: libc::c_int,
+    path: &std::ffi::CStr,
+    flags: libc::c_int,
+    resolve: u64,
+) -> libc::c_long {
+    let how = OpenHow { flags: flags.unsigned_abs().into(), mode: 0, resolve };
+    // SAFETY: `path` and `how` are valid and outlive the call.
+    unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            at,
+            path.as_ptr(),
+            &raw const how,
+            std::mem::size_of::<OpenHow>(),
+        )
+    }
+}
 
 /// Opens `path` (`O_PATH`, a directory when `dir`) in one call, failing with `ELOOP` if any of
 /// its components is a link.
@@ -319,21 +342,7 @@ fn open_beneath(path: &Path, dir: bool) -> std::io::Result<OwnedFd> {
     let c = CString::new(path.as_os_str().as_bytes()).map_err(|_| libc::EINVAL);
     let c = c.map_err(std::io::Error::from_raw_os_error)?;
     let flags = libc::O_PATH | libc::O_CLOEXEC | if dir { libc::O_DIRECTORY } else { 0 };
-    let how = OpenHow {
-        flags: flags.unsigned_abs().into(),
-        mode: 0,
-        resolve: RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-    };
-    // SAFETY: `c` and `how` are valid and outlive the call.
-    owned(unsafe {
-        libc::syscall(
-            libc::SYS_openat2,
-            libc::AT_FDCWD,
-            c.as_ptr(),
-            &raw const how,
-            std::mem::size_of::<OpenHow>(),
-        )
-    })
+    owned(openat2(libc::AT_FDCWD, &c, flags, RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS))
 }
 
 /// Whether `fd` (opened `O_PATH | O_NOFOLLOW`) is a symbolic link.

@@ -1,5 +1,5 @@
 //! The sandbox's policy: its modes, what the person set (the server's, which the runtime owns and
-//! hands down: a pane's `Spec` carries the policy it runs under), and the
+//! hands down: a pane's `PaneSpec` carries the policy it runs under), and the
 //! policy in one line; the flags of `fugue serve` (`--sandbox`, `--writable`, `--network`,
 //! `--writable-git`, `--pass-env`, `--allow-unix-socket` and `FUGUE_SANDBOX`), parsed and resolved
 //! against the directory into a `Policy`, and written back out for a shared server; with the `.git`

@@ -84,7 +84,7 @@ pub(crate) const LEADING_OUT: &[&str] = &[
 /// `seccomp_data` and the notification around it, as `SECCOMP_IOCTL_NOTIF_RECV` fills them.
 #[repr(C)]
 #[derive(Default, Debug, Clone, Copy)]
-struct Data {
+struct SeccompData {
     nr: i32,
     arch: u32,
     instruction_pointer: u64,
@@ -97,7 +97,7 @@ struct Notif {
     id: u64,
     pid: u32,
     flags: u32,
-    data: Data,
+    data: SeccompData,
 }
 
 #[repr(C)]
@@ -121,12 +121,12 @@ const MAX_IOV: usize = 1024;
 const MAX_ADDR: usize = 128;
 
 /// How the launcher answers one call.
-enum Answer {
+enum Response {
     /// Made by the launcher: the call's return value.
     Done(i64),
     Refused(Errno),
     /// To be made in a thread of its own (see `serve`).
-    Later(Box<dyn FnOnce() -> Answer + Send>),
+    Later(Box<dyn FnOnce() -> Response + Send>),
 }
 
 /// Answers the listener's notifications until no process under the filter is left: in turn,
@@ -136,13 +136,13 @@ pub(crate) fn serve(listener: OwnedFd, rules: Rules) {
     let listener = Arc::new(listener);
     while let Some(notif) = next(&listener) {
         match handle(&listener, &rules, &notif) {
-            Answer::Later(work) => {
+            Response::Later(work) => {
                 let shared = Arc::clone(&listener);
                 let spawned = std::thread::Builder::new()
                     .name("fugue-connect".into())
                     .spawn(move || answer(&shared, &notif, &work()));
                 if spawned.is_err() {
-                    answer(&listener, &notif, &Answer::Refused(libc::EAGAIN));
+                    answer(&listener, &notif, &Response::Refused(libc::EAGAIN));
                 }
             }
             now => answer(&listener, &notif, &now),
@@ -178,11 +178,11 @@ fn next(listener: &OwnedFd) -> Option<Notif> {
     }
 }
 
-fn answer(listener: &OwnedFd, notif: &Notif, answer: &Answer) {
+fn answer(listener: &OwnedFd, notif: &Notif, answer: &Response) {
     let (val, error) = match *answer {
-        Answer::Done(val) => (val, 0),
-        Answer::Refused(e) => (0, -e),
-        Answer::Later(_) => (0, -libc::EIO),
+        Response::Done(val) => (val, 0),
+        Response::Refused(e) => (0, -e),
+        Response::Later(_) => (0, -libc::EIO),
     };
     // Never SECCOMP_USER_NOTIF_FLAG_CONTINUE: the kernel would read the call's memory again.
     let mut resp = Resp { id: notif.id, val, error, flags: 0 };
@@ -201,7 +201,7 @@ fn still_valid(listener: &OwnedFd, notif: &Notif) -> Result<(), Errno> {
     Ok(())
 }
 
-fn handle(listener: &OwnedFd, rules: &Rules, notif: &Notif) -> Answer {
+fn handle(listener: &OwnedFd, rules: &Rules, notif: &Notif) -> Response {
     let made = Target::open(notif.pid).and_then(|target| {
         still_valid(listener, notif)?;
         let args = notif.data.args;
@@ -213,27 +213,27 @@ fn handle(listener: &OwnedFd, rules: &Rules, notif: &Notif) -> Answer {
             _ => Err(libc::ENOSYS),
         }
     });
-    made.unwrap_or_else(Answer::Refused)
+    made.unwrap_or_else(Response::Refused)
 }
 
 /// `connect(fd, addr, len)`, made by the launcher on the target's socket.
-fn connect(target: &Target, rules: &Rules, args: [u64; 6]) -> Result<Answer, Errno> {
+fn connect(target: &Target, rules: &Rules, args: [u64; 6]) -> Result<Response, Errno> {
     let socket = target.fd(args[0])?;
     let addr = address(target, rules, args[1], args[2])?;
     let later = addr.family() != libc::AF_UNIX as u16 && blocking(&socket);
     let make = move || {
         // SAFETY: `addr` holds a socket address of the length given.
         let r = unsafe { libc::connect(socket.as_raw_fd(), addr.as_ptr(), addr.len()) };
-        result(r.into()).unwrap_or_else(Answer::Refused)
+        result(r.into()).unwrap_or_else(Response::Refused)
     };
     if later {
-        return Ok(Answer::Later(Box::new(make)));
+        return Ok(Response::Later(Box::new(make)));
     }
     Ok(make())
 }
 
 /// `sendto(fd, buf, len, flags, addr, addrlen)` with an address, made by the launcher.
-fn sendto(target: &Target, rules: &Rules, args: [u64; 6]) -> Result<Answer, Errno> {
+fn sendto(target: &Target, rules: &Rules, args: [u64; 6]) -> Result<Response, Errno> {
     let socket = target.fd(args[0])?;
     let addr = address(target, rules, args[4], args[5])?;
     let data = target.read(args[1], usize::try_from(args[2]).unwrap_or(MAX_SEND).min(MAX_SEND))?;
@@ -253,17 +253,17 @@ fn sendto(target: &Target, rules: &Rules, args: [u64; 6]) -> Result<Answer, Errn
 }
 
 /// `sendmsg(fd, msg, flags)`.
-fn sendmsg(target: &Target, rules: &Rules, args: [u64; 6]) -> Result<Answer, Errno> {
+fn sendmsg(target: &Target, rules: &Rules, args: [u64; 6]) -> Result<Response, Errno> {
     let header = read_header(target, args[1])?;
     let message = message(target, rules, target.fd(args[0])?, &header, flags(args[2]))?;
-    Ok(send(message, Answer::Done))
+    Ok(send(message, Response::Done))
 }
 
 /// `sendmmsg(fd, msgs, n, flags)`: the first message only (a short count, which callers take
 /// as they take a short write), its length written back where the pane reads it.
-fn sendmmsg(target: Target, rules: &Rules, args: [u64; 6]) -> Result<Answer, Errno> {
+fn sendmmsg(target: Target, rules: &Rules, args: [u64; 6]) -> Result<Response, Errno> {
     if args[2] == 0 {
-        return Ok(Answer::Done(0));
+        return Ok(Response::Done(0));
     }
     let first = target.read(args[1], std::mem::size_of::<libc::mmsghdr>())?;
     // SAFETY: the bytes are one mmsghdr's; read_unaligned copies them out. Its pointers are the
@@ -274,8 +274,8 @@ fn sendmmsg(target: Target, rules: &Rules, args: [u64; 6]) -> Result<Answer, Err
     Ok(send(message, move |n| {
         let sent = u32::try_from(n).unwrap_or(u32::MAX);
         match target.write(len_at, &sent.to_ne_bytes()) {
-            Ok(()) => Answer::Done(1),
-            Err(e) => Answer::Refused(e),
+            Ok(()) => Response::Done(1),
+            Err(e) => Response::Refused(e),
         }
     }))
 }
@@ -303,17 +303,17 @@ fn message(
 /// Sends `message` now when it need not wait, else in a thread of its own (as a blocking
 /// connect is made): the launcher answers the pane's other calls meanwhile. `done` makes the
 /// answer of the count sent.
-fn send(message: Message, done: impl FnOnce(i64) -> Answer + Send + 'static) -> Answer {
+fn send(message: Message, done: impl FnOnce(i64) -> Response + Send + 'static) -> Response {
     let waits = blocking(&message.socket) && message.flags & libc::MSG_DONTWAIT == 0;
     match send::send_now(&message, if waits { libc::MSG_DONTWAIT } else { 0 }) {
         Err(libc::EAGAIN) if waits => {
-            Answer::Later(Box::new(move || match send::send_now(&message, 0) {
+            Response::Later(Box::new(move || match send::send_now(&message, 0) {
                 Ok(n) => done(n),
-                Err(e) => Answer::Refused(e),
+                Err(e) => Response::Refused(e),
             }))
         }
         Ok(n) => done(n),
-        Err(e) => Answer::Refused(e),
+        Err(e) => Response::Refused(e),
     }
 }
 
@@ -377,11 +377,11 @@ fn flags(raw: u64) -> libc::c_int {
     ((raw & 0xffff_ffff) as u32).cast_signed() | libc::MSG_NOSIGNAL
 }
 
-fn result(r: i64) -> Result<Answer, Errno> {
+fn result(r: i64) -> Result<Response, Errno> {
     if r < 0 {
         return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO));
     }
-    Ok(Answer::Done(r))
+    Ok(Response::Done(r))
 }
 
 #[cfg(test)]

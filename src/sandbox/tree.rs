@@ -73,7 +73,7 @@ pub(crate) fn run(plan: &Plan, program: &[String]) -> ExitCode {
     {
         return fail(&why);
     }
-    let ended = match Ended::new() {
+    let ended = match StatusPage::new() {
         Ok(page) => page,
         Err(why) => return fail(&why),
     };
@@ -98,11 +98,11 @@ pub(crate) fn run(plan: &Plan, program: &[String]) -> ExitCode {
 }
 
 /// A page P shares with C, where C leaves G's wait status as G ends.
-struct Ended(*mut libc::c_int);
+struct StatusPage(*mut libc::c_int);
 
-impl Ended {
+impl StatusPage {
     /// The status is `i32::MIN` until C sets it: no wait status is.
-    fn new() -> Result<Ended, String> {
+    fn new() -> Result<StatusPage, String> {
         // SAFETY: an anonymous shared mapping of one page; no pointer is passed in.
         let page = unsafe {
             libc::mmap(
@@ -117,7 +117,7 @@ impl Ended {
         if page == libc::MAP_FAILED {
             return Err(format!("mmap: {}", std::io::Error::last_os_error()));
         }
-        let ended = Ended(page.cast());
+        let ended = StatusPage(page.cast());
         ended.set(libc::c_int::MIN);
         Ok(ended)
     }
@@ -141,7 +141,7 @@ fn fork_init(
     channel: &UnixStream,
     close: &[libc::c_int],
     program: &[String],
-    ended: &Ended,
+    ended: &StatusPage,
 ) -> Result<libc::pid_t, String> {
     // SAFETY: getpid has no preconditions.
     let parent = pidfd_open(unsafe { libc::getpid() })?;
@@ -162,7 +162,7 @@ fn init_main(
     channel: &UnixStream,
     close: &[libc::c_int],
     program: &[String],
-    ended: &Ended,
+    ended: &StatusPage,
 ) -> ! {
     // SAFETY: prctl and poll take no pointers but `pfd`, which outlives the call; the closed
     // descriptors are C's own copies.
@@ -226,7 +226,7 @@ fn block_sigchld() {
 
 /// Reaps every child that ends, waiting for SIGCHLD between two rounds, until G is reaped: then
 /// leaves G's status for P and ends, which ends the pid namespace.
-fn reap_until(g: libc::pid_t, ended: &Ended) -> ! {
+fn reap_until(g: libc::pid_t, ended: &StatusPage) -> ! {
     // SAFETY: an all-zero sigset_t and siginfo_t are valid; these calls only touch `set`, `info`
     // and `status`, which outlive them.
     unsafe {

@@ -46,7 +46,7 @@ pub(crate) fn status(paths: &Paths) -> Value {
     let hello = probe(paths);
     let mut out = json!({"name": paths.name, "pid": paths.read_pid()});
     match hello {
-        Probe::Hello(hello) => {
+        Probed::Hello(hello) => {
             let state = if hello.proto == super::proto() { "live" } else { "incompatible" };
             out["state"] = json!(state);
             out["version"] = json!(hello.version);
@@ -58,14 +58,15 @@ pub(crate) fn status(paths: &Paths) -> Value {
                 out["panes"] = json!(s.panes);
             }
         }
-        Probe::Silent => out["state"] = json!("unresponsive"),
-        Probe::Closed => out["state"] = json!("busy"),
-        Probe::Nobody => out["state"] = json!(if wipe(paths) { "stale" } else { "none" }),
+        Probed::Silent => out["state"] = json!("unresponsive"),
+        Probed::Closed => out["state"] = json!("busy"),
+        Probed::Nobody => out["state"] = json!(if wipe(paths) { "stale" } else { "none" }),
     }
     out
 }
 
-enum Probe {
+/// What a probe of a shared server's socket found.
+enum Probed {
     Nobody,
     /// Connected, no hello in time.
     Silent,
@@ -74,24 +75,24 @@ enum Probe {
     Hello(Hello),
 }
 
-fn probe(paths: &Paths) -> Probe {
-    let Ok(stream) = UnixStream::connect(&paths.sock) else { return Probe::Nobody };
+fn probe(paths: &Paths) -> Probed {
+    let Ok(stream) = UnixStream::connect(&paths.sock) else { return Probed::Nobody };
     let _ = stream.set_read_timeout(Some(super::HELLO_TIMEOUT));
     if (&stream).write_all(&Hello::new(Some(Role::Probe), None).line()).is_err() {
-        return Probe::Closed;
+        return Probed::Closed;
     }
     let mut input = std::io::BufReader::new(stream);
     match crate::line::read_line(&mut input, super::MAX_HELLO) {
-        Ok(Some(line)) => Hello::parse(&line).map_or(Probe::Silent, Probe::Hello),
+        Ok(Some(line)) => Hello::parse(&line).map_or(Probed::Silent, Probed::Hello),
         Err(crate::line::LineError::Io(e))
             if matches!(
                 e.kind(),
                 std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
             ) =>
         {
-            Probe::Silent
+            Probed::Silent
         }
-        Ok(None) | Err(_) => Probe::Closed,
+        Ok(None) | Err(_) => Probed::Closed,
     }
 }
 
@@ -116,9 +117,9 @@ pub(crate) fn list() -> Vec<Value> {
 pub(crate) fn pid_of(name: &str) -> Result<u32, String> {
     let paths = Paths::new(name).map_err(|e| e.message().to_string())?;
     match probe(&paths) {
-        Probe::Hello(hello) => Ok(hello.pid),
-        Probe::Silent => Err(format!("fugue server {name:?} does not answer")),
-        Probe::Closed => Err(format!("fugue server {name:?} is ending or full; try again")),
-        Probe::Nobody => Err(format!("no fugue server named {name:?} is running")),
+        Probed::Hello(hello) => Ok(hello.pid),
+        Probed::Silent => Err(format!("fugue server {name:?} does not answer")),
+        Probed::Closed => Err(format!("fugue server {name:?} is ending or full; try again")),
+        Probed::Nobody => Err(format!("no fugue server named {name:?} is running")),
     }
 }

@@ -37,14 +37,14 @@ const ATTEMPTS: usize = 5;
 const MIN_ANSWER: usize = 64 << 20;
 
 /// A connection past the hellos.
-pub(crate) struct Link {
+pub(crate) struct Greeted {
     pub(crate) stream: UnixStream,
     pub(crate) input: BufReader<UnixStream>,
     pub(crate) server: Hello,
 }
 
 /// What one connection attempt found.
-enum Found {
+enum Reached {
     /// No socket, or nobody listening on it.
     Nobody,
     /// The connection closed before the server's hello: it is ending, or full.
@@ -52,7 +52,7 @@ enum Found {
     /// Connected, but no hello in time.
     Unresponsive,
     /// Boxed: the server's hello is large beside the other variants.
-    Server(Box<Link>),
+    Server(Box<Greeted>),
 }
 
 /// `fugue serve --shared NAME`: connects (starting the server if needed, under `policy`) and
@@ -88,25 +88,25 @@ impl LineLimits {
 
 /// Connects to server `paths.name` as a front that asks for `policy`, starting or replacing it
 /// as needed (where `config.state_dir` says its log goes).
-pub(crate) fn open(paths: &Paths, policy: &Policy, config: &Config) -> Result<Link> {
+pub(crate) fn open(paths: &Paths, policy: &Policy, config: &Config) -> Result<Greeted> {
     for _ in 0..ATTEMPTS {
         match connect(paths, Role::Front)? {
-            Found::Server(link) if link.server.proto == super::proto() => {
+            Reached::Server(link) if link.server.proto == super::proto() => {
                 return same_sandbox(paths, *link, policy);
             }
-            Found::Server(link) => replace_or_refuse(paths, &link.server)?,
-            Found::Closed => {}
-            Found::Unresponsive => return Err(unresponsive(paths)),
-            Found::Nobody => {
+            Reached::Server(link) => replace_or_refuse(paths, &link.server)?,
+            Reached::Closed => {}
+            Reached::Unresponsive => return Err(unresponsive(paths)),
+            Reached::Nobody => {
                 let _starting = FileLock::take(&paths.lock)?;
                 match connect(paths, Role::Front)? {
-                    Found::Server(link) if link.server.proto == super::proto() => {
+                    Reached::Server(link) if link.server.proto == super::proto() => {
                         return same_sandbox(paths, *link, policy);
                     }
-                    Found::Server(link) => replace_or_refuse(paths, &link.server)?,
-                    Found::Closed => {}
-                    Found::Unresponsive => return Err(unresponsive(paths)),
-                    Found::Nobody => start(paths, policy, config)?,
+                    Reached::Server(link) => replace_or_refuse(paths, &link.server)?,
+                    Reached::Closed => {}
+                    Reached::Unresponsive => return Err(unresponsive(paths)),
+                    Reached::Nobody => start(paths, policy, config)?,
                 }
             }
         }
@@ -123,11 +123,11 @@ pub(crate) fn open(paths: &Paths, policy: &Policy, config: &Config) -> Result<Li
 }
 
 /// Connects and exchanges hellos.
-fn connect(paths: &Paths, role: Role) -> Result<Found> {
+fn connect(paths: &Paths, role: Role) -> Result<Reached> {
     let stream = match UnixStream::connect(&paths.sock) {
         Ok(stream) => stream,
         Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ECONNREFUSED)) => {
-            return Ok(Found::Nobody);
+            return Ok(Reached::Nobody);
         }
         Err(e) => return Err(super::io_error(&paths.sock, &e)),
     };
@@ -136,7 +136,7 @@ fn connect(paths: &Paths, role: Role) -> Result<Found> {
         hello.cwd = own_cwd();
     }
     if (&stream).write_all(&hello.line()).is_err() {
-        return Ok(Found::Closed);
+        return Ok(Reached::Closed);
     }
     let mut input =
         BufReader::new(stream.try_clone().map_err(|e| super::io_error(&paths.sock, &e))?);
@@ -149,14 +149,14 @@ fn connect(paths: &Paths, role: Role) -> Result<Found> {
                 std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
             ) =>
         {
-            return Ok(Found::Unresponsive);
+            return Ok(Reached::Unresponsive);
         }
-        Ok(None) | Err(_) => return Ok(Found::Closed),
+        Ok(None) | Err(_) => return Ok(Reached::Closed),
     };
     stream.set_read_timeout(None).ok();
     match Hello::parse(&line) {
-        Some(server) => Ok(Found::Server(Box::new(Link { stream, input, server }))),
-        None => Ok(Found::Unresponsive),
+        Some(server) => Ok(Reached::Server(Box::new(Greeted { stream, input, server }))),
+        None => Ok(Reached::Unresponsive),
     }
 }
 
@@ -181,7 +181,7 @@ fn own_cwd() -> Option<String> {
 
 /// The link, when the server's sandbox policy is the front's; a server's policy is fixed when it
 /// starts, so a front can never loosen (or change) it.
-fn same_sandbox(paths: &Paths, link: Link, policy: &Policy) -> Result<Link> {
+fn same_sandbox(paths: &Paths, link: Greeted, policy: &Policy) -> Result<Greeted> {
     let ours = crate::sandbox::policy_line(policy);
     if link.server.sandbox == ours {
         return Ok(link);
@@ -256,7 +256,7 @@ fn unresponsive(paths: &Paths) -> Error {
 /// Asks the server to end (a `kill` hello, which every version understands) and waits until it
 /// has let go of its pid lock, that is, until its last pane is gone.
 pub(crate) fn end_server(paths: &Paths) -> Result<()> {
-    if let Found::Unresponsive = connect(paths, Role::Kill)?
+    if let Reached::Unresponsive = connect(paths, Role::Kill)?
         && let Some(pid) = paths.read_pid().and_then(|p| libc::pid_t::try_from(p).ok())
     {
         // SAFETY: kill with a pid read from the pid file, which the server holds locked.
@@ -353,7 +353,7 @@ fn peek(line: &[u8]) -> Option<Peek> {
 }
 
 /// Copies stdin to the server and the server to stdout until one of them ends.
-fn pipe(link: Link, limits: LineLimits) -> ExitCode {
+fn pipe(link: Greeted, limits: LineLimits) -> ExitCode {
     let pending: Arc<Mutex<HashSet<String>>> = Arc::default();
     let to_server = link.stream;
     let from_server = link.input;
@@ -494,7 +494,7 @@ pub(crate) fn call(
 ) -> std::result::Result<Value, String> {
     let paths = Paths::new(name).map_err(|e| e.message().to_string())?;
     let link = open(&paths, policy, config).map_err(|e| e.message().to_string())?;
-    let Link { stream, mut input, .. } = link;
+    let Greeted { stream, mut input, .. } = link;
     let messages = [
         jsonrpc::request(
             &json!(1),

@@ -16,7 +16,7 @@ use crate::ids::unix_ms;
 use crate::line;
 use crate::mcp::Mcp;
 use crate::mux::ORCHESTRATION_SESSION;
-use crate::rpc::{Bounds, Connection, Stop, Writer};
+use crate::rpc::{Bounds, Connection, StopCause, Writer};
 use crate::runtime::Runtime;
 use crate::waiter::{Drove, Look, Waiter};
 use crossbeam_channel::{Receiver, Sender};
@@ -241,7 +241,7 @@ impl Host {
         let mcp = Arc::new(Mcp::new(self.runtime.clone(), cwd));
         // Nobody listens for the writer's stop: a failed write shuts the socket down instead,
         // which ends the read loop below.
-        let (stop, _) = crossbeam_channel::bounded::<Stop>(1);
+        let (stop, _) = crossbeam_channel::bounded::<StopCause>(1);
         let writer = Arc::new(Writer::new(Box::new(SocketOut(out)), stop.clone()));
         let connection = Connection::new(mcp.clone(), writer, Bounds::of(&self.runtime.config));
         if let Some(front) = self.fronts.lock().live.get_mut(&id) {

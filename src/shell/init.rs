@@ -1,7 +1,7 @@
 //! How a shell starts with fugue's integration: the families of shells fugue knows, the init
 //! script of each (next to this file) written into the shell's private directory, the arguments
 //! and variables that make the shell read it (`Launch`), and the one line fugue types to run a
-//! command from that directory (`Kind::stub`), whose echo views leave out (`is_stub`).
+//! command from that directory (`Family::stub`), whose echo views leave out (`is_stub`).
 
 use crate::error::Result;
 use crate::tempdir::PrivateDir;
@@ -19,7 +19,7 @@ __fugue_rec() { print -n -- "${1//\\/\\\\}\0" 2>/dev/null >"$__fugue_dir/r"; }"#
 
 /// The families of shells fugue can integrate with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Kind {
+pub(crate) enum Family {
     Bash,
     Zsh,
     Fish,
@@ -32,17 +32,17 @@ pub(crate) enum Kind {
     },
 }
 
-impl Kind {
+impl Family {
     /// The family of the shell at `path`, by its name; `None` for shells fugue cannot integrate.
-    pub(crate) fn of(path: &str) -> Option<Kind> {
+    pub(crate) fn of(path: &str) -> Option<Family> {
         let base = Path::new(path).file_name()?.to_str()?;
         match base {
-            "bash" => Some(Kind::Bash),
-            "zsh" => Some(Kind::Zsh),
-            "fish" => Some(Kind::Fish),
-            "sh" | "dash" | "ash" => Some(Kind::Dash),
-            "ksh" | "ksh93" => Some(Kind::Ksh { default_env: ".kshrc" }),
-            "mksh" | "lksh" => Some(Kind::Ksh { default_env: ".mkshrc" }),
+            "bash" => Some(Family::Bash),
+            "zsh" => Some(Family::Zsh),
+            "fish" => Some(Family::Fish),
+            "sh" | "dash" | "ash" => Some(Family::Dash),
+            "ksh" | "ksh93" => Some(Family::Ksh { default_env: ".kshrc" }),
+            "mksh" | "lksh" => Some(Family::Ksh { default_env: ".mkshrc" }),
             _ => None,
         }
     }
@@ -51,7 +51,7 @@ impl Kind {
     pub(crate) fn stub(self, id: u64) -> String {
         // The leading space keeps the line out of the history where the shell is told to.
         match self {
-            Kind::Fish => format!(" __fugue_b {id}; eval $__fugue_c\r"),
+            Family::Fish => format!(" __fugue_b {id}; eval $__fugue_c\r"),
             _ => format!(" __fugue_b {id};eval \"$__fugue_c\"\r"),
         }
     }
@@ -83,7 +83,7 @@ impl Launch {
         shell: &str,
         env: &mut Vec<(String, String)>,
     ) -> String {
-        if Kind::of(user).is_some() {
+        if Family::of(user).is_some() {
             return self.exec_line(shell);
         }
         env.extend(self.env.iter().cloned());
@@ -100,7 +100,11 @@ impl Launch {
 }
 
 /// Writes the init files for `kind` into `dir` and says how to start the shell with them.
-pub(crate) fn write_init(kind: Kind, dir: &PrivateDir, env: &[(String, String)]) -> Result<Launch> {
+pub(crate) fn write_init(
+    kind: Family,
+    dir: &PrivateDir,
+    env: &[(String, String)],
+) -> Result<Launch> {
     let path = |name: &str| dir.path.join(name).to_string_lossy().into_owned();
     let quoted_dir = quote(&dir.path.to_string_lossy());
     let user = |name: &str| {
@@ -112,11 +116,11 @@ pub(crate) fn write_init(kind: Kind, dir: &PrivateDir, env: &[(String, String)])
     };
     let mut launch = Launch::default();
     match kind {
-        Kind::Bash => {
+        Family::Bash => {
             dir.write("init.bash", &BASH.replace("@DIR@", &quoted_dir))?;
             launch.args = vec!["--init-file".into(), path("init.bash")];
         }
-        Kind::Zsh => {
+        Family::Zsh => {
             let restore = match user("ZDOTDIR") {
                 Some(orig) => format!("export ZDOTDIR={}", quote(&orig)),
                 None => "unset ZDOTDIR".to_string(),
@@ -126,21 +130,21 @@ pub(crate) fn write_init(kind: Kind, dir: &PrivateDir, env: &[(String, String)])
             dir.write("z/.zshenv", &text)?;
             launch.env.push(("ZDOTDIR".into(), path("z")));
         }
-        Kind::Fish => {
+        Family::Fish => {
             dir.write("init.fish", &FISH.replace("@DIR@", &quoted_dir))?;
             launch.args =
                 vec!["--init-command".into(), format!("source {}", quote(&path("init.fish")))];
         }
-        Kind::Dash | Kind::Ksh { .. } => {
+        Family::Dash | Family::Ksh { .. } => {
             let restore = match (user("ENV"), kind) {
                 (Some(orig), _) => format!("__fugue_env={0}\nexport ENV={0}", quote(&orig)),
-                (None, Kind::Ksh { default_env }) => {
+                (None, Family::Ksh { default_env }) => {
                     format!("__fugue_env=\"$HOME\"/{default_env}\nunset ENV")
                 }
                 (None, _) => "__fugue_env=\nunset ENV".to_string(),
             };
             let (head, tail) = match kind {
-                Kind::Dash => (
+                Family::Dash => (
                     r"'${__fugue_a%$((__fugue_k=__fugue_k+1))}$(__fugue_mark $?)'",
                     r"'$(__fugue_report $?)'",
                 ),
@@ -148,7 +152,7 @@ pub(crate) fn write_init(kind: Kind, dir: &PrivateDir, env: &[(String, String)])
             };
             // mksh has no printf builtin, and an external one would show the nonce in /proc.
             let out = match kind {
-                Kind::Ksh { default_env: ".mkshrc" } => MKSH_OUT,
+                Family::Ksh { default_env: ".mkshrc" } => MKSH_OUT,
                 _ => PRINTF_OUT,
             };
             let text = POSIX
@@ -169,8 +173,8 @@ pub(crate) fn write_init(kind: Kind, dir: &PrivateDir, env: &[(String, String)])
 /// A shell that speaks the POSIX language, for text written in it (a pipeline's steps): `shell`
 /// itself when it does (so bash users keep `set -o pipefail`, `[[`, `source`), else /bin/sh.
 pub(crate) fn posix(shell: &str) -> &str {
-    match Kind::of(shell) {
-        Some(Kind::Fish) | None => "/bin/sh",
+    match Family::of(shell) {
+        Some(Family::Fish) | None => "/bin/sh",
         Some(_) => shell,
     }
 }
@@ -199,7 +203,7 @@ mod tests {
 
     #[test]
     fn the_typed_line_is_recognised_after_any_prompt() {
-        for kind in [Kind::Bash, Kind::Fish] {
+        for kind in [Family::Bash, Family::Fish] {
             let typed = kind.stub(12);
             assert!(is_stub(&format!("user@host:~$ {}", typed.trim_end())), "{typed:?}");
         }
@@ -209,9 +213,9 @@ mod tests {
 
     #[test]
     fn shells_are_recognised_by_name() {
-        assert_eq!(Kind::of("/usr/bin/bash"), Some(Kind::Bash));
-        assert_eq!(Kind::of("/bin/sh"), Some(Kind::Dash));
-        assert_eq!(Kind::of("mksh"), Some(Kind::Ksh { default_env: ".mkshrc" }));
-        assert_eq!(Kind::of("/usr/bin/nu"), None);
+        assert_eq!(Family::of("/usr/bin/bash"), Some(Family::Bash));
+        assert_eq!(Family::of("/bin/sh"), Some(Family::Dash));
+        assert_eq!(Family::of("mksh"), Some(Family::Ksh { default_env: ".mkshrc" }));
+        assert_eq!(Family::of("/usr/bin/nu"), None);
     }
 }

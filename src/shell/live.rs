@@ -8,7 +8,7 @@
 //! the shell (status, fugue's own shells, the waits, `fugue_exec`, the pipeline, a cancelled task)
 //! goes through here, so no handler writes shell text.
 
-use super::{Kind, Launch, PROMPT_DRAWN, Prompt, Shell, first_line, quote, shown};
+use super::{Family, Launch, PROMPT_DRAWN, Prompt, Shell, first_line, quote, shown};
 use crate::error::Result;
 use crate::pane::echo::Echo;
 use crate::pane::{Pane, mark};
@@ -110,7 +110,7 @@ impl<'a> Live<'a> {
     /// parse fails with 2, as in bash; the shell goes on to the next step.
     pub(crate) fn run_step(&self, step: &str) -> Result<Typed> {
         let text = match self.shell.kind {
-            Kind::Bash => step.to_string(),
+            Family::Bash => step.to_string(),
             _ => {
                 let (program, step) = (quote(&self.shell.program), quote(step));
                 format!("if {program} -n -c {step} fugue; then eval {step}; else (exit 2); fi")
@@ -225,10 +225,10 @@ pub(crate) fn interrupt(pane: &Pane) -> bool {
 
 /// `command` run in `dir`, as `cd DIR && command` would run it. The command goes in a group of its
 /// own, so that its own `;` and `||` still need the `cd`.
-fn in_dir(kind: Kind, dir: &Path, command: &str) -> String {
+fn in_dir(kind: Family, dir: &Path, command: &str) -> String {
     let dir = quote(&dir.to_string_lossy());
     match kind {
-        Kind::Fish => format!("cd {dir}; and begin\n{command}\nend"),
+        Family::Fish => format!("cd {dir}; and begin\n{command}\nend"),
         _ => format!("cd {dir} && {{\n{command}\n}}"),
     }
 }
@@ -243,9 +243,9 @@ mod tests {
 
     #[test]
     fn a_command_in_a_directory_needs_the_cd() {
-        let posix = in_dir(Kind::Dash, Path::new("/tmp/a'b"), "make; make test");
+        let posix = in_dir(Family::Dash, Path::new("/tmp/a'b"), "make; make test");
         assert_eq!(posix, "cd '/tmp/a'\\''b' && {\nmake; make test\n}");
-        let fish = in_dir(Kind::Fish, Path::new("/tmp"), "make");
+        let fish = in_dir(Family::Fish, Path::new("/tmp"), "make");
         assert_eq!(fish, "cd '/tmp'; and begin\nmake\nend");
     }
 }

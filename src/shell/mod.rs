@@ -23,13 +23,13 @@ pub(crate) mod pool;
 pub(crate) mod status;
 
 use init::write_init;
-pub(crate) use init::{Kind, Launch, is_stub, posix, quote};
+pub(crate) use init::{Family, Launch, is_stub, posix, quote};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::ids::new_id;
-use crate::mux::Stand;
+use crate::mux::StandsAbove;
 use crate::pane::output::Output;
-use crate::pane::{Above, Spec};
+use crate::pane::{Above, PaneSpec};
 use crate::tempdir::{PrivateDir, TempDirs};
 use crate::watch::Watch;
 use crossbeam_channel::Receiver;
@@ -104,7 +104,7 @@ impl Records {
 
 /// A pane's shell integration. Dropping it (with the pane) stops it as `stop` does.
 pub(crate) struct Shell {
-    pub(crate) kind: Kind,
+    pub(crate) kind: Family,
     /// The shell's program, as it was started.
     program: String,
     /// What the reader thread shares: the nonce, the state and its watch.
@@ -133,7 +133,7 @@ impl Shell {
         env: &[(String, String)],
         temp_dirs: &Arc<TempDirs>,
     ) -> Result<Option<(Arc<Shell>, Launch)>> {
-        let Some(kind) = Kind::of(shell) else { return Ok(None) };
+        let Some(kind) = Family::of(shell) else { return Ok(None) };
         let dir = PrivateDir::create_for_shell(temp_dirs)?;
         let nonce = new_id().replace('-', "");
         dir.write("nonce", &format!("{nonce}\n"))?;
@@ -307,10 +307,10 @@ fn wait_readable(file: &File) -> bool {
 /// runtime's `TempDirs`.
 pub(crate) struct Shells(pub(crate) Arc<TempDirs>);
 
-impl Stand for Shells {
+impl StandsAbove for Shells {
     /// A live shell prepared for the pane's own program, whose arguments and variables it adds to
     /// the spec; nothing when the program is not a shell fugue knows.
-    fn stand_above(&self, spec: &mut Spec) -> Result<()> {
+    fn stand_above(&self, spec: &mut PaneSpec) -> Result<()> {
         let Some((shell, launch)) = Shell::prepare(&spec.program, &spec.env, &self.0)? else {
             return Ok(());
         };

@@ -26,10 +26,11 @@ pub(crate) const MAX_SHELLS: usize = 16;
 /// fugue's own shells, per caller directory, in the order they were made.
 #[derive(Default)]
 pub(crate) struct Pool {
-    shells: Mutex<Vec<Entry>>,
+    shells: Mutex<Vec<PooledShell>>,
 }
 
-struct Entry {
+/// One of fugue's own shells in the pool.
+struct PooledShell {
     /// The directory of the callers this shell serves (not where the shell is now).
     dir: PathBuf,
     pane: Arc<Pane>,
@@ -88,7 +89,11 @@ impl Pool {
                 let session = mux.ensure_session(SHELL_SESSION)?;
                 let args = PaneArgs { sandbox, ..PaneArgs::shell(start) };
                 let pane = mux.create_window(&session, None, args)?;
-                shells.push(Entry { dir: dir.to_path_buf(), pane: pane.clone(), claimed: true });
+                shells.push(PooledShell {
+                    dir: dir.to_path_buf(),
+                    pane: pane.clone(),
+                    claimed: true,
+                });
                 pane
             }
         };
@@ -108,7 +113,7 @@ fn shell_dir(pane: &Pane) -> Option<PathBuf> {
     pane.process_cwd().or_else(reported).map(PathBuf::from)
 }
 
-fn all_busy<'e>(entries: impl Iterator<Item = &'e Entry>) -> Error {
+fn all_busy<'e>(entries: impl Iterator<Item = &'e PooledShell>) -> Error {
     let busy: Vec<String> = entries
         .map(|e| {
             let what = Live::of(&e.pane).and_then(|live| live.pending());

@@ -14,9 +14,9 @@ use crate::agent::record::{
 };
 use crate::error::{Error, Result};
 use crate::ids::{PaneId, PipelineId};
-use crate::runtime::{Ctx, Tool};
+use crate::runtime::Runtime;
 use crate::tool::params::{Name, Params, Raw, Spec, Timeout, params};
-use crate::tool::{Answer, RUNS, SETS, schema::*};
+use crate::tool::{Answer, Ctx, RUNS, SETS, Tool, schema::*};
 use crate::waiter::{Drove, Look, Waiter};
 use crate::words::Words;
 use crate::words::words;
@@ -34,7 +34,7 @@ const MAX_PROMPT_BYTES: usize = 1 << 20;
 /// `fugue_agent_pipeline_status` `wait_ms`: answer at once.
 const WAIT_MS: u64 = 0;
 
-pub(crate) static TOOLS: &[Tool] = &[
+pub(crate) static TOOLS: &[Tool<Runtime>] = &[
     Tool {
         name: "fugue_agent_pipeline_create",
         title: "Create agent pipeline",
@@ -182,7 +182,7 @@ fn cost(asked: Option<Raw>, base: Option<f64>) -> Result<Option<f64>> {
     }
 }
 
-fn create(ctx: &Ctx<'_>, args: CreateParams) -> Result<Answer> {
+fn create(ctx: &Ctx<'_, Runtime>, args: CreateParams) -> Result<Answer> {
     let repo = ctx.dir(Some(args.repo));
     let task = prompt_text("task", Some(args.task))?.unwrap_or_default();
     let agents = Agents {
@@ -273,7 +273,7 @@ params! {
     }
 }
 
-fn status(ctx: &Ctx<'_>, args: StatusParams) -> Result<Answer> {
+fn status(ctx: &Ctx<'_, Runtime>, args: StatusParams) -> Result<Answer> {
     let manager = &ctx.agents;
     let repo = match args.repo {
         Some(path) => Some(load_repo(manager, &ctx.dir(Some(path)))?),
@@ -353,9 +353,9 @@ fn load_repo(manager: &Arc<Manager>, path: &Path) -> Result<String> {
 
 /// What a waiter compares: which pipelines exist, and for each its status, stage, attempt and
 /// the attempt's pane (a caller that saw a stage before its pane existed learns the pane).
-type Key = (PipelineId, PipelineStatus, Option<StageType>, u32, Option<PaneId>);
+type Fingerprint = (PipelineId, PipelineStatus, Option<StageType>, u32, Option<PaneId>);
 
-fn keys(handles: &[Arc<Handle>]) -> Vec<Key> {
+fn keys(handles: &[Arc<Handle>]) -> Vec<Fingerprint> {
     handles
         .iter()
         .map(|h| {
@@ -370,7 +370,7 @@ fn keys(handles: &[Arc<Handle>]) -> Vec<Key> {
 /// Waits until a target changes stage or ends (`Change`), or none is running (`Settled`).
 /// Returns whether that happened before the deadline.
 fn wait(
-    ctx: &Ctx<'_>,
+    ctx: &Ctx<'_, Runtime>,
     targets: &dyn Fn() -> Vec<Arc<Handle>>,
     events: &crossbeam_channel::Receiver<()>,
     within: Duration,
@@ -412,7 +412,7 @@ params! {
     }
 }
 
-fn control(ctx: &Ctx<'_>, args: ControlParams) -> Result<Answer> {
+fn control(ctx: &Ctx<'_, Runtime>, args: ControlParams) -> Result<Answer> {
     let manager = &ctx.agents;
     let handle = manager.find(&args.pipeline_id)?;
     let prompt = prompt_text("prompt", args.prompt)?;

@@ -19,12 +19,12 @@ use crate::pane::exit::Exit;
 use crate::pane::search::{Found, Scan};
 use crate::pane::tail;
 use crate::pane::{Pane, mark};
-use crate::runtime::Ctx;
+use crate::runtime::Runtime;
 use crate::shell::live::Live;
 use crate::shell::{Prompt, Shell};
-use crate::tool::Asking;
 use crate::tool::choice::Choice;
 use crate::tool::schema::{nullable, result, typed};
+use crate::tool::{Asking, Ctx};
 use crate::tools::common::quiet::Quiet;
 use crate::tools::common::responses::{Answered, Responder, Responses};
 use crate::waiter::{Drove, Look, Waiter};
@@ -99,7 +99,7 @@ impl Search {
 
 impl Wait<'_> {
     /// Blocks until the wait ends; `Err` only when the call is cancelled.
-    pub(crate) fn run(&mut self, ctx: &Ctx<'_>) -> Result<Outcome> {
+    pub(crate) fn run(&mut self, ctx: &Ctx<'_, Runtime>) -> Result<Outcome> {
         let mut waiter = self.waiter(ctx);
         let search = self.search();
         if !matches!(search, Search::None) {
@@ -129,7 +129,7 @@ impl Wait<'_> {
 
     /// What the wait sleeps on: the shell's records, the pane's end, the call's cancel, the
     /// deadline and the heartbeat.
-    fn waiter(&self, ctx: &Ctx<'_>) -> Waiter {
+    fn waiter(&self, ctx: &Ctx<'_, Runtime>) -> Waiter {
         let mut waiter = Waiter::new()
             .cancel(ctx.cancel.receiver())
             .until(self.deadline)
@@ -227,7 +227,7 @@ impl Wait<'_> {
 
 /// Progress: the seconds waited of the wait's whole, and the last line the pane printed since
 /// `from`.
-fn report(ctx: &Ctx<'_>, pane: &Pane, from: u64, (started, deadline): (Instant, Instant)) {
+fn report(ctx: &Ctx<'_, Runtime>, pane: &Pane, from: u64, (started, deadline): (Instant, Instant)) {
     let line = crate::tools::common::tail(pane, from, pane.output().end(), 1);
     let total = deadline.saturating_duration_since(started).as_secs_f64();
     ctx.progress.report(started.elapsed().as_secs_f64(), Some(total), line.trim_end());
@@ -239,7 +239,7 @@ fn report(ctx: &Ctx<'_>, pane: &Pane, from: u64, (started, deadline): (Instant, 
 /// `status`, `exit_code`, `cwd`, `output` since the write, `offset`, and with responses,
 /// `answered`.
 pub(crate) fn after_input(
-    ctx: &Ctx<'_>,
+    ctx: &Ctx<'_, Runtime>,
     pane: &Arc<Pane>,
     written: Option<(u64, Option<u64>)>,
     wait: Duration,

@@ -17,12 +17,12 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::pane::budget::{self, Budget};
 use crate::pane::search::compile;
 use crate::pane::{Pane, mark};
-use crate::runtime::{Ctx, Tool};
+use crate::runtime::Runtime;
 use crate::shell::live::{Live, Typed};
 use crate::shell::{PROMPT_DRAWN_WAIT, Records};
-use crate::tool::args::Args;
 use crate::tool::params::{Ordered, Param, Params, Spec, Timeout, params};
 use crate::tool::{Answer, RUNS};
+use crate::tool::{Ctx, Tool, args::Args};
 use crate::tools::common::responses::{self, Responder, Responses};
 use crate::tools::common::{Command, KEEP};
 use crate::tools::{SANDBOX, SandboxArg};
@@ -37,7 +37,7 @@ const SHELL_START: Duration = Duration::from_secs(10);
 /// The longest command accepted, in bytes.
 const MAX_COMMAND_BYTES: usize = 1 << 20;
 
-pub(crate) const TOOL: Tool = Tool {
+pub(crate) const TOOL: Tool<Runtime> = Tool {
     name: "fugue_exec",
     title: "Run a command in a live shell",
     description: "Run shell text in a live shell; answer when it ends: status ok/failed \
@@ -74,7 +74,7 @@ params! {
     }
 }
 
-fn exec(ctx: &Ctx<'_>, args: ExecParams) -> Result<Answer> {
+fn exec(ctx: &Ctx<'_, Runtime>, args: ExecParams) -> Result<Answer> {
     let started = Instant::now();
     let Command(command) = args.command;
     if command.len() > MAX_COMMAND_BYTES {
@@ -215,7 +215,7 @@ pub(crate) fn live_shell(pane: &Pane) -> Result<Live<'_>> {
 
 /// Waits until the shell sits at its prompt with nothing running: a shell still starting is
 /// waited for until `deadline`; a busy one is an error at once.
-fn wait_for_prompt(ctx: &Ctx<'_>, live: Live<'_>, deadline: Instant) -> Result<()> {
+fn wait_for_prompt(ctx: &Ctx<'_, Runtime>, live: Live<'_>, deadline: Instant) -> Result<()> {
     let pane = live.pane;
     // Subscribed before any look at the output, so the prompt's mark cannot slip between the
     // look and the wait. Before a command is typed the shell prints little: its start-up lines.

@@ -16,10 +16,10 @@ use crate::pane::exit::PaneState;
 use crate::pane::output::TAIL_SCAN_LIMIT;
 use crate::pane::search::{Found, Scan, compile};
 use crate::pane::tail;
-use crate::runtime::{Ctx, Tool};
-use crate::tool::choice::Choice;
+use crate::runtime::Runtime;
 use crate::tool::params::{Params, Spec, Timeout, params};
 use crate::tool::{Answer, Asking, RUNS, schema::*};
+use crate::tool::{Ctx, Tool, choice::Choice};
 use crate::tools::answer::ExpectStatus;
 use crate::tools::common::KEEP_AS_EXECS;
 use crate::tools::panes::PANE_ID;
@@ -41,7 +41,7 @@ const MAX_QUESTION_BYTES: usize = 4 << 10;
 /// How long a waiter lets streaming output gather between scans (see `Pace`).
 const PACE: Duration = Duration::from_millis(1);
 
-pub(crate) const TOOL: Tool = Tool {
+pub(crate) const TOOL: Tool<Runtime> = Tool {
     name: "fugue_expect",
     title: "Expect pattern",
     description: "Wait until a pane's output matches a regex (text view; while a full-screen \
@@ -71,7 +71,7 @@ pub(crate) const TOOL: Tool = Tool {
 
 words! {
     /// What to do on a match.
-    enum Action {
+    enum OnMatch {
         Notify = "notify",
         ClosePane = "close_pane",
         ReturnOutput = "return_output",
@@ -82,7 +82,7 @@ words! {
     /// `fugue_expect`'s `on_input`: keep waiting for the pattern, or answer `input`. Not the run
     /// tools' `on_input` (`asking::OnInput`): their words are `stop` and `wait`, and both are the
     /// contract.
-    enum OnInput {
+    enum WhenAsked {
         Wait = "wait",
         Return = "return",
     }
@@ -90,7 +90,7 @@ words! {
 
 /// What the answer carries besides the match: the action, and which output it shows.
 struct Answering {
-    action: Action,
+    action: OnMatch,
     lines: usize,
     /// With `since`, the output returned begins there; otherwise 0.
     since: u64,
@@ -103,7 +103,7 @@ impl Answering {
     /// `output` for `return_output`: the last `lines` lines of what came after `since`, with the
     /// lines that matter before them, within the budget.
     fn output(&self, pane: &Pane) -> Option<AnswerOutput> {
-        if self.action != Action::ReturnOutput {
+        if self.action != OnMatch::ReturnOutput {
             return None;
         }
         let budget = Budget::tail(self.bytes, self.lines, self.keep.as_ref());
@@ -184,26 +184,26 @@ params! {
              match the line itself instead",
         ),
         timeout_ms: Timeout = Spec::new("Give up after this long").or(TIMEOUT_MS),
-        action: Action = Spec::new("What to do on a match"),
+        action: OnMatch = Spec::new("What to do on a match"),
         lines: usize = Spec::new("Lines of existing output to search, and to return")
             .range(1, 100_000)
             .or(LINES),
         since: Option<u64> = Spec::new("Search only output after this offset"),
-        on_input: OnInput = Spec::new(
+        on_input: WhenAsked = Spec::new(
             "return: answer input if a program asks first",
         ),
         keep: Option<String> = KEEP_AS_EXECS,
     }
 }
 
-fn expect(ctx: &Ctx<'_>, args: ExpectParams) -> Result<Answer> {
+fn expect(ctx: &Ctx<'_, Runtime>, args: ExpectParams) -> Result<Answer> {
     let started = Instant::now();
     let pane = ctx.mux.pane(&args.pane_id)?;
     let pattern = args.pattern.as_str();
     let regex = compile(pattern, ctx.config.max_regex_bytes)?;
     let Timeout(timeout) = args.timeout_ms;
     let (action, lines, since) = (args.action, args.lines, args.since);
-    let return_on_input = args.on_input == OnInput::Return;
+    let return_on_input = args.on_input == WhenAsked::Return;
     let keep = crate::tools::common::keep(args.keep.as_deref(), ctx.config.max_regex_bytes)?;
 
     // Subscribe before the first look, so nothing printed in between is missed.
@@ -266,7 +266,7 @@ impl Expecting<'_> {
     /// One look of the wait: a scan, and what the wait does next. More output waiting to be
     /// scanned is scanned at once; over a flood (see `Pace`) the output gathers for `PACE` before
     /// the next scan; otherwise the wait sleeps until something is printed or a look is due.
-    fn look(&mut self, ctx: &Ctx<'_>) -> Look<Result<Answer>> {
+    fn look(&mut self, ctx: &Ctx<'_, Runtime>) -> Look<Result<Answer>> {
         self.pace.look(Instant::now());
         match self.scan(ctx) {
             Scanned::Answer(answer) => Look::Done(answer),
@@ -279,7 +279,7 @@ impl Expecting<'_> {
     }
 
     /// One scan of what the pane printed since the last, then a look at the process.
-    fn scan(&mut self, ctx: &Ctx<'_>) -> Scanned {
+    fn scan(&mut self, ctx: &Ctx<'_, Runtime>) -> Scanned {
         let step = self.scan.step(self.pane);
         if let Some(found) = step.found {
             return Scanned::Answer(self.matched(ctx, found));
@@ -303,14 +303,14 @@ impl Expecting<'_> {
     }
 
     /// The deadline passed: one last look, since output may have arrived with it.
-    fn last_look(&mut self, ctx: &Ctx<'_>) -> Result<Answer> {
+    fn last_look(&mut self, ctx: &Ctx<'_, Runtime>) -> Result<Answer> {
         if let Some(found) = self.scan.step(self.pane).found {
             return self.matched(ctx, found);
         }
         Answer::of(&self.outcome(ExpectStatus::Timeout, self.pane.output().end()))
     }
 
-    fn matched(&self, ctx: &Ctx<'_>, found: Found) -> Result<Answer> {
+    fn matched(&self, ctx: &Ctx<'_, Runtime>, found: Found) -> Result<Answer> {
         finish_match(ctx, self.pane, self.pattern, found, &self.answering, self.started)
     }
 
@@ -320,7 +320,7 @@ impl Expecting<'_> {
 }
 
 fn finish_match(
-    ctx: &Ctx<'_>,
+    ctx: &Ctx<'_, Runtime>,
     pane: &Pane,
     pattern: &str,
     found: Found,
@@ -331,7 +331,7 @@ fn finish_match(
     answer.alternate_screen = found.screen;
     answer.found = Some(found);
     answer.output = answering.output(pane);
-    if answering.action == Action::ClosePane {
+    if answering.action == OnMatch::ClosePane {
         // Through the registry, so the pane leaves the session as with fugue_close_pane; if
         // someone closed it meanwhile, it is gone all the same.
         let _ = ctx.mux.close_pane(&pane.id);

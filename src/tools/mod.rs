@@ -31,7 +31,7 @@ pub(crate) mod wait;
 
 use crate::error::{Error, Result};
 use crate::pane::Pane;
-use crate::sandbox::{self, Asked, Mode, Policy};
+use crate::sandbox::{self, CallSandbox, Mode, Policy};
 use crate::tool::args::Args;
 use crate::tool::params::{Param, Spec, nested, params};
 use crate::words::Words;
@@ -49,13 +49,15 @@ pub(crate) const SANDBOX_AS_EXECS: Spec = Spec::new("As fugue_exec's");
 
 /// What a call asked for in its `sandbox` argument, checked; `policy` makes it a pane's policy.
 #[derive(Debug, Clone)]
-pub(crate) struct SandboxArg(Asked);
+pub(crate) struct SandboxArg(CallSandbox);
 
 impl Param for Option<SandboxArg> {
     fn read(args: &Args<'_>, key: &str, _: &Spec) -> Result<Self> {
         let Some(value) = args.value(key) else { return Ok(None) };
         let asked = match value {
-            Value::String(word) => Asked { mode: Some(mode_of(word)?), ..Asked::default() },
+            Value::String(word) => {
+                CallSandbox { mode: Some(mode_of(word)?), ..CallSandbox::default() }
+            }
             Value::Object(_) => asked_object(nested(&args.at(key), value)?)?,
             _ => return Err(Error::invalid(sandbox_forms())),
         };
@@ -133,7 +135,7 @@ params! {
     }
 }
 
-fn asked_object(object: SandboxObject) -> Result<Asked> {
+fn asked_object(object: SandboxObject) -> Result<CallSandbox> {
     let mut writable = Vec::new();
     for root in object.writable {
         if root.is_empty() || root.contains('\0') {
@@ -149,7 +151,7 @@ fn asked_object(object: SandboxObject) -> Result<Asked> {
             return Err(Error::invalid(format!("sandbox.network {other:?}: it is on or off")));
         }
     };
-    Ok(Asked { mode: Some(mode_of(&object.mode)?), network, writable })
+    Ok(CallSandbox { mode: Some(mode_of(&object.mode)?), network, writable })
 }
 
 fn mode_of(word: &str) -> Result<Mode> {

@@ -10,10 +10,10 @@ use crate::ids::{PaneId, SessionId, WindowId};
 use crate::mux::PaneArgs;
 use crate::pane::Pane;
 use crate::pane::exit::{Exit, ExitFields, SignalField};
-use crate::runtime::{Ctx, Tool};
-use crate::tool::choice::Choice;
+use crate::runtime::Runtime;
 use crate::tool::params::{Name, Params, Spec, params};
 use crate::tool::{Answer, ENDS, READS, SETS, STARTS, schema::*};
+use crate::tool::{Ctx, Tool, choice::Choice};
 use crate::tools::{SANDBOX_AS_EXECS, SandboxArg};
 use serde::Serialize;
 use serde_json::Value;
@@ -33,7 +33,7 @@ use shared::{NoParams, PaneParams, SESSION_ID};
 pub(crate) use view::session_json;
 use view::{OutputParams, get_output, get_status, list_sessions};
 
-pub(crate) static TOOLS: &[Tool] = &[
+pub(crate) static TOOLS: &[Tool<Runtime>] = &[
     Tool {
         name: "fugue_list_sessions",
         title: "List sessions",
@@ -277,7 +277,7 @@ struct NewPaneOf {
 
 impl NewPaneOf {
     /// The pane to make, for a caller working in `ctx.cwd`.
-    fn args(self, ctx: &Ctx<'_>) -> Result<PaneArgs> {
+    fn args(self, ctx: &Ctx<'_, Runtime>) -> Result<PaneArgs> {
         if self.command.as_deref().is_some_and(|c| c.trim().is_empty()) {
             return Err(Error::invalid(
                 "argument 'command' is empty; omit it for an interactive shell",
@@ -321,7 +321,7 @@ impl Created {
     }
 }
 
-fn create_session(ctx: &Ctx<'_>, args: NewSession) -> Result<Answer> {
+fn create_session(ctx: &Ctx<'_, Runtime>, args: NewSession) -> Result<Answer> {
     let asked = args.sandbox.is_some();
     let pane = NewPaneOf {
         name: None,
@@ -337,7 +337,7 @@ fn create_session(ctx: &Ctx<'_>, args: NewSession) -> Result<Answer> {
     Answer::of(&Created { session_id, window_id, ..created })
 }
 
-fn create_window(ctx: &Ctx<'_>, args: NewWindow) -> Result<Answer> {
+fn create_window(ctx: &Ctx<'_, Runtime>, args: NewWindow) -> Result<Answer> {
     let asked = args.sandbox.is_some();
     let pane = NewPaneOf {
         name: None,
@@ -353,7 +353,7 @@ fn create_window(ctx: &Ctx<'_>, args: NewWindow) -> Result<Answer> {
     Answer::of(&Created { window_id: Some(pane.window_id.clone()), ..created })
 }
 
-fn create_pane(ctx: &Ctx<'_>, args: NewPane) -> Result<Answer> {
+fn create_pane(ctx: &Ctx<'_, Runtime>, args: NewPane) -> Result<Answer> {
     let asked = args.sandbox.is_some();
     let pane = NewPaneOf {
         name: args.name,
@@ -383,7 +383,7 @@ struct Resized {
     cols: u16,
 }
 
-fn resize_pane(ctx: &Ctx<'_>, args: ResizeParams) -> Result<Answer> {
+fn resize_pane(ctx: &Ctx<'_, Runtime>, args: ResizeParams) -> Result<Answer> {
     let pane = ctx.mux.pane(&args.pane_id)?;
     crate::pane::check_size(args.rows, args.cols)?;
     pane.resize(args.rows, args.cols)?;
@@ -392,7 +392,7 @@ fn resize_pane(ctx: &Ctx<'_>, args: ResizeParams) -> Result<Answer> {
 
 /// One pane `fugue_close_pane` closed, and how its process ended.
 #[derive(Serialize)]
-struct Ended {
+struct ClosedPane {
     pane_id: PaneId,
     #[serde(flatten)]
     exit: ExitFields,
@@ -403,9 +403,9 @@ struct Ended {
 struct Closed {
     closed: bool,
     #[serde(flatten)]
-    one: Option<Ended>,
+    one: Option<ClosedPane>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    results: Option<Vec<Ended>>,
+    results: Option<Vec<ClosedPane>>,
 }
 
 params! {
@@ -416,8 +416,8 @@ params! {
     }
 }
 
-fn close_pane(ctx: &Ctx<'_>, args: CloseParams) -> Result<Answer> {
-    let ended = |(pane, exit): &(Arc<Pane>, Option<Exit>)| Ended {
+fn close_pane(ctx: &Ctx<'_, Runtime>, args: CloseParams) -> Result<Answer> {
+    let ended = |(pane, exit): &(Arc<Pane>, Option<Exit>)| ClosedPane {
         pane_id: pane.id.clone(),
         exit: ExitFields::new(*exit, SignalField::Always),
     };
@@ -447,7 +447,7 @@ params! {
     }
 }
 
-fn close_session(ctx: &Ctx<'_>, args: SessionParams) -> Result<Answer> {
+fn close_session(ctx: &Ctx<'_, Runtime>, args: SessionParams) -> Result<Answer> {
     let closed = ctx.mux.close_session(&args.session_id)?;
     let pane_ids: Vec<&str> = closed.iter().map(|(p, _)| &p.id[..]).collect();
     Answer::of(&SessionClosed { closed: pane_ids.len(), pane_ids })

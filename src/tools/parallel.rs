@@ -18,10 +18,10 @@ use crate::mux::{self, Mux, ORCHESTRATION_SESSION, PaneArgs, Reserved};
 use crate::pane::Pane;
 use crate::pane::activity::InputWatch;
 use crate::pane::exit::{Exit, ExitFields, SignalField};
-use crate::runtime::{Ctx, Tool};
-use crate::tool::choice::Choice;
+use crate::runtime::Runtime;
 use crate::tool::params::{Name, Ordered, Params, Spec, Timeout, params};
 use crate::tool::{self, Answer, RUNS, schema::*};
+use crate::tool::{Ctx, Tool, choice::Choice};
 use crate::tools::answer::{CommandEnd, CommandResult, RunStatus, command_result_schema, denied};
 use crate::tools::common::asking::{Asked, ON_INPUT, OnInput, Told};
 use crate::tools::common::responses::{AS_EXECS, Responder, Responses};
@@ -52,7 +52,7 @@ words! {
     }
 }
 
-pub(crate) const TOOL: Tool = Tool {
+pub(crate) const TOOL: Tool<Runtime> = Tool {
     name: "fugue_run_parallel",
     title: "Run commands in parallel",
     description: "Run 1-10 commands at once, each in its own pane ($SHELL -c command); wait for \
@@ -157,7 +157,7 @@ params! {
     }
 }
 
-fn run_parallel(ctx: &Ctx<'_>, args: ParallelParams) -> Result<Answer> {
+fn run_parallel(ctx: &Ctx<'_, Runtime>, args: ParallelParams) -> Result<Answer> {
     let started = Instant::now();
     let mut tasks = parse_tasks(args.commands, ctx.cwd, ctx.config.max_regex_bytes)?;
     let responses: Vec<Option<Responses>> = tasks.iter_mut().map(|t| t.responses.take()).collect();
@@ -393,7 +393,7 @@ impl Launched<'_> {
 /// is found asking. Wakes only on events: a pane's exit (not its output), the cancel channel, the
 /// heartbeat, and the next look at /proc that a watch wants.
 fn wait_all(
-    ctx: &Ctx<'_>,
+    ctx: &Ctx<'_, Runtime>,
     jobs: &mut [Launched<'_>],
     deadline: Instant,
     started: Instant,
@@ -474,7 +474,7 @@ fn progress_message(total: usize, waiting: &[&str], secs: f64) -> String {
 }
 
 /// Progress: commands finished of the total, and which ones are still running.
-fn report(ctx: &Ctx<'_>, jobs: &[Launched<'_>], started: Instant) {
+fn report(ctx: &Ctx<'_, Runtime>, jobs: &[Launched<'_>], started: Instant) {
     if !ctx.progress.is_wanted() {
         return;
     }

@@ -32,12 +32,12 @@ use crate::mux::{ORCHESTRATION_SESSION, PaneArgs, Place};
 use crate::pane::Pane;
 use crate::pane::budget::Fitted;
 use crate::pane::exit::{Exit, ExitFields, SignalField};
-use crate::runtime::{Ctx, Tool};
+use crate::runtime::Runtime;
 use crate::shell::{Launch, Shell};
 use crate::tempdir::PrivateDir;
-use crate::tool::choice::Choice;
 use crate::tool::params::Params;
 use crate::tool::{Answer, RUNS, schema::*};
+use crate::tool::{Ctx, Tool, choice::Choice};
 use crate::tools::answer::{CommandEnd, CommandResult, RunStatus, command_result_schema};
 use crate::tools::common::asking::{self, Told};
 use crate::tools::common::responses::{Responder, Responses};
@@ -49,7 +49,7 @@ use serde::Serialize;
 use std::sync::Arc;
 use std::time::Instant;
 
-pub(crate) const TOOL: Tool = Tool {
+pub(crate) const TOOL: Tool<Runtime> = Tool {
     name: "fugue_run_pipeline",
     title: "Run a command pipeline",
     description: "Run steps one after another in one pane and one shell (cd, export carry over). \
@@ -76,7 +76,7 @@ pub(crate) const TOOL: Tool = Tool {
     call: |ctx, args| run_pipeline(ctx, Params::read(args)?),
 };
 
-fn run_pipeline(ctx: &Ctx<'_>, args: PipelineParams) -> Result<Answer> {
+fn run_pipeline(ctx: &Ctx<'_, Runtime>, args: PipelineParams) -> Result<Answer> {
     let started = Instant::now();
     let (mut plan, sandbox) = parse_plan(args, ctx.cwd, &ctx.config)?;
     let responses: Vec<Option<Responses>> =
@@ -165,7 +165,7 @@ struct PipelineAnswer {
 /// The pipeline's pane: a window of its own in the orchestration session, running the steps'
 /// shell, interactive and with fugue's integration.
 fn start_pane(
-    ctx: &Ctx<'_>,
+    ctx: &Ctx<'_, Runtime>,
     plan: &PipelinePlan,
     shell: &str,
     launch: &Launch,

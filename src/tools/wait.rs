@@ -18,12 +18,12 @@ use crate::pane::exit::Exit;
 use crate::pane::mark::{self, CATCH_UP};
 use crate::pane::search::{Found, Scan, compile};
 use crate::pane::tail;
-use crate::runtime::{Ctx, Tool};
+use crate::runtime::Runtime;
 use crate::shell::Prompt;
 use crate::shell::live::Live;
-use crate::tool::choice::Choice;
 use crate::tool::params::{Params, Spec, Timeout, params};
 use crate::tool::{Answer, Asking, RUNS, schema::*};
+use crate::tool::{Ctx, Tool, choice::Choice};
 use crate::tools::answer::{ExecStatus, Stand, WaitStatus};
 use crate::tools::common::KEEP_AS_EXECS;
 use crate::tools::common::quiet::Quiet;
@@ -58,7 +58,7 @@ words! {
     }
 }
 
-pub(crate) const TOOL: Tool = Tool {
+pub(crate) const TOOL: Tool<Runtime> = Tool {
     name: "fugue_wait",
     title: "Wait on panes",
     description: "Wait on 1-32 panes (jobs left running, commands) and answer when one (mode any) or all have an outcome, as \
@@ -275,7 +275,7 @@ params! {
     }
 }
 
-fn wait(ctx: &Ctx<'_>, args: WaitParams) -> Result<Answer> {
+fn wait(ctx: &Ctx<'_, Runtime>, args: WaitParams) -> Result<Answer> {
     let started = Instant::now();
     let all = args.mode == WaitMode::All;
     let regex_limit = ctx.config.max_regex_bytes;
@@ -318,7 +318,7 @@ fn wait(ctx: &Ctx<'_>, args: WaitParams) -> Result<Answer> {
 }
 
 /// The panes named, each found before anything waits; one named twice is an error.
-fn panes(ctx: &Ctx<'_>, ids: &[String]) -> Result<Vec<Arc<Pane>>> {
+fn panes(ctx: &Ctx<'_, Runtime>, ids: &[String]) -> Result<Vec<Arc<Pane>>> {
     let mut panes: Vec<Arc<Pane>> = Vec::with_capacity(ids.len());
     for id in ids {
         let pane = ctx.mux.pane(id)?;
@@ -354,7 +354,7 @@ fn look(watched: &mut [Watched], fired: &mut Vec<PaneId>, all: bool) -> Look<()>
 }
 
 /// Progress: the seconds waited, and what still runs.
-fn report(ctx: &Ctx<'_>, watched: &[Watched], started: Instant, deadline: Instant) {
+fn report(ctx: &Ctx<'_, Runtime>, watched: &[Watched], started: Instant, deadline: Instant) {
     let running: Vec<String> = watched
         .iter()
         .filter(|w| w.outcome.is_none())

@@ -31,7 +31,7 @@ impl Recorder {
 fn attached(input: bool) -> (App, Recorder) {
     let out = Recorder::default();
     let info = json!({"pid": 42, "client": {"name": "agent", "version": "1.0"}});
-    let mut app = App::new(Box::new(out.clone()), &info, (input, Target::default()), (24, 80));
+    let mut app = App::new(Box::new(out.clone()), &info, (input, WindowRef::default()), (24, 80));
     app.tick();
     let sent = out.take();
     assert_eq!(sent.len(), 1, "one window fetch: {sent:?}");
@@ -110,7 +110,8 @@ fn with_input_keys_are_typed_into_the_focused_pane_in_one_request() {
 #[test]
 fn what_is_typed_before_the_first_view_waits_for_a_pane() {
     let out = Recorder::default();
-    let mut app = App::new(Box::new(out.clone()), &json!({}), (true, Target::default()), (24, 80));
+    let mut app =
+        App::new(Box::new(out.clone()), &json!({}), (true, WindowRef::default()), (24, 80));
     app.keys(b"early");
     assert!(out.take().is_empty(), "no pane yet");
     app.tick();

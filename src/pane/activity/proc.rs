@@ -46,7 +46,7 @@ const MAX_SET: u64 = 4096;
 
 /// What one thread (or the whole group) waits for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(super) enum Wait {
+pub(super) enum Waiting {
     /// Sleeps in a call that no input or outside event ends: a lock, a signal wait, a child.
     /// Neither proves nor disproves a question.
     Neutral,
@@ -62,37 +62,36 @@ pub(super) enum Wait {
     Busy,
 }
 
-impl Wait {
+impl Waiting {
     /// Two threads' (or processes') verdicts as one: the worse (busy over denied over terminal
     /// over neutral), so a single thread waiting on a socket makes a forwarder busy; and a timer
     /// anywhere makes a wait for the terminal a timed one.
-    pub(super) fn and(self, other: Wait) -> Wait {
+    pub(super) fn and(self, other: Waiting) -> Waiting {
         match (self, other) {
-            (Wait::Timer, Wait::Terminal { .. }) | (Wait::Terminal { .. }, Wait::Timer) => {
-                Wait::Terminal { timed: true }
-            }
+            (Waiting::Timer, Waiting::Terminal { .. })
+            | (Waiting::Terminal { .. }, Waiting::Timer) => Waiting::Terminal { timed: true },
             _ => self.max(other),
         }
     }
 }
 
-/// The foreground group's verdict: its processes' verdicts together (`Wait::and`). With it, a
+/// The foreground group's verdict: its processes' verdicts together (`Waiting::and`). With it, a
 /// process that waits for the terminal: the program that asks, if it does.
-pub(super) fn group_wait(terminal: &Terminal, table: &ProcessTable) -> (Wait, Option<u32>) {
+pub(super) fn group_wait(terminal: &Terminal, table: &ProcessTable) -> (Waiting, Option<u32>) {
     let members = group_members(terminal.group, table);
     if members.is_empty() {
-        return (Wait::Busy, None);
+        return (Waiting::Busy, None);
     }
-    let mut worst = Wait::Neutral;
+    let mut worst = Waiting::Neutral;
     let mut asker = None;
     for pid in members {
         let wait = process_wait(pid, terminal);
-        if matches!(wait, Wait::Terminal { .. }) {
+        if matches!(wait, Waiting::Terminal { .. }) {
             asker = asker.or(Some(pid));
         }
         worst = worst.and(wait);
-        if worst == Wait::Busy {
-            return (Wait::Busy, None);
+        if worst == Waiting::Busy {
+            return (Waiting::Busy, None);
         }
     }
     (worst, asker)
@@ -103,18 +102,18 @@ pub(super) fn group_wait(terminal: &Terminal, table: &ProcessTable) -> (Wait, Op
 /// part of what the pane shows, and counts as neutral: a shell without job control keeps its
 /// background jobs in the foreground group, so `fish -c read` on a first run has fish's man-page
 /// completion generator (python3, output to /dev/null) computing beside the question for minutes.
-fn process_wait(pid: u32, terminal: &Terminal) -> Wait {
-    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else { return Wait::Busy };
-    let mut worst = Wait::Neutral;
+fn process_wait(pid: u32, terminal: &Terminal) -> Waiting {
+    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else { return Waiting::Busy };
+    let mut worst = Waiting::Neutral;
     for tid in tasks.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok()) {
         worst = worst.and(thread_wait(pid, tid, terminal));
-        if worst == Wait::Busy {
+        if worst == Waiting::Busy {
             break;
         }
     }
-    if worst == Wait::Busy && !prints_to(pid, &terminal.path) {
+    if worst == Waiting::Busy && !prints_to(pid, &terminal.path) {
         log::debug(&format!("activity: process {pid} works but cannot print to the terminal"));
-        return Wait::Neutral;
+        return Waiting::Neutral;
     }
     worst
 }
@@ -187,7 +186,7 @@ fn process_groups() -> Groups {
 /// What thread `tid` of process `pid` waits for. A thread caught awake is looked at again,
 /// `AWAKE_GAP` apart, and counts as working only if every one of `AWAKE_LOOKS` looks finds it
 /// awake.
-fn thread_wait(pid: u32, tid: u32, terminal: &Terminal) -> Wait {
+fn thread_wait(pid: u32, tid: u32, terminal: &Terminal) -> Waiting {
     let mut last = Awake::Running(0);
     for look in 0..AWAKE_LOOKS {
         if look > 0 {
@@ -199,7 +198,7 @@ fn thread_wait(pid: u32, tid: u32, terminal: &Terminal) -> Wait {
         }
     }
     log::debug(&format!("activity: thread {pid}/{tid} awake in {AWAKE_LOOKS} looks, last {last}"));
-    Wait::Busy
+    Waiting::Busy
 }
 
 /// How a look found a thread awake, for the log.
@@ -221,41 +220,41 @@ impl std::fmt::Display for Awake {
 
 /// One look at a thread: what it waits for, or `Err` when it is awake, so that one look cannot
 /// tell.
-fn thread_look(pid: u32, tid: u32, terminal: &Terminal) -> Result<Wait, Awake> {
+fn thread_look(pid: u32, tid: u32, terminal: &Terminal) -> Result<Waiting, Awake> {
     let task = format!("/proc/{pid}/task/{tid}");
     match crate::procfs::stat_at(&format!("{task}/stat")).map(|s| s.state) {
         // A thread that ended since the listing, or a zombie, waits for nothing.
-        None | Some(b'Z' | b'X') => return Ok(Wait::Neutral),
+        None | Some(b'Z' | b'X') => return Ok(Waiting::Neutral),
         Some(b'S') => {}
         Some(state @ (b'R' | b'D')) => return Err(Awake::Running(state)),
         // Stopped or traced: in doubt.
-        Some(_) => return Ok(Wait::Busy),
+        Some(_) => return Ok(Waiting::Busy),
     }
     let line = match fs::read_to_string(format!("{task}/syscall")) {
         Ok(text) => text,
-        Err(e) if denied(&e) => return Ok(Wait::Denied),
-        Err(_) => return Ok(Wait::Neutral),
+        Err(e) if denied(&e) => return Ok(Waiting::Denied),
+        Err(_) => return Ok(Waiting::Neutral),
     };
     // `running`: it woke between the two reads.
     let call = syscalls::Call::parse(&line).ok_or_else(|| Awake::Moved(line.clone()))?;
     let proc = Proc { pid, tty: &terminal.path };
     let kind = syscalls::classify(call.nr);
     let wait = match kind {
-        syscalls::Kind::Neutral => Wait::Neutral,
+        syscalls::Kind::Neutral => Waiting::Neutral,
         // An epoll descriptor counts by its members, so both wait on the one descriptor `a0`.
         syscalls::Kind::Read | syscalls::Kind::Epoll => proc.set_wait(&[call.args[0]], 0),
         syscalls::Kind::Poll => proc.poll_wait(call.args[0], call.args[1]),
         syscalls::Kind::Select => proc.select_wait(&call.args),
-        syscalls::Kind::Other => Wait::Busy,
+        syscalls::Kind::Other => Waiting::Busy,
     };
     // The set says what may end the wait; the call says whether a timer may end it too.
     let wait = match wait {
-        Wait::Terminal { .. } if kind == syscalls::Kind::Read => {
-            Wait::Terminal { timed: terminal.timed_reads }
+        Waiting::Terminal { .. } if kind == syscalls::Kind::Read => {
+            Waiting::Terminal { timed: terminal.timed_reads }
         }
-        Wait::Terminal { timed } => Wait::Terminal { timed: timed || !call.endless() },
-        Wait::Neutral if runtimes_own_sleep(pid, tid, &call) => Wait::Neutral,
-        Wait::Neutral if !call.endless() => Wait::Timer,
+        Waiting::Terminal { timed } => Waiting::Terminal { timed: timed || !call.endless() },
+        Waiting::Neutral if runtimes_own_sleep(pid, tid, &call) => Waiting::Neutral,
+        Waiting::Neutral if !call.endless() => Waiting::Timer,
         wait => wait,
     };
     // The wait set was read from the thread's memory after its call line: a thread that left the
@@ -313,12 +312,12 @@ impl Proc<'_> {
     /// from outside besides it. A set of the process's own wake-ups only is neutral, as a lock
     /// is (node's helper threads); an epoll set among them counts by its members (two levels down
     /// at most).
-    fn set_wait(&self, fds: &[u64], depth: u32) -> Wait {
-        let mut wait = Wait::Neutral;
+    fn set_wait(&self, fds: &[u64], depth: u32) -> Waiting {
+        let mut wait = Waiting::Neutral;
         for &fd in fds {
             match self.fd_kind(fd) {
-                Ok(FdKind::Terminal) => wait = wait.and(Wait::Terminal { timed: false }),
-                Ok(FdKind::Timer) => wait = wait.and(Wait::Timer),
+                Ok(FdKind::Terminal) => wait = wait.and(Waiting::Terminal { timed: false }),
+                Ok(FdKind::Timer) => wait = wait.and(Waiting::Timer),
                 Ok(FdKind::Internal) => {}
                 Ok(FdKind::Epoll) if depth < 2 => {
                     let members = match self.epoll_members(fd) {
@@ -326,22 +325,22 @@ impl Proc<'_> {
                         Err(wait) => return wait,
                     };
                     match self.set_wait(&members, depth + 1) {
-                        inner @ (Wait::Terminal { .. } | Wait::Timer | Wait::Neutral) => {
+                        inner @ (Waiting::Terminal { .. } | Waiting::Timer | Waiting::Neutral) => {
                             wait = wait.and(inner);
                         }
                         busy => return busy,
                     }
                 }
-                Ok(FdKind::Epoll | FdKind::Other) => return Wait::Busy,
+                Ok(FdKind::Epoll | FdKind::Other) => return Waiting::Busy,
                 Err(wait) => return wait,
             }
         }
         wait
     }
 
-    fn fd_kind(&self, fd: u64) -> Result<FdKind, Wait> {
+    fn fd_kind(&self, fd: u64) -> Result<FdKind, Waiting> {
         let link = fs::read_link(format!("/proc/{}/fd/{fd}", self.pid))
-            .map_err(|e| if denied(&e) { Wait::Denied } else { Wait::Busy })?;
+            .map_err(|e| if denied(&e) { Waiting::Denied } else { Waiting::Busy })?;
         let link = link.to_string_lossy();
         Ok(if link == self.tty || link == "/dev/tty" {
             FdKind::Terminal
@@ -384,9 +383,9 @@ impl Proc<'_> {
     }
 
     /// poll/ppoll: `count` `struct pollfd { int fd; short events, revents; }` at `addr`.
-    fn poll_wait(&self, addr: u64, count: u64) -> Wait {
+    fn poll_wait(&self, addr: u64, count: u64) -> Waiting {
         if count == 0 || count > MAX_SET {
-            return Wait::Busy;
+            return Waiting::Busy;
         }
         let bytes = match self.memory(addr, count as usize * 8) {
             Ok(bytes) => bytes,
@@ -401,10 +400,10 @@ impl Proc<'_> {
     }
 
     /// select/pselect6: `nfds`, then the read, write and except sets (null pointers are absent).
-    fn select_wait(&self, args: &[u64; 6]) -> Wait {
+    fn select_wait(&self, args: &[u64; 6]) -> Waiting {
         let nfds = args[0];
         if nfds == 0 || nfds > MAX_SET {
-            return Wait::Busy;
+            return Waiting::Busy;
         }
         let len = nfds.div_ceil(64) as usize * 8;
         let mut fds = Vec::new();
@@ -424,22 +423,22 @@ impl Proc<'_> {
     }
 
     /// The members of the epoll set `epfd`: the `tfd:` lines of its fdinfo.
-    fn epoll_members(&self, epfd: u64) -> Result<Vec<u64>, Wait> {
+    fn epoll_members(&self, epfd: u64) -> Result<Vec<u64>, Waiting> {
         let info = fs::read_to_string(format!("/proc/{}/fdinfo/{epfd}", self.pid))
-            .map_err(|e| if denied(&e) { Wait::Denied } else { Wait::Busy })?;
+            .map_err(|e| if denied(&e) { Waiting::Denied } else { Waiting::Busy })?;
         info.lines()
             .filter_map(|l| l.strip_prefix("tfd:")?.split_whitespace().next())
-            .map(|fd| fd.parse::<u64>().map_err(|_| Wait::Busy))
+            .map(|fd| fd.parse::<u64>().map_err(|_| Waiting::Busy))
             .collect()
     }
 
     /// `len` bytes of the process's memory at `addr` (needs ptrace-attach permission, which fugue
     /// has over its descendants).
-    fn memory(&self, addr: u64, len: usize) -> Result<Vec<u8>, Wait> {
+    fn memory(&self, addr: u64, len: usize) -> Result<Vec<u8>, Waiting> {
         let file = fs::File::open(format!("/proc/{}/mem", self.pid))
-            .map_err(|e| if denied(&e) { Wait::Denied } else { Wait::Busy })?;
+            .map_err(|e| if denied(&e) { Waiting::Denied } else { Waiting::Busy })?;
         let mut buf = vec![0u8; len];
-        file.read_exact_at(&mut buf, addr).map_err(|_| Wait::Busy)?;
+        file.read_exact_at(&mut buf, addr).map_err(|_| Waiting::Busy)?;
         Ok(buf)
     }
 }
@@ -450,17 +449,18 @@ mod tests {
 
     #[test]
     fn the_worst_wait_wins() {
-        let endless = Wait::Terminal { timed: false };
-        let timed = Wait::Terminal { timed: true };
-        let waits = [Wait::Neutral, Wait::Timer, endless, timed, Wait::Denied, Wait::Busy];
-        assert_eq!(waits.iter().fold(Wait::Neutral, |a, b| a.and(*b)), Wait::Busy);
-        assert_eq!(Wait::Neutral.and(endless), endless);
-        assert_eq!(Wait::Neutral.and(Wait::Timer), Wait::Timer);
+        let endless = Waiting::Terminal { timed: false };
+        let timed = Waiting::Terminal { timed: true };
+        let waits =
+            [Waiting::Neutral, Waiting::Timer, endless, timed, Waiting::Denied, Waiting::Busy];
+        assert_eq!(waits.iter().fold(Waiting::Neutral, |a, b| a.and(*b)), Waiting::Busy);
+        assert_eq!(Waiting::Neutral.and(endless), endless);
+        assert_eq!(Waiting::Neutral.and(Waiting::Timer), Waiting::Timer);
         // A thread on a timer wakes the program by itself: the group's wait is timed, in either
         // order.
         assert_eq!(endless.and(timed), timed);
-        assert_eq!(endless.and(Wait::Timer), timed);
-        assert_eq!(Wait::Timer.and(endless), timed);
-        assert_eq!(timed.and(Wait::Denied), Wait::Denied);
+        assert_eq!(endless.and(Waiting::Timer), timed);
+        assert_eq!(Waiting::Timer.and(endless), timed);
+        assert_eq!(timed.and(Waiting::Denied), Waiting::Denied);
     }
 }

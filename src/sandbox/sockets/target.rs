@@ -1,6 +1,7 @@
 //! The process a notification is about, seen from the launcher: its memory read, its socket
 //! taken (`pidfd_getfd`, the same open socket, not a copy), a path resolved as it sees it.
 
+use crate::sandbox::mounts::{RESOLVE_IN_ROOT, RESOLVE_NO_MAGICLINKS, openat2};
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
@@ -12,9 +13,6 @@ pub(super) const HOST_PROC: &str = ".";
 
 /// `pidfd_open`'s flag for a thread's descriptor (Linux 6.9): notifications name threads.
 const PIDFD_THREAD: libc::c_uint = libc::O_EXCL as libc::c_uint;
-
-const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
-const RESOLVE_IN_ROOT: u64 = 0x10;
 
 /// A failed step answers the target with this errno.
 pub(super) type Errno = i32;
@@ -29,14 +27,6 @@ fn owned(fd: libc::c_long) -> Result<OwnedFd, Errno> {
     }
     // SAFETY: the call returned a new descriptor that nothing else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
-}
-
-/// `struct open_how` of `openat2`.
-#[repr(C)]
-struct OpenHow {
-    flags: u64,
-    mode: u64,
-    resolve: u64,
 }
 
 pub(super) struct Target {
@@ -115,21 +105,8 @@ impl Target {
         };
         let root = open_path(Path::new(&format!("{HOST_PROC}/{}/root", self.tid)))?;
         let c = CString::new(full.as_os_str().as_bytes()).map_err(|_| libc::EINVAL)?;
-        let how = OpenHow {
-            flags: (libc::O_PATH | libc::O_CLOEXEC).unsigned_abs().into(),
-            mode: 0,
-            resolve: RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
-        };
-        // SAFETY: `c` and `how` are valid and outlive the call.
-        owned(unsafe {
-            libc::syscall(
-                libc::SYS_openat2,
-                root.as_raw_fd(),
-                c.as_ptr(),
-                &raw const how,
-                std::mem::size_of::<OpenHow>(),
-            )
-        })
+        let flags = libc::O_PATH | libc::O_CLOEXEC;
+        owned(openat2(root.as_raw_fd(), &c, flags, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS))
     }
 }
 

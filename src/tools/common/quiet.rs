@@ -9,7 +9,7 @@
 //! watchdog stays silent about it.
 
 use crate::pane::Pane;
-use crate::pane::activity::{self, Look};
+use crate::pane::activity::{self, Foreground};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -46,6 +46,6 @@ impl Quiet {
             return false;
         }
         self.next_look = Instant::now() + RELOOK;
-        matches!(activity::look(&self.pane), Look::Busy)
+        matches!(activity::look(&self.pane), Foreground::Busy)
     }
 }

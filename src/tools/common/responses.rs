@@ -181,7 +181,7 @@ pub(crate) struct Answered {
 }
 
 /// The last answer typed: where, when, and whether the program shows what is typed.
-struct Typed {
+struct TypedAnswer {
     at: u64,
     when: Instant,
     shown: bool,
@@ -192,7 +192,7 @@ pub(crate) struct Responder {
     responses: Responses,
     /// The raw output offset where the command's output begins: no question comes before it.
     from: u64,
-    last: Option<Typed>,
+    last: Option<TypedAnswer>,
     answered: Vec<Answered>,
 }
 
@@ -223,7 +223,7 @@ impl Responder {
         let shown = pane.shows_typing();
         // Enter in a write of its own, as fugue_send_input's submit: a key press, not a paste.
         let Ok((at, _)) = pane.send(&[hit.answer.as_bytes(), b"\r"]) else { return false };
-        self.last = Some(Typed { at, when: Instant::now(), shown });
+        self.last = Some(TypedAnswer { at, when: Instant::now(), shown });
         self.answered.push(Answered { question: clip_front(&hit.line), key: hit.key });
         true
     }

@@ -9,13 +9,13 @@ use crate::pane::exit::PaneState;
 use crate::pane::grep;
 use crate::pane::output::View;
 use crate::pane::search::compile;
-use crate::runtime::Ctx;
-use crate::tool::Answer;
+use crate::runtime::Runtime;
+use crate::tool::{Answer, Ctx};
 use serde::Serialize;
 
 /// What a search answers.
 #[derive(Serialize)]
-struct Search {
+struct SearchAnswer {
     output: String,
     /// The raw offset where each group of `output` begins.
     groups: Vec<u64>,
@@ -31,7 +31,7 @@ struct Search {
 /// The search `pattern` asks of `pane`, with `context` lines around each match, between `since`
 /// and `until` (the whole scrollback by default), within `max_bytes`.
 pub(super) fn search(
-    ctx: &Ctx<'_>,
+    ctx: &Ctx<'_, Runtime>,
     pane: &Pane,
     (pattern, context, (since, until)): (&str, usize, (Option<u64>, Option<u64>)),
     (view, max_bytes): (View, usize),
@@ -52,7 +52,7 @@ pub(super) fn search(
         View::Text => budget::lines(pane, since.max(start), until, &whole),
     };
     let found = grep::search(&lines, &regex, context, max_bytes);
-    Answer::of(&Search {
+    Answer::of(&SearchAnswer {
         output: found.text,
         groups: found.groups,
         matches: found.matches,

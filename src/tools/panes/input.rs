@@ -4,10 +4,10 @@
 use super::shared::PANE_ID;
 use crate::error::{Error, Result};
 use crate::pane::budget::Budget;
-use crate::runtime::Ctx;
+use crate::runtime::Runtime;
 use crate::shell::live::Live;
-use crate::tool::Answer;
 use crate::tool::params::{Ordered, Spec, Timeout, params};
+use crate::tool::{Answer, Ctx};
 use crate::tools::command_wait::{CommandAnswer, after_input};
 use crate::tools::common::KEEP_AS_EXECS;
 use crate::tools::common::responses::Responses;
@@ -56,7 +56,7 @@ fn keys_schema() -> Value {
         {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}]}})
 }
 
-pub(in crate::tools) fn send_input(ctx: &Ctx<'_>, args: SendParams) -> Result<Answer> {
+pub(in crate::tools) fn send_input(ctx: &Ctx<'_, Runtime>, args: SendParams) -> Result<Answer> {
     let started = std::time::Instant::now();
     let pane = ctx.mux.pane(&args.pane_id)?;
     // A wait's answer names the pane and how long it took, as fugue_exec's does.
@@ -135,7 +135,7 @@ fn check_input(input: &str) -> Result<()> {
 /// Answers a program that asks: types `text` and Enter into pane `pane_id`, and waits as
 /// `fugue_send_input` with `wait_ms` does (a durable call's answer to its question).
 pub(crate) fn type_answer(
-    ctx: &Ctx<'_>,
+    ctx: &Ctx<'_, Runtime>,
     pane_id: &str,
     text: &str,
     wait: std::time::Duration,

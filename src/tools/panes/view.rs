@@ -11,10 +11,10 @@ use crate::pane::activity::one_scan;
 use crate::pane::budget::{self, Budget, Fitted, Omitted};
 use crate::pane::exit::PaneState;
 use crate::pane::output::{Captured, ReadRequest, TAIL_SCAN_LIMIT, View};
-use crate::runtime::Ctx;
+use crate::runtime::Runtime;
 use crate::shell::status::Doing;
-use crate::tool::Answer;
 use crate::tool::params::{Spec, params};
+use crate::tool::{Answer, Ctx};
 use crate::tools::exec::{MAX_BYTES, MaxBytes};
 use crate::words::words;
 use serde::Serialize;
@@ -33,7 +33,7 @@ words! {
 /// `fugue_get_output` `lines` when absent.
 pub(super) const LINES: u64 = 100;
 
-pub(super) fn list_sessions(ctx: &Ctx<'_>, _: NoParams) -> Result<Answer> {
+pub(super) fn list_sessions(ctx: &Ctx<'_, Runtime>, _: NoParams) -> Result<Answer> {
     let sessions = ctx.mux.with_sessions(|sessions, pane| {
         one_scan(|| sessions.iter().map(|s| ListedSession::new(s, pane)).collect::<Vec<_>>())
     });
@@ -186,7 +186,7 @@ params! {
 /// `FUGUE_MAX_OUTPUT_BYTES`). The last lines and the screen are fitted as every answer is
 /// (`pane::budget`: the end, the lines that matter, a note in each gap, `omitted`); a
 /// read `since` an offset is a page, cut at its back, that says how many lines follow it.
-pub(super) fn get_output(ctx: &Ctx<'_>, args: OutputParams) -> Result<Answer> {
+pub(super) fn get_output(ctx: &Ctx<'_, Runtime>, args: OutputParams) -> Result<Answer> {
     let pane = ctx.mux.pane(&args.pane_id)?;
     let format = args.format;
     let view = if format == Format::Raw { View::Raw } else { View::Text };
@@ -324,7 +324,7 @@ struct StatusAnswer {
     live: Doing,
 }
 
-pub(super) fn get_status(ctx: &Ctx<'_>, args: PaneParams) -> Result<Answer> {
+pub(super) fn get_status(ctx: &Ctx<'_, Runtime>, args: PaneParams) -> Result<Answer> {
     let pane = ctx.mux.pane(&args.pane_id)?;
     let (rows, cols) = pane.size();
     let (offset, exited_at) = pane.output().with(|s| (s.ring.end(), s.life.exited_at()));

@@ -14,10 +14,10 @@ use crate::error::{Error, Result};
 use crate::pane::Pane;
 use crate::pane::activity::InputWatch;
 use crate::pane::mark::{self, CATCH_UP};
-use crate::runtime::Ctx;
+use crate::runtime::Runtime;
 use crate::shell::live::{Live, Typed};
 use crate::shell::{Launch, PROMPT_DRAWN_WAIT, Prompt, Shell};
-use crate::tool::call::Progress;
+use crate::tool::{Ctx, call::Progress};
 use crate::tools::answer::CommandEnd;
 use crate::tools::common::asking::Asked;
 use crate::tools::common::responses::{Responder, Responses};
@@ -70,7 +70,7 @@ impl Run<'_> {
     /// Types the steps one by one as the shell reports the last one done, until they are done,
     /// the shell ends, or the deadline's interrupt and grace have passed. `Err` only for a
     /// cancelled call.
-    pub(super) fn drive(&mut self, ctx: &Ctx<'_>, deadline: Instant) -> Result<()> {
+    pub(super) fn drive(&mut self, ctx: &Ctx<'_, Runtime>, deadline: Instant) -> Result<()> {
         // The shell's records and its exit, not its output, are what the run waits on.
         let wakes = [self.shell.subscribe(), self.pane.output().subscribe_status()];
         let mut waiter = Waiter::new()
