@@ -31,6 +31,7 @@ mod runtime;
 mod sandbox;
 mod server;
 mod shell;
+mod sort;
 mod tempdir;
 mod tool;
 mod tools;
