@@ -31,6 +31,7 @@ mod runtime;
 mod sandbox;
 mod server;
 mod shell;
+mod sort;
 mod tempdir;
 mod tool;
 mod tools;
@@ -65,6 +66,7 @@ fn run(command: Invocation) -> ExitCode {
     match command {
         Invocation::SandboxExec { plan, program } => sandbox::launch::main(&plan, &program),
         Invocation::SandboxNet => sandbox::net::holder_main(),
+        Invocation::SandboxLayout { plan } => sandbox::template::holder_main(&plan),
         Invocation::Serve { flags, shared } => serve_command(flags, shared),
         Invocation::Server { name, flags } => match sandbox_policy(flags) {
             Ok(policy) => {
@@ -162,6 +164,7 @@ fn serve(policy: Arc<sandbox::Policy>) -> ExitCode {
     // Gone from `fugue ls` at once; attached clients see the end when the process exits.
     drop(control);
     runtime.shutdown();
+    sandbox::template::stop();
     sandbox::net::stop();
     sandbox::shared_tmp::remove();
     // The stdin thread may be blocked in read(); the process exit ends it.

@@ -41,6 +41,8 @@ mod sandbox;
 mod sandbox_work;
 // Everyday tools sandboxed: a dev server, vim, attach, a shared server's fronts, tmux.
 mod sandbox_tools;
+// Panes from the layout template: every promise kept, stale templates and holders replaced.
+mod sandbox_template;
 // The well-known ways out of a sandboxed pane, each expected to fail.
 mod escape;
 // Escapes through a call's own sandbox and through fugue's own work on a sandboxed tree.

@@ -377,7 +377,7 @@ impl Manager {
         let mut all: Vec<Arc<Handle>> = self.finished();
         all.retain(|f| !live.iter().any(|h| h.id == f.id));
         all.extend(live);
-        all.sort_by_key(|h| h.created_at);
+        crate::sort::sort_by_key(&mut all, |h| h.created_at);
         all
     }
 

@@ -191,7 +191,7 @@ impl Store {
         };
         let mut names: Vec<String> =
             entries.filter_map(|e| e.ok()?.file_name().into_string().ok()).collect();
-        names.sort();
+        crate::sort::sort(&mut names);
         for name in names {
             let path = dir.join(&name);
             if name.starts_with('.') && name.contains(".tmp-") {
@@ -207,7 +207,7 @@ impl Store {
                 Err(Unusable::Corrupt(error)) => loaded.problems.push(set_aside(&path, error)),
             }
         }
-        loaded.pipelines.sort_by_key(|p| p.created_at);
+        crate::sort::sort_by_key(&mut loaded.pipelines, |p| p.created_at);
         loaded
     }
 
@@ -222,7 +222,7 @@ impl Store {
                 read_state(&path, &id).ok().filter(|p| p.status.is_terminal())
             })
             .collect();
-        finished.sort_by_key(|p| p.created_at);
+        crate::sort::sort_by_key(&mut finished, |p| p.created_at);
         finished
     }
 

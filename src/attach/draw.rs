@@ -103,7 +103,7 @@ fn body_row(
         .iter()
         .filter(|p| y >= p.rect.row && y < p.rect.row + view.visible(p).0)
         .collect();
-    crossing.sort_by_key(|p| p.rect.col);
+    crate::sort::sort_by_key(&mut crossing, |p| p.rect.col);
     for pane in crossing {
         if pane.rect.col < x {
             continue; // overlapping rects cannot come from tiling; draw the first

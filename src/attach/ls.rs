@@ -119,7 +119,7 @@ pub(crate) fn servers(dir: &Path) -> Vec<Value> {
         .filter(|(pid, _)| crate::procfs::alive(*pid))
         .filter_map(|(_, path)| query(&path))
         .collect();
-    found.sort_by_key(|s| s["started_at"].as_u64().unwrap_or(0));
+    crate::sort::sort_by_key(&mut found, |s| s["started_at"].as_u64().unwrap_or(0));
     found
 }
 

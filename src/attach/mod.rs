@@ -204,7 +204,9 @@ fn connect(options: &Resolved) -> Result<(Client, Value, WindowRef), String> {
         });
     }
     // The newest server first: it is most likely the agent the person just started.
-    servers.sort_by_key(|(_, info)| std::cmp::Reverse(info["started_at"].as_u64().unwrap_or(0)));
+    crate::sort::sort_by_key(&mut servers, |(_, info)| {
+        std::cmp::Reverse(info["started_at"].as_u64().unwrap_or(0))
+    });
     let Some(spec) = &options.spec else {
         let (client, info) = servers.remove(0);
         return Ok((client, info, WindowRef::default()));

@@ -2,8 +2,8 @@
 //! variant holding its command's options, and each front-end takes its own typed options; no
 //! front-end reads words.
 //!
-//! Two commands are fugue's own: `__sandbox-exec` (a pane's launcher) and `__sandbox-net` (the
-//! network holder) are read before anything else, since the pane's own command line follows.
+//! Three commands are fugue's own: `__sandbox-exec` (a pane's launcher), `__sandbox-net` (the
+//! network holder) and `__sandbox-layout` (a layout template's holder) are read before anything else, since the pane's own command line follows.
 //! A misuse says which front-end explains it, since each has its own way (`Misuse`).
 
 mod sandbox_flags;
@@ -32,6 +32,8 @@ pub(crate) enum Invocation {
     SandboxExec { plan: String, program: Vec<String> },
     /// `fugue __sandbox-net`.
     SandboxNet,
+    /// `fugue __sandbox-layout PLAN`.
+    SandboxLayout { plan: String },
     /// `fugue kill-server [NAME]`.
     KillServer { name: String },
     /// `fugue call [--shared NAME] TOOL [JSON]`: the tool, its arguments, and the sandbox
@@ -78,6 +80,9 @@ pub(crate) fn parse(args: &[String]) -> Result<Invocation, Misuse> {
     match args.split_first() {
         Some((first, rest)) if first == "__sandbox-exec" => return launcher(rest),
         Some((first, [])) if first == "__sandbox-net" => return Ok(Invocation::SandboxNet),
+        Some((first, [plan])) if first == "__sandbox-layout" => {
+            return Ok(Invocation::SandboxLayout { plan: plan.clone() });
+        }
         _ => {}
     }
     let words: Vec<&str> = args.iter().map(String::as_str).collect();

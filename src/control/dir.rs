@@ -80,7 +80,7 @@ pub(crate) fn sockets(dir: &Path) -> Vec<(u32, PathBuf)> {
             entry.file_type().ok()?.is_socket().then(|| (pid, entry.path()))
         })
         .collect();
-    found.sort();
+    crate::sort::sort(&mut found);
     found
 }
 

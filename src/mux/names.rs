@@ -127,7 +127,7 @@ impl Inner {
             0 => Err(pane_not_found(key)),
             1 => Ok(found[0].1),
             _ => {
-                found.sort_by(|a, b| a.0.cmp(b.0));
+                crate::sort::sort_by(&mut found, |a, b| a.0.cmp(b.0));
                 let ids: Vec<&str> = found.iter().map(|(id, _)| &id[..]).collect();
                 Err(Error::invalid(format!(
                     "pane id prefix {key:?} names {} panes: {}; give more of the id",

@@ -14,7 +14,7 @@ use crate::sandbox::{self, Mode, Policy};
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use portable_pty::{CommandBuilder, MasterPty, PtySize};
 use std::any::Any;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -105,7 +105,7 @@ pub(crate) fn start(spec: &PaneSpec) -> Result<Started> {
     let size = PtySize { rows: spec.rows, cols: spec.cols, pixel_width: 0, pixel_height: 0 };
     let pair = crate::inherit::open_pty(size)?;
     let mut cmd = command_builder(spec, &cwd);
-    let sandbox = confine(&mut cmd, spec)?;
+    let sandbox = confine(&mut cmd, spec, &cwd)?;
     let child = pair.slave.spawn_command(cmd).map_err(|e| {
         sandbox::forget(&spec.sandbox, &sandbox::tag(&spec.id));
         Error::new(ErrorKind::SpawnFailed, format!("cannot start {}: {e}", spec.program))
@@ -181,7 +181,7 @@ fn command_builder(spec: &PaneSpec, cwd: &std::path::Path) -> CommandBuilder {
 /// secret-looking variables and those that lead to sockets outside (`sandbox::withheld`) that
 /// neither `--pass-env` nor the call named. Returns the policy: the call's own whole one or the
 /// server's, narrowed to the spec's roots when it has some.
-fn confine(cmd: &mut CommandBuilder, spec: &PaneSpec) -> Result<Arc<Policy>> {
+fn confine(cmd: &mut CommandBuilder, spec: &PaneSpec, cwd: &Path) -> Result<Arc<Policy>> {
     let policy = spec.sandbox.clone();
     if policy.mode == Mode::Off {
         return Ok(policy);
@@ -194,7 +194,7 @@ fn confine(cmd: &mut CommandBuilder, spec: &PaneSpec) -> Result<Arc<Policy>> {
     sandbox::check_available(&policy)?;
     let mut keep = spec.keep.clone();
     keep.extend(spec.roots.iter().flatten().cloned());
-    let plan = sandbox::plan(&policy, &keep, sandbox::tag(&spec.id))?;
+    let plan = sandbox::plan(&policy, &keep, sandbox::tag(&spec.id), cwd)?;
     let argv = sandbox::launch::wrap(&plan, cmd.get_argv());
     *cmd.get_argv_mut() = argv;
     let pass = &policy.pass_env;

@@ -12,7 +12,7 @@
 //! the pane's process in fugue's eyes, and ends as the program ends. The fallback (no user
 //! namespaces) has no namespaces and no mounts, only the lockdown.
 
-use super::landlock;
+use super::{landlock, template};
 use std::process::ExitCode;
 
 pub(crate) use super::launch_plan::Plan;
@@ -73,8 +73,9 @@ pub(crate) fn probe(plan: &Plan) -> Result<(), String> {
     })
 }
 
-/// The namespaces and the mounts (see `mounts`); nothing in the fallback but the check that
-/// Landlock is there. The pid namespace comes later (`tree::run`).
+/// The namespaces and the mounts (see `mounts`): copied from the plan's layout template when it
+/// has one that is still there (`template`), else laid out in full; nothing in the fallback but
+/// the check that Landlock is there. The pid namespace comes later (`tree::run`).
 fn confine(plan: &Plan) -> Result<(), String> {
     let abi = landlock::abi();
     if abi < landlock::MIN_ABI {
@@ -85,6 +86,26 @@ fn confine(plan: &Plan) -> Result<(), String> {
         return Ok(());
     }
     let cwd = std::env::current_dir().map_err(|e| format!("the working directory: {e}"))?;
+    let template = plan.template.as_ref().and_then(|t| Some((t, template::open(t)?)));
+    match template {
+        Some((template, mnt)) => {
+            template::enter(template, plan, &mnt)?;
+            super::mounts::per_pane(plan)?;
+        }
+        None => lay_out_in(plan, &cwd)?,
+    }
+    // The old directory is on the tree now read-only, under what was bound on it.
+    std::env::set_current_dir(&cwd).map_err(|e| format!("cd {}: {e}", cwd.display()))
+}
+
+/// The pane's namespaces made or joined, and its file system laid out in full, in the working
+/// directory: what a layout holder does once for many panes (`template::holder_main`).
+pub(crate) fn lay_out_anew(plan: &Plan) -> Result<(), String> {
+    let cwd = std::env::current_dir().map_err(|e| format!("the working directory: {e}"))?;
+    lay_out_in(plan, &cwd)
+}
+
+fn lay_out_in(plan: &Plan, cwd: &std::path::Path) -> Result<(), String> {
     match plan.net {
         Some(holder) => {
             super::net::join(holder)?;
@@ -93,9 +114,7 @@ fn confine(plan: &Plan) -> Result<(), String> {
         None => super::net::new_user_namespace(libc::CLONE_NEWNS)?,
     }
     private_mounts()?;
-    super::mounts::lay_out(plan, &cwd)?;
-    // The old directory is on the tree now read-only, under what was bound on it.
-    std::env::set_current_dir(&cwd).map_err(|e| format!("cd {}: {e}", cwd.display()))
+    super::mounts::lay_out(plan, cwd)
 }
 
 /// Makes every mount of the new namespace private, so nothing done here reaches the host's.

@@ -42,4 +42,15 @@ pub(crate) struct Plan {
     /// Refuse IPv4 and IPv6 sockets with seccomp (the fallback's network off).
     #[serde(default)]
     pub(crate) refuse_inet: bool,
+    /// The layout template to copy instead of laying the pane out in full (see `template`).
+    #[serde(default)]
+    pub(crate) template: Option<Template>,
+}
+
+/// A layout holder: its pid, and the inode of the mount namespace it holds, which the launcher
+/// checks before it enters one by that pid.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Template {
+    pub(crate) pid: u32,
+    pub(crate) mnt: u64,
 }

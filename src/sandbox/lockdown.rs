@@ -4,16 +4,17 @@
 //! `lock_tree` (in C, the pane's init, before it forks the program's process): `no_new_privs`,
 //! Landlock, then the seccomp filter (`seccomp`), whose listener goes to the launcher over
 //! `channel`; the program's process inherits all three. `drop_privileges` (in the program's
-//! process, about to exec): every capability dropped (`caps`). `serve` (in the launcher, outside
-//! every restriction, in a thread): answers the filter's questions about sockets (`sockets`)
-//! until no process of the pane is left.
+//! process, about to exec): every capability dropped (`caps`). `Serving` (in the launcher,
+//! outside every restriction, in its wait for the pane's end): answers the filter's questions
+//! about sockets (`sockets`) until no process of the pane is left.
 
 use super::launch_plan::Plan;
 use super::{caps, landlock, seccomp, sockets};
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Locks this process and the children it forks from now on down for good, but for its
 /// capabilities (see `drop_privileges`); see the module's comment. Returns the filter's listener,
@@ -39,13 +40,45 @@ pub(crate) fn drop_privileges() -> Result<(), String> {
     caps::drop_all()
 }
 
-/// Serves the pane's filter: receives its listener over `channel` and answers until every
-/// process under the filter has ended. Returns at once when the channel closes without one (the
-/// sandbox failed before the filter).
-pub(crate) fn serve(channel: UnixStream, plan: &Plan) {
-    let Some(listener) = recv_fd(&channel) else { return };
-    drop(channel);
-    sockets::serve(listener, sockets::Rules::of(plan));
+/// The launcher's side of the pane's filter, one step each time its descriptor is readable:
+/// first the channel, on which the listener comes (`recv_fd`), then the listener, whose
+/// notifications it answers (`sockets::serve_one`) until no process under the filter is left.
+pub(crate) enum Serving {
+    Waiting(UnixStream, sockets::Rules),
+    Listening(Arc<OwnedFd>, sockets::Rules),
+    Over,
+}
+
+impl Serving {
+    pub(crate) fn new(channel: UnixStream, plan: &Plan) -> Serving {
+        Serving::Waiting(channel, sockets::Rules::of(plan))
+    }
+
+    /// The descriptor to poll; -1 (which poll passes over) once over.
+    pub(crate) fn fd(&self) -> RawFd {
+        match self {
+            Serving::Waiting(channel, _) => channel.as_raw_fd(),
+            Serving::Listening(listener, _) => listener.as_raw_fd(),
+            Serving::Over => -1,
+        }
+    }
+
+    /// One step, after a poll said `revents` of `fd`. The channel closing without a listener (the
+    /// sandbox failed before the filter) or the listener hanging up (every process under it
+    /// ended) ends the serving.
+    pub(crate) fn step(self, revents: libc::c_short) -> Serving {
+        match self {
+            Serving::Waiting(channel, rules) => match recv_fd(&channel) {
+                Some(listener) => Serving::Listening(Arc::new(listener), rules),
+                None => Serving::Over,
+            },
+            Serving::Listening(listener, rules) => {
+                let live = revents & libc::POLLIN != 0 && sockets::serve_one(&listener, &rules);
+                if live { Serving::Listening(listener, rules) } else { Serving::Over }
+            }
+            Serving::Over => Serving::Over,
+        }
+    }
 }
 
 fn no_new_privs() -> Result<(), String> {

@@ -26,6 +26,8 @@ mod policy;
 pub(crate) mod seccomp;
 pub(crate) mod shared_tmp;
 pub(crate) mod sockets;
+mod spawn;
+pub(crate) mod template;
 mod tree;
 
 use crate::error::{Error, ErrorKind, Result};
@@ -191,12 +193,23 @@ pub(crate) fn forget(policy: &Policy, tag: &str) {
 /// The launcher's plan for one pane under `policy` (the server's, or the pane's own whole one);
 /// `keep` are the pane's own private directories (its shell's records, its pipeline's files),
 /// which stay reachable and writable.
-pub(crate) fn plan(policy: &Policy, keep: &[PathBuf], tag: String) -> Result<launch::Plan> {
+pub(crate) fn plan(
+    policy: &Policy,
+    keep: &[PathBuf],
+    tag: String,
+    cwd: &Path,
+) -> Result<launch::Plan> {
     let means = means(policy).map_err(|why| Error::new(ErrorKind::SandboxUnavailable, why))?;
     // fugue's private directory exists before it is covered, whether or not fugue itself uses it.
     crate::tempdir::private_path(true)?;
     SANDBOXED.store(true, Ordering::Relaxed);
-    plan_with(means, policy, keep, tag)
+    let mut plan = plan_with(means, policy, keep, tag)?;
+    // Without a template the launcher lays the pane out in full, as it can: slower, never less.
+    plan.template = template::for_plan(&plan, cwd).unwrap_or_else(|e| {
+        crate::log::debug(&format!("no layout template: {e}"));
+        None
+    });
+    Ok(plan)
 }
 
 fn plan_with(means: Means, policy: &Policy, keep: &[PathBuf], tag: String) -> Result<launch::Plan> {

@@ -89,6 +89,17 @@ pub(crate) fn lay_out(plan: &Plan, cwd: &Path) -> Result<(), String> {
     links.into_iter().try_for_each(|link| pin_link(link))
 }
 
+/// What is each pane's own in a copy of a layout template (`template`): a terminal file system
+/// of its own over the template's, and the private `TMPDIR` of a read-only pane.
+pub(crate) fn per_pane(plan: &Plan) -> Result<(), String> {
+    dev::terminals()?;
+    if let Some(dir) = plan.tmp.as_deref() {
+        let point = mount_point(dir, true)?;
+        tmpfs(&plan.tag, &fd_path(&point), "mode=0700")?;
+    }
+    Ok(())
+}
+
 fn is_link_path(path: &Path) -> bool {
     std::fs::symlink_metadata(path).is_ok_and(|m| m.is_symlink())
 }

@@ -81,18 +81,31 @@ pub(crate) fn holder_main() -> std::process::ExitCode {
 /// Joins the holder's user and network namespaces (its network one only when it made no user
 /// namespace, see `new_user_namespace`).
 pub(crate) fn join(holder: u32) -> std::result::Result<(), String> {
-    for (ns, flag) in [("user", libc::CLONE_NEWUSER), ("net", libc::CLONE_NEWNET)] {
-        let path = format!("/proc/{holder}/ns/{ns}");
-        let ours = std::fs::read_link(format!("/proc/self/ns/{ns}")).ok();
-        if ns == "user" && ours.is_some() && std::fs::read_link(&path).ok() == ours {
-            continue;
-        }
-        let file =
-            std::fs::File::open(&path).map_err(|e| format!("the panes' network ({path}): {e}"))?;
-        // SAFETY: setns takes a namespace descriptor that lives across the call.
-        if unsafe { libc::setns(file.as_raw_fd(), flag) } != 0 {
-            return Err(format!("setns {ns}: {}", std::io::Error::last_os_error()));
-        }
+    join_user(holder)?;
+    join_net(holder)
+}
+
+/// Joins the user namespace of process `pid`, unless it is ours already.
+pub(crate) fn join_user(pid: u32) -> std::result::Result<(), String> {
+    let path = format!("/proc/{pid}/ns/user");
+    let ours = std::fs::read_link("/proc/self/ns/user").ok();
+    if ours.is_some() && std::fs::read_link(&path).ok() == ours {
+        return Ok(());
+    }
+    set_namespace(&path, "user", libc::CLONE_NEWUSER)
+}
+
+/// Joins the network namespace of process `pid`.
+pub(crate) fn join_net(pid: u32) -> std::result::Result<(), String> {
+    set_namespace(&format!("/proc/{pid}/ns/net"), "net", libc::CLONE_NEWNET)
+}
+
+fn set_namespace(path: &str, ns: &str, flag: libc::c_int) -> std::result::Result<(), String> {
+    let file =
+        std::fs::File::open(path).map_err(|e| format!("the panes' network ({path}): {e}"))?;
+    // SAFETY: setns takes a namespace descriptor that lives across the call.
+    if unsafe { libc::setns(file.as_raw_fd(), flag) } != 0 {
+        return Err(format!("setns {ns}: {}", std::io::Error::last_os_error()));
     }
     Ok(())
 }

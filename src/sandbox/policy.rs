@@ -247,7 +247,7 @@ pub(crate) fn git_dirs(roots: &[PathBuf]) -> Vec<PathBuf> {
         }
     }
     dirs.iter_mut().for_each(|d| *d = canonical_keeping_link(d));
-    dirs.sort();
+    crate::sort::sort(&mut dirs);
     dirs.dedup();
     dirs
 }

@@ -125,57 +125,46 @@ enum Response {
     /// Made by the launcher: the call's return value.
     Done(i64),
     Refused(Errno),
-    /// To be made in a thread of its own (see `serve`).
+    /// To be made in a thread of its own (see `serve_one`).
     Later(Box<dyn FnOnce() -> Response + Send>),
 }
 
-/// Answers the listener's notifications until no process under the filter is left: in turn,
-/// but for a connection that may wait for a peer (a blocking socket of another family than Unix),
-/// which is made in a thread of its own so that the pane's other calls do not wait for it.
-pub(crate) fn serve(listener: OwnedFd, rules: Rules) {
-    let listener = Arc::new(listener);
-    while let Some(notif) = next(&listener) {
-        match handle(&listener, &rules, &notif) {
-            Response::Later(work) => {
-                let shared = Arc::clone(&listener);
-                let spawned = std::thread::Builder::new()
-                    .name("fugue-connect".into())
-                    .spawn(move || answer(&shared, &notif, &work()));
-                if spawned.is_err() {
-                    answer(&listener, &notif, &Response::Refused(libc::EAGAIN));
-                }
+/// Answers the notification waiting on `listener` (its launcher's poll saw it readable): in
+/// turn, but for a connection that may wait for a peer (a blocking socket of another family than
+/// Unix), which is made in a thread of its own so that the pane's other calls do not wait for it.
+/// `false` when the listener fails for good: serving stops, and the pane's calls fail.
+pub(crate) fn serve_one(listener: &Arc<OwnedFd>, rules: &Rules) -> bool {
+    let notif = match next(listener) {
+        Ok(Some(notif)) => notif,
+        Ok(None) => return true,
+        Err(()) => return false,
+    };
+    match handle(listener, rules, &notif) {
+        Response::Later(work) => {
+            let shared = Arc::clone(listener);
+            let spawned = std::thread::Builder::new()
+                .name("fugue-connect".into())
+                .spawn(move || answer(&shared, &notif, &work()));
+            if spawned.is_err() {
+                answer(listener, &notif, &Response::Refused(libc::EAGAIN));
             }
-            now => answer(&listener, &notif, &now),
         }
+        now => answer(listener, &notif, &now),
     }
+    true
 }
 
-/// The next notification; `None` once every process under the filter has ended.
-fn next(listener: &OwnedFd) -> Option<Notif> {
-    loop {
-        let mut poll = libc::pollfd { fd: listener.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-        // SAFETY: `poll` is one valid pollfd for the call.
-        if unsafe { libc::poll(&raw mut poll, 1, -1) } < 0 {
-            if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return None;
-        }
-        if poll.revents & libc::POLLIN == 0 {
-            return None;
-        }
-        let mut notif = Notif::default();
-        // SAFETY: the ioctl writes one seccomp_notif into `notif`, zeroed as the kernel asks.
-        if unsafe { libc::ioctl(listener.as_raw_fd(), NOTIF_RECV, &raw mut notif) } == 0 {
-            return Some(notif);
-        }
-        // ENOENT: the caller died before the notification was taken; EINTR: try again. Any
-        // other error would come back at once, forever: stop, and the pane's calls fail.
-        let e = std::io::Error::last_os_error().raw_os_error();
-        if e != Some(libc::ENOENT) && e != Some(libc::EINTR) {
-            return None;
-        }
+/// The notification waiting on the listener; `None` when its caller died before it was taken
+/// (ENOENT) or a signal came first (EINTR): the launcher's next poll looks again. Any other error
+/// would come back at once, forever.
+fn next(listener: &OwnedFd) -> Result<Option<Notif>, ()> {
+    let mut notif = Notif::default();
+    // SAFETY: the ioctl writes one seccomp_notif into `notif`, zeroed as the kernel asks.
+    if unsafe { libc::ioctl(listener.as_raw_fd(), NOTIF_RECV, &raw mut notif) } == 0 {
+        return Ok(Some(notif));
     }
+    let e = std::io::Error::last_os_error().raw_os_error();
+    if e == Some(libc::ENOENT) || e == Some(libc::EINTR) { Ok(None) } else { Err(()) }
 }
 
 fn answer(listener: &OwnedFd, notif: &Notif, answer: &Response) {

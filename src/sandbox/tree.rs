@@ -20,10 +20,10 @@
 //! starts, and C's end is the pane's end.
 
 use super::launch_plan::Plan;
-use super::lockdown;
+use super::lockdown::{self, Serving};
+use super::spawn;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
-use std::os::unix::process::CommandExt;
 use std::process::ExitCode;
 
 /// What the session's signals do to P: nothing (G gets them itself).
@@ -49,52 +49,51 @@ pub(crate) fn ignore_signals() {
     }
 }
 
-/// Starts P's thread, then C (which starts G); waits for C and returns how G ended.
+/// Starts C (which starts G), serves the pane's filter while it waits for C, and returns how G
+/// ended.
 pub(crate) fn run(plan: &Plan, program: &[String]) -> ExitCode {
-    let (mine, theirs) = match UnixStream::pair() {
-        Ok(pair) => pair,
-        Err(e) => return fail(&format!("socketpair: {e}")),
-    };
-    if let Err(why) = lockdown::ask_for_credentials(&mine) {
-        return fail(&why);
+    match start(plan, program) {
+        Ok((c, ended, serving)) => {
+            let status = wait_or_hang_up(c, serving);
+            mirror(ended.status().unwrap_or(status))
+        }
+        Err(why) => fail(&why),
     }
-    let serving = mine.as_raw_fd();
-    // The thread first: once P has unshared a pid namespace the kernel lets it make none. (glibc's
-    // fork keeps malloc usable in the children; the thread holds no other lock while it waits.)
-    let served = plan.clone();
-    let thread = std::thread::Builder::new()
-        .name("sandbox-serve".into())
-        .spawn(move || lockdown::serve(mine, &served));
-    if let Err(e) = thread {
-        return fail(&format!("cannot start a thread: {e}"));
-    }
-    if !plan.fallback
-        && let Err(why) = super::net::unshare(libc::CLONE_NEWPID)
-    {
-        return fail(&why);
-    }
-    let ended = match StatusPage::new() {
-        Ok(page) => page,
-        Err(why) => return fail(&why),
-    };
+}
+
+/// Everything up to C's start: the channel and the page C shares with P, the program's exec
+/// prepared, C itself; then P looks at the pane's processes from the host's `/proc`
+/// (`sockets::HOST_PROC`).
+fn start(plan: &Plan, program: &[String]) -> Result<(libc::pid_t, StatusPage, Serving), String> {
+    let (mine, theirs) = UnixStream::pair().map_err(|e| format!("socketpair: {e}"))?;
+    lockdown::ask_for_credentials(&mine)?;
+    let ended = StatusPage::new()?;
     // Opened before C covers `/proc` with the pane's own.
-    let host_proc = match open_dir(c"/proc") {
-        Ok(fd) => fd,
-        Err(why) => return fail(&why),
-    };
-    let close = [serving, host_proc.as_raw_fd()];
-    let c = match fork_init(plan, &theirs, &close, program, &ended) {
-        Ok(pid) => pid,
-        Err(why) => return fail(&why),
-    };
-    // The socket server looks at the pane's processes from here (`sockets::HOST_PROC`).
+    let host_proc = open_dir(c"/proc")?;
+    let exec = program_exec(plan, program)?;
+    let close = [mine.as_raw_fd(), host_proc.as_raw_fd()];
+    // SAFETY: getpid has no preconditions.
+    let parent = pidfd_open(unsafe { libc::getpid() })?;
+    let init = || init_main(plan, &parent, &theirs, &close, &exec, &ended);
+    let c = spawn::init(plan.fallback, init)?;
     // SAFETY: fchdir takes an open directory descriptor.
     if unsafe { libc::fchdir(host_proc.as_raw_fd()) } != 0 {
-        return fail(&format!("cd /proc: {}", std::io::Error::last_os_error()));
+        return Err(format!("cd /proc: {}", std::io::Error::last_os_error()));
     }
-    drop(theirs);
-    let status = wait_or_hang_up(c);
-    mirror(ended.status().unwrap_or(status))
+    Ok((c, ended, Serving::new(mine, plan)))
+}
+
+/// The program's exec, with the launcher's own test switches taken out of its environment and
+/// `TMPDIR` set to the pane's temporary directory.
+fn program_exec(plan: &Plan, program: &[String]) -> Result<spawn::Exec, String> {
+    let remove = [super::landlock::PRETEND_ABSENT, super::net::PRETEND_NO_USERNS];
+    let tmp = match (&plan.tmp, &plan.shared_tmp) {
+        (Some(tmp), _) => Some(tmp.as_os_str().to_owned()),
+        (None, Some(_)) => Some("/tmp".into()),
+        (None, None) => None,
+    };
+    let set: Vec<(&str, std::ffi::OsString)> = tmp.map(|t| ("TMPDIR", t)).into_iter().collect();
+    spawn::Exec::new(program, &remove, &set)
 }
 
 /// A page P shares with C, where C leaves G's wait status as G ends.
@@ -135,25 +134,6 @@ impl StatusPage {
     }
 }
 
-/// Forks C, which never returns; `close` are P's descriptors C must not hold.
-fn fork_init(
-    plan: &Plan,
-    channel: &UnixStream,
-    close: &[libc::c_int],
-    program: &[String],
-    ended: &StatusPage,
-) -> Result<libc::pid_t, String> {
-    // SAFETY: getpid has no preconditions.
-    let parent = pidfd_open(unsafe { libc::getpid() })?;
-    // SAFETY: C runs no code that takes a lock the thread may hold (see `run`).
-    let pid = unsafe { libc::fork() };
-    match pid {
-        0 => init_main(plan, &parent, channel, close, program, ended),
-        p if p < 0 => Err(format!("fork: {}", std::io::Error::last_os_error())),
-        p => Ok(p),
-    }
-}
-
 /// C: dies with P, makes the pane's `/proc` and locks the tree down, starts G, then holds nothing
 /// of the terminal's and reaps every orphan handed to it until G ends.
 fn init_main(
@@ -161,7 +141,7 @@ fn init_main(
     parent: &OwnedFd,
     channel: &UnixStream,
     close: &[libc::c_int],
-    program: &[String],
+    exec: &spawn::Exec,
     ended: &StatusPage,
 ) -> ! {
     // SAFETY: prctl and poll take no pointers but `pfd`, which outlives the call; the closed
@@ -190,16 +170,10 @@ fn init_main(
         listener = None;
     }
     block_sigchld();
-    // SAFETY: G runs only its own steps, then execs.
-    let g = unsafe { libc::fork() };
-    if g == 0 {
-        drop(listener);
-        program_main(plan, program);
-    }
-    if g < 0 {
-        unavailable(&format!("fork: {}", std::io::Error::last_os_error()));
-    }
-    // Taken while G starts. Until then G cannot reach it: it has no capabilities, and C has.
+    let listening = listener.as_ref().map_or(-1, AsRawFd::as_raw_fd);
+    let g =
+        spawn::program(&|| program_main(exec, listening)).unwrap_or_else(|why| unavailable(&why));
+    // Taken by now, or soon. Until then G cannot reach it: it has no capabilities, and C has.
     lockdown::taken(channel);
     drop(listener);
     // SAFETY: closing C's own copies of the terminal and the channel.
@@ -254,17 +228,20 @@ fn reap_until(g: libc::pid_t, ended: &StatusPage) -> ! {
 /// Waits for C to end (G ended), or for the terminal to hang up: fugue ended, however it ended,
 /// and with it the pane. P ignores the hang-up signal, and G may have too; on the hang-up P ends,
 /// which kills C by `PR_SET_PDEATHSIG`, and C's end G (by the same, in the fallback) and the
-/// namespace. One poll in P's own thread, so P starts no thread for it.
-fn wait_or_hang_up(c: libc::pid_t) -> libc::c_int {
+/// namespace. Meanwhile it serves the pane's filter (`serving`), in the same poll, so P starts no
+/// thread for either.
+fn wait_or_hang_up(c: libc::pid_t, mut serving: Serving) -> libc::c_int {
     let Ok(pidfd) = pidfd_open(c) else { return wait(c) };
-    // No events asked of the terminal: poll still says when it hangs up, and only then.
-    let mut fds = [
-        libc::pollfd { fd: pidfd.as_raw_fd(), events: libc::POLLIN, revents: 0 },
-        libc::pollfd { fd: 0, events: 0, revents: 0 },
-    ];
+    let mut terminal = 0;
     loop {
+        // No events asked of the terminal: poll still says when it hangs up, and only then.
+        let mut fds = [
+            libc::pollfd { fd: pidfd.as_raw_fd(), events: libc::POLLIN, revents: 0 },
+            libc::pollfd { fd: terminal, events: 0, revents: 0 },
+            libc::pollfd { fd: serving.fd(), events: libc::POLLIN, revents: 0 },
+        ];
         // SAFETY: poll writes only to `fds`, which outlives the call.
-        if unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } < 0 {
+        if unsafe { libc::poll(fds.as_mut_ptr(), 3, -1) } < 0 {
             if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
                 continue;
             }
@@ -279,16 +256,26 @@ fn wait_or_hang_up(c: libc::pid_t) -> libc::c_int {
         }
         // No terminal (a probe's stdin is /dev/null, or none): nothing to watch but C.
         if fds[1].revents & libc::POLLNVAL != 0 {
-            fds[1].fd = -1;
+            terminal = -1;
+        }
+        if fds[2].revents != 0 {
+            serving = serving.step(fds[2].revents);
         }
     }
 }
 
 /// G's steps before the exec (see the module's comment); any failure ends G with 125, saying why.
-fn program_main(plan: &Plan, program: &[String]) -> ! {
+/// G shares C's memory until the exec (`spawn::program`): it closes its copy of the filter's
+/// listener (`listening`, -1 for none) and runs only system calls on the way.
+fn program_main(exec: &spawn::Exec, listening: libc::c_int) -> ! {
     let steps = || -> Result<(), String> {
-        // SAFETY: prctl takes no pointers.
-        unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
+        // SAFETY: prctl takes no pointers; the descriptor closed is G's own copy.
+        unsafe {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+            if listening >= 0 {
+                libc::close(listening);
+            }
+        }
         take_the_terminal();
         lockdown::drop_privileges()?;
         default_signals();
@@ -297,17 +284,8 @@ fn program_main(plan: &Plan, program: &[String]) -> ! {
     if let Err(why) = steps() {
         unavailable(&why);
     }
-    let mut cmd = std::process::Command::new(&program[0]);
-    cmd.args(&program[1..]);
-    cmd.env_remove(super::landlock::PRETEND_ABSENT);
-    cmd.env_remove(super::net::PRETEND_NO_USERNS);
-    match (&plan.tmp, &plan.shared_tmp) {
-        (Some(tmp), _) => cmd.env("TMPDIR", tmp),
-        (None, Some(_)) => cmd.env("TMPDIR", "/tmp"),
-        (None, None) => &mut cmd,
-    };
-    let e = cmd.exec();
-    eprintln!("fugue: cannot run {}: {e}", program[0]);
+    let e = exec.exec();
+    eprintln!("fugue: cannot run {}: {e}", exec.name());
     // SAFETY: _exit ends the process at once, as a forked child should.
     unsafe { libc::_exit(127) }
 }

@@ -90,7 +90,7 @@ impl Host {
             Some(json!({"pid": f.pid, "since": unix_ms(f.since), "client": client, "cwd": mcp.cwd}))
         })
         .collect();
-        list.sort_by_key(|f| f["since"].as_u64());
+        crate::sort::sort_by_key(&mut list, |f| f["since"].as_u64());
         json!({"name": self.paths.name, "proto": super::proto(), "fronts": list})
     }
 }

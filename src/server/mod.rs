@@ -182,7 +182,7 @@ pub(crate) fn names() -> Vec<String> {
             check_name(name).ok().map(|()| name.to_string())
         })
         .collect();
-    names.sort();
+    crate::sort::sort(&mut names);
     names.dedup();
     names
 }

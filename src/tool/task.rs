@@ -278,7 +278,7 @@ impl Tasks {
         let mut tasks = self.tasks.lock();
         sweep(&mut tasks);
         let mut all: Vec<Arc<Task>> = tasks.values().cloned().collect();
-        all.sort_by_key(|t| t.created_at);
+        crate::sort::sort_by_key(&mut all, |t| t.created_at);
         all
     }
 
@@ -298,7 +298,7 @@ fn sweep(tasks: &mut HashMap<String, Arc<Task>>) {
     let mut ended: Vec<(Instant, String)> =
         tasks.iter().filter_map(|(id, t)| ended_at(t).map(|at| (at, id.clone()))).collect();
     if ended.len() > MAX_KEPT {
-        ended.sort();
+        crate::sort::sort(&mut ended);
         for (_, id) in &ended[..ended.len() - MAX_KEPT] {
             tasks.remove(id);
         }

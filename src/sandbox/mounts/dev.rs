@@ -41,7 +41,7 @@ pub(super) fn fill() -> Result<(), String> {
 }
 
 /// A terminal file system of the pane's own on `/dev/pts` (see the module's comment).
-fn terminals() -> Result<(), String> {
+pub(super) fn terminals() -> Result<(), String> {
     let (source, target, data) = (c"devpts", c"/dev/pts", c"newinstance,ptmxmode=0666,mode=0620");
     let flags = libc::MS_NOSUID | libc::MS_NOEXEC;
     // SAFETY: every pointer is a valid C string that outlives the call.

@@ -1,0 +1,248 @@
+//! The layout template: a sandboxed pane's file system laid out once and copied for each pane,
+//! where laying it out again (about 130 system calls: the read-only tree, the writable roots,
+//! `/dev`, the private temporary directories, the covers, every `.git`) was most of a sandboxed
+//! start's cost.
+//!
+//! fugue starts a holder (`fugue __sandbox-layout PLAN`) for a plan the first time a pane needs
+//! it: the holder joins the panes' namespaces as a launcher would, lays the plan out in a mount
+//! namespace of its own and keeps it until fugue ends. A pane's launcher then enters that
+//! namespace and copies it (`unshare`), and adds what is the pane's own: a terminal file system
+//! of its own on `/dev/pts` and, read-only, its private `TMPDIR`.
+//!
+//! A template serves only the plan it was made from (the writable roots, the covers found at
+//! that moment, the working directory) and only while what it bound is still what the paths name
+//! on the host: a root or `.git` removed and made again is a new directory, so fugue checks each
+//! bound path's identity on the host and in the template before each use, and lays a new template
+//! out when one differs. A pane with directories of its own to bind back (`keep`: a live shell's
+//! records, a pipeline's files, hidden in the template like every fugue directory) is laid out in
+//! full, as is any pane whose template is gone: the launcher checks that the namespace it enters
+//! is the one the plan names (by its inode), so a holder's pid taken by another process leads
+//! nowhere.
+
+use super::launch_plan::{Plan, Template};
+use crate::error::{Error, ErrorKind, Result};
+use parking_lot::Mutex;
+use std::io::{BufRead, BufReader, Read};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+/// The most templates kept at once (one per plan and working directory); the oldest goes first.
+const MOST: usize = 4;
+
+/// One holder and what it holds.
+struct Held {
+    key: String,
+    child: Child,
+    template: Template,
+    /// The paths whose identity the template depends on.
+    bound: Vec<Bound>,
+}
+
+/// The holders, newest last.
+static HELD: Mutex<Vec<Held>> = Mutex::new(Vec::new());
+
+/// The template for `plan` with the working directory `cwd`, laid out now if there is none that
+/// still holds; `None` for a plan that is laid out in full (see the module's comment).
+pub(crate) fn for_plan(plan: &Plan, cwd: &Path) -> Result<Option<Template>> {
+    if plan.fallback || !plan.keep.is_empty() {
+        return Ok(None);
+    }
+    let key = key(plan, cwd);
+    let mut held = HELD.lock();
+    if let Some(at) = held.iter().position(|h| h.key == key) {
+        if still_holds(&mut held[at]) {
+            return Ok(Some(held[at].template));
+        }
+        end(held.remove(at));
+    }
+    if held.len() >= MOST {
+        end(held.remove(0));
+    }
+    let made = start(plan, cwd, key)?;
+    let template = made.template;
+    held.push(made);
+    Ok(Some(template))
+}
+
+/// Ends every holder (fugue is stopping).
+pub(crate) fn stop() {
+    HELD.lock().drain(..).for_each(end);
+}
+
+/// What makes two plans one template: the plan but for the pane's name, and the directory.
+fn key(plan: &Plan, cwd: &Path) -> String {
+    let mut plan = plan.clone();
+    plan.tag = String::new();
+    plan.template = None;
+    format!("{}\n{}", cwd.display(), serde_json::to_string(&plan).unwrap_or_default())
+}
+
+/// A path the template depends on: where it is on the host, where the template shows it, and
+/// whether the template binds it there (a mount of its own, which follows the directory it bound
+/// if that is renamed: the name then leads to the read-only tree, where the same directory may
+/// show, unbound).
+struct Bound {
+    host: PathBuf,
+    shown: PathBuf,
+    bind: bool,
+}
+
+/// The paths a template depends on: the writable roots, every `.git`, the private temporary
+/// directories (bound), and what it shows read-only and the working directory (seen).
+fn bound(plan: &Plan, cwd: &Path) -> Vec<Bound> {
+    let at = |p: &Path, bind: bool| Bound { host: p.to_path_buf(), shown: p.to_path_buf(), bind };
+    let mut bound: Vec<Bound> = plan.rw.iter().chain(&plan.git).map(|p| at(p, true)).collect();
+    bound.extend(plan.ro.iter().map(|p| at(p, false)));
+    bound.push(at(cwd, false));
+    if let Some(dir) = &plan.shared_tmp {
+        let tmp = super::mounts::PRIVATE_TMP.iter().filter(|(at, _)| Path::new(at).is_dir());
+        bound.extend(tmp.map(|(at, name)| Bound {
+            host: dir.join(name),
+            shown: PathBuf::from(at),
+            bind: true,
+        }));
+    }
+    bound
+}
+
+/// Whether the holder lives and every path is still what the template bound or saw.
+fn still_holds(held: &mut Held) -> bool {
+    let alive = held.child.try_wait().ok().flatten().is_none();
+    let root = PathBuf::from(format!("/proc/{}/root", held.template.pid));
+    alive && held.bound.iter().all(|b| holds(b, &root))
+}
+
+fn holds(bound: &Bound, root: &Path) -> bool {
+    let host = identity(&bound.host);
+    let shown = identity(&inside(root, &bound.shown));
+    match (host, shown) {
+        (None, None) => true,
+        (Some(h), Some(s)) => (h.0, h.1) == (s.0, s.1) && (s.2 || !bound.bind),
+        _ => false,
+    }
+}
+
+/// `path` as the namespace whose root is `root` sees it.
+fn inside(root: &Path, path: &Path) -> PathBuf {
+    root.join(path.strip_prefix("/").unwrap_or(path))
+}
+
+/// A path's device, inode and whether it is the root of a mount, without following a last link;
+/// `None` when it is not there.
+fn identity(path: &Path) -> Option<(u64, u64, bool)> {
+    const STATX_ATTR_MOUNT_ROOT: u64 = 0x2000;
+    let c = super::mounts::cstring(path).ok()?;
+    // SAFETY: an all-zero statx is valid, and statx only writes to it.
+    let mut st: libc::statx = unsafe { std::mem::zeroed() };
+    let flags = libc::AT_SYMLINK_NOFOLLOW | libc::AT_STATX_SYNC_AS_STAT;
+    // SAFETY: `c` is a valid C string and `st` outlives the call.
+    let r = unsafe { libc::statx(libc::AT_FDCWD, c.as_ptr(), flags, libc::STATX_INO, &raw mut st) };
+    if r != 0 {
+        return None;
+    }
+    let dev = libc::makedev(st.stx_dev_major, st.stx_dev_minor);
+    Some((dev, st.stx_ino, st.stx_attributes & STATX_ATTR_MOUNT_ROOT != 0))
+}
+
+/// Starts a holder for `plan` in `cwd` and waits until it has laid the plan out.
+fn start(plan: &Plan, cwd: &Path, key: String) -> Result<Held> {
+    let unavailable = |why: String| Error::new(ErrorKind::SandboxUnavailable, why);
+    // The pane's private `TMPDIR` is each pane's own (see `mounts::per_pane`).
+    let laid = Plan { tmp: None, ..plan.clone() };
+    let mut cmd = Command::new("/proc/self/exe");
+    cmd.arg("__sandbox-layout")
+        .arg(serde_json::to_string(&laid).unwrap_or_default())
+        .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = crate::inherit::spawn(&mut cmd)
+        .map_err(|e| unavailable(format!("cannot start the layout holder: {e}")))?;
+    let mut line = String::new();
+    if let Some(out) = child.stdout.take() {
+        let _ = BufReader::new(out).read_line(&mut line);
+    }
+    let pid = child.id();
+    let mnt = std::fs::metadata(format!("/proc/{pid}/ns/mnt")).map(|m| m.ino());
+    match (line.trim(), mnt) {
+        ("ready", Ok(mnt)) => {
+            let template = Template { pid, mnt };
+            Ok(Held { key, child, template, bound: bound(plan, cwd) })
+        }
+        _ => {
+            let mut why = String::new();
+            if let Some(mut err) = child.stderr.take() {
+                let _ = err.read_to_string(&mut why);
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            let why = why.trim().trim_start_matches("fugue: sandbox unavailable: ");
+            Err(unavailable(format!("the panes' file system could not be laid out: {why}")))
+        }
+    }
+}
+
+/// Ends a holder: closing its stdin is its signal.
+fn end(mut held: Held) {
+    drop(held.child.stdin.take());
+    let _ = held.child.wait();
+}
+
+/// `fugue __sandbox-layout PLAN`: joins the panes' namespaces, lays `plan` out in a mount
+/// namespace of its own, says `ready`, and holds it until stdin closes (or fugue dies).
+pub(crate) fn holder_main(plan: &str) -> std::process::ExitCode {
+    // SAFETY: prctl with these arguments only sets this process's death signal.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
+    let laid = serde_json::from_str::<Plan>(plan)
+        .map_err(|e| format!("bad plan: {e}"))
+        .and_then(|plan| super::launch::lay_out_anew(&plan));
+    if let Err(why) = laid {
+        eprintln!("fugue: sandbox unavailable: {why}");
+        return std::process::ExitCode::from(super::net::UNAVAILABLE);
+    }
+    // The holder's stdout is a pipe to the fugue that started it, not the protocol.
+    println!("ready"); // stdout-ok
+    let mut sink = Vec::new();
+    let _ = std::io::stdin().read_to_end(&mut sink);
+    std::process::ExitCode::SUCCESS
+}
+
+/// The template's mount namespace, opened and checked to be the one `template` names; `None`
+/// when it is not there (its holder gone): the launcher then lays the pane out in full.
+pub(crate) fn open(template: &Template) -> Option<OwnedFd> {
+    let path = format!("/proc/{}/ns/mnt\0", template.pid);
+    // SAFETY: `path` is a NUL-terminated string; open returns a new descriptor or -1.
+    let fd = unsafe { libc::open(path.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: open returned a new descriptor that nothing else owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: an all-zero stat is valid, and fstat only writes to it.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `fd` is open and `st` outlives the call.
+    let same =
+        unsafe { libc::fstat(fd.as_raw_fd(), &raw mut st) } == 0 && st.st_ino == template.mnt;
+    same.then_some(fd)
+}
+
+/// Enters the template's namespaces (`mnt`, opened by `open`) and copies its mount namespace:
+/// its user namespace, the panes' network when the plan has one (the holder joined it), then
+/// the mounts.
+pub(crate) fn enter(
+    template: &Template,
+    plan: &Plan,
+    mnt: &OwnedFd,
+) -> std::result::Result<(), String> {
+    super::net::join_user(template.pid)?;
+    if plan.net.is_some() {
+        super::net::join_net(template.pid)?;
+    }
+    // SAFETY: setns takes a namespace descriptor that lives across the call.
+    if unsafe { libc::setns(mnt.as_raw_fd(), libc::CLONE_NEWNS) } != 0 {
+        return Err(format!("setns mnt: {}", std::io::Error::last_os_error()));
+    }
+    super::net::unshare(libc::CLONE_NEWNS)
+}
