@@ -38,10 +38,10 @@ pub(crate) fn main(plan: &str, program: &[String]) -> ExitCode {
         Ok(plan) => plan,
         Err(e) => return super::tree::fail(&format!("bad plan: {e}")),
     };
-    if let Err(why) = confine(&plan) {
-        return super::tree::fail(&why);
+    match confine(&plan) {
+        Ok(entered) => super::tree::run(&plan, program, entered.as_ref()),
+        Err(why) => super::tree::fail(&why),
     }
-    super::tree::run(&plan, program)
 }
 
 /// A launcher's line that is not `PLAN -- PROGRAM [ARGS...]`: it fails as any launcher step does.
@@ -76,56 +76,29 @@ pub(crate) fn probe(plan: &Plan) -> Result<(), String> {
 /// The namespaces and the mounts (see `mounts`): copied from the plan's layout template when it
 /// has one that is still there (`template`), else laid out in full; nothing in the fallback but
 /// the check that Landlock is there. The pid namespace comes later (`tree::run`).
-fn confine(plan: &Plan) -> Result<(), String> {
+fn confine(plan: &Plan) -> Result<Option<template::Entered>, String> {
     let abi = landlock::abi();
     if abi < landlock::MIN_ABI {
         // Said before any namespace is made: Landlock is what the sandbox rests on.
         landlock::restrict(abi, &[])?;
     }
     if plan.fallback {
-        return Ok(());
+        return Ok(None);
     }
     let cwd = std::env::current_dir().map_err(|e| format!("the working directory: {e}"))?;
     let template = plan.template.as_ref().and_then(|t| Some((t, template::open(t)?)));
-    match template {
-        Some((template, mnt)) => {
-            template::enter(template, plan, &mnt)?;
+    let entered = match template {
+        Some((template, reached)) => {
+            let entered = template::enter(template, plan, reached)?;
             super::mounts::per_pane(plan)?;
+            Some(entered)
         }
-        None => lay_out_in(plan, &cwd)?,
-    }
-    // The old directory is on the tree now read-only, under what was bound on it.
-    std::env::set_current_dir(&cwd).map_err(|e| format!("cd {}: {e}", cwd.display()))
-}
-
-/// The pane's namespaces made or joined, and its file system laid out in full, in the working
-/// directory: what a layout holder does once for many panes (`template::holder_main`).
-pub(crate) fn lay_out_anew(plan: &Plan) -> Result<(), String> {
-    let cwd = std::env::current_dir().map_err(|e| format!("the working directory: {e}"))?;
-    lay_out_in(plan, &cwd)
-}
-
-fn lay_out_in(plan: &Plan, cwd: &std::path::Path) -> Result<(), String> {
-    match plan.net {
-        Some(holder) => {
-            super::net::join(holder)?;
-            super::net::unshare(libc::CLONE_NEWNS)?;
+        None => {
+            super::anew::lay_out_in(plan, &cwd)?;
+            None
         }
-        None => super::net::new_user_namespace(libc::CLONE_NEWNS)?,
-    }
-    private_mounts()?;
-    super::mounts::lay_out(plan, cwd)
-}
-
-/// Makes every mount of the new namespace private, so nothing done here reaches the host's.
-fn private_mounts() -> Result<(), String> {
-    let flags = libc::MS_REC | libc::MS_PRIVATE;
-    // SAFETY: the strings are valid C strings; the other pointers are null.
-    let r = unsafe {
-        libc::mount(c"none".as_ptr(), c"/".as_ptr(), std::ptr::null(), flags, std::ptr::null())
     };
-    if r != 0 {
-        return Err(format!("mount / private: {}", std::io::Error::last_os_error()));
-    }
-    Ok(())
+    // The old directory is on the tree now read-only, under what was bound on it.
+    std::env::set_current_dir(&cwd).map_err(|e| format!("cd {}: {e}", cwd.display()))?;
+    Ok(entered)
 }

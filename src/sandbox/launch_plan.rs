@@ -47,10 +47,13 @@ pub(crate) struct Plan {
     pub(crate) template: Option<Template>,
 }
 
-/// A layout holder: its pid, and the inode of the mount namespace it holds, which the launcher
-/// checks before it enters one by that pid.
+/// A layout holder: its pid, the inode of the mount namespace it holds, which the launcher
+/// checks before it enters one by that pid, and its teardown socket.
 #[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Template {
     pub(crate) pid: u32,
     pub(crate) mnt: u64,
+    /// The number, in the holder, of the socket a launcher sends its namespace on as it ends
+    /// (`teardown`).
+    pub(crate) drop: i32,
 }

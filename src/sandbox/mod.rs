@@ -14,6 +14,7 @@
 //! the pane's session and terminal, and ends as the program ends. Nothing here runs when the policy
 //! is `off`.
 
+mod anew;
 mod call;
 mod caps;
 pub(crate) mod landlock;
@@ -27,6 +28,7 @@ pub(crate) mod seccomp;
 pub(crate) mod shared_tmp;
 pub(crate) mod sockets;
 mod spawn;
+mod teardown;
 pub(crate) mod template;
 mod tree;
 

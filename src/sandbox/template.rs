@@ -166,9 +166,10 @@ fn start(plan: &Plan, cwd: &Path, key: String) -> Result<Held> {
     }
     let pid = child.id();
     let mnt = std::fs::metadata(format!("/proc/{pid}/ns/mnt")).map(|m| m.ino());
-    match (line.trim(), mnt) {
-        ("ready", Ok(mnt)) => {
-            let template = Template { pid, mnt };
+    let drop = line.trim().strip_prefix("ready ").and_then(|n| n.parse().ok());
+    match (drop, mnt) {
+        (Some(drop), Ok(mnt)) => {
+            let template = Template { pid, mnt, drop };
             Ok(Held { key, child, template, bound: bound(plan, cwd) })
         }
         _ => {
@@ -197,21 +198,47 @@ pub(crate) fn holder_main(plan: &str) -> std::process::ExitCode {
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
     let laid = serde_json::from_str::<Plan>(plan)
         .map_err(|e| format!("bad plan: {e}"))
-        .and_then(|plan| super::launch::lay_out_anew(&plan));
+        .and_then(|plan| super::anew::lay_out_anew(&plan));
     if let Err(why) = laid {
         eprintln!("fugue: sandbox unavailable: {why}");
         return std::process::ExitCode::from(super::net::UNAVAILABLE);
     }
+    let drop = match super::teardown::serve() {
+        Ok(number) => number,
+        Err(why) => {
+            eprintln!("fugue: sandbox unavailable: {why}");
+            return std::process::ExitCode::from(super::net::UNAVAILABLE);
+        }
+    };
     // The holder's stdout is a pipe to the fugue that started it, not the protocol.
-    println!("ready"); // stdout-ok
+    println!("ready {drop}"); // stdout-ok
     let mut sink = Vec::new();
     let _ = std::io::stdin().read_to_end(&mut sink);
     std::process::ExitCode::SUCCESS
 }
 
-/// The template's mount namespace, opened and checked to be the one `template` names; `None`
-/// when it is not there (its holder gone): the launcher then lays the pane out in full.
-pub(crate) fn open(template: &Template) -> Option<OwnedFd> {
+/// A template's holder reached by a launcher: the holder's mount namespace and a pidfd of it.
+pub(crate) struct Reached {
+    mnt: OwnedFd,
+    holder: OwnedFd,
+}
+
+/// What a launcher that entered a template keeps for its end: the holder's pidfd and teardown
+/// socket (`teardown::hand_over`).
+pub(crate) struct Entered {
+    pub(crate) holder: OwnedFd,
+    pub(crate) sending: libc::c_int,
+}
+
+/// The template's holder, checked to be the one `template` names (its mount namespace's inode,
+/// seen while its pidfd, taken first, says it still lives); `None` when it is not there: the
+/// launcher then lays the pane out in full.
+pub(crate) fn open(template: &Template) -> Option<Reached> {
+    // SAFETY: pidfd_open takes no pointers and returns a new descriptor or -1.
+    let holder = unsafe { libc::syscall(libc::SYS_pidfd_open, template.pid, 0) };
+    let holder = libc::c_int::try_from(holder).ok().filter(|fd| *fd >= 0)?;
+    // SAFETY: pidfd_open returned a new descriptor that nothing else owns.
+    let holder = unsafe { OwnedFd::from_raw_fd(holder) };
     let path = format!("/proc/{}/ns/mnt\0", template.pid);
     // SAFETY: `path` is a NUL-terminated string; open returns a new descriptor or -1.
     let fd = unsafe { libc::open(path.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC) };
@@ -219,30 +246,34 @@ pub(crate) fn open(template: &Template) -> Option<OwnedFd> {
         return None;
     }
     // SAFETY: open returned a new descriptor that nothing else owns.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mnt = unsafe { OwnedFd::from_raw_fd(fd) };
     // SAFETY: an all-zero stat is valid, and fstat only writes to it.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: `fd` is open and `st` outlives the call.
+    // SAFETY: `mnt` is open and `st` outlives the call.
     let same =
-        unsafe { libc::fstat(fd.as_raw_fd(), &raw mut st) } == 0 && st.st_ino == template.mnt;
-    same.then_some(fd)
+        unsafe { libc::fstat(mnt.as_raw_fd(), &raw mut st) } == 0 && st.st_ino == template.mnt;
+    let mut alive = libc::pollfd { fd: holder.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    // SAFETY: poll writes only to `alive`, which outlives the call.
+    let alive = unsafe { libc::poll(&raw mut alive, 1, 0) } == 0;
+    (same && alive).then_some(Reached { mnt, holder })
 }
 
-/// Enters the template's namespaces (`mnt`, opened by `open`) and copies its mount namespace:
+/// Enters the template's namespaces (`reached`, from `open`) and copies its mount namespace:
 /// its user namespace, the panes' network when the plan has one (the holder joined it), then
 /// the mounts.
 pub(crate) fn enter(
     template: &Template,
     plan: &Plan,
-    mnt: &OwnedFd,
-) -> std::result::Result<(), String> {
+    reached: Reached,
+) -> std::result::Result<Entered, String> {
     super::net::join_user(template.pid)?;
     if plan.net.is_some() {
         super::net::join_net(template.pid)?;
     }
     // SAFETY: setns takes a namespace descriptor that lives across the call.
-    if unsafe { libc::setns(mnt.as_raw_fd(), libc::CLONE_NEWNS) } != 0 {
+    if unsafe { libc::setns(reached.mnt.as_raw_fd(), libc::CLONE_NEWNS) } != 0 {
         return Err(format!("setns mnt: {}", std::io::Error::last_os_error()));
     }
-    super::net::unshare(libc::CLONE_NEWNS)
+    super::net::unshare(libc::CLONE_NEWNS)?;
+    Ok(Entered { holder: reached.holder, sending: template.drop })
 }

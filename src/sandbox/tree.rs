@@ -22,6 +22,8 @@
 use super::launch_plan::Plan;
 use super::lockdown::{self, Serving};
 use super::spawn;
+use super::teardown;
+use super::template::Entered;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::process::ExitCode;
@@ -51,10 +53,15 @@ pub(crate) fn ignore_signals() {
 
 /// Starts C (which starts G), serves the pane's filter while it waits for C, and returns how G
 /// ended.
-pub(crate) fn run(plan: &Plan, program: &[String]) -> ExitCode {
+/// A launcher that entered a layout template hands its mount namespace to the template's holder
+/// as it ends (`teardown`).
+pub(crate) fn run(plan: &Plan, program: &[String], entered: Option<&Entered>) -> ExitCode {
     match start(plan, program) {
         Ok((c, ended, serving)) => {
             let status = wait_or_hang_up(c, serving);
+            if let Some(entered) = entered {
+                teardown::hand_over(&entered.holder, entered.sending);
+            }
             mirror(ended.status().unwrap_or(status))
         }
         Err(why) => fail(&why),
