@@ -33,6 +33,7 @@ mod server;
 mod shell;
 mod sort;
 mod tempdir;
+mod threads;
 mod tool;
 mod tools;
 mod usage;
@@ -151,9 +152,11 @@ fn serve(policy: Arc<sandbox::Policy>) -> ExitCode {
     let writer = Arc::new(Writer::new(Box::new(std::io::stdout()), stop_tx.clone()));
     let connection = Connection::new(mcp, writer, rpc::Bounds::of(&runtime.config));
     let reader = connection.clone();
-    let started = std::thread::Builder::new()
-        .name("stdin".into())
-        .spawn(move || reader.read_loop(std::io::stdin().lock(), stop_tx));
+    let started = threads::spawn(
+        "stdin",
+        None,
+        Box::new(move || reader.read_loop(std::io::stdin().lock(), stop_tx)),
+    );
     if let Err(e) = started {
         log::error(&format!("cannot start the stdin reader: {e}"));
         return ExitCode::FAILURE;

@@ -475,9 +475,8 @@ impl Workers {
         if spawn {
             let rx = self.rx.clone();
             let counts = self.counts.clone();
-            let started = std::thread::Builder::new()
-                .name("fugue-worker".into())
-                .spawn(move || worker(rx, counts));
+            let started =
+                crate::threads::spawn("fugue-worker", None, Box::new(move || worker(rx, counts)));
             if started.is_err() {
                 self.counts.lock().0 -= 1;
                 crate::log::error("cannot start a worker thread; running the call on the reader");

@@ -21,7 +21,7 @@ const LAYERS: &[&[&str]] = &[
     &["words"],
     &[
         "error", "log", "ids", "watch", "waiter", "layout", "jsonrpc", "usage", "line", "procfs",
-        "cancel", "passwd", "sort",
+        "cancel", "passwd", "sort", "threads",
     ],
     &["files"],
     &["config", "inherit", "tempdir", "control::dir"],

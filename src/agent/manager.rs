@@ -226,16 +226,19 @@ impl Manager {
         let handle = handle.clone();
         let signal = ExitSignal(self.exits.0.clone());
         *self.runners.lock() += 1;
-        let spawned = std::thread::Builder::new()
-            .name(format!("pipeline-{}", short_id(&pipeline.id)))
-            .spawn(move || {
+        let name = format!("pipeline-{}", short_id(&pipeline.id));
+        let spawned = crate::threads::spawn(
+            &name,
+            None,
+            Box::new(move || {
                 let _signal = signal;
                 runner::drive(env, pipeline, control, step);
                 handle.release_lock();
                 if handle.is_terminal() {
                     manager.retire(&handle.id);
                 }
-            });
+            }),
+        );
         if let Err(e) = spawned {
             // The closure, and with it the signal, was dropped: the count is already even.
             crate::log::error(&format!("cannot start a pipeline thread: {e}"));

@@ -53,7 +53,7 @@ pub(crate) fn run(args: &LsArgs) -> ExitCode {
     let hosts = hosts(&found, json);
     if json {
         found.extend(hosts.iter().map(|(host, listed)| match listed {
-            Ok(text) => json!({"host": host, "servers": serde_json::from_str::<Value>(text).ok()}),
+            Ok(text) => json!({"host": host, "servers": serde_json::from_slice::<Value>(text.as_bytes()).ok()}),
             Err(why) => json!({"host": host, "error": why}),
         }));
         let text = serde_json::to_string_pretty(&found).unwrap_or_default();
@@ -83,7 +83,7 @@ pub(crate) fn run(args: &LsArgs) -> ExitCode {
 fn hosts(servers: &[Value], json: bool) -> Vec<(String, Result<String, String>)> {
     let mut open: Vec<&Value> =
         servers.iter().flat_map(|s| s["hosts"].as_array()).flatten().collect();
-    open.sort_by_key(|h| h["host"].as_str());
+    crate::sort::sort_by_key(&mut open, |h| h["host"].as_str());
     open.dedup_by_key(|h| h["host"].as_str());
     std::thread::scope(|scope| {
         let listing = |h: &Value| {

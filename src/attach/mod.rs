@@ -155,22 +155,26 @@ fn run_loop(
 /// Reads the terminal on a thread of its own; the channel disconnects at end of input.
 fn read_keys() -> Receiver<Vec<u8>> {
     let (tx, rx) = crossbeam_channel::bounded(64);
-    let spawned = std::thread::Builder::new().name("keys".into()).spawn(move || {
-        let mut buf = [0u8; 4096];
-        let mut stdin = std::io::stdin();
-        loop {
-            match stdin.read(&mut buf) {
-                Ok(0) => return,
-                Ok(n) => {
-                    if tx.send(buf[..n].to_vec()).is_err() {
-                        return;
+    let spawned = crate::threads::spawn(
+        "keys",
+        None,
+        Box::new(move || {
+            let mut buf = [0u8; 4096];
+            let mut stdin = std::io::stdin();
+            loop {
+                match stdin.read(&mut buf) {
+                    Ok(0) => return,
+                    Ok(n) => {
+                        if tx.send(buf[..n].to_vec()).is_err() {
+                            return;
+                        }
                     }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(_) => return,
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(_) => return,
             }
-        }
-    });
+        }),
+    );
     if spawned.is_err() {
         crate::log::error("cannot start the key reader; attach stops");
     }

@@ -132,23 +132,29 @@ pub(crate) fn signals(which: &[libc::c_int]) -> std::io::Result<Receiver<libc::c
         }
     }
     let (tx, rx) = crossbeam_channel::bounded(16);
-    std::thread::Builder::new().name("signals".into()).spawn(move || {
-        let mut buf = [0u8; 16];
-        loop {
-            // SAFETY: read into a buffer we own, at most its length.
-            let n = unsafe { libc::read(read_fd, buf.as_mut_ptr().cast(), buf.len()) };
-            if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            if n <= 0 {
-                return;
-            }
-            for &b in &buf[..n.cast_unsigned()] {
-                if tx.send(libc::c_int::from(b)).is_err() {
+    crate::threads::spawn(
+        "signals",
+        None,
+        Box::new(move || {
+            let mut buf = [0u8; 16];
+            loop {
+                // SAFETY: read into a buffer we own, at most its length.
+                let n = unsafe { libc::read(read_fd, buf.as_mut_ptr().cast(), buf.len()) };
+                if n < 0
+                    && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
+                {
+                    continue;
+                }
+                if n <= 0 {
                     return;
                 }
+                for &b in &buf[..n.cast_unsigned()] {
+                    if tx.send(libc::c_int::from(b)).is_err() {
+                        return;
+                    }
+                }
             }
-        }
-    })?;
+        }),
+    )?;
     Ok(rx)
 }

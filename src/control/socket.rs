@@ -87,10 +87,11 @@ pub(crate) fn start(mcp: Arc<Mcp>, host: HostInfo) -> Result<ControlSocket> {
         started: SystemTime::now(),
         connections: AtomicUsize::new(0),
     });
-    std::thread::Builder::new()
-        .name("control".into())
-        .stack_size(THREAD_STACK)
-        .spawn(move || accept_loop(&listener, &shared))?;
+    crate::threads::spawn(
+        "control",
+        Some(THREAD_STACK),
+        Box::new(move || accept_loop(&listener, &shared)),
+    )?;
     Ok(control)
 }
 
@@ -125,13 +126,14 @@ fn admit(mut stream: UnixStream, shared: &Arc<Shared>) {
         return;
     }
     let slot = Permit(shared.clone());
-    let started = std::thread::Builder::new()
-        .name("control-conn".into())
-        .stack_size(THREAD_STACK)
-        .spawn(move || {
+    let started = crate::threads::spawn(
+        "control-conn",
+        Some(THREAD_STACK),
+        Box::new(move || {
             let slot = slot;
             serve(stream, &slot.0);
-        });
+        }),
+    );
     if let Err(e) = started {
         crate::log::warn(&format!("control socket: cannot start a thread: {e}"));
     }

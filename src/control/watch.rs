@@ -45,10 +45,11 @@ pub(crate) struct Arm {
 /// Starts the watcher thread; it ends when the returned sender is dropped or the client is gone.
 pub(crate) fn start(mux: Arc<Mux>, out: Arc<Out>) -> std::io::Result<Sender<Arm>> {
     let (tx, rx) = crossbeam_channel::bounded(4);
-    std::thread::Builder::new()
-        .name("control-watch".into())
-        .stack_size(super::THREAD_STACK)
-        .spawn(move || run(&mux, &out, &rx))?;
+    crate::threads::spawn(
+        "control-watch",
+        Some(super::THREAD_STACK),
+        Box::new(move || run(&mux, &out, &rx)),
+    )?;
     Ok(tx)
 }
 

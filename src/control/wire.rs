@@ -116,15 +116,19 @@ impl Client {
         self.sender.stream.set_write_timeout(None)?;
         let (tx, rx) = crossbeam_channel::bounded(64);
         let mut reader = self.reader;
-        std::thread::Builder::new().name("control-reader".into()).spawn(move || {
-            while let Ok(Some(line)) = read_line(&mut reader, MAX_ANSWER) {
-                if let Some(incoming) = decode(&line)
-                    && tx.send(incoming).is_err()
-                {
-                    break;
+        crate::threads::spawn(
+            "control-reader",
+            None,
+            Box::new(move || {
+                while let Ok(Some(line)) = read_line(&mut reader, MAX_ANSWER) {
+                    if let Some(incoming) = decode(&line)
+                        && tx.send(incoming).is_err()
+                    {
+                        break;
+                    }
                 }
-            }
-        })?;
+            }),
+        )?;
         Ok((self.sender, rx))
     }
 }

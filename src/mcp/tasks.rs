@@ -111,7 +111,7 @@ pub(super) fn start(
         mode,
         push: origin.push,
     };
-    let spawned = std::thread::Builder::new().name("fugue-task".into()).spawn(move || work.run());
+    let spawned = crate::threads::spawn("fugue-task", None, Box::new(move || work.run()));
     if spawned.is_err() {
         tasks.remove(&task.id);
         return Err(RpcError::new(INTERNAL_ERROR, "cannot start a thread for the task"));

@@ -302,11 +302,7 @@ fn drain(eof: &Receiver<()>, pid: u32, reaped: u64) {
 }
 
 fn spawn_thread(name: String, run: impl FnOnce() + Send + 'static) -> Result<()> {
-    std::thread::Builder::new()
-        .name(name)
-        .stack_size(THREAD_STACK)
-        .spawn(run)
-        .map(|_| ())
+    crate::threads::spawn(&name, Some(THREAD_STACK), Box::new(run))
         .map_err(|e| Error::new(ErrorKind::SpawnFailed, format!("cannot start a thread: {e}")))
 }
 

@@ -68,11 +68,15 @@ pub(crate) fn listing(
     let stderr = ssh::Stderr::drain(child.stderr.take().expect("piped"));
     let mut stdout = child.stdout.take().expect("piped");
     let (tx, rx) = crossbeam_channel::bounded(1);
-    let _ = std::thread::Builder::new().name("ls-host".into()).spawn(move || {
-        let mut out = String::new();
-        let _ = stdout.read_to_string(&mut out);
-        let _ = tx.send(out);
-    });
+    let _ = crate::threads::spawn(
+        "ls-host",
+        None,
+        Box::new(move || {
+            let mut out = String::new();
+            let _ = stdout.read_to_string(&mut out);
+            let _ = tx.send(out);
+        }),
+    );
     let out = rx.recv_timeout(LISTING_TIMEOUT);
     if out.is_err() {
         let _ = child.kill();

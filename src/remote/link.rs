@@ -196,20 +196,29 @@ impl Drop for Link {
 /// at the end,
 /// closes the link and wakes every call still waiting.
 fn read_answers(stdout: ChildStdout, pending: InFlight, closed: Arc<AtomicBool>) {
-    let _ = std::thread::Builder::new().name("remote-link".into()).spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(std::result::Result::ok) {
-            let Ok(message) = serde_json::from_str::<Value>(&line) else { continue };
-            let waiting = if message["method"] == "notifications/progress" {
-                let token = message["params"]["progressToken"].as_u64();
-                token.and_then(|t| pending.lock().get(&t).cloned())
-            } else {
-                message.get("id").and_then(Value::as_u64).and_then(|id| pending.lock().remove(&id))
-            };
-            if let Some(waiting) = waiting {
-                let _ = waiting.send(message);
+    let _ = crate::threads::spawn(
+        "remote-link",
+        None,
+        Box::new(move || {
+            for line in BufReader::new(stdout).lines().map_while(std::result::Result::ok) {
+                let Ok(message) = serde_json::from_slice::<Value>(line.as_bytes()) else {
+                    continue;
+                };
+                let waiting = if message["method"] == "notifications/progress" {
+                    let token = message["params"]["progressToken"].as_u64();
+                    token.and_then(|t| pending.lock().get(&t).cloned())
+                } else {
+                    message
+                        .get("id")
+                        .and_then(Value::as_u64)
+                        .and_then(|id| pending.lock().remove(&id))
+                };
+                if let Some(waiting) = waiting {
+                    let _ = waiting.send(message);
+                }
             }
-        }
-        closed.store(true, Ordering::SeqCst);
-        pending.lock().clear();
-    });
+            closed.store(true, Ordering::SeqCst);
+            pending.lock().clear();
+        }),
+    );
 }

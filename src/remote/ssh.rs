@@ -73,19 +73,23 @@ pub(crate) fn spawn(cmd: Command) -> Result<Child> {
     static SPAWNER: OnceLock<Sender<Job>> = OnceLock::new();
     let spawner = SPAWNER.get_or_init(|| {
         let (tx, rx) = crossbeam_channel::unbounded::<Job>();
-        let _ = std::thread::Builder::new().name("ssh-spawn".into()).spawn(move || {
-            for (mut cmd, answer) in rx {
-                // SAFETY: prctl and setpgid are async-signal-safe and touch no memory of ours.
-                unsafe {
-                    cmd.pre_exec(|| {
-                        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
-                        libc::setpgid(0, 0);
-                        Ok(())
-                    });
+        let _ = crate::threads::spawn(
+            "ssh-spawn",
+            None,
+            Box::new(move || {
+                for (mut cmd, answer) in rx {
+                    // SAFETY: prctl and setpgid are async-signal-safe and touch no memory of ours.
+                    unsafe {
+                        cmd.pre_exec(|| {
+                            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+                            libc::setpgid(0, 0);
+                            Ok(())
+                        });
+                    }
+                    let _ = answer.send(cmd.spawn());
                 }
-                let _ = answer.send(cmd.spawn());
-            }
-        });
+            }),
+        );
         tx
     });
     let (tx, rx) = bounded(1);
@@ -111,16 +115,20 @@ impl Stderr {
         let (done, closed) = bounded::<()>(0);
         let kept = Stderr { lines: Arc::default(), closed };
         let lines = kept.lines.clone();
-        let _ = std::thread::Builder::new().name("ssh-stderr".into()).spawn(move || {
-            let _done = done;
-            for line in BufReader::new(pipe).lines().map_while(std::result::Result::ok) {
-                let mut kept = lines.lock();
-                if kept.len() == KEPT_LINES {
-                    kept.remove(0);
+        let _ = crate::threads::spawn(
+            "ssh-stderr",
+            None,
+            Box::new(move || {
+                let _done = done;
+                for line in BufReader::new(pipe).lines().map_while(std::result::Result::ok) {
+                    let mut kept = lines.lock();
+                    if kept.len() == KEPT_LINES {
+                        kept.remove(0);
+                    }
+                    kept.push(line);
                 }
-                kept.push(line);
-            }
-        });
+            }),
+        );
         kept
     }
 
@@ -184,12 +192,17 @@ impl Drop for Master {
 /// True once the master's stdout says it is ready; false when it ends first.
 fn ready_line(stdout: impl Read + Send + 'static) -> crossbeam_channel::Receiver<bool> {
     let (tx, rx) = bounded(1);
-    let _ = std::thread::Builder::new().name("ssh-ready".into()).spawn(move || {
-        let mut lines = BufReader::new(stdout).lines();
-        let ready = lines.by_ref().map_while(std::result::Result::ok).any(|l| l == "fugue-ready");
-        let _ = tx.send(ready);
-        lines.for_each(drop);
-    });
+    let _ = crate::threads::spawn(
+        "ssh-ready",
+        None,
+        Box::new(move || {
+            let mut lines = BufReader::new(stdout).lines();
+            let ready =
+                lines.by_ref().map_while(std::result::Result::ok).any(|l| l == "fugue-ready");
+            let _ = tx.send(ready);
+            lines.for_each(drop);
+        }),
+    );
     rx
 }
 

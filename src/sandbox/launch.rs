@@ -34,7 +34,7 @@ pub(crate) fn wrap(plan: &Plan, argv: &[std::ffi::OsString]) -> Vec<std::ffi::Os
 /// pid is the program's.
 pub(crate) fn main(plan: &str, program: &[String]) -> ExitCode {
     super::tree::ignore_signals();
-    let plan: Plan = match serde_json::from_str(plan) {
+    let plan: Plan = match serde_json::from_slice(plan.as_bytes()) {
         Ok(plan) => plan,
         Err(e) => return super::tree::fail(&format!("bad plan: {e}")),
     };

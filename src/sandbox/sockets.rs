@@ -142,9 +142,11 @@ pub(crate) fn serve_one(listener: &Arc<OwnedFd>, rules: &Rules) -> bool {
     match handle(listener, rules, &notif) {
         Response::Later(work) => {
             let shared = Arc::clone(listener);
-            let spawned = std::thread::Builder::new()
-                .name("fugue-connect".into())
-                .spawn(move || answer(&shared, &notif, &work()));
+            let spawned = crate::threads::spawn(
+                "fugue-connect",
+                None,
+                Box::new(move || answer(&shared, &notif, &work())),
+            );
             if spawned.is_err() {
                 answer(listener, &notif, &Response::Refused(libc::EAGAIN));
             }

@@ -20,10 +20,14 @@ const CMSG_SPACE: usize = 32;
 pub(crate) fn serve() -> Result<RawFd, String> {
     let (receiving, sending) = UnixDatagram::pair().map_err(|e| format!("socketpair: {e}"))?;
     let number = sending.as_raw_fd();
-    let thread = std::thread::Builder::new().name("teardown".into()).spawn(move || {
-        let _open = sending;
-        hold(&receiving);
-    });
+    let thread = crate::threads::spawn(
+        "teardown",
+        None,
+        Box::new(move || {
+            let _open = sending;
+            hold(&receiving);
+        }),
+    );
     thread.map_err(|e| format!("cannot start a thread: {e}"))?;
     Ok(number)
 }

@@ -196,7 +196,7 @@ fn end(mut held: Held) {
 pub(crate) fn holder_main(plan: &str) -> std::process::ExitCode {
     // SAFETY: prctl with these arguments only sets this process's death signal.
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
-    let laid = serde_json::from_str::<Plan>(plan)
+    let laid = serde_json::from_slice::<Plan>(plan.as_bytes())
         .map_err(|e| format!("bad plan: {e}"))
         .and_then(|plan| super::anew::lay_out_anew(&plan));
     if let Err(why) = laid {

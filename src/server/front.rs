@@ -358,9 +358,11 @@ fn pipe(link: Greeted, limits: LineLimits) -> ExitCode {
     let to_server = link.stream;
     let from_server = link.input;
     let answers = pending.clone();
-    let started = std::thread::Builder::new()
-        .name("front-out".into())
-        .spawn(move || relay_answers(from_server, &answers, limits.max_answer));
+    let started = crate::threads::spawn(
+        "front-out",
+        None,
+        Box::new(move || relay_answers(from_server, &answers, limits.max_answer)),
+    );
     if let Err(e) = started {
         crate::log::error(&format!("cannot start the front's reader: {e}"));
         return ExitCode::FAILURE;
@@ -446,7 +448,7 @@ fn relay_answers(mut server: BufReader<UnixStream>, pending: &Mutex<HashSet<Stri
     crate::log::error(&why);
     let mut stdout = std::io::stdout().lock();
     for id in pending.lock().drain() {
-        let id: Value = serde_json::from_str(&id).unwrap_or(Value::Null);
+        let id: Value = serde_json::from_slice(id.as_bytes()).unwrap_or(Value::Null);
         let answer = jsonrpc::error(&id, &RpcError::new(SERVER_GONE, why.as_str()));
         let _ = writeln!(stdout, "{answer}");
     }

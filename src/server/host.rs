@@ -128,14 +128,14 @@ pub(crate) fn run(
         .ok();
     let accepting = host.clone();
     let janitor = host.clone();
-    let started = std::thread::Builder::new()
-        .name("shared-accept".into())
-        .spawn(move || accepting.accept_loop(&listener))
-        .and_then(|_| {
-            std::thread::Builder::new()
-                .name("shared-janitor".into())
-                .spawn(move || janitor.janitor(&wake_rx))
-        });
+    let started = crate::threads::spawn(
+        "shared-accept",
+        None,
+        Box::new(move || accepting.accept_loop(&listener)),
+    )
+    .and_then(|()| {
+        crate::threads::spawn("shared-janitor", None, Box::new(move || janitor.janitor(&wake_rx)))
+    });
     if let Err(e) = started {
         let _ = writeln!(ready, "error: cannot start a thread: {e}");
         return ExitCode::FAILURE;
@@ -192,13 +192,14 @@ impl Host {
             id
         };
         let host = self.clone();
-        let started = std::thread::Builder::new()
-            .name("shared-front".into())
-            .stack_size(CONN_STACK)
-            .spawn(move || {
+        let started = crate::threads::spawn(
+            "shared-front",
+            Some(CONN_STACK),
+            Box::new(move || {
                 host.connection(stream, id);
                 host.forget(id);
-            });
+            }),
+        );
         if let Err(e) = started {
             crate::log::warn(&format!("shared socket: cannot start a thread: {e}"));
             self.forget(id);

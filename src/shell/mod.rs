@@ -154,13 +154,12 @@ impl Shell {
             next_exec: AtomicU64::new(1),
         });
         let for_reader = records;
-        std::thread::Builder::new()
-            .name("shell-records".into())
-            .stack_size(64 << 10)
-            .spawn(move || for_reader.read_records(reader))
-            .map_err(|e| {
-                Error::new(ErrorKind::SpawnFailed, format!("cannot start a thread: {e}"))
-            })?;
+        crate::threads::spawn(
+            "shell-records",
+            Some(64 << 10),
+            Box::new(move || for_reader.read_records(reader)),
+        )
+        .map_err(|e| Error::new(ErrorKind::SpawnFailed, format!("cannot start a thread: {e}")))?;
         Ok(Some((shell, launch)))
     }
 

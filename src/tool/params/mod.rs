@@ -81,8 +81,13 @@ pub(crate) fn refuse_unknown(args: &Args<'_>, known: &[&str], tool: Option<&str>
 
 /// An object schema of `properties` that refuses other keys: what `params!` declares.
 pub(crate) fn object(properties: Vec<(&str, Value)>, required: Vec<&str>) -> Value {
-    let properties: Map<String, Value> =
-        properties.into_iter().map(|(name, schema)| (name.to_string(), schema)).collect();
+    // Inserted one by one, not collected: collecting into a map sorts the pairs first, and that
+    // sort's code is its own copy for this one element type.
+    let mut map = Map::new();
+    for (name, schema) in properties {
+        map.insert(name.to_string(), schema);
+    }
+    let properties = map;
     let mut schema =
         json!({"type": "object", "properties": properties, "additionalProperties": false});
     if !required.is_empty() {
