@@ -113,7 +113,8 @@ fn admit(mut stream: UnixStream, shared: &Arc<Shared>) {
         crate::log::warn("control socket: refused a connection from another user");
         return;
     }
-    if cred.is_some_and(|c| crate::sandbox::refuses_peer(&shared.mcp.runtime.sandbox, c.pid)) {
+    let runtime = &shared.mcp.runtime;
+    if cred.is_some_and(|c| crate::sandbox::refuses_peer(&runtime.sandbox, &runtime.holders, c.pid)) {
         crate::log::warn("control socket: refused a connection from a sandboxed pane");
         return;
     }

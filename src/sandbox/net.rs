@@ -1,6 +1,6 @@
 //! The private network of one fugue's sandboxed panes, and the user namespaces the launcher makes.
 //!
-//! With the network off, fugue starts one holder process (`fugue __sandbox-net`) that makes a
+//! With the network off, each runtime starts one holder process (`fugue __sandbox-net`) that makes a
 //! user namespace and a network namespace with only a loopback, brings the loopback up and then
 //! waits for fugue to end (its stdin, a pipe from fugue, closes). Every sandboxed pane's launcher
 //! joins the holder's two namespaces, so a server in one pane answers a client in another, while
@@ -22,12 +22,14 @@ pub(crate) const PRETEND_NO_USERNS: &str = "FUGUE_SANDBOX_TEST_NO_USERNS";
 /// The exit status of a launcher or holder that could not make the sandbox.
 pub(crate) const UNAVAILABLE: u8 = 125;
 
-/// The holder, started with the first sandboxed pane of a network-off policy.
-static HOLDER: Mutex<Option<Child>> = Mutex::new(None);
+/// One runtime's holder, started with its first sandboxed pane of a network-off policy.
+#[derive(Default)]
+pub(crate) struct Holder(Mutex<Option<Child>>);
 
+impl Holder {
 /// The pid of the running holder, started if it is not.
-pub(crate) fn holder() -> Result<u32> {
-    let mut holder = HOLDER.lock();
+pub(crate) fn pid(&self) -> Result<u32> {
+    let mut holder = self.0.lock();
     if let Some(child) = holder.as_mut()
         && child.try_wait().ok().flatten().is_none()
     {
@@ -57,12 +59,13 @@ pub(crate) fn holder() -> Result<u32> {
     Ok(pid)
 }
 
-/// Ends the holder (fugue is stopping): closing its stdin is its signal.
-pub(crate) fn stop() {
-    if let Some(mut child) = HOLDER.lock().take() {
+/// Ends the holder (the runtime is stopping): closing its stdin is its signal.
+pub(crate) fn stop(&self) {
+    if let Some(mut child) = self.0.lock().take() {
         drop(child.stdin.take());
         let _ = child.wait();
     }
+}
 }
 
 /// `fugue __sandbox-net`: makes the namespaces, says `ready`, and holds them until stdin closes.
