@@ -4,13 +4,27 @@
 //! pane was ever sandboxed. The runtime owns one, the registry hands it to each pane's start in
 //! its `PaneSpec`, and a shared server's panes share their runtime's.
 
-use super::Means;
 use super::net::Holder;
 use super::shared_tmp::SharedTmp;
 use super::template::Templates;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+/// How this kernel gives the sandbox, decided once by starting the launcher for real.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Means {
+    /// Mount and network namespaces (in a user namespace, or without one for root where user
+    /// namespaces are not allowed) with Landlock, the capability drop and the seccomp filter:
+    /// everything `sandbox` promises.
+    Namespaces,
+    /// No user namespaces allowed and no root: Landlock, `no_new_privs`, the capability drop and
+    /// the seccomp filter, which also refuses IPv4 and IPv6 sockets; a private TMPDIR in place of
+    /// /tmp; no `.git` protection (so it is refused unless `--writable-git`), no hidden
+    /// directories, no pid namespace.
+    Fallback,
+}
+
+/// One runtime's share of the sandbox (see the module's comment).
 #[derive(Default)]
 pub(crate) struct Holders {
     pub(super) net: Holder,

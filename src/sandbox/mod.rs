@@ -38,7 +38,7 @@ use crate::words::Words;
 use std::path::{Path, PathBuf};
 
 pub(crate) use call::{CallSandbox, for_call, for_roots, state_dirs, with_git_now};
-pub(crate) use holders::Holders;
+pub(crate) use holders::{Holders, Means};
 pub(crate) use policy::{Flags, Mode, Policy, flags_of, report};
 
 /// What a pane's status and a call's answer say of its sandbox: mode, writable roots, network,
@@ -133,20 +133,6 @@ pub(crate) fn is_secret(name: &str) -> bool {
 /// the fallback's TMPDIR.
 pub(crate) fn tag(id: &str) -> String {
     format!("fugue-pane-{id}")
-}
-
-/// How this kernel gives the sandbox, decided once by starting the launcher for real.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Means {
-    /// Mount and network namespaces (in a user namespace, or without one for root where user
-    /// namespaces are not allowed) with Landlock, the capability drop and the seccomp filter:
-    /// everything this module promises.
-    Namespaces,
-    /// No user namespaces allowed and no root: Landlock, `no_new_privs`, the capability drop and
-    /// the seccomp filter, which also refuses IPv4 and IPv6 sockets; a private TMPDIR in place of
-    /// /tmp; no `.git` protection (so it is refused unless `--writable-git`), no hidden
-    /// directories, no pid namespace.
-    Fallback,
 }
 
 /// How panes are sandboxed here, or why they cannot be: a fact of this kernel, found once by a
