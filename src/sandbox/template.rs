@@ -221,7 +221,7 @@ pub(crate) fn holder_main(plan: &str) -> std::process::ExitCode {
 }
 
 /// A template's holder reached by a launcher: the holder's mount namespace and a pidfd of it.
-pub(crate) struct Reached {
+pub(crate) struct FoundHolder {
     mnt: OwnedFd,
     holder: OwnedFd,
 }
@@ -236,7 +236,7 @@ pub(crate) struct Entered {
 /// The template's holder, checked to be the one `template` names (its mount namespace's inode,
 /// seen while its pidfd, taken first, says it still lives); `None` when it is not there: the
 /// launcher then lays the pane out in full.
-pub(crate) fn open(template: &Template) -> Option<Reached> {
+pub(crate) fn open(template: &Template) -> Option<FoundHolder> {
     // SAFETY: pidfd_open takes no pointers and returns a new descriptor or -1.
     let holder = unsafe { libc::syscall(libc::SYS_pidfd_open, template.pid, 0) };
     let holder = libc::c_int::try_from(holder).ok().filter(|fd| *fd >= 0)?;
@@ -258,7 +258,7 @@ pub(crate) fn open(template: &Template) -> Option<Reached> {
     let mut alive = libc::pollfd { fd: holder.as_raw_fd(), events: libc::POLLIN, revents: 0 };
     // SAFETY: poll writes only to `alive`, which outlives the call.
     let alive = unsafe { libc::poll(&raw mut alive, 1, 0) } == 0;
-    (same && alive).then_some(Reached { mnt, holder })
+    (same && alive).then_some(FoundHolder { mnt, holder })
 }
 
 /// Enters the template's namespaces (`reached`, from `open`) and copies its mount namespace:
@@ -267,7 +267,7 @@ pub(crate) fn open(template: &Template) -> Option<Reached> {
 pub(crate) fn enter(
     template: &Template,
     plan: &Plan,
-    reached: Reached,
+    reached: FoundHolder,
 ) -> std::result::Result<Entered, String> {
     super::net::join_user(template.pid)?;
     if plan.net.is_some() {
