@@ -48,11 +48,18 @@ impl Runtime {
         let temp_dirs = Arc::<TempDirs>::default();
         let shells = Arc::new(crate::shell::Shells(temp_dirs.clone()));
         let holders = Arc::<Holders>::default();
-        let setup = Setup { sandbox: sandbox.clone(), holders: holders.clone(), ..Setup::of(&config) };
+        let setup =
+            Setup { sandbox: sandbox.clone(), holders: holders.clone(), ..Setup::of(&config) };
         let mux = Arc::new(Mux::new(shells, setup));
         let agents = agent::start(mux.clone(), agent::manager::Settings::of(&config), drive);
         let (shells, tasks) = (Default::default(), Default::default());
         Runtime { mux, agents, temp_dirs, shells, tasks, sandbox, holders, config }
+    }
+
+    /// Whether a connection to fugue's control or shared socket from process `pid` is a sandboxed
+    /// pane's (`sandbox::refuses_peer`), under this runtime's policy and panes.
+    pub(crate) fn refuses_peer(&self, pid: i32) -> bool {
+        crate::sandbox::refuses_peer(&self.sandbox, &self.holders, pid)
     }
 
     /// Stops everything, in order: durable calls first, so none starts work on what is ending; then

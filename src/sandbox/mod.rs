@@ -185,7 +185,8 @@ pub(crate) fn plan(
     tag: String,
     cwd: &Path,
 ) -> Result<launch::Plan> {
-    let means = means(policy, holders).map_err(|why| Error::new(ErrorKind::SandboxUnavailable, why))?;
+    let means =
+        means(policy, holders).map_err(|why| Error::new(ErrorKind::SandboxUnavailable, why))?;
     // fugue's private directory exists before it is covered, whether or not fugue itself uses it.
     crate::tempdir::private_path(true)?;
     holders.sandboxing();

@@ -27,45 +27,48 @@ pub(crate) const UNAVAILABLE: u8 = 125;
 pub(crate) struct Holder(Mutex<Option<Child>>);
 
 impl Holder {
-/// The pid of the running holder, started if it is not.
-pub(crate) fn pid(&self) -> Result<u32> {
-    let mut holder = self.0.lock();
-    if let Some(child) = holder.as_mut()
-        && child.try_wait().ok().flatten().is_none()
-    {
-        return Ok(child.id());
-    }
-    let unavailable = |why: String| Error::new(ErrorKind::SandboxUnavailable, why);
-    let mut cmd = Command::new("/proc/self/exe");
-    cmd.arg("__sandbox-net").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = crate::inherit::spawn(&mut cmd)
-        .map_err(|e| unavailable(format!("cannot start the network holder: {e}")))?;
-    let mut line = String::new();
-    if let Some(out) = child.stdout.take() {
-        let _ = BufReader::new(out).read_line(&mut line);
-    }
-    if line.trim() != "ready" {
-        let mut why = String::new();
-        if let Some(mut err) = child.stderr.take() {
-            let _ = err.read_to_string(&mut why);
+    /// The pid of the running holder, started if it is not.
+    pub(crate) fn pid(&self) -> Result<u32> {
+        let mut holder = self.0.lock();
+        if let Some(child) = holder.as_mut()
+            && child.try_wait().ok().flatten().is_none()
+        {
+            return Ok(child.id());
         }
-        let _ = child.kill();
-        let _ = child.wait();
-        let why = why.trim().trim_start_matches("fugue: sandbox unavailable: ").to_string();
-        return Err(unavailable(format!("no private network for the panes: {why}")));
+        let unavailable = |why: String| Error::new(ErrorKind::SandboxUnavailable, why);
+        let mut cmd = Command::new("/proc/self/exe");
+        cmd.arg("__sandbox-net")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = crate::inherit::spawn(&mut cmd)
+            .map_err(|e| unavailable(format!("cannot start the network holder: {e}")))?;
+        let mut line = String::new();
+        if let Some(out) = child.stdout.take() {
+            let _ = BufReader::new(out).read_line(&mut line);
+        }
+        if line.trim() != "ready" {
+            let mut why = String::new();
+            if let Some(mut err) = child.stderr.take() {
+                let _ = err.read_to_string(&mut why);
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            let why = why.trim().trim_start_matches("fugue: sandbox unavailable: ").to_string();
+            return Err(unavailable(format!("no private network for the panes: {why}")));
+        }
+        let pid = child.id();
+        *holder = Some(child);
+        Ok(pid)
     }
-    let pid = child.id();
-    *holder = Some(child);
-    Ok(pid)
-}
 
-/// Ends the holder (the runtime is stopping): closing its stdin is its signal.
-pub(crate) fn stop(&self) {
-    if let Some(mut child) = self.0.lock().take() {
-        drop(child.stdin.take());
-        let _ = child.wait();
+    /// Ends the holder (the runtime is stopping): closing its stdin is its signal.
+    pub(crate) fn stop(&self) {
+        if let Some(mut child) = self.0.lock().take() {
+            drop(child.stdin.take());
+            let _ = child.wait();
+        }
     }
-}
 }
 
 /// `fugue __sandbox-net`: makes the namespaces, says `ready`, and holds them until stdin closes.

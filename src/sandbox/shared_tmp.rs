@@ -15,27 +15,27 @@ use std::path::PathBuf;
 pub(crate) struct SharedTmp(Mutex<Option<PathBuf>>);
 
 impl SharedTmp {
-/// The directory, made if it is not.
-pub(crate) fn dir(&self) -> Result<PathBuf> {
-    let mut dir = self.0.lock();
-    if let Some(dir) = dir.as_ref() {
-        return Ok(dir.clone());
+    /// The directory, made if it is not.
+    pub(crate) fn dir(&self) -> Result<PathBuf> {
+        let mut dir = self.0.lock();
+        if let Some(dir) = dir.as_ref() {
+            return Ok(dir.clone());
+        }
+        let made = crate::tempdir::sandbox_dir()?;
+        for (_, name) in super::mounts::PRIVATE_TMP {
+            let sub = made.join(name);
+            std::fs::create_dir(&sub)?;
+            // Set after the mkdir, which the umask trims.
+            std::fs::set_permissions(&sub, std::fs::Permissions::from_mode(0o1777))?;
+        }
+        *dir = Some(made.clone());
+        Ok(made)
     }
-    let made = crate::tempdir::sandbox_dir()?;
-    for (_, name) in super::mounts::PRIVATE_TMP {
-        let sub = made.join(name);
-        std::fs::create_dir(&sub)?;
-        // Set after the mkdir, which the umask trims.
-        std::fs::set_permissions(&sub, std::fs::Permissions::from_mode(0o1777))?;
-    }
-    *dir = Some(made.clone());
-    Ok(made)
-}
 
-/// Removes the directory (the runtime is stopping).
-pub(crate) fn remove(&self) {
-    if let Some(dir) = self.0.lock().take() {
-        let _ = std::fs::remove_dir_all(dir);
+    /// Removes the directory (the runtime is stopping).
+    pub(crate) fn remove(&self) {
+        if let Some(dir) = self.0.lock().take() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
-}
 }

@@ -45,33 +45,33 @@ struct Held {
 pub(crate) struct Templates(Mutex<Vec<Held>>);
 
 impl Templates {
-/// The template for `plan` with the working directory `cwd`, laid out now if there is none that
-/// still holds; `None` for a plan that is laid out in full (see the module's comment).
-pub(crate) fn for_plan(&self, plan: &Plan, cwd: &Path) -> Result<Option<Template>> {
-    if plan.fallback || !plan.keep.is_empty() {
-        return Ok(None);
-    }
-    let key = key(plan, cwd);
-    let mut held = self.0.lock();
-    if let Some(at) = held.iter().position(|h| h.key == key) {
-        if still_holds(&mut held[at]) {
-            return Ok(Some(held[at].template));
+    /// The template for `plan` with the working directory `cwd`, laid out now if there is none that
+    /// still holds; `None` for a plan that is laid out in full (see the module's comment).
+    pub(crate) fn for_plan(&self, plan: &Plan, cwd: &Path) -> Result<Option<Template>> {
+        if plan.fallback || !plan.keep.is_empty() {
+            return Ok(None);
         }
-        end(held.remove(at));
+        let key = key(plan, cwd);
+        let mut held = self.0.lock();
+        if let Some(at) = held.iter().position(|h| h.key == key) {
+            if still_holds(&mut held[at]) {
+                return Ok(Some(held[at].template));
+            }
+            end(held.remove(at));
+        }
+        if held.len() >= MOST {
+            end(held.remove(0));
+        }
+        let made = start(plan, cwd, key)?;
+        let template = made.template;
+        held.push(made);
+        Ok(Some(template))
     }
-    if held.len() >= MOST {
-        end(held.remove(0));
-    }
-    let made = start(plan, cwd, key)?;
-    let template = made.template;
-    held.push(made);
-    Ok(Some(template))
-}
 
-/// Ends every holder (the runtime is stopping).
-pub(crate) fn stop(&self) {
-    self.0.lock().drain(..).for_each(end);
-}
+    /// Ends every holder (the runtime is stopping).
+    pub(crate) fn stop(&self) {
+        self.0.lock().drain(..).for_each(end);
+    }
 }
 
 /// What makes two plans one template: the plan but for the pane's name, and the directory.

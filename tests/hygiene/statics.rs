@@ -37,7 +37,8 @@ fn stateful_statics(text: &str) -> Vec<(String, usize)> {
     outside_tests(text)
         .into_iter()
         .filter_map(|(n, line)| {
-            let rest = line.trim_start().trim_start_matches("pub(crate) ").trim_start_matches("pub ");
+            let rest =
+                line.trim_start().trim_start_matches("pub(crate) ").trim_start_matches("pub ");
             let (name, ty) = rest.strip_prefix("static ")?.split_once(':')?;
             let name = name.trim().trim_start_matches("mut ");
             STATEFUL.iter().any(|s| ty.contains(s)).then(|| (name.to_string(), n))
