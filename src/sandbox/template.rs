@@ -82,32 +82,27 @@ fn key(plan: &Plan, cwd: &Path) -> String {
     format!("{}\n{}", cwd.display(), serde_json::to_string(&plan).unwrap_or_default())
 }
 
-/// A path the template depends on: where it is on the host, where the template shows it, and
-/// whether the template binds it there (a mount of its own, which follows the directory it bound
-/// if that is renamed: the name then leads to the read-only tree, where the same directory may
-/// show, unbound).
+/// A path the template depends on, and whether the template binds it there (a mount of its own,
+/// which follows the directory it bound if that is renamed: the name then leads to the read-only
+/// tree, where the same directory may show, unbound).
 struct Bound {
-    host: PathBuf,
-    shown: PathBuf,
+    path: PathBuf,
     bind: bool,
 }
 
-/// The paths a template depends on: the writable roots, every `.git`, the private temporary
-/// directories (bound), and what it shows read-only and the working directory (seen).
+/// The paths a template depends on, each once: the writable roots and every `.git` (bound), what
+/// it shows read-only and the working directory (seen). The private temporary directories are
+/// fugue's own, in its private directory, and stay what they are while fugue runs.
 fn bound(plan: &Plan, cwd: &Path) -> Vec<Bound> {
-    let at = |p: &Path, bind: bool| Bound { host: p.to_path_buf(), shown: p.to_path_buf(), bind };
-    let mut bound: Vec<Bound> = plan.rw.iter().chain(&plan.git).map(|p| at(p, true)).collect();
-    bound.extend(plan.ro.iter().map(|p| at(p, false)));
-    bound.push(at(cwd, false));
-    if let Some(dir) = &plan.shared_tmp {
-        let tmp = super::mounts::PRIVATE_TMP.iter().filter(|(at, _)| Path::new(at).is_dir());
-        bound.extend(tmp.map(|(at, name)| Bound {
-            host: dir.join(name),
-            shown: PathBuf::from(at),
-            bind: true,
-        }));
+    let bound = plan.rw.iter().chain(&plan.git).map(|p| (p.as_path(), true));
+    let seen = plan.ro.iter().map(|p| (p.as_path(), false)).chain([(cwd, false)]);
+    let mut out: Vec<Bound> = Vec::new();
+    for (path, bind) in bound.chain(seen) {
+        if !out.iter().any(|b| b.path == path) {
+            out.push(Bound { path: path.to_path_buf(), bind });
+        }
     }
-    bound
+    out
 }
 
 /// Whether the holder lives and every path is still what the template bound or saw.
@@ -118,8 +113,8 @@ fn still_holds(held: &mut Held) -> bool {
 }
 
 fn holds(bound: &Bound, root: &Path) -> bool {
-    let host = identity(&bound.host);
-    let shown = identity(&inside(root, &bound.shown));
+    let host = identity(&bound.path);
+    let shown = identity(&inside(root, &bound.path));
     match (host, shown) {
         (None, None) => true,
         (Some(h), Some(s)) => (h.0, h.1) == (s.0, s.1) && (s.2 || !bound.bind),
