@@ -24,6 +24,7 @@ enum Level {
 }
 
 fn level() -> Level {
+    // Process-wide: the level is read once from the environment, before any runtime.
     static LEVEL: OnceLock<Level> = OnceLock::new();
     *LEVEL.get_or_init(|| match std::env::var("FUGUE_LOG").as_deref() {
         Ok("error") => Level::Error,

@@ -167,9 +167,6 @@ fn serve(policy: Arc<sandbox::Policy>) -> ExitCode {
     // Gone from `fugue ls` at once; attached clients see the end when the process exits.
     drop(control);
     runtime.shutdown();
-    sandbox::template::stop();
-    sandbox::net::stop();
-    sandbox::shared_tmp::remove();
     // The stdin thread may be blocked in read(); the process exit ends it.
     std::process::exit(0)
 }

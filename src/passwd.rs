@@ -24,6 +24,7 @@ unsafe impl Send for Entry {}
 // SAFETY: as for Send: the entry is never changed once built.
 unsafe impl Sync for Entry {}
 
+/// Process-wide: the user database, a fact of the host, read once per user asked about.
 static ENTRIES: Mutex<Option<HashMap<libc::uid_t, &'static Entry>>> = Mutex::new(None);
 
 /// The entry of `uid` in /etc/passwd, or null.

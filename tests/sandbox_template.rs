@@ -162,3 +162,21 @@ fn git_stays_read_only_in_a_pane_from_the_template() {
     assert!(!std::fs::read_to_string(repo.join(".git/config")).unwrap().ends_with("x\n"));
     assert_eq!(holders(f.pid()).len(), 1, "the pane came from a template");
 }
+
+/// The holders end with fugue, whether it ends on its own (stdin closed) or is killed.
+#[test]
+fn the_holders_end_with_fugue() {
+    for kill in [false, true] {
+        let root = Dir::new("tpl-end");
+        let mut f = sandboxed(&root.path, &["--sandbox", "workspace-write"], &[]);
+        job(&mut f, "true");
+        let held = holders(f.pid());
+        assert_eq!(held.len(), 1, "{held:?}");
+        if kill {
+            crate::util::signal(f.pid(), libc::SIGKILL);
+        }
+        drop(f);
+        let gone = crate::util::gone_within(held[0], std::time::Duration::from_secs(5));
+        assert!(gone, "the holder {} outlived fugue (killed: {kill})", held[0]);
+    }
+}

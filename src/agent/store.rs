@@ -330,6 +330,7 @@ fn check_id(id: &str) -> Result<()> {
 /// Replaces `path` with `bytes` atomically: temp file beside it, fsync, rename, fsync the directory.
 /// The file is private (0600).
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    // Process-wide: the temporary names must differ across every runtime of the process.
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("state");

@@ -12,7 +12,8 @@ use std::io::Write;
 use std::os::fd::IntoRawFd;
 use std::sync::atomic::{AtomicI32, Ordering};
 
-/// The settings to restore; `None` when the terminal is not ours.
+/// The settings to restore; `None` when the terminal is not ours. Process-wide: the process has
+/// one terminal, and its exit and signal paths restore it.
 static SAVED: Mutex<Option<libc::termios>> = Mutex::new(None);
 
 /// Alternate screen, no line wrap, hidden cursor, cleared.

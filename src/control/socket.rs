@@ -114,7 +114,7 @@ fn admit(mut stream: UnixStream, shared: &Arc<Shared>) {
         crate::log::warn("control socket: refused a connection from another user");
         return;
     }
-    if cred.is_some_and(|c| crate::sandbox::refuses_peer(&shared.mcp.runtime.sandbox, c.pid)) {
+    if cred.is_some_and(|c| shared.mcp.runtime.refuses_peer(c.pid)) {
         crate::log::warn("control socket: refused a connection from a sandboxed pane");
         return;
     }

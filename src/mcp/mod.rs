@@ -41,11 +41,12 @@ fugue_send_input (keys: names, {text}), or give `responses` up front ({regex: an
 by order). Output is ~4 KB at most: repeats folded; last lines, errors, warnings, `keep` matches \
 kept; omitted.matter 0: none cut. Search: fugue_get_output `pattern`.";
 
-/// The instructions, with the server's sandbox `policy` in one line when there is one.
-fn instructions(policy: &crate::sandbox::Policy) -> String {
+/// The instructions, with the runtime's sandbox policy in one line when there is one.
+fn instructions(runtime: &Runtime) -> String {
+    let policy = &runtime.sandbox;
     match policy.mode {
         crate::sandbox::Mode::Off => INSTRUCTIONS.to_string(),
-        _ => format!("{INSTRUCTIONS} {}.", crate::sandbox::report_here(policy)),
+        _ => format!("{INSTRUCTIONS} {}.", crate::sandbox::report_here(policy, &runtime.holders)),
     }
 }
 
@@ -134,7 +135,7 @@ impl Mcp {
         let (result, cacheable) = match (req.method, era) {
             (Method::Initialize, _) => (self.initialize(req.params), false),
             (Method::Ping, Era::Legacy) => (json!({}), false),
-            (Method::Discover, _) => (discover(&self.runtime.sandbox), true),
+            (Method::Discover, _) => (discover(&self.runtime), true),
             (Method::ToolsList, _) => (list_tools(req.params)?, true),
             (Method::ToolsCall, _) => (self.call_tool(req)?, false),
             (Method::SubscriptionsListen, Era::Modern) => (listen(req), false),
@@ -200,7 +201,7 @@ impl Mcp {
                 "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}},
             },
             "serverInfo": server_info(),
-            "instructions": instructions(&self.runtime.sandbox),
+            "instructions": instructions(&self.runtime),
         })
     }
 
@@ -283,7 +284,7 @@ fn supported_versions() -> Vec<&'static str> {
     std::iter::once(MODERN).chain(LEGACY).collect()
 }
 
-fn discover(policy: &crate::sandbox::Policy) -> Value {
+fn discover(runtime: &Runtime) -> Value {
     json!({
         "supportedVersions": supported_versions(),
         "capabilities": {
@@ -291,7 +292,7 @@ fn discover(policy: &crate::sandbox::Policy) -> Value {
             "extensions": {tasks::EXTENSION: {}},
         },
         "serverInfo": server_info(),
-        "instructions": instructions(policy),
+        "instructions": instructions(runtime),
     })
 }
 

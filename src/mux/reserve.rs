@@ -191,6 +191,7 @@ impl Inner {
             above: None,
             sandbox: args.sandbox.clone().unwrap_or_else(|| self.limits.sandbox.clone()),
             processes: self.limits.processes.clone(),
+            holders: self.limits.holders.clone(),
             roots: args.roots.clone(),
             keep: Vec::new(),
         };

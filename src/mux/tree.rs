@@ -53,6 +53,8 @@ pub(crate) struct Setup {
     pub(crate) sandbox: Arc<crate::sandbox::Policy>,
     /// The last scan of every process's group, shared by the panes' activity looks.
     pub(crate) processes: Arc<crate::pane::seen::ProcessTable>,
+    /// What the runtime's sandboxed panes share (its network, templates, private `/tmp`).
+    pub(crate) holders: Arc<crate::sandbox::Holders>,
 }
 
 impl Setup {
@@ -62,7 +64,7 @@ impl Setup {
         let (rows, cols, shell) = (config.rows, config.cols, config.shell.clone());
         let (integration, scrollback) = (config.shell_integration, config.scrollback_bytes);
         let quiet = Duration::from_millis(config.input_quiet_ms as u64);
-        let (sandbox, processes) = (Arc::default(), Arc::default());
+        let (sandbox, processes, holders) = (Arc::default(), Arc::default(), Arc::default());
         Setup {
             max_panes,
             max_sessions,
@@ -74,6 +76,7 @@ impl Setup {
             quiet,
             sandbox,
             processes,
+            holders,
         }
     }
 }

@@ -68,6 +68,7 @@ fn run_end(all: &[String], weights: &[u8], start: usize, until: usize) -> usize 
 
 /// What is left of `line` once its numbers, hashes, sizes and paths' last parts are put aside.
 pub(crate) fn shape(line: &str) -> String {
+    // Compiled once: pure functions of their patterns, the same for every runtime.
     static SIZE: OnceLock<Option<Regex>> = OnceLock::new();
     static HASH: OnceLock<Option<Regex>> = OnceLock::new();
     static NUMBER: OnceLock<Option<Regex>> = OnceLock::new();

@@ -18,6 +18,7 @@ pub(crate) const WARNING: u8 = 1;
 pub(crate) const NOTE_BYTES: usize = 96;
 
 fn severe() -> Option<&'static Regex> {
+    // Compiled once: a pure function of the pattern, the same for every runtime.
     static SEVERE: OnceLock<Option<Regex>> = OnceLock::new();
     // On word starts: a compiler's `-Werror` flag is noise, its `error:` is not; an exception's
     // class name (`ValueError`) ends in one. ASCII word boundaries: the words are English, and
@@ -35,6 +36,7 @@ fn severe() -> Option<&'static Regex> {
 }
 
 fn warning() -> Option<&'static Regex> {
+    // Compiled once, as `SEVERE`.
     static WARN: OnceLock<Option<Regex>> = OnceLock::new();
     WARN.get_or_init(|| Regex::new(r"(?i)(?-u:\b)warn(s|ing|ings)?(?-u:\b)").ok()).as_ref()
 }

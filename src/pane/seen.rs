@@ -5,6 +5,7 @@
 
 use crate::words::words;
 use parking_lot::Mutex;
+use std::collections::HashMap;
 use std::time::Instant;
 
 words! {
@@ -34,7 +35,14 @@ pub(crate) struct Probe {
 /// Every process on the machine with its process group.
 pub(crate) type Groups = Vec<(u32, i32)>;
 
-/// The last scan of every process's group, and when it ended: one for the registry's panes
-/// (`mux::Setup`), shared by their looks (`activity::proc`).
+/// Executable (device, inode, change time) -> is a Go program (`activity::goruntime`).
+pub(crate) type GoKnown = HashMap<(u64, u64, i64), bool>;
+
+/// What the looks at the registry's panes (`mux::Setup`) share (`activity::proc`).
 #[derive(Default, Debug)]
-pub(crate) struct ProcessTable(pub(crate) Mutex<Option<(Instant, Groups)>>);
+pub(crate) struct ProcessTable {
+    /// The last scan of every process's group, and when it ended.
+    pub(crate) groups: Mutex<Option<(Instant, Groups)>>,
+    /// Which executables are Go programs, so a look reads each file once.
+    pub(crate) go: Mutex<GoKnown>,
+}

@@ -77,6 +77,8 @@ pub(crate) struct PaneSpec {
     pub(crate) sandbox: Arc<Policy>,
     /// The scan of every process's group the registry's panes share (`mux::Setup`).
     pub(crate) processes: Arc<super::seen::ProcessTable>,
+    /// What the runtime's sandboxed panes share (`mux::Setup`).
+    pub(crate) holders: Arc<sandbox::Holders>,
     /// The only writable roots, in place of the policy's (an agent stage's worktree).
     pub(crate) roots: Option<Vec<PathBuf>>,
     /// The pane's own private directories, reachable from inside its sandbox.
@@ -191,10 +193,10 @@ fn confine(cmd: &mut CommandBuilder, spec: &PaneSpec, cwd: &Path) -> Result<Arc<
         None if policy.git_due => Arc::new(sandbox::with_git_now(&policy)),
         None => policy,
     };
-    sandbox::check_available(&policy)?;
+    sandbox::check_available(&policy, &spec.holders)?;
     let mut keep = spec.keep.clone();
     keep.extend(spec.roots.iter().flatten().cloned());
-    let plan = sandbox::plan(&policy, &keep, sandbox::tag(&spec.id), cwd)?;
+    let plan = sandbox::plan(&policy, &spec.holders, &keep, sandbox::tag(&spec.id), cwd)?;
     let argv = sandbox::launch::wrap(&plan, cmd.get_argv());
     *cmd.get_argv_mut() = argv;
     let pass = &policy.pass_env;

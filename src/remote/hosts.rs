@@ -30,6 +30,7 @@ struct Remote {
 }
 
 fn hosts() -> &'static Mutex<BTreeMap<String, Arc<Remote>>> {
+    // Not yet the runtime's: `remote` lies above it; a process has one runtime, so one set.
     static HOSTS: Mutex<BTreeMap<String, Arc<Remote>>> = Mutex::new(BTreeMap::new());
     &HOSTS
 }
@@ -85,6 +86,7 @@ pub(crate) fn server_name(binary: &upload::Binary) -> String {
 /// A new master socket path in fugue's private directory: short, since a socket's path is at most
 /// 107 bytes.
 pub(crate) fn control_path() -> Result<PathBuf> {
+    // Process-wide: the socket names must differ across the process, whose pid they carry.
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     let dir = crate::control::dir::create()?.join("ssh");
     crate::files::private_dir(&dir, crate::files::Existing::Keep)?;

@@ -17,6 +17,7 @@
 mod anew;
 mod call;
 mod caps;
+mod holders;
 pub(crate) mod landlock;
 pub(crate) mod launch;
 mod launch_plan;
@@ -25,7 +26,7 @@ mod mounts;
 pub(crate) mod net;
 mod policy;
 pub(crate) mod seccomp;
-pub(crate) mod shared_tmp;
+mod shared_tmp;
 pub(crate) mod sockets;
 mod spawn;
 mod teardown;
@@ -35,14 +36,10 @@ mod tree;
 use crate::error::{Error, ErrorKind, Result};
 use crate::words::Words;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 pub(crate) use call::{CallSandbox, for_call, for_roots, state_dirs, with_git_now};
+pub(crate) use holders::{Holders, Means};
 pub(crate) use policy::{Flags, Mode, Policy, flags_of, report};
-
-/// Whether a pane was ever sandboxed here (a call's sandbox, on a server without one).
-static SANDBOXED: AtomicBool = AtomicBool::new(false);
 
 /// What a pane's status and a call's answer say of its sandbox: mode, writable roots, network,
 /// `.git`; `None` when off.
@@ -138,28 +135,14 @@ pub(crate) fn tag(id: &str) -> String {
     format!("fugue-pane-{id}")
 }
 
-/// How this kernel gives the sandbox, decided once by starting the launcher for real.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Means {
-    /// Mount and network namespaces (in a user namespace, or without one for root where user
-    /// namespaces are not allowed) with Landlock, the capability drop and the seccomp filter:
-    /// everything this module promises.
-    Namespaces,
-    /// No user namespaces allowed and no root: Landlock, `no_new_privs`, the capability drop and
-    /// the seccomp filter, which also refuses IPv4 and IPv6 sockets; a private TMPDIR in place of
-    /// /tmp; no `.git` protection (so it is refused unless `--writable-git`), no hidden
-    /// directories, no pid namespace.
-    Fallback,
-}
-
 /// How panes are sandboxed here, or why they cannot be: a fact of this kernel, found once by a
-/// probe under `policy` (the first one asked: the probe only needs fugue's directories from it).
-pub(crate) fn means(policy: &Policy) -> std::result::Result<Means, String> {
-    static MEANS: OnceLock<std::result::Result<Means, String>> = OnceLock::new();
-    MEANS.get_or_init(|| find_means(policy)).clone()
+/// probe under `policy` (the first one asked: the probe only needs fugue's directories from it),
+/// kept in `holders`.
+pub(crate) fn means(policy: &Policy, holders: &Holders) -> std::result::Result<Means, String> {
+    holders.means.get_or_init(|| find_means(policy, holders)).clone()
 }
 
-fn find_means(policy: &Policy) -> std::result::Result<Means, String> {
+fn find_means(policy: &Policy, holders: &Holders) -> std::result::Result<Means, String> {
     // Without a sandbox the probe is what a call's sandbox would be: network off. The `.git` a
     // plan must keep read-only is each plan's own question (see `fallback_plan`).
     // Made before anything is covered: a server without a sandbox has not made it.
@@ -168,13 +151,13 @@ fn find_means(policy: &Policy) -> std::result::Result<Means, String> {
         Mode::Off => Policy { mode: Mode::WorkspaceWrite, network: false, ..Policy::clone(policy) },
         _ => Policy { git: Vec::new(), ..Policy::clone(policy) },
     };
-    let tried = plan_with(Means::Namespaces, &probe, &[], tag("probe"))
+    let tried = plan_with(Means::Namespaces, &probe, holders, &[], tag("probe"))
         .map_err(|e| e.message().to_string())
         .and_then(|plan| launch::probe(&plan));
     match tried {
         Ok(()) => Ok(Means::Namespaces),
         Err(why) if why.contains(net::NO_USERNS) => {
-            let plan = plan_with(Means::Fallback, &probe, &[], tag("probe"))
+            let plan = plan_with(Means::Fallback, &probe, holders, &[], tag("probe"))
                 .map_err(|e| e.message().to_string())?;
             let probed = launch::probe(&plan);
             forget(&probe, &tag("probe"));
@@ -185,36 +168,44 @@ fn find_means(policy: &Policy) -> std::result::Result<Means, String> {
 }
 
 /// Removes what a pane's sandbox (under `policy`) left in fugue's private directory (the
-/// fallback's TMPDIR).
+/// fallback's TMPDIR); nothing without a sandbox, which left nothing there.
 pub(crate) fn forget(policy: &Policy, tag: &str) {
-    if SANDBOXED.load(Ordering::Relaxed) && !policy.private.as_os_str().is_empty() {
+    if policy.mode != Mode::Off && !policy.private.as_os_str().is_empty() {
         let _ = std::fs::remove_dir_all(policy.private.join(tag));
     }
 }
 
 /// The launcher's plan for one pane under `policy` (the server's, or the pane's own whole one);
 /// `keep` are the pane's own private directories (its shell's records, its pipeline's files),
-/// which stay reachable and writable.
+/// which stay reachable and writable. What the panes share comes from `holders`.
 pub(crate) fn plan(
     policy: &Policy,
+    holders: &Holders,
     keep: &[PathBuf],
     tag: String,
     cwd: &Path,
 ) -> Result<launch::Plan> {
-    let means = means(policy).map_err(|why| Error::new(ErrorKind::SandboxUnavailable, why))?;
+    let means =
+        means(policy, holders).map_err(|why| Error::new(ErrorKind::SandboxUnavailable, why))?;
     // fugue's private directory exists before it is covered, whether or not fugue itself uses it.
     crate::tempdir::private_path(true)?;
-    SANDBOXED.store(true, Ordering::Relaxed);
-    let mut plan = plan_with(means, policy, keep, tag)?;
+    holders.sandboxing();
+    let mut plan = plan_with(means, policy, holders, keep, tag)?;
     // Without a template the launcher lays the pane out in full, as it can: slower, never less.
-    plan.template = template::for_plan(&plan, cwd).unwrap_or_else(|e| {
+    plan.template = holders.templates.for_plan(&plan, cwd).unwrap_or_else(|e| {
         crate::log::debug(&format!("no layout template: {e}"));
         None
     });
     Ok(plan)
 }
 
-fn plan_with(means: Means, policy: &Policy, keep: &[PathBuf], tag: String) -> Result<launch::Plan> {
+fn plan_with(
+    means: Means,
+    policy: &Policy,
+    holders: &Holders,
+    keep: &[PathBuf],
+    tag: String,
+) -> Result<launch::Plan> {
     if means == Means::Fallback {
         return fallback_plan(policy, keep, tag);
     }
@@ -233,10 +224,10 @@ fn plan_with(means: Means, policy: &Policy, keep: &[PathBuf], tag: String) -> Re
     write.extend(tmp.iter().cloned());
     write.extend(devices());
     write.extend(keep.iter().cloned());
-    let net = if policy.network { None } else { Some(net::holder()?) };
+    let net = if policy.network { None } else { Some(holders.net.pid()?) };
     let hide = hidden_now(policy, keep);
     let git = policy.git.clone();
-    let shared_tmp = Some(shared_tmp::dir()?);
+    let shared_tmp = Some(holders.shared_tmp.dir()?);
     let allow_unix = policy.allow_unix.clone();
     Ok(launch::Plan {
         tmp,
@@ -345,15 +336,15 @@ fn is_fugue_private(name: &str) -> bool {
 
 /// Checks once, by starting the launcher for real, that this kernel can give the sandbox; every
 /// pane start after a failure fails the same way, naming what is missing.
-pub(crate) fn check_available(policy: &Policy) -> Result<()> {
-    means(policy).map(|_| ()).map_err(|why| Error::new(ErrorKind::SandboxUnavailable, why))
+pub(crate) fn check_available(policy: &Policy, holders: &Holders) -> Result<()> {
+    means(policy, holders).map(|_| ()).map_err(|why| Error::new(ErrorKind::SandboxUnavailable, why))
 }
 
 /// The policy in one line with how this kernel gives it, for the agent: `report`, plus what the
 /// fallback lacks, or why no pane can start.
-pub(crate) fn report_here(policy: &Policy) -> String {
+pub(crate) fn report_here(policy: &Policy, holders: &Holders) -> String {
     let line = report(policy);
-    match (policy.mode, means(policy)) {
+    match (policy.mode, means(policy, holders)) {
         (Mode::Off, _) | (_, Ok(Means::Namespaces)) => line,
         (_, Ok(Means::Fallback)) => format!(
             "{line}; no user namespaces here, so: inet sockets refused (no loopback shared by \
@@ -365,9 +356,9 @@ pub(crate) fn report_here(policy: &Policy) -> String {
 
 /// Whether a connection to fugue's control or shared socket comes from a sandboxed process: one
 /// in another user namespace, or under more seccomp filters than fugue. Only a fugue that has
-/// sandboxed a pane asks (with the sandbox never used nothing changes).
-pub(crate) fn refuses_peer(policy: &Policy, pid: i32) -> bool {
-    if policy.mode == Mode::Off && !SANDBOXED.load(Ordering::Relaxed) {
+/// sandboxed a pane asks (with the sandbox never used nothing changes); `holders` are its runtime's.
+pub(crate) fn refuses_peer(policy: &Policy, holders: &Holders, pid: i32) -> bool {
+    if policy.mode == Mode::Off && !holders.sandboxed() {
         return false;
     }
     let ns = |p: &str| std::fs::read_link(format!("/proc/{p}/ns/user")).ok();

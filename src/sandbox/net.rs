@@ -1,6 +1,6 @@
 //! The private network of one fugue's sandboxed panes, and the user namespaces the launcher makes.
 //!
-//! With the network off, fugue starts one holder process (`fugue __sandbox-net`) that makes a
+//! With the network off, each runtime starts one holder process (`fugue __sandbox-net`) that makes a
 //! user namespace and a network namespace with only a loopback, brings the loopback up and then
 //! waits for fugue to end (its stdin, a pipe from fugue, closes). Every sandboxed pane's launcher
 //! joins the holder's two namespaces, so a server in one pane answers a client in another, while
@@ -22,46 +22,52 @@ pub(crate) const PRETEND_NO_USERNS: &str = "FUGUE_SANDBOX_TEST_NO_USERNS";
 /// The exit status of a launcher or holder that could not make the sandbox.
 pub(crate) const UNAVAILABLE: u8 = 125;
 
-/// The holder, started with the first sandboxed pane of a network-off policy.
-static HOLDER: Mutex<Option<Child>> = Mutex::new(None);
+/// One runtime's holder, started with its first sandboxed pane of a network-off policy.
+#[derive(Default)]
+pub(crate) struct Holder(Mutex<Option<Child>>);
 
-/// The pid of the running holder, started if it is not.
-pub(crate) fn holder() -> Result<u32> {
-    let mut holder = HOLDER.lock();
-    if let Some(child) = holder.as_mut()
-        && child.try_wait().ok().flatten().is_none()
-    {
-        return Ok(child.id());
-    }
-    let unavailable = |why: String| Error::new(ErrorKind::SandboxUnavailable, why);
-    let mut cmd = Command::new("/proc/self/exe");
-    cmd.arg("__sandbox-net").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = crate::inherit::spawn(&mut cmd)
-        .map_err(|e| unavailable(format!("cannot start the network holder: {e}")))?;
-    let mut line = String::new();
-    if let Some(out) = child.stdout.take() {
-        let _ = BufReader::new(out).read_line(&mut line);
-    }
-    if line.trim() != "ready" {
-        let mut why = String::new();
-        if let Some(mut err) = child.stderr.take() {
-            let _ = err.read_to_string(&mut why);
+impl Holder {
+    /// The pid of the running holder, started if it is not.
+    pub(crate) fn pid(&self) -> Result<u32> {
+        let mut holder = self.0.lock();
+        if let Some(child) = holder.as_mut()
+            && child.try_wait().ok().flatten().is_none()
+        {
+            return Ok(child.id());
         }
-        let _ = child.kill();
-        let _ = child.wait();
-        let why = why.trim().trim_start_matches("fugue: sandbox unavailable: ").to_string();
-        return Err(unavailable(format!("no private network for the panes: {why}")));
+        let unavailable = |why: String| Error::new(ErrorKind::SandboxUnavailable, why);
+        let mut cmd = Command::new("/proc/self/exe");
+        cmd.arg("__sandbox-net")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = crate::inherit::spawn(&mut cmd)
+            .map_err(|e| unavailable(format!("cannot start the network holder: {e}")))?;
+        let mut line = String::new();
+        if let Some(out) = child.stdout.take() {
+            let _ = BufReader::new(out).read_line(&mut line);
+        }
+        if line.trim() != "ready" {
+            let mut why = String::new();
+            if let Some(mut err) = child.stderr.take() {
+                let _ = err.read_to_string(&mut why);
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+            let why = why.trim().trim_start_matches("fugue: sandbox unavailable: ").to_string();
+            return Err(unavailable(format!("no private network for the panes: {why}")));
+        }
+        let pid = child.id();
+        *holder = Some(child);
+        Ok(pid)
     }
-    let pid = child.id();
-    *holder = Some(child);
-    Ok(pid)
-}
 
-/// Ends the holder (fugue is stopping): closing its stdin is its signal.
-pub(crate) fn stop() {
-    if let Some(mut child) = HOLDER.lock().take() {
-        drop(child.stdin.take());
-        let _ = child.wait();
+    /// Ends the holder (the runtime is stopping): closing its stdin is its signal.
+    pub(crate) fn stop(&self) {
+        if let Some(mut child) = self.0.lock().take() {
+            drop(child.stdin.take());
+            let _ = child.wait();
+        }
     }
 }
 

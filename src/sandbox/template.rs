@@ -3,9 +3,9 @@
 //! `/dev`, the private temporary directories, the covers, every `.git`) was most of a sandboxed
 //! start's cost.
 //!
-//! fugue starts a holder (`fugue __sandbox-layout PLAN`) for a plan the first time a pane needs
+//! A runtime starts a holder (`fugue __sandbox-layout PLAN`) for a plan the first time a pane needs
 //! it: the holder joins the panes' namespaces as a launcher would, lays the plan out in a mount
-//! namespace of its own and keeps it until fugue ends. A pane's launcher then enters that
+//! namespace of its own and keeps it until the runtime ends. A pane's launcher then enters that
 //! namespace and copies it (`unshare`), and adds what is the pane's own: a terminal file system
 //! of its own on `/dev/pts` and, read-only, its private `TMPDIR`.
 //!
@@ -40,35 +40,38 @@ struct Held {
     bound: Vec<Bound>,
 }
 
-/// The holders, newest last.
-static HELD: Mutex<Vec<Held>> = Mutex::new(Vec::new());
+/// One runtime's holders, newest last.
+#[derive(Default)]
+pub(crate) struct Templates(Mutex<Vec<Held>>);
 
-/// The template for `plan` with the working directory `cwd`, laid out now if there is none that
-/// still holds; `None` for a plan that is laid out in full (see the module's comment).
-pub(crate) fn for_plan(plan: &Plan, cwd: &Path) -> Result<Option<Template>> {
-    if plan.fallback || !plan.keep.is_empty() {
-        return Ok(None);
-    }
-    let key = key(plan, cwd);
-    let mut held = HELD.lock();
-    if let Some(at) = held.iter().position(|h| h.key == key) {
-        if still_holds(&mut held[at]) {
-            return Ok(Some(held[at].template));
+impl Templates {
+    /// The template for `plan` with the working directory `cwd`, laid out now if there is none that
+    /// still holds; `None` for a plan that is laid out in full (see the module's comment).
+    pub(crate) fn for_plan(&self, plan: &Plan, cwd: &Path) -> Result<Option<Template>> {
+        if plan.fallback || !plan.keep.is_empty() {
+            return Ok(None);
         }
-        end(held.remove(at));
+        let key = key(plan, cwd);
+        let mut held = self.0.lock();
+        if let Some(at) = held.iter().position(|h| h.key == key) {
+            if still_holds(&mut held[at]) {
+                return Ok(Some(held[at].template));
+            }
+            end(held.remove(at));
+        }
+        if held.len() >= MOST {
+            end(held.remove(0));
+        }
+        let made = start(plan, cwd, key)?;
+        let template = made.template;
+        held.push(made);
+        Ok(Some(template))
     }
-    if held.len() >= MOST {
-        end(held.remove(0));
-    }
-    let made = start(plan, cwd, key)?;
-    let template = made.template;
-    held.push(made);
-    Ok(Some(template))
-}
 
-/// Ends every holder (fugue is stopping).
-pub(crate) fn stop() {
-    HELD.lock().drain(..).for_each(end);
+    /// Ends every holder (the runtime is stopping).
+    pub(crate) fn stop(&self) {
+        self.0.lock().drain(..).for_each(end);
+    }
 }
 
 /// What makes two plans one template: the plan but for the pane's name, and the directory.

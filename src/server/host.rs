@@ -169,7 +169,7 @@ impl Host {
             crate::log::warn("shared socket: refused a connection from another user");
             return;
         }
-        if crate::sandbox::refuses_peer(&self.runtime.sandbox, cred.pid) {
+        if self.runtime.refuses_peer(cred.pid) {
             crate::log::warn("shared socket: refused a connection from a sandboxed pane");
             return;
         }

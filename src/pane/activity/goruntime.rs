@@ -7,10 +7,11 @@
 //! the header of Go 1.18 and later (versions inline). Older Go ran goroutine timers on a thread of
 //! their own that slept the same way, so an older or unreadable one counts as not Go: its sleeps
 //! stay timers, and a question waits its quiet period, as before. The answer is kept per
-//! executable file (device, inode, change time), so a look reads the file once.
+//! executable file (device, inode, change time) in the registry's `ProcessTable`, so a look reads
+//! the file once.
 
+use crate::pane::seen::GoKnown;
 use parking_lot::Mutex;
-use std::collections::HashMap;
 use std::fs::File;
 use std::os::unix::fs::{FileExt, MetadataExt};
 
@@ -25,21 +26,17 @@ const MAX_NAMES: u64 = 1 << 20;
 /// How many executables' answers are kept; past it, the cache starts again.
 const KEPT: usize = 256;
 
-/// Executable (device, inode, change time) -> is a Go program.
-type Known = HashMap<(u64, u64, i64), bool>;
-static KNOWN: Mutex<Option<Known>> = Mutex::new(None);
-
-/// Whether process `pid` runs a Go program of Go 1.18 or later (false when /proc will not say).
-pub(super) fn is_go(pid: u32) -> bool {
+/// Whether process `pid` runs a Go program of Go 1.18 or later (false when /proc will not say),
+/// kept in `known`.
+pub(super) fn is_go(pid: u32, known: &Mutex<GoKnown>) -> bool {
     let path = format!("/proc/{pid}/exe");
     let Ok(meta) = std::fs::metadata(&path) else { return false };
     let key = (meta.dev(), meta.ino(), meta.ctime());
-    if let Some(known) = KNOWN.lock().as_ref().and_then(|k| k.get(&key).copied()) {
-        return known;
+    if let Some(go) = known.lock().get(&key).copied() {
+        return go;
     }
     let go = File::open(&path).is_ok_and(|file| go_header(&file).unwrap_or(false));
-    let mut known = KNOWN.lock();
-    let known = known.get_or_insert_with(HashMap::new);
+    let mut known = known.lock();
     if known.len() >= KEPT {
         known.clear();
     }
@@ -105,7 +102,9 @@ mod tests {
 
     #[test]
     fn fugue_itself_is_not_a_go_program() {
-        assert!(!is_go(std::process::id()));
-        assert!(!is_go(u32::MAX), "no such process");
+        let known = Mutex::default();
+        assert!(!is_go(std::process::id(), &known));
+        assert!(!is_go(u32::MAX, &known), "no such process");
+        assert_eq!(known.lock().len(), 1, "the answer is kept for fugue's own binary");
     }
 }

@@ -85,7 +85,7 @@ pub(super) fn group_wait(terminal: &Terminal, table: &ProcessTable) -> (Waiting,
     let mut worst = Waiting::Neutral;
     let mut asker = None;
     for pid in members {
-        let wait = process_wait(pid, terminal);
+        let wait = process_wait(pid, terminal, table);
         if matches!(wait, Waiting::Terminal { .. }) {
             asker = asker.or(Some(pid));
         }
@@ -102,11 +102,11 @@ pub(super) fn group_wait(terminal: &Terminal, table: &ProcessTable) -> (Waiting,
 /// part of what the pane shows, and counts as neutral: a shell without job control keeps its
 /// background jobs in the foreground group, so `fish -c read` on a first run has fish's man-page
 /// completion generator (python3, output to /dev/null) computing beside the question for minutes.
-fn process_wait(pid: u32, terminal: &Terminal) -> Waiting {
+fn process_wait(pid: u32, terminal: &Terminal, table: &ProcessTable) -> Waiting {
     let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else { return Waiting::Busy };
     let mut worst = Waiting::Neutral;
     for tid in tasks.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok()) {
-        worst = worst.and(thread_wait(pid, tid, terminal));
+        worst = worst.and(thread_wait(pid, tid, terminal, table));
         if worst == Waiting::Busy {
             break;
         }
@@ -163,7 +163,7 @@ fn group_members(group: i32, table: &ProcessTable) -> Vec<u32> {
     if let Some(members) = viewed {
         return members;
     }
-    let mut scan = table.0.lock();
+    let mut scan = table.groups.lock();
     if scan.as_ref().is_none_or(|(at, _)| at.elapsed() >= SCAN_REUSE) {
         let all = process_groups();
         *scan = Some((Instant::now(), all));
@@ -186,13 +186,13 @@ fn process_groups() -> Groups {
 /// What thread `tid` of process `pid` waits for. A thread caught awake is looked at again,
 /// `AWAKE_GAP` apart, and counts as working only if every one of `AWAKE_LOOKS` looks finds it
 /// awake.
-fn thread_wait(pid: u32, tid: u32, terminal: &Terminal) -> Waiting {
+fn thread_wait(pid: u32, tid: u32, terminal: &Terminal, table: &ProcessTable) -> Waiting {
     let mut last = Awake::Running(0);
     for look in 0..AWAKE_LOOKS {
         if look > 0 {
             std::thread::sleep(AWAKE_GAP);
         }
-        match thread_look(pid, tid, terminal) {
+        match thread_look(pid, tid, terminal, table) {
             Ok(wait) => return wait,
             Err(awake) => last = awake,
         }
@@ -219,8 +219,13 @@ impl std::fmt::Display for Awake {
 }
 
 /// One look at a thread: what it waits for, or `Err` when it is awake, so that one look cannot
-/// tell.
-fn thread_look(pid: u32, tid: u32, terminal: &Terminal) -> Result<Waiting, Awake> {
+/// tell. `table` knows which programs are Go's.
+fn thread_look(
+    pid: u32,
+    tid: u32,
+    terminal: &Terminal,
+    table: &ProcessTable,
+) -> Result<Waiting, Awake> {
     let task = format!("/proc/{pid}/task/{tid}");
     match crate::procfs::stat_at(&format!("{task}/stat")).map(|s| s.state) {
         // A thread that ended since the listing, or a zombie, waits for nothing.
@@ -253,7 +258,7 @@ fn thread_look(pid: u32, tid: u32, terminal: &Terminal) -> Result<Waiting, Awake
             Waiting::Terminal { timed: terminal.timed_reads }
         }
         Waiting::Terminal { timed } => Waiting::Terminal { timed: timed || !call.endless() },
-        Waiting::Neutral if runtimes_own_sleep(pid, tid, &call) => Waiting::Neutral,
+        Waiting::Neutral if runtimes_own_sleep(pid, tid, &call, table) => Waiting::Neutral,
         Waiting::Neutral if !call.endless() => Waiting::Timer,
         wait => wait,
     };
@@ -269,12 +274,12 @@ fn thread_look(pid: u32, tid: u32, terminal: &Terminal) -> Result<Waiting, Awake
 /// thread pool's idle workers wait half a second for work and its fd monitor polls its own wake-up
 /// descriptor a quarter of a second before they end (fish's `read` itself is blocked on the
 /// terminal with no timeout, on its main thread).
-fn runtimes_own_sleep(pid: u32, tid: u32, call: &syscalls::Call) -> bool {
+fn runtimes_own_sleep(pid: u32, tid: u32, call: &syscalls::Call, table: &ProcessTable) -> bool {
     let fish_thread = || {
         tid != pid
             && fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim_end() == "fish")
     };
-    (call.go_runtime_sleep() && goruntime::is_go(pid)) || fish_thread()
+    (call.go_runtime_sleep() && goruntime::is_go(pid, &table.go)) || fish_thread()
 }
 
 fn denied(e: &std::io::Error) -> bool {
