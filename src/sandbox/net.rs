@@ -7,11 +7,11 @@
 //! nothing reaches the host's loopback or the outside. It works unprivileged: the holder's user
 //! namespace is owned by fugue's own uid, which gives the launchers the right to join it.
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::Result;
 use parking_lot::Mutex;
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 
 /// What the launcher's error says when the kernel allows no user namespaces.
 pub(crate) const NO_USERNS: &str = "user namespaces are not allowed";
@@ -35,28 +35,9 @@ impl Holder {
         {
             return Ok(child.id());
         }
-        let unavailable = |why: String| Error::new(ErrorKind::SandboxUnavailable, why);
         let mut cmd = Command::new("/proc/self/exe");
-        cmd.arg("__sandbox-net")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = crate::inherit::spawn(&mut cmd)
-            .map_err(|e| unavailable(format!("cannot start the network holder: {e}")))?;
-        let mut line = String::new();
-        if let Some(out) = child.stdout.take() {
-            let _ = BufReader::new(out).read_line(&mut line);
-        }
-        if line.trim() != "ready" {
-            let mut why = String::new();
-            if let Some(mut err) = child.stderr.take() {
-                let _ = err.read_to_string(&mut why);
-            }
-            let _ = child.kill();
-            let _ = child.wait();
-            let why = why.trim().trim_start_matches("fugue: sandbox unavailable: ").to_string();
-            return Err(unavailable(format!("no private network for the panes: {why}")));
-        }
+        cmd.arg("__sandbox-net");
+        let (child, _) = super::helper::start(&mut cmd, "no private network for the panes")?;
         let pid = child.id();
         *holder = Some(child);
         Ok(pid)
@@ -64,9 +45,8 @@ impl Holder {
 
     /// Ends the holder (the runtime is stopping): closing its stdin is its signal.
     pub(crate) fn stop(&self) {
-        if let Some(mut child) = self.0.lock().take() {
-            drop(child.stdin.take());
-            let _ = child.wait();
+        if let Some(child) = self.0.lock().take() {
+            super::helper::end(child);
         }
     }
 }

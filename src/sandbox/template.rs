@@ -22,11 +22,11 @@
 use super::launch_plan::{Plan, Template};
 use crate::error::{Error, ErrorKind, Result};
 use parking_lot::Mutex;
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 
 /// The most templates kept at once (one per plan and working directory); the oldest goes first.
 const MOST: usize = 4;
@@ -146,47 +146,31 @@ fn identity(path: &Path) -> Option<(u64, u64, bool)> {
 
 /// Starts a holder for `plan` in `cwd` and waits until it has laid the plan out.
 fn start(plan: &Plan, cwd: &Path, key: String) -> Result<Held> {
-    let unavailable = |why: String| Error::new(ErrorKind::SandboxUnavailable, why);
     // The pane's private `TMPDIR` is each pane's own (see `mounts::per_pane`).
     let laid = Plan { tmp: None, ..plan.clone() };
     let mut cmd = Command::new("/proc/self/exe");
-    cmd.arg("__sandbox-layout")
-        .arg(serde_json::to_string(&laid).unwrap_or_default())
-        .current_dir(cwd)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = crate::inherit::spawn(&mut cmd)
-        .map_err(|e| unavailable(format!("cannot start the layout holder: {e}")))?;
-    let mut line = String::new();
-    if let Some(out) = child.stdout.take() {
-        let _ = BufReader::new(out).read_line(&mut line);
-    }
+    cmd.arg("__sandbox-layout").arg(serde_json::to_string(&laid).unwrap_or_default());
+    cmd.current_dir(cwd);
+    let (child, said) =
+        super::helper::start(&mut cmd, "the panes' file system could not be laid out")?;
     let pid = child.id();
     let mnt = std::fs::metadata(format!("/proc/{pid}/ns/mnt")).map(|m| m.ino());
-    let drop = line.trim().strip_prefix("ready ").and_then(|n| n.parse().ok());
-    match (drop, mnt) {
-        (Some(drop), Ok(mnt)) => {
+    match (said.parse(), mnt) {
+        (Ok(drop), Ok(mnt)) => {
             let template = Template { pid, mnt, drop };
             Ok(Held { key, child, template, bound: bound(plan, cwd) })
         }
-        _ => {
-            let mut why = String::new();
-            if let Some(mut err) = child.stderr.take() {
-                let _ = err.read_to_string(&mut why);
-            }
-            let _ = child.kill();
-            let _ = child.wait();
-            let why = why.trim().trim_start_matches("fugue: sandbox unavailable: ");
-            Err(unavailable(format!("the panes' file system could not be laid out: {why}")))
+        (drop, mnt) => {
+            super::helper::end(child);
+            let why = format!("the layout holder said {said:?} ({drop:?}, {mnt:?})");
+            Err(Error::new(ErrorKind::SandboxUnavailable, why))
         }
     }
 }
 
 /// Ends a holder: closing its stdin is its signal.
-fn end(mut held: Held) {
-    drop(held.child.stdin.take());
-    let _ = held.child.wait();
+fn end(held: Held) {
+    super::helper::end(held.child);
 }
 
 /// `fugue __sandbox-layout PLAN`: joins the panes' namespaces, lays `plan` out in a mount
