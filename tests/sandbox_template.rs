@@ -67,11 +67,29 @@ fn promises_case(f: &mut Fugue, who: &str) {
     assert!(said(&procs).trim().parse::<u32>().is_ok_and(|n| n <= 4), "{who}: {procs}");
     let own = job(f, "ls /dev/pts");
     assert_eq!(said(&own).trim(), "ptmx", "{who}: {own}");
-    let left = out.join("left");
-    let leave = format!("setsid sh -c 'sleep 2; echo x > {}' >/dev/null 2>&1 &", path_str(&left));
+    // A daemon that left the pane's session, named so the host's /proc finds it: it must be gone
+    // once the pane has ended (its pid namespace with it), not merely quiet for a while.
+    let tag = format!("417.{}", std::process::id());
+    let leave = format!("setsid sleep {tag} >/dev/null 2>&1 & sleep 0.2");
     assert_eq!(job(f, &leave)["exit_code"], 0, "{who}");
-    std::thread::sleep(std::time::Duration::from_millis(2500));
-    assert!(!left.exists(), "{who}: a process outlived its pane");
+    let left = || sleeping(&tag);
+    let gone = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !left().is_empty() && std::time::Instant::now() < gone {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(left().is_empty(), "{who}: {:?} outlived its pane", left());
+}
+
+/// The host's processes running `sleep TAG`.
+fn sleeping(tag: &str) -> Vec<u32> {
+    let dir = std::fs::read_dir("/proc").unwrap().flatten();
+    let pids = dir.filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok());
+    let wanted = format!("sleep\0{tag}\0");
+    pids.filter(|pid| {
+        let line = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        line.ends_with(wanted.as_bytes())
+    })
+    .collect()
 }
 
 /// A writable root moved away and made again between two panes: the second pane writes into the
