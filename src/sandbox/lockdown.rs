@@ -147,37 +147,13 @@ fn recv_fd(channel: &UnixStream) -> Option<OwnedFd> {
     (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
-/// Room for one `ucred` control message.
-const CMSG_SPACE: usize = 32;
-
 /// The descriptor number the other side wrote, and its pid as the kernel attached it.
 fn recv_number(channel: &UnixStream) -> Option<(i32, libc::pid_t)> {
     let mut number = [0u8; 4];
-    let mut iov = libc::iovec { iov_base: number.as_mut_ptr().cast(), iov_len: 4 };
-    let mut control = [0u64; CMSG_SPACE / 8];
-    // SAFETY: an all-zero msghdr is valid; the pointers set below outlive the recvmsg.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &raw mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.as_mut_ptr().cast();
-    msg.msg_controllen = CMSG_SPACE;
-    let n = loop {
-        // SAFETY: as above; the kernel writes only into the buffers `msg` names.
-        let n = unsafe { libc::recvmsg(channel.as_raw_fd(), &raw mut msg, libc::MSG_WAITALL) };
-        if n >= 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            break n;
-        }
-    };
-    if n != 4 {
+    let (n, control) = super::cmsg::recv(channel.as_raw_fd(), &mut number, libc::MSG_WAITALL)?;
+    if n != 4 || control.kind != libc::SCM_CREDENTIALS {
         return None;
     }
-    // SAFETY: the kernel filled the control buffer; the macros read inside it.
-    let pid = unsafe {
-        let cmsg = libc::CMSG_FIRSTHDR(&raw const msg);
-        if cmsg.is_null() || (*cmsg).cmsg_type != libc::SCM_CREDENTIALS {
-            return None;
-        }
-        libc::CMSG_DATA(cmsg).cast::<libc::ucred>().read_unaligned().pid
-    };
+    let pid = control.payload.get(..4)?.try_into().map(libc::pid_t::from_ne_bytes).ok()?;
     Some((i32::from_ne_bytes(number), pid))
 }

@@ -17,6 +17,7 @@
 mod anew;
 mod call;
 mod caps;
+mod cmsg;
 mod helper;
 mod holders;
 pub(crate) mod landlock;

@@ -61,31 +61,15 @@ fn hold(receiving: &UnixDatagram) {
 
 /// One message's two descriptors; `None` for anything else (what came is closed).
 fn receive(receiving: &UnixDatagram) -> Option<[OwnedFd; 2]> {
-    let mut byte = [0u8; 1];
-    let mut iov = libc::iovec { iov_base: byte.as_mut_ptr().cast(), iov_len: 1 };
-    let mut control = [0u64; CMSG_SPACE / 8];
-    // SAFETY: an all-zero msghdr is valid; the pointers set below outlive the recvmsg.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &raw mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.as_mut_ptr().cast();
-    msg.msg_controllen = CMSG_SPACE;
     let flags = libc::MSG_CMSG_CLOEXEC | libc::MSG_DONTWAIT;
-    // SAFETY: as above; the kernel writes only into the buffers `msg` names.
-    if unsafe { libc::recvmsg(receiving.as_raw_fd(), &raw mut msg, flags) } < 0 {
+    let (_, control) = super::cmsg::recv(receiving.as_raw_fd(), &mut [0u8; 1], flags)?;
+    if control.kind != libc::SCM_RIGHTS {
         return None;
     }
-    // SAFETY: the kernel filled the control buffer; the macros read inside it, and each
-    // descriptor it passed is new and ours.
-    let fds: Vec<OwnedFd> = unsafe {
-        let cmsg = libc::CMSG_FIRSTHDR(&raw const msg);
-        if cmsg.is_null() || (*cmsg).cmsg_type != libc::SCM_RIGHTS {
-            return None;
-        }
-        let len = (*cmsg).cmsg_len - libc::CMSG_LEN(0) as usize;
-        let data = libc::CMSG_DATA(cmsg).cast::<RawFd>();
-        (0..len / 4).map(|i| OwnedFd::from_raw_fd(data.add(i).read_unaligned())).collect()
-    };
+    let numbers = control.payload.chunks_exact(4).filter_map(|b| b.try_into().ok());
+    // SAFETY: each descriptor the kernel passed is new and ours.
+    let fds: Vec<OwnedFd> =
+        numbers.map(|b| unsafe { OwnedFd::from_raw_fd(RawFd::from_ne_bytes(b)) }).collect();
     <[OwnedFd; 2]>::try_from(fds).ok()
 }
 
